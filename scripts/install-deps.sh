@@ -1,0 +1,19 @@
+#!/bin/sh
+# Install what fmbroker needs to build and test on Debian 12 (run as root).
+# Safe to run again: apt-get skips what is already installed.
+set -eu
+export DEBIAN_FRONTEND=noninteractive
+packages="build-essential cmake pkg-config clang clang-format cppcheck
+  libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev libsqlite3-dev
+  libssl-dev libcmocka-dev libinih-dev libsystemd-dev
+  sqlite3 jq curl openssl"
+missing=
+for p in $packages; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    apt-get update -q
+    # shellcheck disable=SC2086
+    apt-get install -y -q --no-install-recommends $missing
+fi

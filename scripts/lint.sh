@@ -1,0 +1,21 @@
+#!/bin/sh
+# lint.sh format|cppcheck: the checks CI runs on the source tree.
+set -eu
+cd "$(dirname "$0")/.."
+files=$(find src tests bench -name '*.[ch]' 2>/dev/null | sort)
+case "${1:-}" in
+format)
+    # shellcheck disable=SC2086
+    clang-format --dry-run -Werror $files
+    ;;
+cppcheck)
+    # shellcheck disable=SC2086
+    cppcheck --error-exitcode=1 --enable=warning,portability,performance \
+        --inline-suppr -q --std=c11 -D_GNU_SOURCE \
+        -I src/common -I src/store -I src/fmclient $files
+    ;;
+*)
+    echo "usage: $0 format|cppcheck" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,136 @@
+/* config.h: fmbroker.conf, the one INI file every component reads.
+ *
+ * Every key lives in one table in config.c with its section, type, bounds
+ * and default.  Loading parses into a staged copy, checks the rules that
+ * involve several keys, and only then hands the result to the caller, so
+ * a rejected file never leaves a half-applied configuration.  Errors read
+ * "FILE:LINE: [section] key = value: why".
+ *
+ * deploy/fmbroker.conf.example documents every key; a ctest checks that
+ * it and `fmbrokerd --dump-config` list the same keys and defaults.
+ */
+#ifndef FMB_CONFIG_H
+#define FMB_CONFIG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "error.h"
+
+#define FMB_CONFIG_PATH   "/etc/fmbroker/fmbroker.conf"
+#define FMB_CFG_PATH_MAX  1024
+#define FMB_CFG_LIST_MAX  1024
+#define FMB_CLUSTER_MAX   64
+#define FMB_UNIX_PATH_MAX 108 /* sizeof (sun_path) */
+#define FMB_CXI_NRSRC     8
+
+enum fmb_auth { FMB_AUTH_OAUTH, FMB_AUTH_BASIC, FMB_AUTH_NONE };
+enum fmb_hwcoll_mode { FMB_HWCOLL_AUTO, FMB_HWCOLL_REQUEST };
+
+/* Traffic classes as bits of SLINGSHOT_TCS. */
+#define FMB_TC_DEDICATED_ACCESS 0x1
+#define FMB_TC_LOW_LATENCY      0x2
+#define FMB_TC_BULK_DATA        0x4
+#define FMB_TC_BEST_EFFORT      0x8
+
+/* One CXI resource's limits: the service may use up to 'max'; 'res' is
+ * reserved outright, or if 0, 'def' per allocated core. */
+struct fmb_cxi_limit {
+    unsigned max;
+    unsigned res;
+    unsigned def;
+};
+
+struct fmb_config {
+    char source[FMB_CFG_PATH_MAX]; /* file read, or "" for built-in defaults */
+
+    /* [broker] */
+    char cluster_name[FMB_CLUSTER_MAX + 1];
+    char state_dir[FMB_CFG_PATH_MAX];
+    int log_level; /* LOG_ERR..LOG_DEBUG */
+    unsigned reconcile_interval_s;
+
+    /* [api] */
+    char socket[FMB_UNIX_PATH_MAX];
+    char tcp[256];
+    char tls_cert[FMB_CFG_PATH_MAX];
+    char tls_key[FMB_CFG_PATH_MAX];
+    char tokens_file[FMB_CFG_PATH_MAX];
+    char rm_users[FMB_CFG_LIST_MAX];
+    char admin_users[FMB_CFG_LIST_MAX];
+    char admin_groups[FMB_CFG_LIST_MAX];
+
+    /* [fabric_manager] */
+    char fm_url[FMB_CFG_PATH_MAX];
+    unsigned fm_auth; /* enum fmb_auth */
+    char fm_auth_dir[FMB_CFG_PATH_MAX];
+    char fm_ca_file[FMB_CFG_PATH_MAX];
+    char fm_mtls_cert[FMB_CFG_PATH_MAX];
+    char fm_mtls_key[FMB_CFG_PATH_MAX];
+    bool fm_insecure;
+    unsigned fm_timeout_ms;
+    unsigned fm_reserve_timeout_ms;
+    unsigned fm_max_connections;
+
+    /* [hwcoll] */
+    unsigned hwcoll_mode; /* enum fmb_hwcoll_mode */
+    unsigned hwcoll_min_nodes;
+    unsigned hwcoll_addrs_per_job;
+    unsigned hwcoll_total_addrs;
+    unsigned hwcoll_system_nodes;
+    unsigned hwcoll_jobs_per_node;
+
+    /* [vni] */
+    unsigned vni_min;
+    unsigned vni_max;
+    unsigned vni_per_job;
+    unsigned vni_max_per_job;
+    unsigned vni_quarantine_s;
+
+    /* [cxi] */
+    unsigned cxi_tcs; /* FMB_TC_* mask */
+    char cxi_limits_text[FMB_CFG_LIST_MAX];
+    struct fmb_cxi_limit cxi_limits[FMB_CXI_NRSRC];
+    char cxi_libcxi[FMB_CFG_PATH_MAX];
+};
+
+/* Names of the CXI resources in the order of cxi_limits[]. */
+extern const char *const fmb_cxi_rsrc_names[FMB_CXI_NRSRC];
+
+/* Fill 'cfg' with the built-in defaults (always succeeds). */
+void fmb_config_defaults (struct fmb_config *cfg);
+
+/* Read 'path' on top of the defaults.  On failure 'cfg' is untouched. */
+int fmb_config_load (struct fmb_config *cfg, const char *path, struct fmb_error *error);
+
+/* The same for text held in memory; 'name' stands for the file in messages. */
+int fmb_config_load_string (struct fmb_config *cfg,
+                            const char *name,
+                            const char *text,
+                            struct fmb_error *error);
+
+/* Apply one "section.key=value" override (command line) on top of 'cfg'
+ * and validate the result; on failure 'cfg' is untouched. */
+int fmb_config_set (struct fmb_config *cfg,
+                    const char *assignment,
+                    struct fmb_error *error);
+
+/* Print the effective configuration as an INI file. */
+void fmb_config_dump (const struct fmb_config *cfg, FILE *f);
+
+/* [fabric_manager] auth_dir, or when empty the directory Slurm uses for
+ * the auth mode: /etc/wlm-client-auth (oauth) or /etc/fmsim (basic). */
+const char *fmb_config_auth_dir (const struct fmb_config *cfg);
+
+/* Multicast addresses a job may reserve (the FM's mcastLimit): addrs_per_job
+ * if set, otherwise HPE's formula (total_addrs / (system_nodes / min_nodes))
+ * / jobs_per_node.  0 when hardware collectives cannot be sized. */
+unsigned fmb_config_mcast_limit (const struct fmb_config *cfg);
+
+/* Parse a traffic-class list ("LOW_LATENCY,BEST_EFFORT") into a mask. */
+int fmb_config_parse_tcs (const char *text, unsigned *mask, struct fmb_error *error);
+
+/* Is 'name' in the comma-separated list 'list'? */
+bool fmb_config_list_has (const char *list, const char *name);
+
+#endif

@@ -1,0 +1,39 @@
+/* fileutil.h: small file helpers: capped reads, atomic writes, private
+ * file checks, directory creation. */
+#ifndef FMB_FILEUTIL_H
+#define FMB_FILEUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+/* Read the whole of 'path' into a NUL-terminated malloc'd buffer (caller
+ * frees).  Fails with EFBIG if the file is larger than 'cap'.  If
+ * 'strip_newlines', trailing \r and \n are removed (credential files). */
+int fmb_read_file (const char *path,
+                   size_t cap,
+                   bool strip_newlines,
+                   char **ret_buf,
+                   size_t *ret_len,
+                   struct fmb_error *error);
+
+/* Write 'len' bytes to 'path' through a temporary file in the same
+ * directory and rename(2), so readers see the old or the new content,
+ * never a mix.  The file gets 'mode'. */
+int fmb_write_file_atomic (const char *path,
+                           mode_t mode,
+                           const void *data,
+                           size_t len,
+                           struct fmb_error *error);
+
+/* Fail with EPERM if 'path' (an open fd's file) can be read or written by
+ * group or others: secrets must be private to the service user. */
+int fmb_check_private_fd (int fd, const char *path, struct fmb_error *error);
+int fmb_check_private_file (const char *path, struct fmb_error *error);
+
+/* mkdir -p with 'mode' for directories it creates. */
+int fmb_mkdir_p (const char *path, mode_t mode, struct fmb_error *error);
+
+#endif

@@ -1,0 +1,29 @@
+/* jsonutil.h: small helpers over jansson used by every component. */
+#ifndef FMB_JSONUTIL_H
+#define FMB_JSONUTIL_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "error.h"
+
+/* Parse 'len' bytes as a JSON document whose top level is an object.
+ * Duplicate keys are refused (two values for one key is ambiguous input,
+ * not something to resolve silently).  Returns a new reference or NULL
+ * with EINVAL and a message naming line and column. */
+json_t *fmb_json_load_object (const char *buf, size_t len, struct fmb_error *error);
+
+/* Compact, key-sorted serialisation (stable for comparisons and logs).
+ * Returns a malloc'd string or NULL with ENOMEM. */
+char *fmb_json_dump (const json_t *value);
+
+/* Fetch an optional member of a given jansson type.  Returns 0 and sets
+ * *ret (borrowed) to the member or NULL if absent; -1 with EINVAL if it is
+ * present with another type.  'name' is used in the message. */
+int fmb_json_get (const json_t *obj,
+                  const char *name,
+                  json_type type,
+                  json_t **ret,
+                  struct fmb_error *error);
+
+#endif

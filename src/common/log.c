@@ -1,0 +1,113 @@
+/* log.c: stderr logging with journald priority prefixes; see log.h. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define LOG_LINE_MAX 2048
+
+static char log_ident[64] = "fmbroker";
+static int log_level = LOG_INFO;
+
+static const char *const level_names[] = {
+    [LOG_EMERG] = "emerg",
+    [LOG_ALERT] = "alert",
+    [LOG_CRIT] = "crit",
+    [LOG_ERR] = "error",
+    [LOG_WARNING] = "warning",
+    [LOG_NOTICE] = "notice",
+    [LOG_INFO] = "info",
+    [LOG_DEBUG] = "debug",
+};
+
+void fmb_log_init (const char *ident, int level)
+{
+    snprintf (log_ident, sizeof (log_ident), "%s", ident);
+    log_level = level;
+}
+
+void fmb_log_set_level (int level)
+{
+    log_level = level;
+}
+
+int fmb_log_get_level (void)
+{
+    return log_level;
+}
+
+int fmb_log_level_parse (const char *name)
+{
+    for (int i = 0; i <= LOG_DEBUG; i++)
+        if (strcasecmp (name, level_names[i]) == 0)
+            return i;
+    if (strcasecmp (name, "err") == 0)
+        return LOG_ERR;
+    if (strcasecmp (name, "warn") == 0)
+        return LOG_WARNING;
+    return -1;
+}
+
+/* Words after which the next token is a secret.  The token ends at white
+ * space, a quote, '&', ',' or the end of the line. */
+static const char *const secret_markers[] = {
+    "Bearer ",
+    "access_token",
+    "client_secret=",
+    "sessionToken",
+    "session_token",
+    "password",
+    "passwd=",
+};
+
+static char *skip_to_value (char *p)
+{
+    /* Skip separators such as `":"`, `=`, `: ` that sit between a JSON or
+     * form key and its value. */
+    while (*p == '"' || *p == ':' || *p == '=' || *p == ' ')
+        p++;
+    return p;
+}
+
+void fmb_log_redact (char *line)
+{
+    for (size_t i = 0; i < sizeof (secret_markers) / sizeof (secret_markers[0]); i++) {
+        const char *m = secret_markers[i];
+        char *p = line;
+        while ((p = strcasestr (p, m))) {
+            char *v = skip_to_value (p + strlen (m));
+            char *end = v;
+            while (*end && !strchr (" \t\"'&,}\n", *end))
+                end++;
+            if (end > v) {
+                /* Replace the value with "***" and close the gap. */
+                memmove (v + 3, end, strlen (end) + 1);
+                memcpy (v, "***", 3);
+                end = v + 3;
+            }
+            p = end;
+        }
+    }
+}
+
+void fmb_log (int level, const char *fmt, ...)
+{
+    if (level > log_level)
+        return;
+    int saved = errno;
+    char line[LOG_LINE_MAX];
+    va_list ap;
+    va_start (ap, fmt);
+    vsnprintf (line, sizeof (line), fmt, ap);
+    va_end (ap);
+    fmb_log_redact (line);
+    if (isatty (STDERR_FILENO))
+        fprintf (stderr, "%s: %s: %s\n", log_ident, level_names[level & 7], line);
+    else
+        fprintf (stderr, "<%d>%s: %s\n", level & 7, log_ident, line);
+    errno = saved;
+}

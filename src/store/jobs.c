@@ -1,0 +1,572 @@
+/* jobs.c: the jobs table and each job's steps and nodes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "store_private.h"
+
+static const char *const job_state_names[] = {
+    [STORE_JOB_ACTIVE] = "active",
+    [STORE_JOB_RELEASING] = "releasing",
+    [STORE_JOB_RELEASED] = "released",
+    [STORE_JOB_LOST] = "lost",
+};
+static const char *const hwcoll_state_names[] = {
+    [STORE_HWCOLL_RESERVING] = "reserving",
+    [STORE_HWCOLL_RESERVED] = "reserved",
+    [STORE_HWCOLL_NOT_ELIGIBLE] = "not_eligible",
+    [STORE_HWCOLL_UNAVAILABLE] = "unavailable",
+    [STORE_HWCOLL_LOST] = "lost",
+    [STORE_HWCOLL_RELEASED] = "released",
+};
+static const char *const cxi_state_names[] = {
+    [STORE_CXI_PENDING] = "pending",
+    [STORE_CXI_CREATED] = "created",
+    [STORE_CXI_DESTROYED] = "destroyed",
+    [STORE_CXI_FAILED] = "failed",
+};
+static const char *const step_state_names[] = {
+    [STORE_STEP_CLEANING] = "cleaning",
+    [STORE_STEP_CLEANED] = "cleaned",
+    [STORE_STEP_FAILED] = "failed",
+};
+
+#define NAMEOF(table, v) \
+    ((unsigned)(v) < sizeof (table) / sizeof (table[0]) ? table[v] : "?")
+
+const char *store_job_state_name (enum store_job_state s)
+{
+    return NAMEOF (job_state_names, s);
+}
+const char *store_hwcoll_state_name (enum store_hwcoll_state s)
+{
+    return NAMEOF (hwcoll_state_names, s);
+}
+const char *store_cxi_state_name (enum store_cxi_state s)
+{
+    return NAMEOF (cxi_state_names, s);
+}
+const char *store_step_state_name (enum store_step_state s)
+{
+    return NAMEOF (step_state_names, s);
+}
+
+static int lookup (const char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (name && strcmp (names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+int store_job_state_parse (const char *name)
+{
+    return lookup (job_state_names, 4, name);
+}
+
+static const char SQL_JOB_INSERT[] =
+    "INSERT INTO jobs (id, fm_job_id, uid, user, nodes, node_count, ncores,"
+    " request, state, hwcoll, hwcoll_reason, mcast_limit, token, created_ms,"
+    " updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
+    " ?14, ?14)";
+static const char SQL_NODE_INSERT[] =
+    "INSERT INTO job_nodes (job_id, node, cxi, updated_ms)"
+    " VALUES (?1, ?2, 'pending', ?3)";
+static const char SQL_JOB_COLUMNS[] =
+    "SELECT id, fm_job_id, uid, user, nodes, node_count, ncores, request, state,"
+    " hwcoll, hwcoll_reason, mcast_limit, token, created_ms, updated_ms,"
+    " released_ms FROM jobs WHERE id = ?1";
+static const char SQL_JOB_LIST[] =
+    "SELECT id, fm_job_id, uid, user, nodes, node_count, ncores, request, state,"
+    " hwcoll, hwcoll_reason, mcast_limit, token, created_ms, updated_ms,"
+    " released_ms FROM jobs"
+    " WHERE (?1 IS NULL OR state = ?1) AND (?2 < 0 OR uid = ?2)"
+    " AND updated_ms >= ?3 AND (?4 IS NULL OR id > ?4)"
+    " ORDER BY id LIMIT ?5";
+static const char SQL_JOB_VNIS[] =
+    "SELECT vni FROM vnis WHERE job_id = ?1 ORDER BY pos";
+static const char SQL_JOB_SET_STATE[] =
+    "UPDATE jobs SET state = ?2, updated_ms = ?3,"
+    " released_ms = CASE WHEN ?2 = 'released' THEN ?3 ELSE released_ms END"
+    " WHERE id = ?1";
+static const char SQL_JOB_SET_HWCOLL[] =
+    "UPDATE jobs SET hwcoll = ?2, hwcoll_reason = ?3, mcast_limit = ?4,"
+    " token = CASE WHEN ?5 IS NULL THEN token ELSE ?5 END, updated_ms = ?6"
+    " WHERE id = ?1";
+static const char SQL_JOB_COUNT[] = "SELECT count(*) FROM jobs WHERE state = ?1";
+static const char SQL_STEP_PUT[] =
+    "INSERT INTO job_steps (job_id, step_id, state, detail, updated_ms)"
+    " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (job_id, step_id) DO UPDATE SET"
+    " state = excluded.state, detail = excluded.detail,"
+    " updated_ms = excluded.updated_ms";
+static const char SQL_STEP_GET[] =
+    "SELECT state FROM job_steps WHERE job_id = ?1 AND step_id = ?2";
+static const char SQL_NODE_PUT[] =
+    "INSERT INTO job_nodes (job_id, node, cxi, detail, updated_ms)"
+    " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (job_id, node) DO UPDATE SET"
+    " cxi = excluded.cxi, detail = excluded.detail,"
+    " updated_ms = excluded.updated_ms";
+static const char SQL_NODE_LIST[] =
+    "SELECT node, cxi, detail, updated_ms FROM job_nodes WHERE job_id = ?1"
+    " ORDER BY node";
+static const char SQL_NODE_COUNT[] =
+    "SELECT count(*), coalesce(sum(cxi = 'destroyed'), 0) FROM job_nodes"
+    " WHERE job_id = ?1";
+
+/* ---- jobs ---------------------------------------------------------- */
+
+static int seal_token (struct store *st,
+                       const char *id,
+                       const char *token,
+                       unsigned char **blob,
+                       size_t *len,
+                       struct fmb_error *error)
+{
+    *blob = NULL;
+    *len = 0;
+    if (!token)
+        return 0;
+    return tokencrypt_seal (st->tc, token, id, blob, len, error);
+}
+
+static int insert_nodes (struct store *st,
+                         const struct store_job *job,
+                         struct fmb_error *error)
+{
+    json_error_t jerr;
+    json_t *nodes = json_loads (job->nodes, 0, &jerr);
+    size_t i;
+    json_t *v;
+    if (!nodes || !json_is_array (nodes)) {
+        json_decref (nodes);
+        errno = EINVAL;
+        return fmb_errorf (error, "nodes: not a JSON array");
+    }
+    json_array_foreach (nodes, i, v)
+    {
+        sqlite3_stmt *s = store_stmt (st, SQL_NODE_INSERT, error);
+        if (!s || !json_is_string (v)) {
+            if (s)
+                fmb_errorf (error, "nodes: entries must be strings");
+            json_decref (nodes);
+            errno = EINVAL;
+            return -1;
+        }
+        sqlite3_bind_text (s, 1, job->id, -1, SQLITE_STATIC);
+        sqlite3_bind_text (s, 2, json_string_value (v), -1, SQLITE_STATIC);
+        sqlite3_bind_int64 (s, 3, store_now (st));
+        if (store_step_done (st, s, error, "insert node") < 0) {
+            json_decref (nodes);
+            return fmb_error_prefix (error, "node '%s'", json_string_value (v));
+        }
+    }
+    json_decref (nodes);
+    return 0;
+}
+
+int store_job_put (struct store *st,
+                   const struct store_job *job,
+                   struct fmb_error *error)
+{
+    unsigned char *blob = NULL;
+    size_t blob_len = 0;
+    if (seal_token (st, job->id, job->token, &blob, &blob_len, error) < 0)
+        return -1;
+    if (store_begin (st, error) < 0)
+        goto error;
+    sqlite3_stmt *s = store_stmt (st, SQL_JOB_INSERT, error);
+    if (!s)
+        goto rollback;
+    sqlite3_bind_text (s, 1, job->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text (s, 2, job->fm_job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64 (s, 3, job->uid);
+    store_bind_text (s, 4, job->user);
+    store_bind_text (s, 5, job->nodes);
+    sqlite3_bind_int64 (s, 6, job->node_count);
+    sqlite3_bind_int64 (s, 7, job->ncores);
+    sqlite3_bind_text (s, 8, job->request ? job->request : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_text (s, 9, store_job_state_name (job->state), -1, SQLITE_STATIC);
+    sqlite3_bind_text (s, 10, store_hwcoll_state_name (job->hwcoll), -1, SQLITE_STATIC);
+    store_bind_text (s, 11, job->hwcoll_reason);
+    sqlite3_bind_int64 (s, 12, job->mcast_limit);
+    if (blob)
+        sqlite3_bind_blob (s, 13, blob, (int)blob_len, SQLITE_STATIC);
+    sqlite3_bind_int64 (s, 14, store_now (st));
+    if (store_step_done (st, s, error, "insert job") < 0) {
+        if (errno == EEXIST)
+            fmb_errorf (error, "job '%s' exists", job->id);
+        goto rollback;
+    }
+    if (job->nodes && insert_nodes (st, job, error) < 0)
+        goto rollback;
+    if (store_commit (st, error) < 0)
+        goto error;
+    free (blob);
+    return 0;
+rollback:
+    store_rollback (st);
+error : {
+    int saved = errno;
+    free (blob);
+    errno = saved;
+    return -1;
+}
+}
+
+void store_job_free (struct store_job *job)
+{
+    if (job) {
+        int saved = errno;
+        free (job->user);
+        free (job->nodes);
+        free (job->request);
+        free (job->hwcoll_reason);
+        tokencrypt_free_plain (job->token);
+        free (job);
+        errno = saved;
+    }
+}
+
+/* Fill 'job' from a row of SQL_JOB_COLUMNS / SQL_JOB_LIST. */
+static int job_from_row (struct store *st,
+                         sqlite3_stmt *s,
+                         struct store_job *job,
+                         struct fmb_error *error)
+{
+    const char *id = (const char *)sqlite3_column_text (s, 0);
+    snprintf (job->id, sizeof (job->id), "%s", id);
+    snprintf (
+        job->fm_job_id, sizeof (job->fm_job_id), "%s", sqlite3_column_text (s, 1));
+    job->uid = (uint32_t)sqlite3_column_int64 (s, 2);
+    if (store_column_strdup (s, 3, &job->user) < 0 ||
+        store_column_strdup (s, 4, &job->nodes) < 0 ||
+        store_column_strdup (s, 7, &job->request) < 0 ||
+        store_column_strdup (s, 10, &job->hwcoll_reason) < 0)
+        return fmb_errorf (error, "out of memory");
+    job->node_count = (unsigned)sqlite3_column_int64 (s, 5);
+    job->ncores = (unsigned)sqlite3_column_int64 (s, 6);
+    job->state = lookup (job_state_names, 4, (const char *)sqlite3_column_text (s, 8));
+    job->hwcoll =
+        lookup (hwcoll_state_names, 6, (const char *)sqlite3_column_text (s, 9));
+    job->mcast_limit = (unsigned)sqlite3_column_int64 (s, 11);
+    if (sqlite3_column_type (s, 12) == SQLITE_BLOB) {
+        const unsigned char *blob = sqlite3_column_blob (s, 12);
+        size_t len = (size_t)sqlite3_column_bytes (s, 12);
+        if (tokencrypt_unseal (st->tc, blob, len, job->id, &job->token, error) < 0)
+            return fmb_error_prefix (error, "job '%s'", job->id);
+    }
+    job->created_ms = sqlite3_column_int64 (s, 13);
+    job->updated_ms = sqlite3_column_int64 (s, 14);
+    job->released_ms = sqlite3_column_int64 (s, 15);
+
+    sqlite3_stmt *v = store_stmt (st, SQL_JOB_VNIS, error);
+    if (!v)
+        return -1;
+    sqlite3_bind_text (v, 1, job->id, -1, SQLITE_STATIC);
+    int rc;
+    job->nvnis = 0;
+    while ((rc = sqlite3_step (v)) == SQLITE_ROW && job->nvnis < STORE_VNIS_MAX)
+        job->vnis[job->nvnis++] = (uint16_t)sqlite3_column_int (v, 0);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        sqlite3_reset (v);
+        return store_fail (st, rc, error, "job vnis");
+    }
+    sqlite3_reset (v);
+    return 0;
+}
+
+int store_job_get (struct store *st,
+                   const char *id,
+                   struct store_job **ret,
+                   struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_JOB_COLUMNS, error);
+    if (!s)
+        return -1;
+    sqlite3_bind_text (s, 1, id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step (s);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset (s);
+        errno = ENOENT;
+        return fmb_errorf (error, "job '%s' not found", id);
+    }
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset (s);
+        return store_fail (st, rc, error, "get job");
+    }
+    struct store_job *job = calloc (1, sizeof (*job));
+    if (!job) {
+        sqlite3_reset (s);
+        errno = ENOMEM;
+        return fmb_errorf (error, "out of memory");
+    }
+    if (job_from_row (st, s, job, error) < 0) {
+        sqlite3_reset (s);
+        store_job_free (job);
+        return -1;
+    }
+    sqlite3_reset (s);
+    *ret = job;
+    return 0;
+}
+
+static int update_one (struct store *st,
+                       sqlite3_stmt *s,
+                       const char *id,
+                       struct fmb_error *error,
+                       const char *what)
+{
+    if (store_step_done (st, s, error, what) < 0)
+        return -1;
+    if (sqlite3_changes (st->db) == 0) {
+        errno = ENOENT;
+        return fmb_errorf (error, "job '%s' not found", id);
+    }
+    return 0;
+}
+
+int store_job_set_state (struct store *st,
+                         const char *id,
+                         enum store_job_state state,
+                         struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_JOB_SET_STATE, error);
+    if (!s)
+        return -1;
+    sqlite3_bind_text (s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text (s, 2, store_job_state_name (state), -1, SQLITE_STATIC);
+    sqlite3_bind_int64 (s, 3, store_now (st));
+    return update_one (st, s, id, error, "set job state");
+}
+
+int store_job_set_hwcoll (struct store *st,
+                          const char *id,
+                          enum store_hwcoll_state hwcoll,
+                          const char *reason,
+                          unsigned mcast_limit,
+                          const char *token,
+                          struct fmb_error *error)
+{
+    unsigned char *blob;
+    size_t len;
+    if (seal_token (st, id, token, &blob, &len, error) < 0)
+        return -1;
+    sqlite3_stmt *s = store_stmt (st, SQL_JOB_SET_HWCOLL, error);
+    if (!s) {
+        free (blob);
+        return -1;
+    }
+    sqlite3_bind_text (s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text (s, 2, store_hwcoll_state_name (hwcoll), -1, SQLITE_STATIC);
+    store_bind_text (s, 3, reason);
+    sqlite3_bind_int64 (s, 4, mcast_limit);
+    if (blob)
+        sqlite3_bind_blob (s, 5, blob, (int)len, SQLITE_STATIC);
+    sqlite3_bind_int64 (s, 6, store_now (st));
+    int rc = update_one (st, s, id, error, "set job hwcoll");
+    int saved = errno;
+    free (blob);
+    errno = saved;
+    return rc;
+}
+
+int store_job_list (struct store *st,
+                    const struct store_job_filter *f,
+                    store_job_f cb,
+                    void *arg,
+                    struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_JOB_LIST, error);
+    if (!s)
+        return -1;
+    if (f && f->state >= 0)
+        sqlite3_bind_text (s, 1, store_job_state_name (f->state), -1, SQLITE_STATIC);
+    sqlite3_bind_int64 (s, 2, f ? f->uid : -1);
+    sqlite3_bind_int64 (s, 3, f ? f->since_ms : 0);
+    store_bind_text (s, 4, f ? f->after : NULL);
+    sqlite3_bind_int64 (s, 5, f && f->limit ? (int64_t)f->limit : -1);
+    int rc;
+    while ((rc = sqlite3_step (s)) == SQLITE_ROW) {
+        struct store_job job = {0};
+        int r = job_from_row (st, s, &job, error);
+        if (r == 0 && cb (&job, arg) < 0) {
+            r = -1;
+            fmb_errorf (error, "listing stopped: %s", strerror (errno));
+        }
+        int saved = errno;
+        free (job.user);
+        free (job.nodes);
+        free (job.request);
+        free (job.hwcoll_reason);
+        tokencrypt_free_plain (job.token);
+        errno = saved;
+        if (r < 0) {
+            sqlite3_reset (s);
+            return -1;
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        sqlite3_reset (s);
+        return store_fail (st, rc, error, "list jobs");
+    }
+    sqlite3_reset (s);
+    return 0;
+}
+
+int store_job_count (struct store *st,
+                     enum store_job_state state,
+                     unsigned *ret,
+                     struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_JOB_COUNT, error);
+    if (!s)
+        return -1;
+    sqlite3_bind_text (s, 1, store_job_state_name (state), -1, SQLITE_STATIC);
+    if (sqlite3_step (s) != SQLITE_ROW) {
+        sqlite3_reset (s);
+        return store_fail (st, sqlite3_errcode (st->db), error, "count jobs");
+    }
+    *ret = (unsigned)sqlite3_column_int64 (s, 0);
+    sqlite3_reset (s);
+    return 0;
+}
+
+/* ---- steps and nodes ----------------------------------------------- */
+
+/* Shared by the step and node upserts: same shape, other table. */
+static int put_child (struct store *st,
+                      const char *sql,
+                      const char *job_id,
+                      const char *key,
+                      const char *state,
+                      const char *detail,
+                      struct fmb_error *error,
+                      const char *what)
+{
+    sqlite3_stmt *s = store_stmt (st, sql, error);
+    if (!s)
+        return -1;
+    sqlite3_bind_text (s, 1, job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text (s, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text (s, 3, state, -1, SQLITE_STATIC);
+    store_bind_text (s, 4, detail);
+    sqlite3_bind_int64 (s, 5, store_now (st));
+    if (store_step_done (st, s, error, what) < 0) {
+        if (errno == ENOENT)
+            fmb_errorf (error, "job '%s' not found", job_id);
+        return -1;
+    }
+    return 0;
+}
+
+int store_step_put (struct store *st,
+                    const char *job_id,
+                    const char *step_id,
+                    enum store_step_state state,
+                    const char *detail,
+                    struct fmb_error *error)
+{
+    return put_child (st,
+                      SQL_STEP_PUT,
+                      job_id,
+                      step_id,
+                      store_step_state_name (state),
+                      detail,
+                      error,
+                      "put step");
+}
+
+int store_step_get (struct store *st,
+                    const char *job_id,
+                    const char *step_id,
+                    enum store_step_state *ret,
+                    struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_STEP_GET, error);
+    if (!s)
+        return -1;
+    sqlite3_bind_text (s, 1, job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text (s, 2, step_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step (s);
+    if (rc == SQLITE_ROW)
+        *ret = lookup (step_state_names, 3, (const char *)sqlite3_column_text (s, 0));
+    sqlite3_reset (s);
+    if (rc == SQLITE_DONE) {
+        errno = ENOENT;
+        return fmb_errorf (error, "job '%s' has no step record", job_id);
+    }
+    if (rc != SQLITE_ROW)
+        return store_fail (st, rc, error, "get step");
+    return 0;
+}
+
+int store_node_put (struct store *st,
+                    const char *job_id,
+                    const char *node,
+                    enum store_cxi_state cxi,
+                    const char *detail,
+                    struct fmb_error *error)
+{
+    return put_child (st,
+                      SQL_NODE_PUT,
+                      job_id,
+                      node,
+                      store_cxi_state_name (cxi),
+                      detail,
+                      error,
+                      "put node");
+}
+
+int store_node_list (struct store *st,
+                     const char *job_id,
+                     store_node_f cb,
+                     void *arg,
+                     struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_NODE_LIST, error);
+    if (!s)
+        return -1;
+    sqlite3_bind_text (s, 1, job_id, -1, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step (s)) == SQLITE_ROW) {
+        struct store_node n = {
+            .job_id = job_id,
+            .node = (const char *)sqlite3_column_text (s, 0),
+            .cxi =
+                lookup (cxi_state_names, 4, (const char *)sqlite3_column_text (s, 1)),
+            .detail = (const char *)sqlite3_column_text (s, 2),
+            .updated_ms = sqlite3_column_int64 (s, 3),
+        };
+        if (cb (&n, arg) < 0) {
+            sqlite3_reset (s);
+            return fmb_errorf (error, "listing stopped: %s", strerror (errno));
+        }
+    }
+    sqlite3_reset (s);
+    if (rc != SQLITE_DONE)
+        return store_fail (st, rc, error, "list nodes");
+    return 0;
+}
+
+int store_node_count (struct store *st,
+                      const char *job_id,
+                      unsigned *ret_total,
+                      unsigned *ret_destroyed,
+                      struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_NODE_COUNT, error);
+    if (!s)
+        return -1;
+    sqlite3_bind_text (s, 1, job_id, -1, SQLITE_STATIC);
+    if (sqlite3_step (s) != SQLITE_ROW) {
+        sqlite3_reset (s);
+        return store_fail (st, sqlite3_errcode (st->db), error, "count nodes");
+    }
+    *ret_total = (unsigned)sqlite3_column_int64 (s, 0);
+    *ret_destroyed = (unsigned)sqlite3_column_int64 (s, 1);
+    sqlite3_reset (s);
+    return 0;
+}

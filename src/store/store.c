@@ -1,0 +1,573 @@
+/* store.c: opening, checking and migrating the database; transactions.
+ *
+ * The file is checked before anything writes to it: it must be empty or
+ * an SQLite file, carry our application_id (or be a brand-new database),
+ * have a schema version this code knows, and pass quick_check.  Only then
+ * is WAL switched on and the schema migrated, one version per transaction.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileutil.h"
+#include "monotime.h"
+#include "store_private.h"
+
+#define STORE_APPLICATION_ID  0x464d4252 /* "FMBR" */
+#define STORE_BUSY_TIMEOUT_MS 5000
+
+/* Schema migrations: migrations[i] takes the file from version i to i+1.
+ * Never edit a released entry; add a new one. */
+static const char *const migrations[] = {
+    /* 0 -> 1: jobs, their steps and nodes, the VNI pool */
+    "PRAGMA application_id = 1179468370;" /* STORE_APPLICATION_ID */
+    "CREATE TABLE meta ("
+    "  key TEXT PRIMARY KEY,"
+    "  value INTEGER NOT NULL) STRICT;"
+    "INSERT INTO meta (key, value) VALUES ('vni_cursor', 0);"
+    "CREATE TABLE jobs ("
+    "  id TEXT PRIMARY KEY,"
+    "  fm_job_id TEXT NOT NULL,"
+    "  uid INTEGER NOT NULL CHECK (uid BETWEEN 0 AND 4294967294),"
+    "  user TEXT,"
+    "  nodes TEXT,"
+    "  node_count INTEGER NOT NULL CHECK (node_count >= 0),"
+    "  ncores INTEGER NOT NULL DEFAULT 0,"
+    "  request TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN"
+    "    ('active', 'releasing', 'released', 'lost')),"
+    "  hwcoll TEXT NOT NULL CHECK (hwcoll IN ('reserving', 'reserved',"
+    "    'not_eligible', 'unavailable', 'lost', 'released')),"
+    "  hwcoll_reason TEXT,"
+    "  mcast_limit INTEGER NOT NULL DEFAULT 0,"
+    "  token BLOB,"
+    "  created_ms INTEGER NOT NULL,"
+    "  updated_ms INTEGER NOT NULL,"
+    "  released_ms INTEGER NOT NULL DEFAULT 0) STRICT;"
+    "CREATE INDEX jobs_by_state ON jobs (state, id);"
+    "CREATE INDEX jobs_by_uid ON jobs (uid, id);"
+    "CREATE TABLE job_steps ("
+    "  job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,"
+    "  step_id TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('cleaning', 'cleaned', 'failed')),"
+    "  detail TEXT,"
+    "  updated_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY (job_id, step_id)) STRICT, WITHOUT ROWID;"
+    "CREATE TABLE job_nodes ("
+    "  job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,"
+    "  node TEXT NOT NULL,"
+    "  cxi TEXT NOT NULL CHECK (cxi IN"
+    "    ('pending', 'created', 'destroyed', 'failed')),"
+    "  detail TEXT,"
+    "  updated_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY (job_id, node)) STRICT, WITHOUT ROWID;"
+    /* A VNI has a row while a job holds it or it sits in quarantine; the
+     * primary key is what makes sharing a VNI impossible. */
+    "CREATE TABLE vnis ("
+    "  vni INTEGER PRIMARY KEY CHECK (vni BETWEEN 1 AND 65535),"
+    "  job_id TEXT NOT NULL REFERENCES jobs (id),"
+    "  pos INTEGER NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('held', 'quarantined')),"
+    "  until_ms INTEGER NOT NULL DEFAULT 0,"
+    "  since_ms INTEGER NOT NULL) STRICT;"
+    "CREATE INDEX vnis_by_job ON vnis (job_id, pos);",
+
+    /* 1 -> 2: the durable outbox and the event log */
+    "CREATE TABLE outbox ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  kind TEXT NOT NULL,"
+    "  target TEXT NOT NULL,"
+    "  arg TEXT NOT NULL DEFAULT '',"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  next_ms INTEGER NOT NULL,"
+    "  created_ms INTEGER NOT NULL,"
+    "  last_error TEXT,"
+    "  UNIQUE (kind, target, arg)) STRICT;"
+    "CREATE INDEX outbox_by_due ON outbox (next_ms, id);"
+    /* AUTOINCREMENT: a sequence number is never reused, even after the
+     * newest events are pruned, so a reader's cursor stays valid. */
+    "CREATE TABLE events ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  at_ms INTEGER NOT NULL,"
+    "  type TEXT NOT NULL,"
+    "  job_id TEXT,"
+    "  detail TEXT NOT NULL) STRICT;",
+};
+
+#define SCHEMA_VERSION ((int)(sizeof (migrations) / sizeof (migrations[0])))
+
+int store_schema_version (void)
+{
+    return SCHEMA_VERSION;
+}
+
+int store_file_version (struct store *st)
+{
+    return st->file_version;
+}
+
+int store_errno (int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_ROW:
+    case SQLITE_DONE:
+        return 0;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return EAGAIN;
+    case SQLITE_NOMEM:
+        return ENOMEM;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+        return EPERM;
+    case SQLITE_FULL:
+        return ENOSPC;
+    case SQLITE_CANTOPEN:
+        return ENOENT;
+    case SQLITE_CONSTRAINT:
+        return rc == SQLITE_CONSTRAINT_FOREIGNKEY ? ENOENT : EEXIST;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_SCHEMA:
+        return EPROTO;
+    case SQLITE_TOOBIG:
+        return EMSGSIZE;
+    case SQLITE_MISUSE:
+    case SQLITE_RANGE:
+        return EINVAL;
+    default:
+        return EIO;
+    }
+}
+
+int store_fail (struct store *st, int rc, struct fmb_error *error, const char *what)
+{
+    int e = store_errno (rc);
+    fmb_errorf (error,
+                "%s: %s",
+                what,
+                st && st->db ? sqlite3_errmsg (st->db) : sqlite3_errstr (rc));
+    errno = e ? e : EIO;
+    return -1;
+}
+
+sqlite3_stmt *store_stmt (struct store *st, const char *sql, struct fmb_error *error)
+{
+    int i;
+    for (i = 0; i < STORE_STMT_CACHE && st->cache[i].sql; i++)
+        if (st->cache[i].sql == sql) {
+            sqlite3_reset (st->cache[i].stmt);
+            sqlite3_clear_bindings (st->cache[i].stmt);
+            return st->cache[i].stmt;
+        }
+    sqlite3_stmt *s;
+    int rc = sqlite3_prepare_v3 (st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL);
+    if (rc != SQLITE_OK) {
+        store_fail (st, rc, error, "prepare");
+        return NULL;
+    }
+    if (i < STORE_STMT_CACHE) {
+        st->cache[i].sql = sql;
+        st->cache[i].stmt = s;
+    } else {
+        /* The cache is sized for every statement we have; outgrowing it
+         * is a bug, and leaking here would hide it. */
+        sqlite3_finalize (s);
+        errno = ENOSPC;
+        fmb_errorf (error, "statement cache full");
+        return NULL;
+    }
+    return s;
+}
+
+int store_step_done (struct store *st,
+                     sqlite3_stmt *s,
+                     struct fmb_error *error,
+                     const char *what)
+{
+    int rc = sqlite3_step (s);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        int ext = sqlite3_extended_errcode (st->db);
+        sqlite3_reset (s);
+        return store_fail (st, ext, error, what);
+    }
+    sqlite3_reset (s);
+    return 0;
+}
+
+int store_bind_text (sqlite3_stmt *s, int idx, const char *text)
+{
+    if (!text)
+        return sqlite3_bind_null (s, idx);
+    return sqlite3_bind_text (s, idx, text, -1, SQLITE_STATIC);
+}
+
+int store_column_strdup (sqlite3_stmt *s, int col, char **ret)
+{
+    if (sqlite3_column_type (s, col) == SQLITE_NULL) {
+        *ret = NULL;
+        return 0;
+    }
+    const char *t = (const char *)sqlite3_column_text (s, col);
+    if (!t || !(*ret = strdup (t))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
+static int64_t default_clock (void *arg)
+{
+    (void)arg;
+    return fmb_realtime_ms ();
+}
+
+int64_t store_now (struct store *st)
+{
+    return st->now (st->now_arg);
+}
+
+void store_set_clock (struct store *st, store_clock_f now, void *arg)
+{
+    st->now = now ? now : default_clock;
+    st->now_arg = arg;
+}
+
+static int exec (struct store *st,
+                 const char *sql,
+                 struct fmb_error *error,
+                 const char *what)
+{
+    int rc = sqlite3_exec (st->db, sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail (st, sqlite3_extended_errcode (st->db), error, what);
+    return 0;
+}
+
+static int query_int (struct store *st,
+                      const char *sql,
+                      int64_t *ret,
+                      struct fmb_error *error)
+{
+    sqlite3_stmt *s;
+    int rc = sqlite3_prepare_v2 (st->db, sql, -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail (st, rc, error, sql);
+    rc = sqlite3_step (s);
+    if (rc != SQLITE_ROW) {
+        int ext = sqlite3_extended_errcode (st->db);
+        sqlite3_finalize (s);
+        return store_fail (st, ext, error, sql);
+    }
+    *ret = sqlite3_column_int64 (s, 0);
+    sqlite3_finalize (s);
+    return 0;
+}
+
+/* ---- transactions -------------------------------------------------- */
+
+int store_begin (struct store *st, struct fmb_error *error)
+{
+    char sql[32];
+    if (st->tx_depth == 0)
+        snprintf (sql, sizeof (sql), "BEGIN IMMEDIATE");
+    else
+        snprintf (sql, sizeof (sql), "SAVEPOINT sp%d", st->tx_depth);
+    if (exec (st, sql, error, "begin transaction") < 0)
+        return -1;
+    st->tx_depth++;
+    return 0;
+}
+
+int store_commit (struct store *st, struct fmb_error *error)
+{
+    char sql[32];
+    if (st->tx_depth <= 0) {
+        errno = EINVAL;
+        return fmb_errorf (error, "commit without a transaction");
+    }
+    if (st->tx_depth == 1)
+        snprintf (sql, sizeof (sql), "COMMIT");
+    else
+        snprintf (sql, sizeof (sql), "RELEASE sp%d", st->tx_depth - 1);
+    if (exec (st, sql, error, "commit") < 0) {
+        store_rollback (st);
+        return -1;
+    }
+    st->tx_depth--;
+    return 0;
+}
+
+void store_rollback (struct store *st)
+{
+    int saved = errno;
+    char sql[64];
+    if (st->tx_depth <= 0)
+        return;
+    if (st->tx_depth == 1)
+        snprintf (sql, sizeof (sql), "ROLLBACK");
+    else
+        snprintf (sql,
+                  sizeof (sql),
+                  "ROLLBACK TO sp%d; RELEASE sp%d",
+                  st->tx_depth - 1,
+                  st->tx_depth - 1);
+    /* ROLLBACK fails only when SQLite already rolled back by itself
+     * (e.g. after SQLITE_FULL); either way the transaction is gone. */
+    (void)sqlite3_exec (st->db, sql, NULL, NULL, NULL);
+    st->tx_depth--;
+    errno = saved;
+}
+
+/* ---- opening ------------------------------------------------------- */
+
+/* Refuse anything that is not an empty file or an SQLite file, before
+ * SQLite gets to touch it. */
+static int check_file (const char *path, bool *ret_exists, struct fmb_error *error)
+{
+    static const char magic[16] = "SQLite format 3";
+    int fd = open (path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            *ret_exists = false;
+            return 0;
+        }
+        return fmb_errorf (error, "%s: %s", path, strerror (errno));
+    }
+    struct stat sb;
+    char head[100];
+    ssize_t n = 0;
+    if (fstat (fd, &sb) < 0) {
+        int saved = errno;
+        close (fd);
+        errno = saved;
+        return fmb_errorf (error, "%s: %s", path, strerror (errno));
+    }
+    if (!S_ISREG (sb.st_mode)) {
+        close (fd);
+        errno = EINVAL;
+        return fmb_errorf (error, "%s: not a regular file", path);
+    }
+    if (sb.st_size > 0)
+        n = read (fd, head, sizeof (head));
+    int saved = errno;
+    close (fd);
+    *ret_exists = true;
+    if (n < 0) {
+        errno = saved;
+        return fmb_errorf (error, "%s: %s", path, strerror (errno));
+    }
+    if (sb.st_size == 0)
+        return 0; /* SQLite treats an empty file as an empty database */
+    if (n < (ssize_t)sizeof (magic) || memcmp (head, magic, sizeof (magic)) != 0) {
+        errno = EPROTO;
+        return fmb_errorf (error, "%s: not an SQLite database", path);
+    }
+    if (n < (ssize_t)sizeof (head)) {
+        errno = EPROTO;
+        return fmb_errorf (error, "%s: truncated SQLite header", path);
+    }
+    return 0;
+}
+
+/* Is the open file ours, at a version we know, and undamaged? */
+static int check_schema (struct store *st, const char *path, struct fmb_error *error)
+{
+    int64_t appid, version, ntables;
+    struct fmb_error inner;
+    if (query_int (st, "PRAGMA application_id", &appid, &inner) < 0 ||
+        query_int (st, "PRAGMA user_version", &version, &inner) < 0 ||
+        query_int (st, "SELECT count(*) FROM sqlite_schema", &ntables, &inner) < 0) {
+        errno = EPROTO;
+        return fmb_errorf (error, "%s: damaged database: %s", path, inner.text);
+    }
+    if (appid != STORE_APPLICATION_ID && (version != 0 || ntables != 0 || appid != 0)) {
+        errno = EPROTO;
+        return fmb_errorf (error,
+                           "%s: not an fmbroker database (application_id %#llx); "
+                           "refusing to touch it",
+                           path,
+                           (unsigned long long)appid);
+    }
+    if (version > SCHEMA_VERSION) {
+        errno = EPROTO;
+        return fmb_errorf (error,
+                           "%s: schema version %lld is newer than this fmbroker "
+                           "knows (%d); run the newer fmbrokerd or restore a backup",
+                           path,
+                           (long long)version,
+                           SCHEMA_VERSION);
+    }
+    sqlite3_stmt *s;
+    int rc = sqlite3_prepare_v2 (st->db, "PRAGMA quick_check", -1, &s, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step (s);
+    if (rc != SQLITE_ROW ||
+        strcmp ((const char *)sqlite3_column_text (s, 0), "ok") != 0) {
+        char what[160];
+        snprintf (what,
+                  sizeof (what),
+                  "%s",
+                  rc == SQLITE_ROW ? (const char *)sqlite3_column_text (s, 0)
+                                   : sqlite3_errmsg (st->db));
+        sqlite3_finalize (s);
+        errno = EPROTO;
+        return fmb_errorf (error, "%s: damaged database: %s", path, what);
+    }
+    sqlite3_finalize (s);
+    st->file_version = (int)version;
+    return 0;
+}
+
+static int migrate (struct store *st, int target, struct fmb_error *error)
+{
+    for (int v = st->file_version; v < target; v++) {
+        char sql[64];
+        if (store_begin (st, error) < 0)
+            return -1;
+        snprintf (sql, sizeof (sql), "PRAGMA user_version = %d", v + 1);
+        if (exec (st, migrations[v], error, "migrate") < 0 ||
+            exec (st, sql, error, "migrate") < 0) {
+            store_rollback (st);
+            return fmb_error_prefix (error, "schema version %d to %d", v, v + 1);
+        }
+        if (store_commit (st, error) < 0)
+            return -1;
+        st->file_version = v + 1;
+    }
+    return 0;
+}
+
+static int open_db (const char *db_path,
+                    int target_version,
+                    struct store **ret,
+                    struct fmb_error *error)
+{
+    struct store *st = calloc (1, sizeof (*st));
+    bool exists;
+    if (!st)
+        return fmb_errorf (error, "out of memory");
+    st->now = default_clock;
+    if (check_file (db_path, &exists, error) < 0)
+        goto error;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
+    if (!exists) {
+        /* Create it private first: SQLite gives the -wal and -shm files
+         * the database file's mode, and the database holds job owners and
+         * (encrypted) tokens that are the service user's business only. */
+        int fd = open (db_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST) {
+            fmb_errorf (error, "%s: %s", db_path, strerror (errno));
+            goto error;
+        }
+        if (fd >= 0)
+            close (fd);
+    }
+    int rc = sqlite3_open_v2 (db_path, &st->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        store_fail (st, rc, error, db_path);
+        goto error;
+    }
+    sqlite3_busy_timeout (st->db, STORE_BUSY_TIMEOUT_MS);
+    if (check_schema (st, db_path, error) < 0)
+        goto error;
+    int64_t one;
+    char mode[16] = "";
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2 (st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL) ==
+        SQLITE_OK) {
+        if (sqlite3_step (s) == SQLITE_ROW)
+            snprintf (
+                mode, sizeof (mode), "%s", (const char *)sqlite3_column_text (s, 0));
+        sqlite3_finalize (s);
+    }
+    if (strcmp (mode, "wal") != 0) {
+        errno = EIO;
+        fmb_errorf (error, "%s: cannot use WAL journal mode", db_path);
+        goto error;
+    }
+    if (exec (st, "PRAGMA synchronous = FULL", error, "synchronous") < 0 ||
+        exec (st, "PRAGMA foreign_keys = ON", error, "foreign_keys") < 0 ||
+        query_int (st, "PRAGMA foreign_keys", &one, error) < 0)
+        goto error;
+    if (migrate (st, target_version, error) < 0) {
+        fmb_error_prefix (error, "%s", db_path);
+        goto error;
+    }
+    *ret = st;
+    return 0;
+error:
+    store_close (st);
+    return -1;
+}
+
+int store_create_at_version (const char *db_path, int version, struct fmb_error *error)
+{
+    struct store *st;
+    if (version < 0 || version > SCHEMA_VERSION) {
+        errno = EINVAL;
+        return fmb_errorf (error, "no schema version %d", version);
+    }
+    if (open_db (db_path, version, &st, error) < 0)
+        return -1;
+    store_close (st);
+    return 0;
+}
+
+int store_open (const char *db_path,
+                const char *key_path,
+                struct store **ret,
+                struct fmb_error *error)
+{
+    struct store *st;
+    if (open_db (db_path, SCHEMA_VERSION, &st, error) < 0)
+        return -1;
+    /* A missing key with tokens in the database means the key was lost:
+     * making a new one would quietly turn every stored token into garbage. */
+    int64_t ntokens = 0;
+    if (access (key_path, F_OK) < 0 && errno == ENOENT) {
+        if (query_int (st,
+                       "SELECT count(*) FROM jobs WHERE token IS NOT NULL",
+                       &ntokens,
+                       error) < 0)
+            goto error;
+        if (ntokens > 0) {
+            errno = ENOENT;
+            fmb_errorf (error,
+                        "%s: token key missing while %s holds %lld encrypted "
+                        "session tokens; restore the key file",
+                        key_path,
+                        db_path,
+                        (long long)ntokens);
+            goto error;
+        }
+    }
+    if (tokencrypt_open (key_path, true, &st->tc, NULL, error) < 0)
+        goto error;
+    *ret = st;
+    return 0;
+error:
+    store_close (st);
+    return -1;
+}
+
+void store_close (struct store *st)
+{
+    if (st) {
+        int saved = errno;
+        while (st->tx_depth > 0)
+            store_rollback (st);
+        for (int i = 0; i < STORE_STMT_CACHE && st->cache[i].sql; i++)
+            sqlite3_finalize (st->cache[i].stmt);
+        sqlite3_close (st->db);
+        tokencrypt_destroy (st->tc);
+        free (st);
+        errno = saved;
+    }
+}

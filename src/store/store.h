@@ -1,0 +1,325 @@
+/* store.h: the broker's durable state in SQLite.
+ *
+ * One struct store owns one connection (WAL, synchronous=FULL, foreign
+ * keys on, busy timeout).  All SQL of fmbroker lives in this directory.
+ * Callers group writes with store_begin()/store_commit() so that an
+ * "intent" and what goes with it (VNIs, outbox entry, event) are committed
+ * together or not at all; transactions nest (inner ones are savepoints).
+ *
+ * Errors: -1 with errno and a message in 'error'.  ENOENT: no such row;
+ * EEXIST: the row exists; ENOSPC: no free VNI (or disk full); EAGAIN: the
+ * database is busy; EBADMSG: a token failed to decrypt; EPROTO: the file
+ * is not ours, is damaged or is from a newer fmbroker.
+ *
+ * Session tokens are kept encrypted (AES-256-GCM, see tokencrypt.h); the
+ * struct store_job handed out holds the plaintext and store_job_free()
+ * wipes it.
+ */
+#ifndef FMB_STORE_H
+#define FMB_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define STORE_JOB_ID_MAX     128 /* job ids end up in FM URLs */
+#define STORE_FM_JOB_ID_MAX  256
+#define STORE_VNIS_MAX       4 /* a CXI service holds at most 4 VNIs */
+#define STORE_KIND_MAX       32
+#define STORE_TARGET_MAX     512
+#define STORE_EVENT_TYPE_MAX 64
+
+struct store;
+
+/* active -> releasing (CLEANUP) -> released (FM release done).
+ * active -> lost (the FM lost the reservation); lost -> releasing. */
+enum store_job_state {
+    STORE_JOB_ACTIVE,
+    STORE_JOB_RELEASING,
+    STORE_JOB_RELEASED,
+    STORE_JOB_LOST,
+};
+
+/* reserving: intent written, FM answer not yet recorded (a crash here is
+ * resolved by asking the FM).  reserved, not_eligible, unavailable (FM down
+ * or slow: the job runs with software collectives), lost, released. */
+enum store_hwcoll_state {
+    STORE_HWCOLL_RESERVING,
+    STORE_HWCOLL_RESERVED,
+    STORE_HWCOLL_NOT_ELIGIBLE,
+    STORE_HWCOLL_UNAVAILABLE,
+    STORE_HWCOLL_LOST,
+    STORE_HWCOLL_RELEASED,
+};
+
+/* What a node agent reported about the job's CXI services on one node. */
+enum store_cxi_state {
+    STORE_CXI_PENDING, /* nothing reported yet */
+    STORE_CXI_CREATED,
+    STORE_CXI_DESTROYED,
+    STORE_CXI_FAILED,
+};
+
+enum store_step_state {
+    STORE_STEP_CLEANING,
+    STORE_STEP_CLEANED,
+    STORE_STEP_FAILED,
+};
+
+struct store_job {
+    char id[STORE_JOB_ID_MAX + 1];
+    char fm_job_id[STORE_FM_JOB_ID_MAX + 1];
+    uint32_t uid;
+    char *user;  /* owned; may be NULL */
+    char *nodes; /* owned; JSON array of node names, or NULL (count only) */
+    unsigned node_count;
+    unsigned ncores;
+    char *request; /* owned; canonical JSON of the RUN request */
+    enum store_job_state state;
+    enum store_hwcoll_state hwcoll;
+    char *hwcoll_reason; /* owned; may be NULL */
+    unsigned mcast_limit;
+    char *token; /* owned plaintext session token, or NULL; wiped on free */
+    uint16_t vnis[STORE_VNIS_MAX];
+    unsigned nvnis;
+    int64_t created_ms;
+    int64_t updated_ms;
+    int64_t released_ms; /* 0 until released */
+};
+
+struct store_job_filter {
+    int state;         /* enum store_job_state, or -1 for any */
+    int64_t uid;       /* or -1 for any */
+    int64_t since_ms;  /* updated at or after; 0 for any */
+    const char *after; /* paging: ids greater than this; NULL from the start */
+    unsigned limit;    /* 0: no limit */
+};
+
+struct store_node {
+    const char *job_id;
+    const char *node;
+    enum store_cxi_state cxi;
+    const char *detail; /* may be NULL */
+    int64_t updated_ms;
+};
+
+struct store_vni {
+    uint16_t vni;
+    const char *job_id;
+    bool quarantined;
+    int64_t until_ms; /* quarantined: when it frees itself; 0: when nodes report */
+    int64_t since_ms;
+};
+
+struct store_outbox_entry {
+    int64_t id;
+    const char *kind;   /* e.g. "fm_delete_job" */
+    const char *target; /* e.g. an FM job id */
+    const char *arg;    /* kind-specific, "" if none */
+    unsigned attempts;
+    int64_t next_ms;
+    int64_t created_ms;
+    const char *last_error; /* may be NULL */
+};
+
+struct store_event {
+    int64_t seq;
+    int64_t at_ms;
+    const char *type;
+    const char *job_id; /* may be NULL */
+    const char *detail; /* JSON object text */
+};
+
+/* Callbacks for listings; the struct and its strings are borrowed for the
+ * duration of the call.  Return 0 to go on, -1 to stop (the listing then
+ * fails with the callback's errno). */
+typedef int (*store_job_f) (const struct store_job *job, void *arg);
+typedef int (*store_node_f) (const struct store_node *node, void *arg);
+typedef int (*store_vni_f) (const struct store_vni *vni, void *arg);
+typedef int (*store_outbox_f) (const struct store_outbox_entry *e, void *arg);
+typedef int (*store_event_f) (const struct store_event *ev, void *arg);
+typedef int64_t (*store_clock_f) (void *arg);
+
+/* ---- lifetime ------------------------------------------------------ */
+
+/* Open (creating if needed) the database at 'db_path' and the token key at
+ * 'key_path' (created 0600 on first start).  Refuses, without changing the
+ * file, one that is not SQLite, not ours, damaged, or newer than this code. */
+int store_open (const char *db_path,
+                const char *key_path,
+                struct store **ret,
+                struct fmb_error *error);
+void store_close (struct store *st);
+
+/* Timestamps come from this clock (default: wall clock ms). For tests. */
+void store_set_clock (struct store *st, store_clock_f now, void *arg);
+
+/* The schema version this code writes, and the one the open file has. */
+int store_schema_version (void);
+int store_file_version (struct store *st);
+
+/* Test support: create a database whose schema stops at 'version'. */
+int store_create_at_version (const char *db_path, int version, struct fmb_error *error);
+
+/* ---- transactions -------------------------------------------------- */
+
+int store_begin (struct store *st, struct fmb_error *error);
+int store_commit (struct store *st, struct fmb_error *error);
+void store_rollback (struct store *st);
+
+/* ---- jobs ---------------------------------------------------------- */
+
+int store_job_put (struct store *st,
+                   const struct store_job *job,
+                   struct fmb_error *error);
+int store_job_get (struct store *st,
+                   const char *id,
+                   struct store_job **ret,
+                   struct fmb_error *error);
+void store_job_free (struct store_job *job);
+int store_job_set_state (struct store *st,
+                         const char *id,
+                         enum store_job_state state,
+                         struct fmb_error *error);
+/* Set the hardware-collective outcome.  'reason' may be NULL.  'token'
+ * non-NULL replaces the stored token; NULL leaves it. */
+int store_job_set_hwcoll (struct store *st,
+                          const char *id,
+                          enum store_hwcoll_state hwcoll,
+                          const char *reason,
+                          unsigned mcast_limit,
+                          const char *token,
+                          struct fmb_error *error);
+int store_job_list (struct store *st,
+                    const struct store_job_filter *filter,
+                    store_job_f cb,
+                    void *arg,
+                    struct fmb_error *error);
+int store_job_count (struct store *st,
+                     enum store_job_state state,
+                     unsigned *ret,
+                     struct fmb_error *error);
+
+const char *store_job_state_name (enum store_job_state s);
+const char *store_hwcoll_state_name (enum store_hwcoll_state s);
+const char *store_cxi_state_name (enum store_cxi_state s);
+const char *store_step_state_name (enum store_step_state s);
+/* Name -> value; -1 if unknown. */
+int store_job_state_parse (const char *name);
+
+/* ---- steps --------------------------------------------------------- */
+
+int store_step_put (struct store *st,
+                    const char *job_id,
+                    const char *step_id,
+                    enum store_step_state state,
+                    const char *detail,
+                    struct fmb_error *error);
+int store_step_get (struct store *st,
+                    const char *job_id,
+                    const char *step_id,
+                    enum store_step_state *ret,
+                    struct fmb_error *error);
+
+/* ---- per-node CXI reports ------------------------------------------ */
+
+int store_node_put (struct store *st,
+                    const char *job_id,
+                    const char *node,
+                    enum store_cxi_state cxi,
+                    const char *detail,
+                    struct fmb_error *error);
+int store_node_list (struct store *st,
+                     const char *job_id,
+                     store_node_f cb,
+                     void *arg,
+                     struct fmb_error *error);
+/* Nodes recorded for the job, and how many of them reported 'destroyed'. */
+int store_node_count (struct store *st,
+                      const char *job_id,
+                      unsigned *ret_total,
+                      unsigned *ret_destroyed,
+                      struct fmb_error *error);
+
+/* ---- VNI pool ------------------------------------------------------ */
+
+/* Take 'count' VNIs from [min,max] for 'job_id', next-fit from the
+ * persisted cursor, never one that is held or quarantined.  All or none:
+ * ENOSPC when the pool cannot supply them. */
+int store_vni_alloc (struct store *st,
+                     const char *job_id,
+                     unsigned count,
+                     unsigned min,
+                     unsigned max,
+                     uint16_t out[],
+                     struct fmb_error *error);
+/* The job's VNIs move to quarantine until 'until_ms' (0: until freed). */
+int store_vni_quarantine (struct store *st,
+                          const char *job_id,
+                          int64_t until_ms,
+                          struct fmb_error *error);
+/* Return the job's VNIs to the pool (nodes done, or an admin forces it). */
+int store_vni_free_job (struct store *st, const char *job_id, struct fmb_error *error);
+/* Free quarantined VNIs whose time has come; *ret_freed counts them. */
+int store_vni_expire (struct store *st,
+                      int64_t now_ms,
+                      unsigned *ret_freed,
+                      struct fmb_error *error);
+int store_vni_list (struct store *st,
+                    store_vni_f cb,
+                    void *arg,
+                    struct fmb_error *error);
+int store_vni_counts (struct store *st,
+                      unsigned *ret_held,
+                      unsigned *ret_quarantined,
+                      struct fmb_error *error);
+int store_vni_cursor (struct store *st, unsigned *ret, struct fmb_error *error);
+
+/* ---- outbox of pending FM operations -------------------------------- */
+
+/* Add an operation due at 'due_ms'.  Adding one that is already pending
+ * (same kind, target and arg) returns the existing entry's id. */
+int store_outbox_put (struct store *st,
+                      const char *kind,
+                      const char *target,
+                      const char *arg,
+                      int64_t due_ms,
+                      int64_t *ret_id,
+                      struct fmb_error *error);
+/* Entries due at 'now_ms', oldest due first, at most 'limit' (0: all). */
+int store_outbox_due (struct store *st,
+                      int64_t now_ms,
+                      unsigned limit,
+                      store_outbox_f cb,
+                      void *arg,
+                      struct fmb_error *error);
+/* When the next entry is due; ENOENT if the outbox is empty. */
+int store_outbox_next_ms (struct store *st, int64_t *ret, struct fmb_error *error);
+int store_outbox_done (struct store *st, int64_t id, struct fmb_error *error);
+int store_outbox_retry (struct store *st,
+                        int64_t id,
+                        int64_t next_ms,
+                        const char *last_error,
+                        struct fmb_error *error);
+int store_outbox_depth (struct store *st, unsigned *ret, struct fmb_error *error);
+
+/* ---- event log ----------------------------------------------------- */
+
+/* Append an event; 'detail' is a JSON object text ("{}" if NULL).  The
+ * sequence numbers only grow, also across restarts and pruning. */
+int store_event_append (struct store *st,
+                        const char *type,
+                        const char *job_id,
+                        const char *detail,
+                        int64_t *ret_seq,
+                        struct fmb_error *error);
+int store_event_list (struct store *st,
+                      int64_t after,
+                      unsigned limit,
+                      store_event_f cb,
+                      void *arg,
+                      struct fmb_error *error);
+int store_event_last (struct store *st, int64_t *ret, struct fmb_error *error);
+
+#endif

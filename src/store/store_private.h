@@ -1,0 +1,48 @@
+/* store_private.h: what the store's own files share; not for callers. */
+#ifndef FMB_STORE_PRIVATE_H
+#define FMB_STORE_PRIVATE_H
+
+#include <sqlite3.h>
+
+#include "store.h"
+#include "tokencrypt.h"
+
+#define STORE_STMT_CACHE 64
+
+struct store {
+    sqlite3 *db;
+    struct tokencrypt *tc;
+    store_clock_f now;
+    void *now_arg;
+    int tx_depth;
+    int file_version;
+    struct {
+        const char *sql; /* identity: the static string's address */
+        sqlite3_stmt *stmt;
+    } cache[STORE_STMT_CACHE];
+};
+
+/* SQLite result code -> errno, in one place. */
+int store_errno (int sqlite_rc);
+
+/* Set errno from 'rc' and fill 'error' with "what: sqlite's message". */
+int store_fail (struct store *st, int rc, struct fmb_error *error, const char *what);
+
+/* A prepared, reset statement for 'sql' (a static string), prepared once. */
+sqlite3_stmt *store_stmt (struct store *st, const char *sql, struct fmb_error *error);
+
+/* Run a statement that returns no rows; resets it. */
+int store_step_done (struct store *st,
+                     sqlite3_stmt *s,
+                     struct fmb_error *error,
+                     const char *what);
+
+int64_t store_now (struct store *st);
+
+/* Bind text, or NULL when 'text' is NULL. */
+int store_bind_text (sqlite3_stmt *s, int idx, const char *text);
+
+/* Copy of a column as a malloc'd string, or NULL for SQL NULL. */
+int store_column_strdup (sqlite3_stmt *s, int col, char **ret);
+
+#endif

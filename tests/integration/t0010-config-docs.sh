@@ -1,0 +1,31 @@
+#!/bin/bash
+# t0010-config-docs.sh: every configuration key the code knows is documented
+# in deploy/fmbroker.conf.example with its real default, and the example
+# names no key the code does not know.
+. "$(dirname "$0")/lib.sh"
+example="$FMB_SRC/deploy/fmbroker.conf.example"
+
+# "section key = value" lines, from an INI text with keys maybe commented.
+keys_of () {
+    awk '/^\[/ { s = $0; gsub(/[][]/, "", s); next }
+         /^#?[a-z_]+ =/ { sub(/^#/, ""); sub(/[ \t]+$/, ""); print s, $0 }' "$1"
+}
+
+expect_ok 'fmbrokerd --dump-config prints the built-in defaults' '
+    "$FMB_BIN/fmbrokerd" -c /dev/null --dump-config >dump.conf &&
+    grep -q "^\[fabric_manager\]" dump.conf
+'
+expect_ok 'the example documents every key with its default' '
+    keys_of dump.conf | sort >code.keys &&
+    keys_of "$example" | sort >doc.keys &&
+    test "$(wc -l <code.keys)" -gt 30 &&
+    diff -u code.keys doc.keys
+'
+expect_ok 'the example parses as a valid configuration' '
+    "$FMB_BIN/fmbrokerd" -c "$example" --check-config
+'
+expect_ok 'the example with every key uncommented is valid too' '
+    sed "s/^#\([a-z_]* =\)/\1/" "$example" >all.conf &&
+    "$FMB_BIN/fmbrokerd" -c all.conf --check-config
+'
+done_testing

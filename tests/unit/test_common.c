@@ -1,0 +1,165 @@
+/* test_common.c: error chaining, log redaction and format, file helpers. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "fileutil.h"
+#include "jsonutil.h"
+#include "log.h"
+#include "testutil.h"
+
+static void error_prefix_keeps_the_root_cause_and_errno (void **state)
+{
+    (void)state;
+    struct fmb_error e;
+    errno = ENOENT;
+    assert_int_equal (fmb_errorf (&e, "job '%s' not found", "42"), -1);
+    assert_int_equal (errno, ENOENT);
+    assert_int_equal (fmb_error_prefix (&e, "store"), -1);
+    assert_string_equal (e.text, "store: job '42' not found");
+    assert_int_equal (errno, ENOENT);
+    assert_int_equal (fmb_errorf (NULL, "ignored"), -1);
+    char big[400];
+    memset (big, 'x', sizeof (big) - 1);
+    big[sizeof (big) - 1] = '\0';
+    fmb_errorf (&e, "%s", big);
+    assert_int_equal (e.text[sizeof (e.text) - 2], '+'); /* truncation shows */
+}
+
+static void redaction_masks_every_secret_form (void **state)
+{
+    (void)state;
+    struct {
+        const char *in, *out;
+    } cases[] = {
+        {"Authorization: Bearer abc.def-123 sent", "Authorization: Bearer *** sent"},
+        {"{\"access_token\":\"s3cr3t\",\"expires_in\":300}",
+         "{\"access_token\":\"***\",\"expires_in\":300}"},
+        {"grant_type=client_credentials&client_id=me&client_secret=hunter2&scope="
+         "openid",
+         "grant_type=client_credentials&client_id=me&client_secret=***&scope=openid"},
+        {"reply {\"sessionToken\": \"tok\"}", "reply {\"sessionToken\": \"***\"}"},
+        {"nothing secret here", "nothing secret here"},
+    };
+    for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
+        char line[256];
+        snprintf (line, sizeof (line), "%s", cases[i].in);
+        fmb_log_redact (line);
+        assert_string_equal (line, cases[i].out);
+    }
+}
+
+static void log_lines_carry_journald_priority (void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp ();
+    char *path = tu_path (dir, "log");
+    fflush (stderr);
+    int saved = dup (2);
+    FILE *f = freopen (path, "w", stderr);
+    assert_non_null (f);
+    fmb_log_init ("unit", LOG_INFO);
+    fmb_log (LOG_ERR, "store: %s", "disk full");
+    fmb_log (LOG_DEBUG, "not shown at info");
+    fmb_log (LOG_WARNING, "token Bearer xyz rejected");
+    fflush (stderr);
+    dup2 (saved, 2);
+    close (saved);
+    char *text = tu_slurp (path, NULL);
+    assert_string_equal (text,
+                         "<3>unit: store: disk full\n"
+                         "<4>unit: token Bearer *** rejected\n");
+    free (text);
+    free (path);
+    tu_rmtree (dir);
+}
+
+static void read_file_caps_and_strips (void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp ();
+    char *path = tu_path (dir, "secret");
+    char *buf;
+    size_t len;
+    struct fmb_error e;
+    tu_write (path, "s3cret\n\n", 0600);
+    assert_int_equal (fmb_read_file (path, 100, true, &buf, &len, &e), 0);
+    assert_string_equal (buf, "s3cret");
+    assert_int_equal (len, 6);
+    free (buf);
+    assert_int_equal (fmb_read_file (path, 4, false, &buf, &len, &e), -1);
+    assert_int_equal (errno, EFBIG);
+    assert_int_equal (fmb_check_private_file (path, &e), 0);
+    chmod (path, 0640);
+    assert_int_equal (fmb_check_private_file (path, &e), -1);
+    assert_int_equal (errno, EPERM);
+    assert_non_null (strstr (e.text, "mode 0640 lets group or others read it"));
+    free (path);
+    tu_rmtree (dir);
+}
+
+static void atomic_write_and_mkdir (void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp ();
+    char *sub = tu_path (dir, "a/b/c");
+    char *file = tu_path (dir, "a/b/c/f");
+    struct fmb_error e;
+    struct stat sb;
+    assert_int_equal (fmb_mkdir_p (sub, 0700, &e), 0);
+    assert_int_equal (fmb_mkdir_p (sub, 0700, &e), 0); /* again: fine */
+    assert_int_equal (fmb_write_file_atomic (file, 0600, "1234\n", 5, &e), 0);
+    assert_int_equal (fmb_write_file_atomic (file, 0600, "99\n", 3, &e), 0);
+    char *text = tu_slurp (file, NULL);
+    assert_string_equal (text, "99\n");
+    free (text);
+    assert_int_equal (stat (file, &sb), 0);
+    assert_int_equal (sb.st_mode & 0777, 0600);
+    assert_int_equal (fmb_mkdir_p (file, 0700, &e), -1); /* a file is in the way */
+    assert_int_equal (errno, ENOTDIR);
+    free (sub);
+    free (file);
+    tu_rmtree (dir);
+}
+
+static void json_loader_is_strict (void **state)
+{
+    (void)state;
+    struct fmb_error e;
+    json_t *o = fmb_json_load_object ("{\"a\":1}", 7, &e);
+    assert_non_null (o);
+    json_t *v;
+    assert_int_equal (fmb_json_get (o, "a", JSON_INTEGER, &v, &e), 0);
+    assert_int_equal (json_integer_value (v), 1);
+    assert_int_equal (fmb_json_get (o, "a", JSON_STRING, &v, &e), -1);
+    assert_string_equal (e.text, "a: must be a string");
+    assert_int_equal (fmb_json_get (o, "b", JSON_STRING, &v, &e), 0);
+    assert_null (v);
+    char *s = fmb_json_dump (o);
+    assert_string_equal (s, "{\"a\":1}");
+    free (s);
+    json_decref (o);
+    assert_null (fmb_json_load_object ("{\"a\":1,\"a\":2}", 13, &e));
+    assert_non_null (strstr (e.text, "duplicate"));
+    assert_null (fmb_json_load_object ("[1]", 3, &e));
+    assert_string_equal (e.text, "invalid JSON: top level must be an object");
+    assert_null (fmb_json_load_object ("{\"a\":", 5, &e));
+    assert_int_equal (errno, EINVAL);
+}
+
+int main (void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (error_prefix_keeps_the_root_cause_and_errno),
+        cmocka_unit_test (redaction_masks_every_secret_form),
+        cmocka_unit_test (log_lines_carry_journald_priority),
+        cmocka_unit_test (read_file_caps_and_strips),
+        cmocka_unit_test (atomic_write_and_mkdir),
+        cmocka_unit_test (json_loader_is_strict),
+    };
+    return cmocka_run_group_tests_name ("common", tests, NULL, NULL);
+}

@@ -1,0 +1,601 @@
+/* test_store.c: every table's operations through the store API. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+#include "testutil.h"
+
+struct fx {
+    char *dir;
+    char *db;
+    char *key;
+    struct store *st;
+    struct tu_clock clock;
+};
+
+static void fx_open (struct fx *fx)
+{
+    struct fmb_error e;
+    if (store_open (fx->db, fx->key, &fx->st, &e) < 0)
+        fail_msg ("store_open: %s", e.text);
+    store_set_clock (fx->st, tu_clock_now, &fx->clock);
+}
+
+static void fx_reopen (struct fx *fx)
+{
+    store_close (fx->st);
+    fx_open (fx);
+}
+
+static int setup (void **state)
+{
+    struct fx *fx = calloc (1, sizeof (*fx));
+    fx->dir = tu_mkdtemp ();
+    fx->db = tu_path (fx->dir, "fmbroker.db");
+    fx->key = tu_path (fx->dir, "token.key");
+    fx->clock.now_ms = 1000000;
+    fx_open (fx);
+    *state = fx;
+    return 0;
+}
+
+static int teardown (void **state)
+{
+    struct fx *fx = *state;
+    store_close (fx->st);
+    free (fx->db);
+    free (fx->key);
+    tu_rmtree (fx->dir);
+    free (fx);
+    return 0;
+}
+
+static void put_job (
+    struct fx *fx, const char *id, uint32_t uid, const char *nodes, const char *token)
+{
+    struct store_job j = {
+        .uid = uid,
+        .nodes = (char *)nodes,
+        .node_count = 2,
+        .ncores = 64,
+        .request = "{\"uid\":1000}",
+        .state = STORE_JOB_ACTIVE,
+        .hwcoll = STORE_HWCOLL_RESERVING,
+        .mcast_limit = 23,
+        .token = (char *)token,
+    };
+    struct fmb_error e;
+    snprintf (j.id, sizeof (j.id), "%s", id);
+    snprintf (j.fm_job_id, sizeof (j.fm_job_id), "c1-%s", id);
+    if (store_job_put (fx->st, &j, &e) < 0)
+        fail_msg ("store_job_put %s: %s", id, e.text);
+}
+
+/* ---- jobs ---------------------------------------------------------- */
+
+static void job_round_trips_with_its_token (void **state)
+{
+    struct fx *fx = *state;
+    struct store_job *j;
+    struct fmb_error e;
+    put_job (fx, "42", 1000, "[\"n1\",\"n2\"]", "tok-42");
+    assert_int_equal (store_job_get (fx->st, "42", &j, &e), 0);
+    assert_string_equal (j->id, "42");
+    assert_string_equal (j->fm_job_id, "c1-42");
+    assert_int_equal (j->uid, 1000);
+    assert_null (j->user);
+    assert_string_equal (j->nodes, "[\"n1\",\"n2\"]");
+    assert_int_equal (j->node_count, 2);
+    assert_int_equal (j->ncores, 64);
+    assert_string_equal (j->request, "{\"uid\":1000}");
+    assert_int_equal (j->state, STORE_JOB_ACTIVE);
+    assert_int_equal (j->hwcoll, STORE_HWCOLL_RESERVING);
+    assert_int_equal (j->mcast_limit, 23);
+    assert_string_equal (j->token, "tok-42");
+    assert_int_equal (j->created_ms, 1000000);
+    assert_int_equal (j->released_ms, 0);
+    assert_int_equal (j->nvnis, 0);
+    store_job_free (j);
+}
+
+static void token_never_reaches_the_disk_in_clear (void **state)
+{
+    struct fx *fx = *state;
+    const char *tok = "PLAINTEXT-SESSION-TOKEN-d41d8cd98f00b204";
+    put_job (fx, "7", 1000, NULL, tok);
+    struct fmb_error e;
+    assert_int_equal (
+        store_job_set_hwcoll (fx->st, "7", STORE_HWCOLL_RESERVED, NULL, 23, tok, &e),
+        0);
+    store_close (fx->st);
+    fx->st = NULL;
+    const char *files[] = {"fmbroker.db", "fmbroker.db-wal"};
+    for (int i = 0; i < 2; i++) {
+        char *p = tu_path (fx->dir, files[i]);
+        size_t len = 0;
+        FILE *f = fopen (p, "rb");
+        if (f) {
+            fclose (f);
+            char *buf = tu_slurp (p, &len);
+            assert_null (memmem (buf, len, tok, strlen (tok)));
+            free (buf);
+        }
+        free (p);
+    }
+    fx_open (fx);
+}
+
+static void duplicate_and_missing_jobs_are_errors (void **state)
+{
+    struct fx *fx = *state;
+    struct store_job *j = NULL;
+    struct store_job dup = {.id = "42", .fm_job_id = "c1-42", .request = "{}"};
+    struct fmb_error e;
+    put_job (fx, "42", 1000, NULL, NULL);
+    assert_int_equal (store_job_put (fx->st, &dup, &e), -1);
+    assert_int_equal (errno, EEXIST);
+    assert_string_equal (e.text, "job '42' exists");
+    assert_int_equal (store_job_get (fx->st, "43", &j, &e), -1);
+    assert_int_equal (errno, ENOENT);
+    assert_null (j);
+    assert_int_equal (store_job_set_state (fx->st, "43", STORE_JOB_RELEASING, &e), -1);
+    assert_int_equal (errno, ENOENT);
+    assert_int_equal (
+        store_job_set_hwcoll (fx->st, "43", STORE_HWCOLL_LOST, NULL, 0, NULL, &e), -1);
+    assert_int_equal (errno, ENOENT);
+}
+
+static void bad_node_list_stores_nothing (void **state)
+{
+    struct fx *fx = *state;
+    struct store_job j = {
+        .id = "9", .fm_job_id = "c1-9", .request = "{}", .nodes = "[\"a\",1]"};
+    struct store_job *got;
+    struct fmb_error e;
+    assert_int_equal (store_job_put (fx->st, &j, &e), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (store_job_get (fx->st, "9", &got, &e), -1);
+    assert_int_equal (errno, ENOENT);
+}
+
+static void state_changes_are_recorded (void **state)
+{
+    struct fx *fx = *state;
+    struct store_job *j;
+    struct fmb_error e;
+    put_job (fx, "42", 1000, NULL, "t1");
+    fx->clock.now_ms += 5000;
+    assert_int_equal (
+        store_job_set_hwcoll (
+            fx->st, "42", STORE_HWCOLL_UNAVAILABLE, "FM timed out", 0, NULL, &e),
+        0);
+    assert_int_equal (store_job_get (fx->st, "42", &j, &e), 0);
+    assert_int_equal (j->hwcoll, STORE_HWCOLL_UNAVAILABLE);
+    assert_string_equal (j->hwcoll_reason, "FM timed out");
+    assert_string_equal (j->token, "t1"); /* NULL token leaves it */
+    assert_int_equal (j->updated_ms, 1005000);
+    store_job_free (j);
+    assert_int_equal (store_job_set_state (fx->st, "42", STORE_JOB_RELEASING, &e), 0);
+    fx->clock.now_ms += 1000;
+    assert_int_equal (store_job_set_state (fx->st, "42", STORE_JOB_RELEASED, &e), 0);
+    assert_int_equal (store_job_get (fx->st, "42", &j, &e), 0);
+    assert_int_equal (j->state, STORE_JOB_RELEASED);
+    assert_int_equal (j->released_ms, 1006000);
+    store_job_free (j);
+    assert_string_equal (store_job_state_name (STORE_JOB_LOST), "lost");
+    assert_int_equal (store_job_state_parse ("releasing"), STORE_JOB_RELEASING);
+    assert_int_equal (store_job_state_parse ("bogus"), -1);
+    assert_string_equal (store_hwcoll_state_name (STORE_HWCOLL_NOT_ELIGIBLE),
+                         "not_eligible");
+}
+
+struct collect {
+    char ids[16][STORE_JOB_ID_MAX + 1];
+    int n;
+};
+
+static int collect_job (const struct store_job *j, void *arg)
+{
+    struct collect *c = arg;
+    snprintf (c->ids[c->n++], sizeof (c->ids[0]), "%s", j->id);
+    return 0;
+}
+
+static void listing_filters_and_pages (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    struct collect c;
+    put_job (fx, "a", 1000, NULL, "ta");
+    put_job (fx, "b", 2000, NULL, NULL);
+    fx->clock.now_ms += 10;
+    put_job (fx, "c", 1000, NULL, NULL);
+    put_job (fx, "d", 1000, NULL, NULL);
+    assert_int_equal (store_job_set_state (fx->st, "d", STORE_JOB_RELEASING, &e), 0);
+
+    struct store_job_filter f = {.state = STORE_JOB_ACTIVE, .uid = -1};
+    memset (&c, 0, sizeof (c));
+    assert_int_equal (store_job_list (fx->st, &f, collect_job, &c, &e), 0);
+    assert_int_equal (c.n, 3);
+    assert_string_equal (c.ids[2], "c");
+
+    f = (struct store_job_filter){.state = -1, .uid = 1000};
+    memset (&c, 0, sizeof (c));
+    assert_int_equal (store_job_list (fx->st, &f, collect_job, &c, &e), 0);
+    assert_int_equal (c.n, 3); /* a, c, d */
+
+    f = (struct store_job_filter){.state = -1, .uid = -1, .since_ms = 1000010};
+    memset (&c, 0, sizeof (c));
+    assert_int_equal (store_job_list (fx->st, &f, collect_job, &c, &e), 0);
+    assert_int_equal (c.n, 2);
+
+    f = (struct store_job_filter){.state = -1, .uid = -1, .limit = 2};
+    memset (&c, 0, sizeof (c));
+    assert_int_equal (store_job_list (fx->st, &f, collect_job, &c, &e), 0);
+    assert_int_equal (c.n, 2);
+    f.after = c.ids[1];
+    struct collect c2 = {0};
+    assert_int_equal (store_job_list (fx->st, &f, collect_job, &c2, &e), 0);
+    assert_int_equal (c2.n, 2);
+    assert_string_equal (c2.ids[0], "c");
+    assert_string_equal (c2.ids[1], "d");
+
+    unsigned n;
+    assert_int_equal (store_job_count (fx->st, STORE_JOB_ACTIVE, &n, &e), 0);
+    assert_int_equal (n, 3);
+    assert_int_equal (store_job_count (fx->st, STORE_JOB_RELEASING, &n, &e), 0);
+    assert_int_equal (n, 1);
+}
+
+/* ---- steps and nodes ----------------------------------------------- */
+
+static void steps_are_upserted_per_job (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    enum store_step_state s;
+    put_job (fx, "42", 1000, NULL, NULL);
+    const char *flux_step = "\xc6\x92/0/1"; /* arbitrary UTF-8 with '/' */
+    assert_int_equal (
+        store_step_put (fx->st, "42", flux_step, STORE_STEP_CLEANING, NULL, &e), 0);
+    assert_int_equal (store_step_get (fx->st, "42", flux_step, &s, &e), 0);
+    assert_int_equal (s, STORE_STEP_CLEANING);
+    assert_int_equal (
+        store_step_put (fx->st, "42", flux_step, STORE_STEP_CLEANED, NULL, &e), 0);
+    assert_int_equal (store_step_get (fx->st, "42", flux_step, &s, &e), 0);
+    assert_int_equal (s, STORE_STEP_CLEANED);
+    assert_int_equal (store_step_get (fx->st, "42", "other", &s, &e), -1);
+    assert_int_equal (errno, ENOENT);
+    assert_int_equal (store_step_put (fx->st, "43", "0", STORE_STEP_CLEANING, NULL, &e),
+                      -1);
+    assert_int_equal (errno, ENOENT);
+    assert_string_equal (e.text, "job '43' not found");
+}
+
+static int count_pending (const struct store_node *n, void *arg)
+{
+    if (n->cxi == STORE_CXI_PENDING)
+        (*(int *)arg)++;
+    return 0;
+}
+
+static void node_reports_count_towards_release (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    unsigned total, destroyed;
+    int pending = 0;
+    put_job (fx, "42", 1000, "[\"n1\",\"n2\"]", NULL);
+    assert_int_equal (store_node_count (fx->st, "42", &total, &destroyed, &e), 0);
+    assert_int_equal (total, 2);
+    assert_int_equal (destroyed, 0);
+    assert_int_equal (store_node_list (fx->st, "42", count_pending, &pending, &e), 0);
+    assert_int_equal (pending, 2);
+    assert_int_equal (
+        store_node_put (fx->st, "42", "n1", STORE_CXI_DESTROYED, NULL, &e), 0);
+    assert_int_equal (
+        store_node_put (fx->st, "42", "n2", STORE_CXI_FAILED, "EBUSY for 30 s", &e), 0);
+    assert_int_equal (store_node_count (fx->st, "42", &total, &destroyed, &e), 0);
+    assert_int_equal (destroyed, 1);
+    assert_int_equal (
+        store_node_put (fx->st, "42", "n2", STORE_CXI_DESTROYED, NULL, &e), 0);
+    assert_int_equal (store_node_count (fx->st, "42", &total, &destroyed, &e), 0);
+    assert_int_equal (total, 2);
+    assert_int_equal (destroyed, 2);
+    /* a job given only a node count learns its nodes from the reports */
+    put_job (fx, "43", 1000, NULL, NULL);
+    assert_int_equal (store_node_put (fx->st, "43", "n9", STORE_CXI_CREATED, NULL, &e),
+                      0);
+    assert_int_equal (store_node_count (fx->st, "43", &total, &destroyed, &e), 0);
+    assert_int_equal (total, 1);
+    assert_int_equal (store_node_put (fx->st, "44", "n9", STORE_CXI_CREATED, NULL, &e),
+                      -1);
+    assert_int_equal (errno, ENOENT);
+}
+
+/* ---- VNI pool ------------------------------------------------------ */
+
+static void vni_allocation_is_next_fit_round_robin (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    uint16_t v[4];
+    put_job (fx, "a", 1, NULL, NULL);
+    put_job (fx, "b", 1, NULL, NULL);
+    put_job (fx, "c", 1, NULL, NULL);
+    assert_int_equal (store_vni_alloc (fx->st, "a", 2, 100, 104, v, &e), 0);
+    assert_int_equal (v[0], 100);
+    assert_int_equal (v[1], 101);
+    assert_int_equal (store_vni_alloc (fx->st, "b", 1, 100, 104, v, &e), 0);
+    assert_int_equal (v[0], 102);
+    assert_int_equal (store_vni_free_job (fx->st, "a", &e), 0);
+    /* 100 and 101 are free again, but next-fit goes on from 102 and wraps */
+    assert_int_equal (store_vni_alloc (fx->st, "c", 3, 100, 104, v, &e), 0);
+    assert_int_equal (v[0], 103);
+    assert_int_equal (v[1], 104);
+    assert_int_equal (v[2], 100);
+    struct store_job *j;
+    assert_int_equal (store_job_get (fx->st, "c", &j, &e), 0);
+    assert_int_equal (j->nvnis, 3);
+    assert_int_equal (j->vnis[0], 103); /* in allocation order */
+    assert_int_equal (j->vnis[2], 100);
+    store_job_free (j);
+}
+
+static void round_robin_resumes_after_reopen (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    uint16_t v[1];
+    unsigned cursor;
+    put_job (fx, "a", 1, NULL, NULL);
+    put_job (fx, "b", 1, NULL, NULL);
+    assert_int_equal (store_vni_alloc (fx->st, "a", 1, 1024, 65535, v, &e), 0);
+    assert_int_equal (v[0], 1024);
+    assert_int_equal (store_vni_free_job (fx->st, "a", &e), 0);
+    fx_reopen (fx);
+    assert_int_equal (store_vni_cursor (fx->st, &cursor, &e), 0);
+    assert_int_equal (cursor, 1024);
+    assert_int_equal (store_vni_alloc (fx->st, "b", 1, 1024, 65535, v, &e), 0);
+    assert_int_equal (v[0], 1025);
+}
+
+static void quarantined_vni_is_never_handed_out (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    uint16_t v[2];
+    unsigned freed, held, quarantined;
+    put_job (fx, "a", 1, NULL, NULL);
+    put_job (fx, "b", 1, NULL, NULL);
+    assert_int_equal (store_vni_alloc (fx->st, "a", 2, 10, 11, v, &e), 0);
+    assert_int_equal (store_vni_quarantine (fx->st, "a", fx->clock.now_ms + 300000, &e),
+                      0);
+    assert_int_equal (store_vni_counts (fx->st, &held, &quarantined, &e), 0);
+    assert_int_equal (held, 0);
+    assert_int_equal (quarantined, 2);
+    assert_int_equal (store_vni_alloc (fx->st, "b", 1, 10, 11, v, &e), -1);
+    assert_int_equal (errno, ENOSPC);
+    assert_string_equal (e.text, "no free VNI in 10-11");
+    assert_int_equal (store_vni_expire (fx->st, fx->clock.now_ms + 299999, &freed, &e),
+                      0);
+    assert_int_equal (freed, 0);
+    assert_int_equal (store_vni_expire (fx->st, fx->clock.now_ms + 300000, &freed, &e),
+                      0);
+    assert_int_equal (freed, 2);
+    assert_int_equal (store_vni_alloc (fx->st, "b", 1, 10, 11, v, &e), 0);
+}
+
+static void quarantine_until_nodes_report_does_not_expire (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    uint16_t v[1];
+    unsigned freed;
+    put_job (fx, "a", 1, NULL, NULL);
+    assert_int_equal (store_vni_alloc (fx->st, "a", 1, 10, 10, v, &e), 0);
+    assert_int_equal (store_vni_quarantine (fx->st, "a", 0, &e), 0);
+    assert_int_equal (store_vni_expire (fx->st, INT64_MAX, &freed, &e), 0);
+    assert_int_equal (freed, 0);
+    assert_int_equal (store_vni_free_job (fx->st, "a", &e), 0);
+    put_job (fx, "b", 1, NULL, NULL);
+    assert_int_equal (store_vni_alloc (fx->st, "b", 1, 10, 10, v, &e), 0);
+}
+
+static int count_vnis (const struct store_vni *v, void *arg)
+{
+    (void)v;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static void vni_allocation_is_all_or_nothing (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    uint16_t v[4];
+    unsigned cursor;
+    int n = 0;
+    put_job (fx, "a", 1, NULL, NULL);
+    put_job (fx, "b", 1, NULL, NULL);
+    assert_int_equal (store_vni_alloc (fx->st, "a", 2, 1, 3, v, &e), 0);
+    assert_int_equal (store_vni_alloc (fx->st, "b", 2, 1, 3, v, &e), -1);
+    assert_int_equal (errno, ENOSPC);
+    assert_int_equal (store_vni_list (fx->st, count_vnis, &n, &e), 0);
+    assert_int_equal (n, 2);
+    assert_int_equal (store_vni_cursor (fx->st, &cursor, &e), 0);
+    assert_int_equal (cursor, 2);
+    assert_int_equal (store_vni_alloc (fx->st, "nojob", 1, 1, 3, v, &e), -1);
+    assert_int_equal (errno, ENOENT);
+    assert_int_equal (store_vni_alloc (fx->st, "a", 5, 1, 3, v, &e), -1);
+    assert_int_equal (errno, EINVAL);
+}
+
+/* ---- outbox -------------------------------------------------------- */
+
+struct seen {
+    int64_t ids[8];
+    unsigned attempts[8];
+    int n;
+};
+
+static int collect_outbox (const struct store_outbox_entry *en, void *arg)
+{
+    struct seen *s = arg;
+    s->attempts[s->n] = en->attempts;
+    s->ids[s->n++] = en->id;
+    return 0;
+}
+
+static void outbox_runs_in_due_order_and_retries (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    int64_t a, b, a2, next;
+    unsigned depth;
+    struct seen s = {0};
+    assert_int_equal (store_outbox_next_ms (fx->st, &next, &e), -1);
+    assert_int_equal (errno, ENOENT);
+    assert_int_equal (
+        store_outbox_put (fx->st, "fm_delete_job", "c1-1", NULL, 500, &a, &e), 0);
+    assert_int_equal (
+        store_outbox_put (fx->st, "fm_delete_job", "c1-2", NULL, 100, &b, &e), 0);
+    /* the same operation again is the same entry (RM retries, hook re-runs) */
+    assert_int_equal (
+        store_outbox_put (fx->st, "fm_delete_job", "c1-1", "", 900, &a2, &e), 0);
+    assert_int_equal (a, a2);
+    assert_int_equal (store_outbox_depth (fx->st, &depth, &e), 0);
+    assert_int_equal (depth, 2);
+    assert_int_equal (store_outbox_next_ms (fx->st, &next, &e), 0);
+    assert_int_equal (next, 100);
+    assert_int_equal (store_outbox_due (fx->st, 99, 0, collect_outbox, &s, &e), 0);
+    assert_int_equal (s.n, 0);
+    assert_int_equal (store_outbox_due (fx->st, 1000, 0, collect_outbox, &s, &e), 0);
+    assert_int_equal (s.n, 2);
+    assert_int_equal (s.ids[0], b);
+    assert_int_equal (s.ids[1], a);
+    assert_int_equal (store_outbox_retry (fx->st, b, 2000, "FM: 503", &e), 0);
+    s.n = 0;
+    assert_int_equal (store_outbox_due (fx->st, 1000, 0, collect_outbox, &s, &e), 0);
+    assert_int_equal (s.n, 1);
+    assert_int_equal (s.ids[0], a);
+    s.n = 0;
+    assert_int_equal (store_outbox_due (fx->st, 2000, 1, collect_outbox, &s, &e), 0);
+    assert_int_equal (s.n, 1); /* limit */
+    assert_int_equal (store_outbox_done (fx->st, a, &e), 0);
+    assert_int_equal (store_outbox_done (fx->st, a, &e), -1);
+    assert_int_equal (errno, ENOENT);
+    s.n = 0;
+    assert_int_equal (store_outbox_due (fx->st, 2000, 0, collect_outbox, &s, &e), 0);
+    assert_int_equal (s.n, 1);
+    assert_int_equal (s.attempts[0], 1);
+    /* it survives a restart */
+    fx_reopen (fx);
+    assert_int_equal (store_outbox_depth (fx->st, &depth, &e), 0);
+    assert_int_equal (depth, 1);
+}
+
+/* ---- events -------------------------------------------------------- */
+
+struct evs {
+    int64_t seq[8];
+    char type[8][32];
+    int n;
+};
+
+static int collect_event (const struct store_event *ev, void *arg)
+{
+    struct evs *s = arg;
+    s->seq[s->n] = ev->seq;
+    snprintf (s->type[s->n++], 32, "%s", ev->type);
+    return 0;
+}
+
+static void events_are_ordered_and_sequence_survives_reopen (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    int64_t s1, s2, s3, last;
+    struct evs got = {0};
+    assert_int_equal (store_event_last (fx->st, &last, &e), 0);
+    assert_int_equal (last, 0);
+    assert_int_equal (
+        store_event_append (fx->st, "fm_disconnected", NULL, NULL, &s1, &e), 0);
+    assert_int_equal (
+        store_event_append (
+            fx->st, "reservation_lost", "42", "{\"fm_job_id\":\"c1-42\"}", &s2, &e),
+        0);
+    assert_true (s2 > s1);
+    assert_int_equal (store_event_list (fx->st, s1, 0, collect_event, &got, &e), 0);
+    assert_int_equal (got.n, 1);
+    assert_string_equal (got.type[0], "reservation_lost");
+    fx_reopen (fx);
+    assert_int_equal (store_event_last (fx->st, &last, &e), 0);
+    assert_int_equal (last, s2);
+    assert_int_equal (
+        store_event_append (fx->st, "fm_reconnected", NULL, "{}", &s3, &e), 0);
+    assert_true (s3 > s2);
+    got.n = 0;
+    assert_int_equal (store_event_list (fx->st, 0, 2, collect_event, &got, &e), 0);
+    assert_int_equal (got.n, 2);
+    assert_int_equal (got.seq[0], s1);
+    assert_int_equal (store_event_append (fx->st, "x", NULL, "[1]", NULL, &e), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (store_event_append (fx->st, "", NULL, NULL, NULL, &e), -1);
+}
+
+/* ---- transactions -------------------------------------------------- */
+
+static void rolled_back_work_is_gone_and_savepoints_nest (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    struct store_job *j;
+    uint16_t v[1];
+    assert_int_equal (store_begin (fx->st, &e), 0);
+    put_job (fx, "a", 1, NULL, NULL);
+    store_rollback (fx->st);
+    assert_int_equal (store_job_get (fx->st, "a", &j, &e), -1);
+
+    assert_int_equal (store_begin (fx->st, &e), 0);
+    put_job (fx, "a", 1, NULL, NULL);
+    assert_int_equal (store_begin (fx->st, &e), 0);
+    put_job (fx, "b", 1, NULL, NULL);
+    assert_int_equal (store_vni_alloc (fx->st, "b", 1, 5, 9, v, &e), 0);
+    store_rollback (fx->st);
+    assert_int_equal (store_commit (fx->st, &e), 0);
+    assert_int_equal (store_job_get (fx->st, "a", &j, &e), 0);
+    store_job_free (j);
+    assert_int_equal (store_job_get (fx->st, "b", &j, &e), -1);
+    unsigned cursor;
+    assert_int_equal (store_vni_cursor (fx->st, &cursor, &e), 0);
+    assert_int_equal (cursor, 0); /* the inner allocation left no trace */
+    assert_int_equal (store_commit (fx->st, &e), -1);
+    assert_int_equal (errno, EINVAL);
+}
+
+int main (void)
+{
+#define T(f) cmocka_unit_test_setup_teardown (f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T (job_round_trips_with_its_token),
+        T (token_never_reaches_the_disk_in_clear),
+        T (duplicate_and_missing_jobs_are_errors),
+        T (bad_node_list_stores_nothing),
+        T (state_changes_are_recorded),
+        T (listing_filters_and_pages),
+        T (steps_are_upserted_per_job),
+        T (node_reports_count_towards_release),
+        T (vni_allocation_is_next_fit_round_robin),
+        T (round_robin_resumes_after_reopen),
+        T (quarantined_vni_is_never_handed_out),
+        T (quarantine_until_nodes_report_does_not_expire),
+        T (vni_allocation_is_all_or_nothing),
+        T (outbox_runs_in_due_order_and_retries),
+        T (events_are_ordered_and_sequence_survives_reopen),
+        T (rolled_back_work_is_gone_and_savepoints_nest),
+    };
+    return cmocka_run_group_tests_name ("store", tests, NULL, NULL);
+}

@@ -1,0 +1,254 @@
+/* test_store_open.c: creating and migrating the database, and refusing,
+ * without changing a byte, files that are not ours to touch. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+#include "testutil.h"
+
+struct fx {
+    char *dir;
+    char *db;
+    char *key;
+};
+
+static int setup (void **state)
+{
+    struct fx *fx = calloc (1, sizeof (*fx));
+    fx->dir = tu_mkdtemp ();
+    fx->db = tu_path (fx->dir, "fmbroker.db");
+    fx->key = tu_path (fx->dir, "token.key");
+    *state = fx;
+    return 0;
+}
+
+static int teardown (void **state)
+{
+    struct fx *fx = *state;
+    free (fx->db);
+    free (fx->key);
+    tu_rmtree (fx->dir);
+    free (fx);
+    return 0;
+}
+
+static void raw_exec (const char *path, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal (sqlite3_open (path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec (db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg ("%s: %s", sql, msg);
+    sqlite3_close (db);
+}
+
+/* Try to open a file we expect refused; check errno, message, and that
+ * the file is byte for byte what it was. */
+static void expect_refused (struct fx *fx, int err, const char *fragment)
+{
+    size_t len1, len2;
+    char *before = tu_slurp (fx->db, &len1);
+    struct store *st = NULL;
+    struct fmb_error e = {""};
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), -1);
+    assert_null (st);
+    assert_int_equal (errno, err);
+    if (!strstr (e.text, fragment))
+        fail_msg ("message '%s' lacks '%s'", e.text, fragment);
+    char *after = tu_slurp (fx->db, &len2);
+    assert_int_equal (len1, len2);
+    assert_memory_equal (before, after, len1);
+    free (before);
+    free (after);
+}
+
+static void new_database_gets_the_current_schema_privately (void **state)
+{
+    struct fx *fx = *state;
+    struct store *st;
+    struct fmb_error e;
+    struct stat sb;
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
+    assert_int_equal (store_file_version (st), store_schema_version ());
+    assert_true (store_schema_version () >= 2);
+    store_close (st);
+    assert_int_equal (stat (fx->db, &sb), 0);
+    assert_int_equal (sb.st_mode & 0777, 0600);
+    assert_int_equal (stat (fx->key, &sb), 0);
+    assert_int_equal (sb.st_mode & 0777, 0600);
+}
+
+static void empty_file_is_migrated_from_nothing (void **state)
+{
+    struct fx *fx = *state;
+    struct store *st;
+    struct fmb_error e;
+    tu_write (fx->db, "", 0600);
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
+    assert_int_equal (store_file_version (st), store_schema_version ());
+    unsigned depth;
+    assert_int_equal (store_outbox_depth (st, &depth, &e), 0);
+    store_close (st);
+}
+
+static void each_migration_keeps_existing_data (void **state)
+{
+    struct fx *fx = *state;
+    struct store *st;
+    struct fmb_error e;
+    struct store_job *j;
+    for (int v = 1; v < store_schema_version (); v++) {
+        unlink (fx->db);
+        assert_int_equal (store_create_at_version (fx->db, v, &e), 0);
+        /* a job and a VNI as an older fmbroker would have left them */
+        raw_exec (fx->db,
+                  "INSERT INTO jobs (id, fm_job_id, uid, node_count, request, state,"
+                  " hwcoll, created_ms, updated_ms) VALUES ('old', 'c1-old', 1000, 4,"
+                  " '{}', 'active', 'not_eligible', 1, 1);"
+                  "INSERT INTO vnis (vni, job_id, pos, state, since_ms)"
+                  " VALUES (1500, 'old', 0, 'held', 1);"
+                  "UPDATE meta SET value = 1500 WHERE key = 'vni_cursor';");
+        assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
+        assert_int_equal (store_file_version (st), store_schema_version ());
+        assert_int_equal (store_job_get (st, "old", &j, &e), 0);
+        assert_int_equal (j->nvnis, 1);
+        assert_int_equal (j->vnis[0], 1500);
+        store_job_free (j);
+        unsigned cursor;
+        assert_int_equal (store_vni_cursor (st, &cursor, &e), 0);
+        assert_int_equal (cursor, 1500);
+        assert_int_equal (store_event_append (st, "migrated", NULL, NULL, NULL, &e), 0);
+        store_close (st);
+    }
+}
+
+static void foreign_sqlite_database_is_refused_untouched (void **state)
+{
+    struct fx *fx = *state;
+    raw_exec (fx->db,
+              "CREATE TABLE accounts (id INTEGER); INSERT INTO accounts VALUES (1);");
+    expect_refused (fx, EPROTO, "not an fmbroker database");
+    /* another application that also uses user_version */
+    unlink (fx->db);
+    raw_exec (fx->db, "PRAGMA user_version = 1;");
+    expect_refused (fx, EPROTO, "not an fmbroker database");
+}
+
+static void newer_schema_is_refused_untouched (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    assert_int_equal (store_create_at_version (fx->db, store_schema_version (), &e), 0);
+    raw_exec (fx->db, "PRAGMA journal_mode = DELETE; PRAGMA user_version = 99;");
+    char want[128];
+    snprintf (want,
+              sizeof (want),
+              "schema version 99 is newer than this fmbroker knows (%d)",
+              store_schema_version ());
+    expect_refused (fx, EPROTO, want);
+}
+
+static void non_sqlite_file_is_refused_untouched (void **state)
+{
+    struct fx *fx = *state;
+    tu_write (fx->db, "[broker]\nthis is a config file, not a database\n", 0600);
+    expect_refused (fx, EPROTO, "not an SQLite database");
+    tu_write (fx->db, "SQLite format 3", 0600); /* the magic, then nothing */
+    expect_refused (fx, EPROTO, "not an SQLite database");
+}
+
+static void truncated_database_is_refused_untouched (void **state)
+{
+    struct fx *fx = *state;
+    struct store *st;
+    struct fmb_error e;
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
+    for (int i = 0; i < 300; i++) {
+        struct store_job j = {.request =
+                                  "{\"padding\":\"................................\"}"};
+        snprintf (j.id, sizeof (j.id), "job-%04d", i);
+        snprintf (j.fm_job_id, sizeof (j.fm_job_id), "c1-job-%04d", i);
+        assert_int_equal (store_job_put (st, &j, &e), 0);
+    }
+    store_close (st); /* checkpoints the WAL into the file */
+    struct stat sb;
+    assert_int_equal (stat (fx->db, &sb), 0);
+    assert_true (sb.st_size > 8 * 4096);
+    assert_int_equal (truncate (fx->db, sb.st_size / 2), 0);
+    expect_refused (fx, EPROTO, "damaged database");
+    assert_int_equal (truncate (fx->db, 60), 0);
+    expect_refused (fx, EPROTO, "truncated SQLite header");
+}
+
+static void directory_in_place_of_the_file_is_refused (void **state)
+{
+    struct fx *fx = *state;
+    struct store *st;
+    struct fmb_error e;
+    assert_int_equal (mkdir (fx->db, 0700), 0);
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), -1);
+    assert_non_null (strstr (e.text, "not a regular file"));
+}
+
+static void unreadable_file_is_refused (void **state)
+{
+    struct fx *fx = *state;
+    struct store *st;
+    struct fmb_error e;
+    if (geteuid () == 0)
+        skip (); /* root reads a mode-000 file anyway */
+    tu_write (fx->db, "", 0000);
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), -1);
+    assert_int_equal (errno, EACCES);
+    assert_non_null (strstr (e.text, "Permission denied"));
+}
+
+static void lost_key_with_stored_tokens_is_refused (void **state)
+{
+    struct fx *fx = *state;
+    struct store *st;
+    struct fmb_error e;
+    struct store_job j = {
+        .id = "1", .fm_job_id = "c1-1", .request = "{}", .token = "tok"};
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
+    assert_int_equal (store_job_put (st, &j, &e), 0);
+    store_close (st);
+    assert_int_equal (unlink (fx->key), 0);
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), -1);
+    assert_int_equal (errno, ENOENT);
+    assert_non_null (
+        strstr (e.text, "holds 1 encrypted session tokens; restore the key file"));
+    assert_int_equal (access (fx->key, F_OK), -1); /* no new key was made */
+    /* a key from elsewhere opens, but the token fails loudly, never empty */
+    tu_write (fx->key, "0123456789abcdef0123456789abcdef", 0600);
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
+    struct store_job *got = NULL;
+    assert_int_equal (store_job_get (st, "1", &got, &e), -1);
+    assert_int_equal (errno, EBADMSG);
+    assert_null (got);
+    store_close (st);
+}
+
+int main (void)
+{
+#define T(f) cmocka_unit_test_setup_teardown (f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T (new_database_gets_the_current_schema_privately),
+        T (empty_file_is_migrated_from_nothing),
+        T (each_migration_keeps_existing_data),
+        T (foreign_sqlite_database_is_refused_untouched),
+        T (newer_schema_is_refused_untouched),
+        T (non_sqlite_file_is_refused_untouched),
+        T (truncated_database_is_refused_untouched),
+        T (directory_in_place_of_the_file_is_refused),
+        T (unreadable_file_is_refused),
+        T (lost_key_with_stored_tokens_is_refused),
+    };
+    return cmocka_run_group_tests_name ("store_open", tests, NULL, NULL);
+}
