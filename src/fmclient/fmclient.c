@@ -1,0 +1,1164 @@
+/* fmclient.c: FM calls over one libcurl multi handle; see fmclient.h.
+ *
+ * A call is a struct fmc_req.  With OAuth it first waits in 'waiting'
+ * until a valid token exists (one token fetch at a time serves them all),
+ * then runs as a curl easy handle on the multi.  Completion classifies the
+ * answer and calls back.  The multi's socket and timer callbacks keep a
+ * table of what to poll, so the caller's loop needs no curl knowledge.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "fileutil.h"
+#include "fmclient.h"
+#include "monotime.h"
+
+#define FMC_SECRET_MAX    4096 /* credential files are one line */
+#define FMC_MAX_SOCKETS   1024
+#define FMC_TOKEN_TIMEOUT 10000 /* ms, as Slurm's token requests */
+#define FMC_ERROR_MAX     256
+
+/* OP_LOGIN is a no-op call that completes once a token is there. */
+enum req_op { OP_GET, OP_CREATE, OP_PATCH, OP_DELETE, OP_LIST, OP_TOKEN, OP_LOGIN };
+
+static const char *const op_names[] = {
+    "get", "create", "patch", "delete", "list", "token", "login"};
+
+struct fmc_req {
+    struct fmc *fmc;
+    enum req_op op;
+    const char *method;
+    char *path; /* for messages: relative to the base URL */
+    char *url;
+    char *body; /* NULL: none; for OP_TOKEN it holds the secret */
+    unsigned timeout_ms;
+    int64_t deadline; /* monotonic ms, 0: none beyond timeout_ms */
+    int64_t started;
+    unsigned long token_gen; /* which token it was sent with */
+    bool auth_retried;
+    CURL *easy;
+    struct curl_slist *headers;
+    char *resp;
+    size_t resp_len;
+    bool too_large;
+    char errbuf[CURL_ERROR_SIZE];
+    fmc_done_f cb;
+    void *arg;
+    void (*arg_free) (void *); /* frees 'arg' if the call never completes */
+    struct fmc_req *next;      /* in 'waiting' */
+    struct fmc_req *all_prev;  /* every live request, for fmc_destroy */
+    struct fmc_req *all_next;
+};
+
+struct fmc {
+    struct fmc_config cfg;
+    char *url;
+    char *auth_dir;
+    char *ca_file;
+    char *mtls_cert;
+    char *mtls_key;
+    char *passwd; /* basic */
+    CURLM *multi;
+    /* OAuth */
+    char *token;
+    int64_t token_refresh_at; /* monotonic ms: fetch a new one from here on */
+    unsigned long token_gen;
+    bool token_fetching;
+    unsigned long token_fetches;
+    struct fmc_req *waiting; /* calls waiting for a token, FIFO */
+    struct fmc_req *waiting_tail;
+    struct fmc_req *all; /* every live request */
+    /* loop integration */
+    struct {
+        curl_socket_t fd;
+        short events;
+    } socks[FMC_MAX_SOCKETS];
+    int nsocks;
+    int64_t timer_due; /* monotonic ms, -1: none */
+    unsigned inflight;
+};
+
+const char *fmc_status_name (enum fmc_status s)
+{
+    switch (s) {
+    case FMC_OK:
+        return "ok";
+    case FMC_NOT_FOUND:
+        return "not_found";
+    case FMC_RETRYABLE:
+        return "retryable";
+    case FMC_PERMANENT:
+        return "permanent";
+    case FMC_UNAUTHORIZED:
+        return "unauthorized";
+    }
+    return "?";
+}
+
+static void wipe_free (char *s)
+{
+    if (s) {
+        explicit_bzero (s, strlen (s));
+        free (s);
+    }
+}
+
+/* ---- credentials --------------------------------------------------- */
+
+static int read_cred (
+    const char *dir, const char *name, bool secret, char **ret, struct fmb_error *error)
+{
+    char path[FMB_CFG_PATH_MAX + 64];
+    snprintf (path, sizeof (path), "%s/%s", dir, name);
+    if (secret && fmb_check_private_file (path, error) < 0)
+        return -1;
+    if (fmb_read_file (path, FMC_SECRET_MAX, true, ret, NULL, error) < 0)
+        return -1;
+    if ((*ret)[0] == '\0') {
+        free (*ret);
+        errno = EINVAL;
+        return fmb_errorf (error, "%s: empty", path);
+    }
+    return 0;
+}
+
+/* ---- the loop-facing side ------------------------------------------ */
+
+static int socket_cb (CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    (void)easy;
+    (void)socketp;
+    struct fmc *fmc = userp;
+    int i;
+    for (i = 0; i < fmc->nsocks; i++)
+        if (fmc->socks[i].fd == s)
+            break;
+    if (what == CURL_POLL_REMOVE) {
+        if (i < fmc->nsocks)
+            fmc->socks[i] = fmc->socks[--fmc->nsocks];
+        return 0;
+    }
+    if (i == fmc->nsocks) {
+        if (fmc->nsocks == FMC_MAX_SOCKETS)
+            return -1; /* max_connections is far below this */
+        fmc->nsocks++;
+        fmc->socks[i].fd = s;
+    }
+    fmc->socks[i].events = (short)(((what & CURL_POLL_IN) ? POLLIN : 0) |
+                                   ((what & CURL_POLL_OUT) ? POLLOUT : 0));
+    return 0;
+}
+
+static int timer_cb (CURLM *multi, long timeout_ms, void *userp)
+{
+    (void)multi;
+    struct fmc *fmc = userp;
+    fmc->timer_due = timeout_ms < 0 ? -1 : fmb_monotime_ms () + timeout_ms;
+    return 0;
+}
+
+int fmc_pollfds (struct fmc *fmc, struct pollfd *fds, int max)
+{
+    int n = 0;
+    for (int i = 0; i < fmc->nsocks && n < max; i++) {
+        fds[n].fd = fmc->socks[i].fd;
+        fds[n].events = fmc->socks[i].events;
+        fds[n].revents = 0;
+        n++;
+    }
+    return n;
+}
+
+int fmc_timeout_ms (struct fmc *fmc)
+{
+    int64_t due = fmc->timer_due;
+    /* A call parked for a token must still end at its deadline. */
+    for (struct fmc_req *r = fmc->waiting; r; r = r->next)
+        if (r->deadline && (due < 0 || r->deadline < due))
+            due = r->deadline;
+    if (due < 0)
+        return -1;
+    int64_t left = due - fmb_monotime_ms ();
+    if (left < 0)
+        return 0;
+    return left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+unsigned fmc_inflight (struct fmc *fmc)
+{
+    return fmc->inflight;
+}
+
+unsigned long fmc_token_fetches (struct fmc *fmc)
+{
+    return fmc->token_fetches;
+}
+
+/* ---- requests ------------------------------------------------------ */
+
+static void req_free (struct fmc_req *r)
+{
+    if (r) {
+        if (r->all_prev)
+            r->all_prev->all_next = r->all_next;
+        else if (r->fmc->all == r)
+            r->fmc->all = r->all_next;
+        if (r->all_next)
+            r->all_next->all_prev = r->all_prev;
+        if (r->easy) {
+            curl_multi_remove_handle (r->fmc->multi, r->easy);
+            curl_easy_cleanup (r->easy);
+        }
+        if (r->arg_free)
+            r->arg_free (r->arg);
+        curl_slist_free_all (r->headers);
+        free (r->path);
+        free (r->url);
+        wipe_free (r->body);
+        free (r->resp);
+        free (r);
+    }
+}
+
+static size_t write_cb (char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct fmc_req *r = arg;
+    size_t n = size * nmemb;
+    if (r->resp_len + n > FMC_MAX_REPLY) {
+        r->too_large = true;
+        return 0; /* aborts the transfer */
+    }
+    char *nb = realloc (r->resp, r->resp_len + n + 1);
+    if (!nb)
+        return 0;
+    memcpy (nb + r->resp_len, data, n);
+    r->resp = nb;
+    r->resp_len += n;
+    r->resp[r->resp_len] = '\0';
+    return n;
+}
+
+static struct fmc_req *req_new (struct fmc *fmc,
+                                enum req_op op,
+                                const char *method,
+                                const char *path,
+                                char *body,
+                                fmc_done_f cb,
+                                void *arg)
+{
+    struct fmc_req *r = calloc (1, sizeof (*r));
+    if (!r) {
+        wipe_free (body);
+        return NULL;
+    }
+    r->fmc = fmc;
+    r->all_next = fmc->all;
+    if (fmc->all)
+        fmc->all->all_prev = r;
+    fmc->all = r;
+    r->op = op;
+    r->method = method;
+    r->body = body;
+    r->cb = cb;
+    r->arg = arg;
+    r->timeout_ms = op == OP_TOKEN ? FMC_TOKEN_TIMEOUT : fmc->cfg.timeout_ms;
+    r->started = fmb_monotime_ms ();
+    if (!(r->path = strdup (path))) {
+        req_free (r);
+        return NULL;
+    }
+    if (op != OP_TOKEN && op != OP_LOGIN) {
+        size_t n = strlen (fmc->url) + strlen (path) + 1;
+        if (!(r->url = malloc (n))) {
+            req_free (r);
+            return NULL;
+        }
+        snprintf (r->url, n, "%s%s", fmc->url, path);
+    }
+    return r;
+}
+
+static void complete (struct fmc_req *r, struct fmc_result *res);
+
+/* The error text of a finished request, without anything secret. */
+static void redact_token (struct fmc *fmc, char *text)
+{
+    if (!fmc->token || !fmc->token[0])
+        return;
+    char *p;
+    while ((p = strstr (text, fmc->token)))
+        memset (p, '*', strlen (fmc->token));
+}
+
+static void finish (struct fmc_req *r,
+                    enum fmc_status status,
+                    long http,
+                    const char *error_text,
+                    struct fmc_result *res)
+{
+    char text[FMC_ERROR_MAX];
+    snprintf (text, sizeof (text), "%s", error_text ? error_text : "");
+    redact_token (r->fmc, text);
+    res->status = status;
+    res->http_status = http;
+    res->error = text;
+    complete (r, res);
+}
+
+/* Take the request out of the books and call back; frees it. */
+static void complete (struct fmc_req *r, struct fmc_result *res)
+{
+    struct fmc *fmc = r->fmc;
+    res->op = op_names[r->op];
+    res->elapsed_ms = (unsigned)(fmb_monotime_ms () - r->started);
+    if (!res->error)
+        res->error = "";
+    if (r->op != OP_TOKEN) /* token fetches serve calls; they are not calls */
+        fmc->inflight--;
+    r->arg_free = NULL; /* the callback owns 'arg' from here */
+    if (r->cb)
+        r->cb (res, r->arg);
+    req_free (r);
+}
+
+static int start_token_fetch (struct fmc *fmc);
+
+static void enqueue_waiting (struct fmc *fmc, struct fmc_req *r)
+{
+    r->next = NULL;
+    if (fmc->waiting_tail)
+        fmc->waiting_tail->next = r;
+    else
+        fmc->waiting = r;
+    fmc->waiting_tail = r;
+}
+
+static bool token_usable (struct fmc *fmc)
+{
+    return fmc->token && fmb_monotime_ms () < fmc->token_refresh_at;
+}
+
+/* Put the easy handle of 'r' on the multi. */
+static int start (struct fmc_req *r, struct fmb_error *error)
+{
+    struct fmc *fmc = r->fmc;
+    CURL *e = curl_easy_init ();
+    unsigned timeout = r->timeout_ms;
+    if (r->deadline) {
+        int64_t left = r->deadline - fmb_monotime_ms ();
+        if (left < (int64_t)timeout)
+            timeout = left > 1 ? (unsigned)left : 1;
+    }
+    if (!e)
+        return fmb_errorf (error, "curl_easy_init failed");
+    r->easy = e;
+    r->errbuf[0] = '\0';
+    free (r->resp);
+    r->resp = NULL;
+    r->resp_len = 0;
+    r->too_large = false;
+    curl_slist_free_all (r->headers);
+    r->headers = NULL;
+    r->headers = curl_slist_append (r->headers, "Accept: application/json");
+    r->headers = curl_slist_append (r->headers, "Expect:");
+    if (r->op == OP_TOKEN) {
+        r->headers = curl_slist_append (
+            r->headers, "Content-Type: application/x-www-form-urlencoded");
+    } else {
+        if (r->body)
+            r->headers =
+                curl_slist_append (r->headers, "Content-Type: application/json");
+        if (fmc->cfg.auth == FMB_AUTH_OAUTH && fmc->token) {
+            size_t n = strlen (fmc->token) + 32;
+            char *h = malloc (n);
+            if (h) {
+                snprintf (h, n, "Authorization: Bearer %s", fmc->token);
+                r->headers = curl_slist_append (r->headers, h);
+                wipe_free (h);
+            }
+            r->token_gen = fmc->token_gen;
+        }
+    }
+    curl_easy_setopt (e, CURLOPT_URL, r->url);
+    curl_easy_setopt (e, CURLOPT_PRIVATE, r);
+    curl_easy_setopt (e, CURLOPT_HTTPHEADER, r->headers);
+    curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, write_cb);
+    curl_easy_setopt (e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt (e, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt (e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt (e, CURLOPT_TIMEOUT_MS, (long)timeout);
+    curl_easy_setopt (e, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout);
+    curl_easy_setopt (e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt (e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt (e, CURLOPT_USERAGENT, "fmbroker/" FMB_VERSION);
+    if (r->body) {
+        curl_easy_setopt (e, CURLOPT_POSTFIELDS, r->body);
+        curl_easy_setopt (e, CURLOPT_POSTFIELDSIZE, (long)strlen (r->body));
+    } else if (strcmp (r->method, "GET") == 0)
+        curl_easy_setopt (e, CURLOPT_HTTPGET, 1L);
+    if (strcmp (r->method, "GET") != 0 && strcmp (r->method, "POST") != 0)
+        curl_easy_setopt (e, CURLOPT_CUSTOMREQUEST, r->method);
+    if (fmc->cfg.auth == FMB_AUTH_BASIC && r->op != OP_TOKEN) {
+        curl_easy_setopt (e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt (e, CURLOPT_USERNAME, "cxi");
+        curl_easy_setopt (e, CURLOPT_PASSWORD, fmc->passwd);
+    }
+    if (fmc->cfg.insecure) {
+        curl_easy_setopt (e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt (e, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (fmc->ca_file)
+        curl_easy_setopt (e, CURLOPT_CAINFO, fmc->ca_file);
+    if (fmc->mtls_cert) {
+        curl_easy_setopt (e, CURLOPT_SSLCERT, fmc->mtls_cert);
+        curl_easy_setopt (e, CURLOPT_SSLKEY, fmc->mtls_key);
+    }
+    CURLMcode mc = curl_multi_add_handle (fmc->multi, e);
+    if (mc != CURLM_OK) {
+        curl_easy_cleanup (e);
+        r->easy = NULL;
+        return fmb_errorf (error, "curl: %s", curl_multi_strerror (mc));
+    }
+    return 0;
+}
+
+/* Run 'r' now, or park it until a token is there.  On failure the
+ * request is completed with FMC_RETRYABLE rather than lost. */
+static void dispatch (struct fmc_req *r)
+{
+    struct fmc *fmc = r->fmc;
+    struct fmb_error e;
+    struct fmc_result res = {.mcast_limit = -1};
+    if (r->deadline && fmb_monotime_ms () >= r->deadline) {
+        finish (r, FMC_RETRYABLE, 0, "deadline passed before the FM answered", &res);
+        return;
+    }
+    if (r->op != OP_TOKEN && fmc->cfg.auth == FMB_AUTH_OAUTH && !token_usable (fmc)) {
+        enqueue_waiting (fmc, r);
+        if (!fmc->token_fetching)
+            start_token_fetch (fmc);
+        return;
+    }
+    if (r->op == OP_LOGIN)
+        finish (r, FMC_OK, 0, NULL, &res);
+    else if (start (r, &e) < 0)
+        finish (r, FMC_RETRYABLE, 0, e.text, &res);
+}
+
+/* Hand a new request to the machinery; it now counts as in flight. */
+static int submit (struct fmc_req *r, struct fmb_error *error)
+{
+    if (!r) {
+        errno = ENOMEM;
+        return fmb_errorf (error, "out of memory");
+    }
+    r->fmc->inflight++;
+    dispatch (r);
+    return 0;
+}
+
+/* ---- OAuth --------------------------------------------------------- */
+
+static void fail_waiting (struct fmc *fmc, enum fmc_status status, const char *why)
+{
+    struct fmc_req *list = fmc->waiting;
+    fmc->waiting = fmc->waiting_tail = NULL;
+    while (list) {
+        struct fmc_req *r = list;
+        list = r->next;
+        struct fmc_result res = {.mcast_limit = -1};
+        char text[FMC_ERROR_MAX];
+        snprintf (text, sizeof (text), "no FM token: %s", why);
+        finish (r, status, 0, text, &res);
+    }
+}
+
+static void run_waiting (struct fmc *fmc)
+{
+    struct fmc_req *list = fmc->waiting;
+    fmc->waiting = fmc->waiting_tail = NULL;
+    while (list) {
+        struct fmc_req *r = list;
+        list = r->next;
+        dispatch (r);
+    }
+}
+
+static void token_done (const struct fmc_result *res, void *arg)
+{
+    struct fmc *fmc = arg;
+    fmc->token_fetching = false;
+    if (res->status == FMC_OK)
+        run_waiting (fmc);
+    else
+        fail_waiting (fmc, res->status, res->error);
+}
+
+/* Start fetching a token (files re-read each time, so rotated credentials
+ * are picked up).  A failure to even start fails the waiting calls. */
+static int start_token_fetch (struct fmc *fmc)
+{
+    struct fmb_error e;
+    char *endpoint = NULL, *id = NULL, *secret = NULL, *body = NULL;
+    char *eid = NULL, *esecret = NULL;
+    fmc->token_fetching = true;
+    if (read_cred (fmc->auth_dir, "endpoint", false, &endpoint, &e) < 0 ||
+        read_cred (fmc->auth_dir, "client-id", false, &id, &e) < 0 ||
+        read_cred (fmc->auth_dir, "client-secret", true, &secret, &e) < 0)
+        goto fail;
+    eid = curl_easy_escape (NULL, id, 0);
+    esecret = curl_easy_escape (NULL, secret, 0);
+    size_t n = eid && esecret ? strlen (eid) + strlen (esecret) + 96 : 0;
+    if (n == 0 || !(body = malloc (n))) {
+        fmb_errorf (&e, "out of memory");
+        goto fail;
+    }
+    snprintf (
+        body,
+        n,
+        "grant_type=client_credentials&client_id=%s&client_secret=%s&scope=openid",
+        eid,
+        esecret);
+    struct fmc_req *r =
+        req_new (fmc, OP_TOKEN, "POST", "(token endpoint)", body, token_done, fmc);
+    body = NULL; /* req_new owns it now, even on failure */
+    if (!r || !(r->url = strdup (endpoint))) {
+        req_free (r);
+        fmb_errorf (&e, "out of memory");
+        goto fail;
+    }
+    fmc->token_fetches++;
+    if (start (r, &e) < 0) {
+        struct fmc_result res = {.mcast_limit = -1};
+        finish (r, FMC_RETRYABLE, 0, e.text, &res);
+    }
+    free (endpoint);
+    free (id);
+    wipe_free (secret);
+    explicit_bzero (esecret, strlen (esecret));
+    curl_free (eid);
+    curl_free (esecret);
+    return 0;
+fail:
+    free (endpoint);
+    free (id);
+    wipe_free (secret);
+    wipe_free (body);
+    if (esecret)
+        explicit_bzero (esecret, strlen (esecret));
+    curl_free (eid);
+    curl_free (esecret);
+    fmc->token_fetching = false;
+    fail_waiting (fmc, FMC_UNAUTHORIZED, e.text);
+    return -1;
+}
+
+/* A token response: exactly 200 with a string access_token (as Slurm
+ * demands); expires_in honoured when present. */
+static void token_answer (struct fmc_req *r,
+                          long http,
+                          json_t *body,
+                          struct fmc_result *res)
+{
+    struct fmc *fmc = r->fmc;
+    char text[FMC_ERROR_MAX];
+    if (http != 200) {
+        snprintf (text, sizeof (text), "token endpoint answered %ld", http);
+        finish (r,
+                http == 400 || http == 401 || http == 403 ? FMC_UNAUTHORIZED
+                                                          : FMC_RETRYABLE,
+                http,
+                text,
+                res);
+        return;
+    }
+    json_t *tok = json_object_get (body, "access_token");
+    json_t *exp = json_object_get (body, "expires_in");
+    if (!json_is_string (tok) || json_string_length (tok) == 0 ||
+        (exp && !json_is_integer (exp))) {
+        finish (r,
+                FMC_PERMANENT,
+                http,
+                "token endpoint: malformed answer (no access_token)",
+                res);
+        return;
+    }
+    wipe_free (fmc->token);
+    fmc->token = strdup (json_string_value (tok));
+    fmc->token_gen++;
+    /* Refresh a tenth of the lifetime early (at most a minute), so calls
+     * never go out with a token about to lapse.  No expires_in: keep it
+     * until the FM refuses it. */
+    int64_t now = fmb_monotime_ms ();
+    if (exp && json_integer_value (exp) > 0) {
+        int64_t life = json_integer_value (exp) * 1000;
+        int64_t margin = life / 10 < 60000 ? life / 10 : 60000;
+        fmc->token_refresh_at = now + life - margin;
+    } else
+        fmc->token_refresh_at = INT64_MAX;
+    finish (r,
+            fmc->token ? FMC_OK : FMC_RETRYABLE,
+            http,
+            fmc->token ? NULL : "out of memory",
+            res);
+}
+
+/* ---- answers ------------------------------------------------------- */
+
+static void describe_http_error (
+    struct fmc_req *r, long http, json_t *body, char *text, size_t len)
+{
+    const char *why = NULL;
+    if (json_is_object (body)) {
+        why = json_string_value (json_object_get (body, "detail"));
+        if (!why)
+            why = json_string_value (json_object_get (body, "message"));
+    }
+    snprintf (text,
+              len,
+              "FM answered %ld to %s %s%s%.120s",
+              http,
+              r->method,
+              r->path,
+              why ? ": " : "",
+              why ? why : "");
+}
+
+static void job_answer (struct fmc_req *r,
+                        long http,
+                        json_t *body,
+                        struct fmc_result *res)
+{
+    json_t *tok = json_object_get (body, "sessionToken");
+    json_t *limit = json_object_get (body, "mcastLimit");
+    if (!json_is_string (tok) || json_string_length (tok) == 0) {
+        char text[FMC_ERROR_MAX];
+        snprintf (text,
+                  sizeof (text),
+                  "malformed FM answer to %s %s: no sessionToken",
+                  r->method,
+                  r->path);
+        finish (r, FMC_PERMANENT, http, text, res);
+        return;
+    }
+    res->session_token = json_string_value (tok);
+    res->mcast_limit = json_is_integer (limit) ? (long)json_integer_value (limit) : -1;
+    finish (r, FMC_OK, http, NULL, res);
+}
+
+static void list_answer (struct fmc_req *r,
+                         long http,
+                         json_t *body,
+                         struct fmc_result *res)
+{
+    json_t *links = json_object_get (body, "documentLinks");
+    size_t i;
+    json_t *v;
+    if (!json_is_array (links)) {
+        finish (r,
+                FMC_PERMANENT,
+                http,
+                "malformed FM job list: no documentLinks array",
+                res);
+        return;
+    }
+    const char **ids = calloc (json_array_size (links) + 1, sizeof (*ids));
+    size_t n = 0;
+    if (!ids) {
+        finish (r, FMC_RETRYABLE, http, "out of memory", res);
+        return;
+    }
+    /* Links are FM-relative paths "/fabric/collectives/jobs/{id}"; take
+     * what follows the collection path wherever it is, so a gateway
+     * prefix does not confuse us (Slurm blindly drops 25 characters). */
+    json_array_foreach (links, i, v)
+    {
+        const char *s = json_string_value (v);
+        const char *p = s ? strstr (s, FMC_JOBS_PATH "/") : NULL;
+        if (!p)
+            continue;
+        p += strlen (FMC_JOBS_PATH "/");
+        if (*p && !strchr (p, '/'))
+            ids[n++] = p;
+    }
+    res->job_ids = ids;
+    res->njob_ids = n;
+    finish (r, FMC_OK, http, NULL, res);
+    free (ids);
+}
+
+/* Classify a finished transfer and complete (or repeat) the request. */
+static void answer (struct fmc_req *r, CURLcode cc)
+{
+    struct fmc *fmc = r->fmc;
+    struct fmc_result res = {.mcast_limit = -1};
+    char text[FMC_ERROR_MAX];
+    long http = 0;
+    curl_easy_getinfo (r->easy, CURLINFO_RESPONSE_CODE, &http);
+    curl_multi_remove_handle (fmc->multi, r->easy);
+    curl_easy_cleanup (r->easy);
+    r->easy = NULL;
+
+    if (r->too_large) {
+        snprintf (text,
+                  sizeof (text),
+                  "FM answer to %s %s larger than %d bytes",
+                  r->method,
+                  r->path,
+                  FMC_MAX_REPLY);
+        finish (r, FMC_PERMANENT, http, text, &res);
+        return;
+    }
+    if (cc != CURLE_OK) {
+        bool tls = cc == CURLE_PEER_FAILED_VERIFICATION ||
+                   cc == CURLE_SSL_CACERT_BADFILE || cc == CURLE_SSL_CERTPROBLEM ||
+                   cc == CURLE_SSL_ISSUER_ERROR;
+        snprintf (text,
+                  sizeof (text),
+                  "%s %s: %s%s%.160s",
+                  r->method,
+                  r->path,
+                  curl_easy_strerror (cc),
+                  r->errbuf[0] ? ": " : "",
+                  r->errbuf);
+        finish (r, tls ? FMC_PERMANENT : FMC_RETRYABLE, 0, text, &res);
+        return;
+    }
+    if ((http == 401 || http == 403) && r->op != OP_TOKEN &&
+        fmc->cfg.auth == FMB_AUTH_OAUTH && !r->auth_retried) {
+        /* Once: drop the token (unless another call already replaced it)
+         * and repeat with a fresh one. */
+        r->auth_retried = true;
+        if (r->token_gen == fmc->token_gen)
+            fmc->token_refresh_at = 0;
+        dispatch (r);
+        return;
+    }
+
+    json_t *body = NULL;
+    if (r->resp_len > 0)
+        body = json_loadb (r->resp, r->resp_len, 0, NULL);
+    if (r->op == OP_TOKEN)
+        token_answer (r, http, body, &res);
+    else if (http >= 200 && http < 300) {
+        bool needs_json = r->op == OP_GET || r->op == OP_CREATE || r->op == OP_LIST;
+        if (needs_json && !json_is_object (body)) {
+            snprintf (text,
+                      sizeof (text),
+                      "malformed FM answer to %s %s: not a JSON object",
+                      r->method,
+                      r->path);
+            finish (r, FMC_PERMANENT, http, text, &res);
+        } else if (r->op == OP_GET || r->op == OP_CREATE)
+            job_answer (r, http, body, &res);
+        else if (r->op == OP_LIST)
+            list_answer (r, http, body, &res);
+        else
+            finish (r, FMC_OK, http, NULL, &res);
+    } else {
+        enum fmc_status st;
+        describe_http_error (r, http, body, text, sizeof (text));
+        if (http == 404 && (r->op == OP_GET || r->op == OP_PATCH || r->op == OP_DELETE))
+            st = FMC_NOT_FOUND;
+        else if (http == 401 || http == 403)
+            st = FMC_UNAUTHORIZED;
+        else if (http == 408 || http == 409 || http == 425 || http == 429 ||
+                 http >= 500)
+            st = FMC_RETRYABLE;
+        else
+            st = FMC_PERMANENT;
+        finish (r, st, http, text, &res);
+    }
+    json_decref (body);
+}
+
+static void check_done (struct fmc *fmc)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read (fmc->multi, &left))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        struct fmc_req *r = NULL;
+        curl_easy_getinfo (m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        answer (r, m->data.result);
+    }
+}
+
+/* Complete the parked calls whose deadline passed. */
+static void expire_waiting (struct fmc *fmc)
+{
+    int64_t now = fmb_monotime_ms ();
+    struct fmc_req **pp = &fmc->waiting;
+    fmc->waiting_tail = NULL;
+    struct fmc_req *expired = NULL;
+    while (*pp) {
+        struct fmc_req *r = *pp;
+        if (r->deadline && now >= r->deadline) {
+            *pp = r->next;
+            r->next = expired;
+            expired = r;
+        } else {
+            fmc->waiting_tail = r;
+            pp = &r->next;
+        }
+    }
+    while (expired) {
+        struct fmc_req *r = expired;
+        expired = r->next;
+        struct fmc_result res = {.mcast_limit = -1};
+        finish (
+            r, FMC_RETRYABLE, 0, "deadline passed while waiting for an FM token", &res);
+    }
+}
+
+void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
+{
+    int running;
+    for (int i = 0; i < n; i++) {
+        if (!fds[i].revents)
+            continue;
+        int mask = 0;
+        if (fds[i].revents & POLLIN)
+            mask |= CURL_CSELECT_IN;
+        if (fds[i].revents & POLLOUT)
+            mask |= CURL_CSELECT_OUT;
+        if (fds[i].revents & (POLLERR | POLLHUP | POLLNVAL))
+            mask |= CURL_CSELECT_ERR;
+        curl_multi_socket_action (fmc->multi, fds[i].fd, mask, &running);
+    }
+    if (fmc->timer_due >= 0 && fmb_monotime_ms () >= fmc->timer_due) {
+        fmc->timer_due = -1;
+        curl_multi_socket_action (fmc->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+    check_done (fmc);
+    expire_waiting (fmc);
+}
+
+int fmc_run (struct fmc *fmc, int timeout_ms)
+{
+    int64_t end = fmb_monotime_ms () + timeout_ms;
+    while (fmc->inflight > 0) {
+        struct pollfd fds[FMC_MAX_SOCKETS];
+        int64_t left = end - fmb_monotime_ms ();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        int n = fmc_pollfds (fmc, fds, FMC_MAX_SOCKETS);
+        int t = fmc_timeout_ms (fmc);
+        if (t < 0 || t > left)
+            t = (int)left;
+        if (n > 0 || t > 0) {
+            if (poll (fds, (nfds_t)n, t) < 0 && errno != EINTR)
+                return -1;
+        }
+        fmc_process (fmc, fds, n);
+    }
+    return 0;
+}
+
+/* ---- operations ---------------------------------------------------- */
+
+static int check_id (const char *id, struct fmb_error *error)
+{
+    /* Ids go into the URL path as they are: allow what the broker's job
+     * ids and cluster names allow, nothing that needs escaping. */
+    size_t n = strlen (id);
+    if (n == 0 || n > 256) {
+        errno = EINVAL;
+        return fmb_errorf (error, "FM job id must be 1..256 bytes");
+    }
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-')) {
+            errno = EINVAL;
+            return fmb_errorf (
+                error, "FM job id '%.64s': only [A-Za-z0-9._-] allowed", id);
+        }
+    return 0;
+}
+
+static int job_call (struct fmc *fmc,
+                     enum req_op op,
+                     const char *method,
+                     const char *id,
+                     char *body,
+                     fmc_done_f cb,
+                     void *arg,
+                     struct fmb_error *error)
+{
+    char path[512];
+    if (id && check_id (id, error) < 0) {
+        free (body);
+        return -1;
+    }
+    snprintf (path, sizeof (path), FMC_JOBS_PATH "%s%s", id ? "/" : "", id ? id : "");
+    return submit (req_new (fmc, op, method, path, body, cb, arg), error);
+}
+
+int fmc_job_get (struct fmc *fmc,
+                 const char *fm_job_id,
+                 fmc_done_f cb,
+                 void *arg,
+                 struct fmb_error *error)
+{
+    return job_call (fmc, OP_GET, "GET", fm_job_id, NULL, cb, arg, error);
+}
+
+int fmc_job_create (struct fmc *fmc,
+                    const char *fm_job_id,
+                    unsigned mcast_limit,
+                    fmc_done_f cb,
+                    void *arg,
+                    struct fmb_error *error)
+{
+    if (check_id (fm_job_id, error) < 0)
+        return -1;
+    json_t *o = json_pack (
+        "{s:s, s:I}", "jobID", fm_job_id, "mcastLimit", (json_int_t)mcast_limit);
+    char *body = o ? json_dumps (o, JSON_COMPACT) : NULL;
+    json_decref (o);
+    if (!body) {
+        errno = ENOMEM;
+        return fmb_errorf (error, "out of memory");
+    }
+    char path[] = FMC_JOBS_PATH;
+    return submit (req_new (fmc, OP_CREATE, "POST", path, body, cb, arg), error);
+}
+
+int fmc_job_delete_step (struct fmc *fmc,
+                         const char *fm_job_id,
+                         const char *step_id,
+                         fmc_done_f cb,
+                         void *arg,
+                         struct fmb_error *error)
+{
+    json_t *o = json_pack ("{s:{s:n}}", "jobSteps", step_id);
+    char *body = o ? json_dumps (o, JSON_COMPACT) : NULL;
+    json_decref (o);
+    if (!body) {
+        errno = EINVAL;
+        return fmb_errorf (error, "step id must be valid UTF-8");
+    }
+    return job_call (fmc, OP_PATCH, "PATCH", fm_job_id, body, cb, arg, error);
+}
+
+int fmc_job_delete (struct fmc *fmc,
+                    const char *fm_job_id,
+                    fmc_done_f cb,
+                    void *arg,
+                    struct fmb_error *error)
+{
+    return job_call (fmc, OP_DELETE, "DELETE", fm_job_id, NULL, cb, arg, error);
+}
+
+int fmc_job_list (struct fmc *fmc, fmc_done_f cb, void *arg, struct fmb_error *error)
+{
+    char path[] = FMC_JOBS_PATH "/"; /* with the slash, as the FM lists it */
+    return submit (req_new (fmc, OP_LIST, "GET", path, NULL, cb, arg), error);
+}
+
+int fmc_login (struct fmc *fmc, fmc_done_f cb, void *arg, struct fmb_error *error)
+{
+    /* Forget any token; the no-op call waits for a fresh one (with basic
+     * or none it completes at once). */
+    fmc->token_refresh_at = 0;
+    return submit (req_new (fmc, OP_LOGIN, "POST", "(login)", NULL, cb, arg), error);
+}
+
+/* ---- reserve: GET, POST on 404, GET again on 409 -------------------- */
+
+struct reserve {
+    struct fmc *fmc;
+    char id[257];
+    unsigned mcast_limit;
+    int64_t deadline;
+    int stage; /* 0: first GET, 1: POST, 2: GET after 409 */
+    fmc_done_f cb;
+    void *arg;
+};
+
+static void reserve_step (const struct fmc_result *res, void *arg);
+
+static int reserve_next (struct reserve *rv, enum req_op op, struct fmb_error *error)
+{
+    struct fmc_req *r;
+    char path[512];
+    if (op == OP_CREATE) {
+        json_t *o = json_pack (
+            "{s:s, s:I}", "jobID", rv->id, "mcastLimit", (json_int_t)rv->mcast_limit);
+        char *body = o ? json_dumps (o, JSON_COMPACT) : NULL;
+        json_decref (o);
+        r = body
+                ? req_new (
+                      rv->fmc, OP_CREATE, "POST", FMC_JOBS_PATH, body, reserve_step, rv)
+                : NULL;
+    } else {
+        snprintf (path, sizeof (path), FMC_JOBS_PATH "/%s", rv->id);
+        r = req_new (rv->fmc, OP_GET, "GET", path, NULL, reserve_step, rv);
+    }
+    if (r) {
+        r->deadline = rv->deadline;
+        r->arg_free = free;
+    }
+    return submit (r, error);
+}
+
+static void reserve_step (const struct fmc_result *res, void *arg)
+{
+    struct reserve *rv = arg;
+    struct fmb_error e;
+    enum req_op next = OP_TOKEN; /* none */
+    if (rv->stage == 0 && res->status == FMC_NOT_FOUND)
+        next = OP_CREATE;
+    else if (rv->stage == 1 && res->http_status == 409)
+        next = OP_GET;
+    if (next != OP_TOKEN) {
+        rv->stage++;
+        if (reserve_next (rv, next, &e) == 0)
+            return;
+        struct fmc_result fail = {.status = FMC_RETRYABLE,
+                                  .op = "reserve",
+                                  .error = e.text,
+                                  .mcast_limit = -1};
+        rv->cb (&fail, rv->arg);
+        free (rv);
+        return;
+    }
+    struct fmc_result out = *res;
+    out.created = rv->stage == 1 && res->status == FMC_OK;
+    rv->cb (&out, rv->arg);
+    free (rv);
+}
+
+int fmc_job_reserve (struct fmc *fmc,
+                     const char *fm_job_id,
+                     unsigned mcast_limit,
+                     unsigned deadline_ms,
+                     fmc_done_f cb,
+                     void *arg,
+                     struct fmb_error *error)
+{
+    if (check_id (fm_job_id, error) < 0)
+        return -1;
+    struct reserve *rv = calloc (1, sizeof (*rv));
+    if (!rv) {
+        errno = ENOMEM;
+        return fmb_errorf (error, "out of memory");
+    }
+    rv->fmc = fmc;
+    snprintf (rv->id, sizeof (rv->id), "%s", fm_job_id);
+    rv->mcast_limit = mcast_limit;
+    rv->deadline = fmb_monotime_ms () + deadline_ms;
+    rv->cb = cb;
+    rv->arg = arg;
+    /* From here the request owns rv; only a failure to even create the
+     * request leaves it with us. */
+    if (reserve_next (rv, OP_GET, error) < 0) {
+        free (rv);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- lifetime ------------------------------------------------------ */
+
+static char *dup_or_null (const char *s)
+{
+    return s && s[0] ? strdup (s) : NULL;
+}
+
+int fmc_create (const struct fmc_config *cfg, struct fmc **ret, struct fmb_error *error)
+{
+    static bool global_done;
+    if (!global_done) {
+        if (curl_global_init (CURL_GLOBAL_DEFAULT) != 0) {
+            errno = EIO;
+            return fmb_errorf (error, "curl_global_init failed");
+        }
+        global_done = true;
+    }
+    if (!cfg->url ||
+        (strncmp (cfg->url, "http://", 7) && strncmp (cfg->url, "https://", 8))) {
+        errno = EINVAL;
+        return fmb_errorf (error, "fabric_manager.url: not an http(s) URL");
+    }
+    struct fmc *fmc = calloc (1, sizeof (*fmc));
+    if (!fmc)
+        return fmb_errorf (error, "out of memory");
+    fmc->cfg = *cfg;
+    fmc->timer_due = -1;
+    fmc->url = strdup (cfg->url);
+    fmc->auth_dir = dup_or_null (cfg->auth_dir);
+    fmc->ca_file = dup_or_null (cfg->ca_file);
+    fmc->mtls_cert = dup_or_null (cfg->mtls_cert);
+    fmc->mtls_key = dup_or_null (cfg->mtls_key);
+    if (!fmc->url) {
+        fmb_errorf (error, "out of memory");
+        goto error;
+    }
+    if (cfg->auth != FMB_AUTH_NONE && !fmc->auth_dir) {
+        errno = EINVAL;
+        fmb_errorf (error, "fabric_manager.auth_dir: needed for auth");
+        goto error;
+    }
+    if (cfg->auth == FMB_AUTH_BASIC &&
+        read_cred (fmc->auth_dir, "passwd", true, &fmc->passwd, error) < 0)
+        goto error;
+    if (cfg->auth == FMB_AUTH_OAUTH) {
+        /* Check now; they are read again at each token fetch. */
+        char *s = NULL;
+        if (read_cred (fmc->auth_dir, "endpoint", false, &s, error) < 0)
+            goto error;
+        free (s);
+        if (read_cred (fmc->auth_dir, "client-id", false, &s, error) < 0)
+            goto error;
+        free (s);
+        if (read_cred (fmc->auth_dir, "client-secret", true, &s, error) < 0)
+            goto error;
+        wipe_free (s);
+    }
+    if (!(fmc->multi = curl_multi_init ())) {
+        fmb_errorf (error, "curl_multi_init failed");
+        goto error;
+    }
+    curl_multi_setopt (fmc->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
+    curl_multi_setopt (fmc->multi, CURLMOPT_SOCKETDATA, fmc);
+    curl_multi_setopt (fmc->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+    curl_multi_setopt (fmc->multi, CURLMOPT_TIMERDATA, fmc);
+    curl_multi_setopt (
+        fmc->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)cfg->max_connections);
+    curl_multi_setopt (
+        fmc->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)cfg->max_connections);
+    curl_multi_setopt (fmc->multi, CURLMOPT_MAXCONNECTS, (long)cfg->max_connections);
+    *ret = fmc;
+    return 0;
+error:
+    fmc_destroy (fmc);
+    return -1;
+}
+
+void fmc_destroy (struct fmc *fmc)
+{
+    if (fmc) {
+        int saved = errno;
+        while (fmc->all)
+            req_free (fmc->all);
+        curl_multi_cleanup (fmc->multi);
+        free (fmc->url);
+        free (fmc->auth_dir);
+        free (fmc->ca_file);
+        free (fmc->mtls_cert);
+        free (fmc->mtls_key);
+        wipe_free (fmc->passwd);
+        wipe_free (fmc->token);
+        free (fmc);
+        errno = saved;
+    }
+}

@@ -1,0 +1,147 @@
+/* fmclient.h: the fabric manager's collectives REST dialect over libcurl.
+ *
+ * All FM HTTP of fmbroker lives here.  Calls are asynchronous: each takes
+ * a completion callback and runs on one libcurl multi handle, so many FM
+ * calls proceed at once under a loop the caller drives (fmc_pollfds,
+ * fmc_timeout_ms, fmc_process), with connections reused and capped.
+ *
+ * Paths, relative to the configured base URL (see DESIGN section 2):
+ *   GET    /fabric/collectives/jobs/{id}      fmc_job_get
+ *   POST   /fabric/collectives/jobs           fmc_job_create
+ *   PATCH  /fabric/collectives/jobs/{id}      fmc_job_delete_step
+ *   DELETE /fabric/collectives/jobs/{id}      fmc_job_delete
+ *   GET    /fabric/collectives/jobs/          fmc_job_list
+ * and fmc_job_reserve, the idempotent GET-then-POST that RUN uses.
+ *
+ * Authentication as Slurm's switch/hpe_slingshot does it, from the same
+ * files: oauth reads AUTH_DIR/{endpoint,client-id,client-secret} at every
+ * token fetch; basic sends user "cxi" with AUTH_DIR/passwd.  The OAuth
+ * token is fetched on first use (or fmc_login), refreshed before
+ * expires_in runs out, and fetched once more after a 401/403, when the
+ * request is repeated once.  Secret files that group or others can read
+ * are refused.  TLS verification is on unless 'insecure'.
+ *
+ * No token, password or secret appears in any error text.
+ */
+#ifndef FMB_FMCLIENT_H
+#define FMB_FMCLIENT_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "error.h"
+
+#define FMC_MAX_REPLY (4 * 1024 * 1024) /* a jobs listing we are willing to parse */
+#define FMC_JOBS_PATH "/fabric/collectives/jobs"
+
+struct fmc;
+
+struct fmc_config {
+    const char *url; /* base URL, no trailing slash */
+    enum fmb_auth auth;
+    const char *auth_dir;
+    const char *ca_file;   /* NULL or "": the system CA store */
+    const char *mtls_cert; /* both or neither */
+    const char *mtls_key;
+    bool insecure;
+    unsigned timeout_ms;
+    unsigned max_connections;
+};
+
+enum fmc_status {
+    FMC_OK,
+    FMC_NOT_FOUND,    /* 404: no such job (GET, PATCH, DELETE) */
+    FMC_RETRYABLE,    /* connect error, timeout, 408/409/425/429, 5xx: try later */
+    FMC_PERMANENT,    /* another 4xx, a malformed answer, a TLS verification failure */
+    FMC_UNAUTHORIZED, /* 401/403 even with a fresh token, or credentials refused */
+};
+
+struct fmc_result {
+    enum fmc_status status;
+    const char *op;            /* "get", "create", "patch", "delete", "list", "token" */
+    long http_status;          /* 0 when there was no HTTP answer */
+    unsigned elapsed_ms;       /* from submission to completion */
+    const char *error;         /* "" when status is FMC_OK */
+    const char *session_token; /* get, create, reserve: the job's token */
+    long mcast_limit;          /* get, create, reserve: -1 if the FM did not say */
+    bool created;              /* reserve: the POST made it (not found by GET) */
+    const char *const *job_ids; /* list: the FM job ids ("cluster-job") */
+    size_t njob_ids;
+};
+
+/* Everything in 'res' is borrowed for the duration of the call.  A call
+ * that fails before reaching the network (a deadline already passed, no
+ * token to be had) may complete before the function that started it
+ * returns; a return of -1 means the callback will never run. */
+typedef void (*fmc_done_f) (const struct fmc_result *res, void *arg);
+
+/* Reads and checks the credentials (files, modes) now, so that a bad
+ * setup fails at start rather than at the first job. */
+int fmc_create (const struct fmc_config *cfg,
+                struct fmc **ret,
+                struct fmb_error *error);
+/* In-flight calls are abandoned without their callbacks. */
+void fmc_destroy (struct fmc *fmc);
+
+int fmc_job_get (struct fmc *fmc,
+                 const char *fm_job_id,
+                 fmc_done_f cb,
+                 void *arg,
+                 struct fmb_error *error);
+int fmc_job_create (struct fmc *fmc,
+                    const char *fm_job_id,
+                    unsigned mcast_limit,
+                    fmc_done_f cb,
+                    void *arg,
+                    struct fmb_error *error);
+/* GET the job; on 404 POST it; if the POST meets 409 (someone made it in
+ * between) GET it again.  All within 'deadline_ms' from now; past it the
+ * result is FMC_RETRYABLE. */
+int fmc_job_reserve (struct fmc *fmc,
+                     const char *fm_job_id,
+                     unsigned mcast_limit,
+                     unsigned deadline_ms,
+                     fmc_done_f cb,
+                     void *arg,
+                     struct fmb_error *error);
+/* PATCH {"jobSteps":{step:null}}: release one step's multicast trees. */
+int fmc_job_delete_step (struct fmc *fmc,
+                         const char *fm_job_id,
+                         const char *step_id,
+                         fmc_done_f cb,
+                         void *arg,
+                         struct fmb_error *error);
+int fmc_job_delete (struct fmc *fmc,
+                    const char *fm_job_id,
+                    fmc_done_f cb,
+                    void *arg,
+                    struct fmb_error *error);
+int fmc_job_list (struct fmc *fmc, fmc_done_f cb, void *arg, struct fmb_error *error);
+/* Fetch an OAuth token now (op "token"); with basic or none, completes OK
+ * without a request. */
+int fmc_login (struct fmc *fmc, fmc_done_f cb, void *arg, struct fmb_error *error);
+
+/* ---- driving it from an event loop --------------------------------- */
+
+/* The sockets to wait on: fills up to 'max' entries, returns how many. */
+int fmc_pollfds (struct fmc *fmc, struct pollfd *fds, int max);
+/* Milliseconds until fmc_process must run even without socket activity;
+ * -1 when nothing is pending. */
+int fmc_timeout_ms (struct fmc *fmc);
+/* Handle what poll() reported for the fds fmc_pollfds gave (n may be 0),
+ * and due timers; runs completion callbacks. */
+void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n);
+/* Calls submitted and not yet completed. */
+unsigned fmc_inflight (struct fmc *fmc);
+/* Drive until nothing is in flight or 'timeout_ms' passes (-1 with
+ * ETIMEDOUT).  For tools and tests, not for the broker's loop. */
+int fmc_run (struct fmc *fmc, int timeout_ms);
+
+/* OAuth tokens fetched so far (for status pages and tests). */
+unsigned long fmc_token_fetches (struct fmc *fmc);
+
+const char *fmc_status_name (enum fmc_status s);
+
+#endif
