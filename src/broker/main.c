@@ -1,31 +1,43 @@
 /* fmbrokerd: the fabric-manager broker daemon.
  *
- * At this stage it loads the configuration, opens (creating or migrating)
- * the state database and prints the broker's status; serving the REST API
- * and talking to the fabric manager come with the broker proper.
+ * Start-up, in order: arguments; configuration (validated whole); the
+ * state directory (0700) and the store (created, checked, migrated); the
+ * FM client (credentials checked now); the API socket; reservations a
+ * crash interrupted are resumed; the FM session starts (its first listing
+ * reconciles); READY=1 to systemd; then the loop.
  *
- * Startup order: parse arguments, load and validate the configuration,
- * create the state directory (0700), open the store, report.
+ * The loop polls the API's sockets, the FM client's sockets and a
+ * signalfd, then runs the periodic work (outbox, reconcile, probes,
+ * quarantine expiry, long-poll timeouts).  SIGTERM/SIGINT: stop
+ * accepting, give FM calls in flight their deadline, answer what waits,
+ * commit, close.  SIGHUP: logs go to stderr (journald), so there is
+ * nothing to reopen; it is logged and otherwise ignored.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
+#include <systemd/sd-daemon.h>
+
+#include "broker.h"
 #include "fileutil.h"
 #include "log.h"
-#include "store.h"
 
-#define MAX_SETS 32
+#define MAX_SETS    32
+#define MAX_POLLFDS 1100
+#define TICK_MS     250 /* the periodic work's granularity */
 
 static const char usage_text[] =
     "Usage: fmbrokerd [OPTIONS]\n"
-    "Broker between resource managers and the Slingshot fabric manager.\n"
+    "Broker between resource managers and the Slingshot fabric manager: VNIs,\n"
+    "multicast reservations for hardware collectives, and a local REST API.\n"
     "\n"
     "  -c, --config FILE      configuration file (default " FMB_CONFIG_PATH
     ";\n"
@@ -41,6 +53,8 @@ static const char usage_text[] =
     "\n"
     "State: STATE_DIR/fmbroker.db (SQLite) and STATE_DIR/token.key (the key\n"
     "that encrypts session tokens at rest; back it up with the database).\n"
+    "API: [api] socket (default /run/fmbroker/fmbroker.sock), see api/openapi.yaml.\n"
+    "Signals: TERM/INT stop gracefully; HUP is logged and ignored.\n"
     "\n"
     "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
 
@@ -120,78 +134,178 @@ static int load_config (struct fmb_config *cfg, struct fmb_error *error)
     return 0;
 }
 
-static int print_status (struct store *st, const char *db, struct fmb_error *error)
+static int open_state (struct broker *b, struct fmb_error *error)
 {
-    unsigned counts[4], held, quarantined, depth, cursor;
-    int64_t last_event;
-    for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++)
-        if (store_job_count (st, s, &counts[s], error) < 0)
-            return -1;
-    if (store_vni_counts (st, &held, &quarantined, error) < 0 ||
-        store_outbox_depth (st, &depth, error) < 0 ||
-        store_vni_cursor (st, &cursor, error) < 0 ||
-        store_event_last (st, &last_event, error) < 0)
-        return -1;
-    printf ("database:       %s (schema %d)\n", db, store_file_version (st));
-    printf ("jobs:           %u active, %u releasing, %u released, %u lost\n",
-            counts[STORE_JOB_ACTIVE],
-            counts[STORE_JOB_RELEASING],
-            counts[STORE_JOB_RELEASED],
-            counts[STORE_JOB_LOST]);
-    printf ("vnis:           %u held, %u quarantined, cursor %u\n",
-            held,
-            quarantined,
-            cursor);
-    printf ("outbox:         %u pending FM operations\n", depth);
-    printf ("events:         last sequence %lld\n", (long long)last_event);
-    return 0;
+    char db[PATH_MAX], key[PATH_MAX];
+    if (fmb_mkdir_p (b->cfg.state_dir, 0700, error) < 0)
+        return fmb_error_prefix (error, "[broker] state_dir");
+    snprintf (db, sizeof (db), "%s/fmbroker.db", b->cfg.state_dir);
+    snprintf (key, sizeof (key), "%s/token.key", b->cfg.state_dir);
+    return store_open (db, key, &b->st, error);
+}
+
+static int signal_fd (void)
+{
+    sigset_t set;
+    sigemptyset (&set);
+    sigaddset (&set, SIGTERM);
+    sigaddset (&set, SIGINT);
+    sigaddset (&set, SIGHUP);
+    sigprocmask (SIG_BLOCK, &set, NULL);
+    signal (SIGPIPE, SIG_IGN);
+    return signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* One pass of the loop: wait at most 'max_ms', handle what is ready,
+ * then the periodic work.  Returns false when a stop signal came. */
+static bool loop_once (struct broker *b, int sigfd, int max_ms)
+{
+    struct pollfd fds[MAX_POLLFDS];
+    int n = 0, nh, nf = 0;
+    fds[n].fd = sigfd;
+    fds[n].events = POLLIN;
+    fds[n++].revents = 0;
+    nh = http_pollfds (b->http, fds + n, MAX_POLLFDS - n);
+    int fab_at = n + nh;
+    if (b->fab)
+        nf = fabric_pollfds (b->fab, fds + fab_at, MAX_POLLFDS - fab_at);
+    n = fab_at + nf;
+
+    int timeout = max_ms;
+    int t = http_timeout_ms (b->http);
+    if (t >= 0 && t < timeout)
+        timeout = t;
+    if (b->fab && (t = fabric_timeout_ms (b->fab)) >= 0 && t < timeout)
+        timeout = t;
+    if (b->outbox_due == 0 && b->fm_state == FM_UP)
+        timeout = 0;
+    if (poll (fds, (nfds_t)n, timeout) < 0 && errno != EINTR) {
+        fmb_log (LOG_ERR, "poll: %s", strerror (errno));
+        return false;
+    }
+    bool go_on = true;
+    if (fds[0].revents & POLLIN) {
+        struct signalfd_siginfo si;
+        while (read (sigfd, &si, sizeof (si)) == sizeof (si)) {
+            if (si.ssi_signo == SIGHUP)
+                fmb_log (LOG_INFO, "SIGHUP: logs go to stderr; nothing to reopen");
+            else {
+                fmb_log (
+                    LOG_NOTICE, "%s: shutting down", strsignal ((int)si.ssi_signo));
+                go_on = false;
+            }
+        }
+    }
+    if (b->fab)
+        fabric_process (b->fab, fds + fab_at, nf);
+    http_process (b->http);
+    fm_tick (b);
+    http_process (b->http); /* send what the periodic work answered */
+    return go_on;
+}
+
+static void shutdown_gracefully (struct broker *b, int sigfd)
+{
+    b->stopping = true;
+    http_quiesce (b->http);
+    /* Reservations in flight get their deadline; their intent is in the
+     * store either way, so cutting them short later loses nothing. */
+    int64_t end = now_mono () + b->cfg.fm_reserve_timeout_ms + 500;
+    while (b->reservations && now_mono () < end)
+        loop_once (b, sigfd, 50);
+    jobs_shutdown (b);
+    fm_steps_wake (b, 0, true);
+    broker_events_wake (b, true);
+    for (int i = 0; i < 5; i++) /* let the answers go out */
+        loop_once (b, sigfd, 10);
 }
 
 int main (int argc, char **argv)
 {
-    struct fmb_config cfg;
+    struct broker b = {0};
     struct fmb_error error;
-    struct store *st = NULL;
-    char db[PATH_MAX], key[PATH_MAX];
+    int rc = 1;
 
     umask (077); /* state, keys and sockets are private unless chmod'ed on purpose */
     fmb_log_init ("fmbrokerd", LOG_INFO);
     if (parse_args (argc, argv) < 0)
         return 2;
-    if (load_config (&cfg, &error) < 0) {
+    if (load_config (&b.cfg, &error) < 0) {
         fmb_log (LOG_ERR, "%s", error.text);
         return 2;
     }
-    fmb_log_set_level (cfg.log_level);
+    fmb_log_set_level (b.cfg.log_level);
     if (arg_.dump_config) {
-        fmb_config_dump (&cfg, stdout);
+        fmb_config_dump (&b.cfg, stdout);
         return 0;
     }
     if (arg_.check_config) {
         printf ("%s: configuration OK\n",
-                cfg.source[0] ? cfg.source : "built-in defaults");
+                b.cfg.source[0] ? b.cfg.source : "built-in defaults");
         return 0;
     }
-    if (!cfg.source[0])
+    if (!b.cfg.source[0])
         fmb_log (LOG_NOTICE, "no %s; using built-in defaults", FMB_CONFIG_PATH);
-    if (!cfg.fm_url[0])
-        fmb_log (LOG_NOTICE,
-                 "[fabric_manager] url is not set: VNI-only mode, no hardware "
-                 "collectives");
+    if (b.cfg.fm_insecure)
+        fmb_log (LOG_WARNING,
+                 "[fabric_manager] insecure = true: the FM's TLS certificate is not "
+                 "verified");
+    srandom ((unsigned)getpid () ^ (unsigned)now_mono ());
+    b.started_ms = now_wall ();
 
-    if (fmb_mkdir_p (cfg.state_dir, 0700, &error) < 0) {
-        fmb_log (LOG_ERR, "[broker] state_dir: %s", error.text);
+    int sigfd = signal_fd ();
+    if (sigfd < 0) {
+        fmb_log (LOG_ERR, "signalfd: %s", strerror (errno));
         return 1;
     }
-    snprintf (db, sizeof (db), "%s/fmbroker.db", cfg.state_dir);
-    snprintf (key, sizeof (key), "%s/token.key", cfg.state_dir);
-    if (store_open (db, key, &st, &error) < 0) {
+    if (open_state (&b, &error) < 0) {
         fmb_log (LOG_ERR, "%s", error.text);
-        return 1;
+        goto done;
     }
-    int rc = print_status (st, db, &error);
-    if (rc < 0)
+    broker_resolve_roles (&b);
+    if (fabric_create (&b.cfg, &b.fab, &error) < 0) {
         fmb_log (LOG_ERR, "%s", error.text);
-    store_close (st);
-    return rc < 0 ? 1 : 0;
+        goto done;
+    }
+    if (!b.fab)
+        fmb_log (
+            LOG_NOTICE,
+            "[fabric_manager] url is not set: VNI-only mode, no hardware collectives");
+    if (http_create (&b, &b.cfg, &b.http, &error) < 0) {
+        fmb_log (LOG_ERR, "%s", error.text);
+        goto done;
+    }
+    jobs_recover (&b);
+    fm_start (&b);
+    fmb_log (LOG_INFO,
+             "serving on %s%s%s (cluster %s, VNIs %u-%u, FM %s)",
+             b.cfg.socket,
+             b.cfg.tcp[0] ? " and " : "",
+             b.cfg.tcp,
+             b.cfg.cluster_name,
+             b.cfg.vni_min,
+             b.cfg.vni_max,
+             b.fab ? b.cfg.fm_url : "none");
+    sd_notify (0, "READY=1\nSTATUS=serving");
+
+    uint64_t wd_usec = 0;
+    bool watchdog = sd_watchdog_enabled (0, &wd_usec) > 0;
+    int64_t next_ping = 0;
+    for (;;) {
+        if (!loop_once (&b, sigfd, TICK_MS))
+            break;
+        if (watchdog && now_mono () >= next_ping) {
+            sd_notify (0, "WATCHDOG=1");
+            next_ping = now_mono () + (int64_t)(wd_usec / 2000);
+        }
+    }
+    sd_notify (0, "STOPPING=1");
+    shutdown_gracefully (&b, sigfd);
+    rc = 0;
+done:
+    http_destroy (b.http);
+    fabric_destroy (b.fab);
+    store_close (b.st);
+    close (sigfd);
+    return rc;
 }

@@ -96,6 +96,10 @@ static const char SQL_JOB_SET_HWCOLL[] =
     "UPDATE jobs SET hwcoll = ?2, hwcoll_reason = ?3, mcast_limit = ?4,"
     " token = CASE WHEN ?5 IS NULL THEN token ELSE ?5 END, updated_ms = ?6"
     " WHERE id = ?1";
+static const char SQL_HWCOLL_USAGE[] =
+    "SELECT count(*), coalesce(sum(mcast_limit), 0) FROM jobs"
+    " WHERE hwcoll = 'reserved' AND state IN ('active', 'releasing')";
+static const char SQL_JOB_DELETE[] = "DELETE FROM jobs WHERE id = ?1";
 static const char SQL_JOB_COUNT[] = "SELECT count(*) FROM jobs WHERE state = ?1";
 static const char SQL_STEP_PUT[] =
     "INSERT INTO job_steps (job_id, step_id, state, detail, updated_ms)"
@@ -373,6 +377,26 @@ int store_job_set_hwcoll (struct store *st,
     return rc;
 }
 
+int store_job_delete (struct store *st, const char *id, struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_JOB_DELETE, error);
+    if (!s)
+        return -1;
+    sqlite3_bind_text (s, 1, id, -1, SQLITE_STATIC);
+    if (store_step_done (st, s, error, "delete job") < 0) {
+        if (errno == ENOENT) { /* the VNIs' foreign key */
+            errno = EBUSY;
+            fmb_errorf (error, "job '%s' still holds VNIs", id);
+        }
+        return -1;
+    }
+    if (sqlite3_changes (st->db) == 0) {
+        errno = ENOENT;
+        return fmb_errorf (error, "job '%s' not found", id);
+    }
+    return 0;
+}
+
 int store_job_list (struct store *st,
                     const struct store_job_filter *f,
                     store_job_f cb,
@@ -430,6 +454,24 @@ int store_job_count (struct store *st,
         return store_fail (st, sqlite3_errcode (st->db), error, "count jobs");
     }
     *ret = (unsigned)sqlite3_column_int64 (s, 0);
+    sqlite3_reset (s);
+    return 0;
+}
+
+int store_hwcoll_usage (struct store *st,
+                        unsigned *ret_jobs,
+                        unsigned *ret_addrs,
+                        struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_HWCOLL_USAGE, error);
+    if (!s)
+        return -1;
+    if (sqlite3_step (s) != SQLITE_ROW) {
+        sqlite3_reset (s);
+        return store_fail (st, sqlite3_errcode (st->db), error, "hwcoll usage");
+    }
+    *ret_jobs = (unsigned)sqlite3_column_int64 (s, 0);
+    *ret_addrs = (unsigned)sqlite3_column_int64 (s, 1);
     sqlite3_reset (s);
     return 0;
 }

@@ -191,6 +191,9 @@ int store_job_set_hwcoll (struct store *st,
                           unsigned mcast_limit,
                           const char *token,
                           struct fmb_error *error);
+/* Remove a job with its steps and nodes (a released job whose id the RM
+ * reuses).  EBUSY while it still holds or quarantines VNIs. */
+int store_job_delete (struct store *st, const char *id, struct fmb_error *error);
 int store_job_list (struct store *st,
                     const struct store_job_filter *filter,
                     store_job_f cb,
@@ -200,6 +203,13 @@ int store_job_count (struct store *st,
                      enum store_job_state state,
                      unsigned *ret,
                      struct fmb_error *error);
+
+/* Live reservations (hwcoll reserved, job active or releasing) and the
+ * multicast addresses they may use (sum of mcast_limit). */
+int store_hwcoll_usage (struct store *st,
+                        unsigned *ret_jobs,
+                        unsigned *ret_addrs,
+                        struct fmb_error *error);
 
 const char *store_job_state_name (enum store_job_state s);
 const char *store_hwcoll_state_name (enum store_hwcoll_state s);

@@ -29,7 +29,9 @@ run_step () {
     # $1: ok|fail, $2: title, $3: commands
     test_count=$((test_count + 1))
     out="$T/.step$test_count.out"
-    (eval "$3") >"$out" 2>&1
+    # In this shell (as sharness does), so that a step may start or stop
+    # the programs that later steps and the cleanup hooks know about.
+    { eval "$3"; } >"$out" 2>&1
     rc=$?
     if { [ "$1" = ok ] && [ $rc -eq 0 ]; } || { [ "$1" = fail ] && [ $rc -ne 0 ]; }; then
         echo "ok $test_count - $2"
@@ -62,3 +64,103 @@ done_testing () {
     echo "$((test_count - test_failed)) passed, $test_failed failed"
     [ "$test_failed" -eq 0 ]
 }
+
+# ---- mockfm and fmbrokerd ------------------------------------------------
+
+# start_mockfm [ARGS...]: a mock FM on a free loopback port, keeping its
+# state in $T/fm.state so that a restart (stop_mockfm; start_mockfm) is an
+# outage, not amnesia.  Sets fm_url, fm_pid.
+start_mockfm () {
+    rm -f "$T/fm.port"
+    "$FMB_BIN/mockfm" --listen "127.0.0.1:${fm_port:-0}" --port-file "$T/fm.port" \
+        --request-log "$T/fm.log" --state-file "$T/fm.state" "$@" 2>>"$T/fm.err" &
+    fm_pid=$!
+    wait_for 100 0.05 test -s "$T/fm.port" || { echo "mockfm did not start"; return 1; }
+    fm_port=$(cat "$T/fm.port")
+    fm_url="http://127.0.0.1:$fm_port"
+}
+stop_mockfm () {
+    [ -n "${fm_pid:-}" ] && kill "$fm_pid" 2>/dev/null && wait "$fm_pid" 2>/dev/null
+    fm_pid=
+}
+on_exit stop_mockfm
+
+# mockfm_ctl METHOD PATH [BODY]
+mockfm_ctl () {
+    curl -sf -X "$1" ${3+--data-binary "$3"} "$fm_url$2" >/dev/null
+}
+mockfm_jobs () { curl -sf "$fm_url/_mock/state" | jq -r '.jobs | keys[]'; }
+mockfm_has_job () { curl -sf "$fm_url/_mock/state" | jq -e --arg j "$1" '.jobs | has($j)' >/dev/null; }
+mockfm_lacks_job () { ! mockfm_has_job "$1"; }
+
+# write_broker_conf [EXTRA INI LINES]: $T/broker.conf for a broker on
+# $T/api.sock talking to mockfm (if started), cluster "c1".
+write_broker_conf () {
+    cat >"$T/broker.conf" <<CONF
+[broker]
+cluster_name = c1
+state_dir = $T/state
+reconcile_interval_s = ${reconcile_s:-30}
+[api]
+socket = $T/api.sock
+rm_users = root
+admin_users = root
+[fabric_manager]
+url = ${fm_url:-}
+auth = none
+reserve_timeout_ms = ${reserve_ms:-2000}
+timeout_ms = ${timeout_ms:-3000}
+[hwcoll]
+addrs_per_job = 4
+min_nodes = 2
+[vni]
+pool = ${vni_pool:-1024-65535}
+quarantine_s = ${quarantine_s:-300}
+CONF
+    [ $# -gt 0 ] && printf '%s\n' "$@" >>"$T/broker.conf"
+    return 0
+}
+
+# start_broker: fmbrokerd with $T/broker.conf, waits for its socket.
+start_broker () {
+    [ -f "$T/broker.conf" ] || write_broker_conf
+    rm -f "$T/api.sock.ready"
+    "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" 2>>"$T/broker.err" &
+    broker_pid=$!
+    wait_for 100 0.05 rm_call GET /v1/health >/dev/null ||
+        { echo "fmbrokerd did not start"; tail "$T/broker.err"; return 1; }
+}
+stop_broker () {
+    [ -n "${broker_pid:-}" ] && kill "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
+    broker_pid=
+}
+kill_broker () {
+    [ -n "${broker_pid:-}" ] && kill -9 "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
+    broker_pid=
+}
+on_exit stop_broker
+
+# rm_call METHOD PATH [BODY]: as root (rm and admin); body to stdout,
+# fails unless the status is 2xx.  api_call prints "STATUS BODY" instead.
+rm_call () {
+    curl -sf --max-time 20 --unix-socket "$T/api.sock" -X "$1" ${3+--data-binary "$3"} "http://fmbroker$2"
+}
+api_call () {
+    _out=$(curl -s --max-time 20 --unix-socket "$T/api.sock" -X "$1" ${3+--data-binary "$3"} \
+        -w '\n%{http_code}' "http://fmbroker$2")
+    echo "${_out##*$'\n'} ${_out%$'\n'*}"
+}
+# as_user UID COMMAND...: run as an unprivileged uid (needs root).
+as_user () {
+    uid=$1
+    shift
+    setpriv --reuid="$uid" --regid="$uid" --clear-groups "$@"
+}
+
+# rm_call_timed METHOD PATH [BODY]: prints "STATUS MILLISECONDS".
+rm_call_timed () {
+    curl -s -o /dev/null --max-time 20 --unix-socket "$T/api.sock" -X "$1" ${3+--data-binary "$3"} \
+        -w '%{http_code} %{time_total}\n' "http://fmbroker$2" |
+        awk '{ printf "%s %d\n", $1, $2 * 1000 }'
+}
+job_field () { rm_call GET "/v1/jobs/$1" | jq -r "$2"; }

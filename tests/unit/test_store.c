@@ -249,6 +249,31 @@ static void listing_filters_and_pages (void **state)
     assert_int_equal (n, 1);
 }
 
+static void released_job_can_be_replaced_once_its_vnis_are_free (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    uint16_t v[1];
+    struct store_job *j;
+    put_job (fx, "42", 1000, "[\"n1\"]", "t");
+    assert_int_equal (store_step_put (fx->st, "42", "0", STORE_STEP_CLEANED, NULL, &e),
+                      0);
+    assert_int_equal (store_vni_alloc (fx->st, "42", 1, 10, 20, v, &e), 0);
+    assert_int_equal (store_job_delete (fx->st, "42", &e), -1);
+    assert_int_equal (errno, EBUSY);
+    assert_int_equal (store_job_get (fx->st, "42", &j, &e), 0);
+    store_job_free (j);
+    assert_int_equal (store_vni_free_job (fx->st, "42", &e), 0);
+    assert_int_equal (store_job_delete (fx->st, "42", &e), 0);
+    assert_int_equal (store_job_get (fx->st, "42", &j, &e), -1);
+    assert_int_equal (errno, ENOENT);
+    put_job (fx, "42", 2000, NULL, NULL); /* steps and nodes went with it */
+    enum store_step_state s;
+    assert_int_equal (store_step_get (fx->st, "42", "0", &s, &e), -1);
+    assert_int_equal (store_job_delete (fx->st, "43", &e), -1);
+    assert_int_equal (errno, ENOENT);
+}
+
 /* ---- steps and nodes ----------------------------------------------- */
 
 static void steps_are_upserted_per_job (void **state)
@@ -586,6 +611,7 @@ int main (void)
         T (bad_node_list_stores_nothing),
         T (state_changes_are_recorded),
         T (listing_filters_and_pages),
+        T (released_job_can_be_replaced_once_its_vnis_are_free),
         T (steps_are_upserted_per_job),
         T (node_reports_count_towards_release),
         T (vni_allocation_is_next_fit_round_robin),

@@ -1,0 +1,464 @@
+/* broker.c: roles, events and their long-poll readers, metrics, status. */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "broker.h"
+#include "log.h"
+#include "monotime.h"
+
+int64_t now_mono (void)
+{
+    return fmb_monotime_ms ();
+}
+
+int64_t now_wall (void)
+{
+    return fmb_realtime_ms ();
+}
+
+/* ---- roles --------------------------------------------------------- */
+
+static int resolve_list (
+    const char *list, bool groups, unsigned *ids, int *n, const char *key)
+{
+    char buf[FMB_CFG_LIST_MAX];
+    char *save = NULL;
+    snprintf (buf, sizeof (buf), "%s", list);
+    *n = 0;
+    for (char *name = strtok_r (buf, ",", &save); name;
+         name = strtok_r (NULL, ",", &save)) {
+        char *end;
+        unsigned long v = strtoul (name, &end, 10);
+        if (*end == '\0') {
+            ids[(*n)++] = (unsigned)v;
+        } else if (groups) {
+            struct group *g = getgrnam (name);
+            if (g)
+                ids[(*n)++] = g->gr_gid;
+            else
+                fmb_log (LOG_WARNING, "[api] %s: no group '%s', ignoring", key, name);
+        } else {
+            struct passwd *p = getpwnam (name);
+            if (p)
+                ids[(*n)++] = p->pw_uid;
+            else
+                fmb_log (LOG_WARNING, "[api] %s: no user '%s', ignoring", key, name);
+        }
+        if (*n == MAX_ROLE_IDS)
+            break;
+    }
+    return 0;
+}
+
+int broker_resolve_roles (struct broker *b)
+{
+    resolve_list (b->cfg.rm_users, false, (unsigned *)b->rm_uids, &b->n_rm, "rm_users");
+    resolve_list (b->cfg.admin_users,
+                  false,
+                  (unsigned *)b->admin_uids,
+                  &b->n_admin,
+                  "admin_users");
+    resolve_list (b->cfg.admin_groups,
+                  true,
+                  (unsigned *)b->admin_gids,
+                  &b->n_admin_gids,
+                  "admin_groups");
+    return 0;
+}
+
+static bool in_groups (struct broker *b, uid_t uid, gid_t gid)
+{
+    for (int i = 0; i < b->n_admin_gids; i++)
+        if (b->admin_gids[i] == gid)
+            return true;
+    if (b->n_admin_gids == 0)
+        return false;
+    struct passwd *p = getpwuid (uid);
+    gid_t groups[256];
+    int ng = 256;
+    if (!p || getgrouplist (p->pw_name, gid, groups, &ng) < 0)
+        return false;
+    for (int i = 0; i < ng; i++)
+        for (int j = 0; j < b->n_admin_gids; j++)
+            if (groups[i] == b->admin_gids[j])
+                return true;
+    return false;
+}
+
+unsigned broker_roles_of (struct broker *b, uid_t uid, gid_t gid)
+{
+    unsigned roles = 0;
+    for (int i = 0; i < b->n_rm; i++)
+        if (b->rm_uids[i] == uid)
+            roles |= ROLE_RM;
+    for (int i = 0; i < b->n_admin; i++)
+        if (b->admin_uids[i] == uid)
+            roles |= ROLE_ADMIN;
+    if (!(roles & ROLE_ADMIN) && in_groups (b, uid, gid))
+        roles |= ROLE_ADMIN;
+    return roles;
+}
+
+bool broker_job_token_matches (struct broker *b, const char *job, const char *token)
+{
+    struct store_job *j;
+    struct fmb_error e;
+    bool ok = false;
+    if (store_job_get (b->st, job, &j, &e) < 0)
+        return false;
+    if (j->token) {
+        size_t a = strlen (j->token), t = strlen (token);
+        /* constant time in the token's content; lengths are not secret */
+        ok = a == t && CRYPTO_memcmp (j->token, token, a) == 0;
+    }
+    store_job_free (j);
+    return ok;
+}
+
+void broker_count_request (struct broker *b, int status)
+{
+    int cls = status / 100;
+    if (cls >= 1 && cls <= 5)
+        b->metrics.http_by_class[cls]++;
+}
+
+static void unlink_from (struct http_req **list, struct http_req *req)
+{
+    for (struct http_req **pp = list; *pp; pp = &http_wait (*pp)->next)
+        if (*pp == req) {
+            *pp = http_wait (req)->next;
+            return;
+        }
+}
+
+void broker_forget_request (struct broker *b, struct http_req *req)
+{
+    unlink_from (&b->event_waiters, req);
+    unlink_from (&b->step_waiters, req);
+}
+
+void broker_log_store_error (struct broker *b,
+                             const char *what,
+                             const struct fmb_error *e)
+{
+    (void)b;
+    fmb_log (LOG_ERR, "%s: store: %s", what, e->text);
+}
+
+/* ---- events -------------------------------------------------------- */
+
+int broker_event (struct broker *b,
+                  const char *type,
+                  const char *job,
+                  json_t *detail,
+                  struct fmb_error *error)
+{
+    char *text = detail ? json_dumps (detail, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref (detail);
+    int rc = store_event_append (b->st, type, job, text, NULL, error);
+    free (text);
+    if (rc == 0)
+        fmb_log (LOG_INFO, "event %s%s%s", type, job ? " job " : "", job ? job : "");
+    return rc;
+}
+
+struct event_collect {
+    json_t *list;
+    int64_t last;
+};
+
+static int collect_event (const struct store_event *ev, void *arg)
+{
+    struct event_collect *c = arg;
+    json_t *detail = json_loads (ev->detail, 0, NULL);
+    json_t *o = json_pack ("{s:I, s:I, s:s, s:o}",
+                           "seq",
+                           (json_int_t)ev->seq,
+                           "time_ms",
+                           (json_int_t)ev->at_ms,
+                           "type",
+                           ev->type,
+                           "detail",
+                           detail ? detail : json_object ());
+    if (ev->job_id)
+        json_object_set_new (o, "job", json_string (ev->job_id));
+    json_array_append_new (c->list, o);
+    c->last = ev->seq;
+    return 0;
+}
+
+/* The events after 'after' as the API shows them, or NULL on error. */
+static json_t *events_after (struct broker *b, int64_t after, unsigned limit, bool *any)
+{
+    struct event_collect c = {json_array (), after};
+    struct fmb_error e;
+    if (store_event_list (b->st, after, limit, collect_event, &c, &e) < 0) {
+        json_decref (c.list);
+        broker_log_store_error (b, "events", &e);
+        return NULL;
+    }
+    *any = json_array_size (c.list) > 0;
+    return json_pack ("{s:o, s:I}", "events", c.list, "last_seq", (json_int_t)c.last);
+}
+
+void broker_events_wake (struct broker *b, bool all)
+{
+    if (!b->event_waiters)
+        return;
+    int64_t last;
+    struct fmb_error e;
+    if (store_event_last (b->st, &last, &e) < 0)
+        return;
+    int64_t now = now_mono ();
+    struct http_req **pp = &b->event_waiters;
+    while (*pp) {
+        struct http_req *req = *pp;
+        struct http_wait *w = http_wait (req);
+        if (all || last > w->after || now >= w->deadline_ms) {
+            *pp = w->next;
+            bool any;
+            json_t *o = events_after (b, w->after, (unsigned)w->key, &any);
+            if (o)
+                http_reply (req, 200, o);
+            else
+                http_reply_problem (req, 503, "event log unreadable");
+        } else
+            pp = &w->next;
+    }
+}
+
+/* ---- metrics ------------------------------------------------------- */
+
+static const char *const fm_op_names[FM_OPS] = {
+    "get", "create", "patch", "delete", "list", "token", "login"};
+static const char *const fm_result_names[FM_RESULTS] = {
+    "ok", "not_found", "retryable", "permanent", "unauthorized"};
+static const unsigned lat_bounds_ms[LAT_BUCKETS] = {
+    1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000};
+
+void broker_record_fm (struct broker *b, const struct fabric_result *res)
+{
+    int op;
+    for (op = 0; op < FM_OPS; op++)
+        if (strcmp (fm_op_names[op], res->op) == 0)
+            break;
+    if (op == FM_OPS)
+        return;
+    if ((unsigned)res->status < FM_RESULTS)
+        b->metrics.fm_calls[op][res->status]++;
+    int k;
+    for (k = 0; k < LAT_BUCKETS; k++)
+        if (res->elapsed_ms <= lat_bounds_ms[k])
+            break;
+    b->metrics.fm_latency[op][k]++;
+    b->metrics.fm_latency_sum[op] += res->elapsed_ms / 1000.0;
+}
+
+struct text {
+    char *buf;
+    size_t len;
+    FILE *f;
+};
+
+static int count_job_state (struct broker *b, enum store_job_state s, unsigned *n)
+{
+    struct fmb_error e;
+    if (store_job_count (b->st, s, n, &e) < 0) {
+        *n = 0;
+        return -1;
+    }
+    return 0;
+}
+
+char *broker_metrics_text (struct broker *b)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream (&buf, &len);
+    struct fmb_error e;
+    if (!f)
+        return NULL;
+    fprintf (f,
+             "# HELP fmbroker_jobs Jobs in the store by state.\n# TYPE fmbroker_jobs "
+             "gauge\n");
+    for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++) {
+        unsigned n;
+        count_job_state (b, s, &n);
+        fprintf (f, "fmbroker_jobs{state=\"%s\"} %u\n", store_job_state_name (s), n);
+    }
+    unsigned depth = 0, held = 0, quarantined = 0;
+    store_outbox_depth (b->st, &depth, &e);
+    store_vni_counts (b->st, &held, &quarantined, &e);
+    fprintf (f, "# HELP fmbroker_outbox_depth FM operations waiting in the outbox.\n");
+    fprintf (
+        f, "# TYPE fmbroker_outbox_depth gauge\nfmbroker_outbox_depth %u\n", depth);
+    fprintf (
+        f,
+        "# HELP fmbroker_vnis VNIs by state; the pool has fmbroker_vni_pool_size.\n");
+    fprintf (f, "# TYPE fmbroker_vnis gauge\n");
+    fprintf (
+        f,
+        "fmbroker_vnis{state=\"held\"} %u\nfmbroker_vnis{state=\"quarantined\"} %u\n",
+        held,
+        quarantined);
+    fprintf (f,
+             "# TYPE fmbroker_vni_pool_size gauge\nfmbroker_vni_pool_size %u\n",
+             b->cfg.vni_max - b->cfg.vni_min + 1);
+    unsigned rjobs = 0, addrs = 0;
+    store_hwcoll_usage (b->st, &rjobs, &addrs, &e);
+    fprintf (f,
+             "# HELP fmbroker_mcast_addresses_reserved Multicast addresses reserved at "
+             "the FM for live jobs.\n");
+    fprintf (f,
+             "# TYPE fmbroker_mcast_addresses_reserved "
+             "gauge\nfmbroker_mcast_addresses_reserved %u\n",
+             addrs);
+    fprintf (
+        f,
+        "# TYPE fmbroker_mcast_reservations gauge\nfmbroker_mcast_reservations %u\n",
+        rjobs);
+    fprintf (f, "# HELP fmbroker_fm_up 1 when the fabric manager session is up.\n");
+    fprintf (
+        f, "# TYPE fmbroker_fm_up gauge\nfmbroker_fm_up %d\n", b->fm_state == FM_UP);
+    fprintf (f, "# HELP fmbroker_fm_requests_total FM calls by call and result.\n");
+    fprintf (f, "# TYPE fmbroker_fm_requests_total counter\n");
+    for (int op = 0; op < FM_OPS; op++)
+        for (int r = 0; r < FM_RESULTS; r++)
+            if (b->metrics.fm_calls[op][r])
+                fprintf (f,
+                         "fmbroker_fm_requests_total{call=\"%s\",result=\"%s\"} %lu\n",
+                         fm_op_names[op],
+                         fm_result_names[r],
+                         b->metrics.fm_calls[op][r]);
+    fprintf (f, "# HELP fmbroker_fm_request_duration_seconds FM call latency.\n");
+    fprintf (f, "# TYPE fmbroker_fm_request_duration_seconds histogram\n");
+    for (int op = 0; op < FM_OPS; op++) {
+        unsigned long cum = 0;
+        for (int k = 0; k <= LAT_BUCKETS; k++) {
+            cum += b->metrics.fm_latency[op][k];
+            if (k < LAT_BUCKETS)
+                fprintf (f,
+                         "fmbroker_fm_request_duration_seconds_bucket{call=\"%s\",le="
+                         "\"%g\"} %lu\n",
+                         fm_op_names[op],
+                         lat_bounds_ms[k] / 1000.0,
+                         cum);
+            else
+                fprintf (f,
+                         "fmbroker_fm_request_duration_seconds_bucket{call=\"%s\",le="
+                         "\"+Inf\"} %lu\n",
+                         fm_op_names[op],
+                         cum);
+        }
+        fprintf (f,
+                 "fmbroker_fm_request_duration_seconds_sum{call=\"%s\"} %g\n",
+                 fm_op_names[op],
+                 b->metrics.fm_latency_sum[op]);
+        fprintf (f,
+                 "fmbroker_fm_request_duration_seconds_count{call=\"%s\"} %lu\n",
+                 fm_op_names[op],
+                 cum);
+    }
+    fprintf (f, "# TYPE fmbroker_http_responses_total counter\n");
+    for (int c = 1; c <= 5; c++)
+        fprintf (f,
+                 "fmbroker_http_responses_total{code=\"%dxx\"} %lu\n",
+                 c,
+                 b->metrics.http_by_class[c]);
+    fprintf (f,
+             "# TYPE fmbroker_reconcile_runs_total "
+             "counter\nfmbroker_reconcile_runs_total %lu\n",
+             b->metrics.reconcile_runs);
+    fprintf (f,
+             "# TYPE fmbroker_orphans_released_total "
+             "counter\nfmbroker_orphans_released_total %lu\n",
+             b->metrics.orphans_released);
+    fprintf (f,
+             "# TYPE fmbroker_reservations_lost_total "
+             "counter\nfmbroker_reservations_lost_total %lu\n",
+             b->metrics.reservations_lost);
+    fclose (f);
+    return buf;
+}
+
+json_t *broker_status (struct broker *b)
+{
+    struct fmb_error e;
+    unsigned counts[4] = {0}, depth = 0, held = 0, quarantined = 0, cursor = 0,
+             rjobs = 0, addrs = 0;
+    int64_t last = 0, next = 0;
+    for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++)
+        count_job_state (b, s, &counts[s]);
+    store_outbox_depth (b->st, &depth, &e);
+    bool have_next = store_outbox_next_ms (b->st, &next, &e) == 0;
+    store_vni_counts (b->st, &held, &quarantined, &e);
+    store_vni_cursor (b->st, &cursor, &e);
+    store_event_last (b->st, &last, &e);
+    store_hwcoll_usage (b->st, &rjobs, &addrs, &e);
+    json_t *fm = json_pack ("{s:b, s:s, s:I}",
+                            "configured",
+                            b->fab != NULL,
+                            "state",
+                            fm_state_name (b->fm_state),
+                            "since_ms",
+                            (json_int_t)b->fm_since_ms);
+    if (b->fab)
+        json_object_set_new (fm, "url", json_string (b->cfg.fm_url));
+    if (b->fm_state == FM_DOWN)
+        json_object_set_new (fm, "last_error", json_string (b->fm_error));
+    json_t *outbox = json_pack ("{s:i}", "depth", (int)depth);
+    if (have_next)
+        json_object_set_new (outbox, "next_due_ms", json_integer (next));
+    return json_pack (
+        "{s:s, s:s, s:I, s:o, s:o, s:{s:i, s:i, s:i, s:i},"
+        " s:{s:i, s:i, s:i, s:i, s:i}, s:{s:i, s:i, s:i, s:i}, s:{s:I}}",
+        "version",
+        FMB_VERSION,
+        "cluster",
+        b->cfg.cluster_name,
+        "uptime_s",
+        (json_int_t)((now_wall () - b->started_ms) / 1000),
+        "fabric_manager",
+        fm,
+        "outbox",
+        outbox,
+        "jobs",
+        "active",
+        (int)counts[STORE_JOB_ACTIVE],
+        "releasing",
+        (int)counts[STORE_JOB_RELEASING],
+        "released",
+        (int)counts[STORE_JOB_RELEASED],
+        "lost",
+        (int)counts[STORE_JOB_LOST],
+        "vnis",
+        "pool_min",
+        (int)b->cfg.vni_min,
+        "pool_max",
+        (int)b->cfg.vni_max,
+        "held",
+        (int)held,
+        "quarantined",
+        (int)quarantined,
+        "cursor",
+        (int)cursor,
+        "hwcoll",
+        "reservations",
+        (int)rjobs,
+        "addresses_reserved",
+        (int)addrs,
+        "addrs_per_job",
+        (int)fmb_config_mcast_limit (&b->cfg),
+        "min_nodes",
+        (int)b->cfg.hwcoll_min_nodes,
+        "events",
+        "last_seq",
+        (json_int_t)last);
+}

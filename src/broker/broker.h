@@ -1,0 +1,164 @@
+/* broker.h: fmbrokerd's context and what its files share.
+ *
+ *   main.c     start-up, the loop, signals, shutdown
+ *   http.c     the REST transport (routes dispatch into routes.c)
+ *   routes.c   the route table; status, health, metrics, events, reconcile
+ *   jobs.c     RUN, CLEANUP, steps, node reports, job views and env
+ *   fmwork.c   the FM session, the outbox runner, reconciliation, recovery
+ *   broker.c   roles, events and their long-poll readers, metrics
+ *
+ * Everything runs on the loop's one thread.  The store is the truth; what
+ * is in memory here (FM calls in flight, waiting requests) is rebuilt or
+ * abandoned safely after a crash.
+ */
+#ifndef FMB_BROKER_H
+#define FMB_BROKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "fabric.h"
+#include "http.h"
+#include "store.h"
+
+#define OUTBOX_PARALLEL         64   /* FM operations from the outbox at once */
+#define OUTBOX_BACKOFF_MS       1000 /* first retry; doubles per attempt */
+#define OUTBOX_BACKOFF_MAX_MS   (5 * 60 * 1000)
+#define OUTBOX_ALERT_ATTEMPTS   5 /* then a release_failed event */
+#define FM_PROBE_BACKOFF_MAX_MS 60000
+#define EVENT_WAIT_MAX_S        60
+#define STEP_WAIT_MAX_S         60
+#define MAX_ROLE_IDS            64
+
+/* Outbox kinds. */
+#define OUTBOX_FM_DELETE_JOB  "fm_delete_job"  /* target: FM job id */
+#define OUTBOX_FM_DELETE_STEP "fm_delete_step" /* target: FM job id, arg: step */
+
+enum fm_state {
+    FM_DISABLED,   /* no [fabric_manager] url: VNI-only */
+    FM_CONNECTING, /* first contact not made yet */
+    FM_UP,
+    FM_DOWN, /* unreachable: FM work waits, reconnect is retried */
+};
+
+#define FM_OPS      7 /* get create patch delete list token login */
+#define FM_RESULTS  5
+#define LAT_BUCKETS 12
+
+struct metrics {
+    unsigned long fm_calls[FM_OPS][FM_RESULTS];
+    unsigned long fm_latency[FM_OPS][LAT_BUCKETS + 1]; /* cumulative-ready counts */
+    double fm_latency_sum[FM_OPS];
+    unsigned long http_by_class[6]; /* 1xx..5xx */
+    unsigned long reconcile_runs;
+    unsigned long orphans_released;
+    unsigned long reservations_lost;
+};
+
+struct reservation; /* a reserve call in flight (jobs.c) */
+struct step_call;   /* a step cleanup in flight (fmwork.c) */
+
+struct broker {
+    struct fmb_config cfg;
+    struct store *st;
+    struct fabric *fab; /* NULL: VNI-only */
+    struct http *http;
+    int64_t started_ms;
+    bool stopping;
+
+    uid_t rm_uids[MAX_ROLE_IDS];
+    int n_rm;
+    uid_t admin_uids[MAX_ROLE_IDS];
+    int n_admin;
+    gid_t admin_gids[MAX_ROLE_IDS];
+    int n_admin_gids;
+
+    enum fm_state fm_state;
+    int64_t fm_since_ms; /* wall clock of the last state change */
+    char fm_error[256];  /* why it is down */
+    unsigned fm_backoff_ms;
+    int64_t fm_next_probe; /* monotonic */
+    bool fm_probe_inflight;
+
+    int64_t next_reconcile; /* monotonic */
+    bool reconcile_inflight;
+    bool reconcile_wanted;
+
+    int64_t outbox_due; /* wall clock ms of the earliest entry, INT64_MAX: none */
+    int64_t outbox_inflight[OUTBOX_PARALLEL];
+    int n_outbox_inflight;
+
+    struct reservation *reservations;
+    struct http_req *event_waiters;
+    struct http_req *step_waiters;
+    int64_t next_expire; /* monotonic: next quarantine expiry pass */
+
+    struct metrics metrics;
+};
+
+/* ---- broker.c ------------------------------------------------------ */
+
+int broker_resolve_roles (struct broker *b);
+unsigned broker_roles_of (struct broker *b, uid_t uid, gid_t gid);
+bool broker_job_token_matches (struct broker *b, const char *job, const char *token);
+void broker_count_request (struct broker *b, int status);
+/* A request is going away: make sure no waiter list still holds it. */
+void broker_forget_request (struct broker *b, struct http_req *req);
+/* Append an event inside the caller's transaction; 'detail' is stolen. */
+int broker_event (struct broker *b,
+                  const char *type,
+                  const char *job,
+                  json_t *detail,
+                  struct fmb_error *error);
+/* Answer long-poll readers that have news, and those whose wait ran out. */
+void broker_events_wake (struct broker *b, bool all);
+void broker_record_fm (struct broker *b, const struct fabric_result *res);
+char *broker_metrics_text (struct broker *b);
+json_t *broker_status (struct broker *b);
+void broker_log_store_error (struct broker *b,
+                             const char *what,
+                             const struct fmb_error *e);
+
+/* ---- jobs.c -------------------------------------------------------- */
+
+void jobs_run (struct broker *b, struct http_req *req);
+void jobs_cleanup (struct broker *b, struct http_req *req);
+void jobs_get (struct broker *b, struct http_req *req);
+void jobs_list (struct broker *b, struct http_req *req);
+void jobs_step_cleanup (struct broker *b, struct http_req *req);
+void jobs_node_report (struct broker *b, struct http_req *req);
+void jobs_vni_list (struct broker *b, struct http_req *req);
+/* Does a reserve call for this job run right now? */
+bool jobs_reserving (struct broker *b, const char *job);
+/* Resolve reservations left 'reserving' by a crash (at start). */
+void jobs_recover (struct broker *b);
+/* Answer requests waiting on a reservation that is being abandoned. */
+void jobs_shutdown (struct broker *b);
+/* "cluster-job" for a job id. */
+void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len);
+/* Free quarantined VNIs whose time came; log, event. */
+void jobs_expire_quarantine (struct broker *b);
+
+/* ---- fmwork.c ------------------------------------------------------ */
+
+void fm_start (struct broker *b);
+/* Every loop pass: probe when down, run due outbox entries, reconcile. */
+void fm_tick (struct broker *b);
+/* Something was added to the outbox: run it as soon as possible. */
+void fm_outbox_changed (struct broker *b);
+void fm_reconcile_now (struct broker *b);
+/* A call came back without an HTTP answer (or with one): session state. */
+void fm_note_result (struct broker *b, const struct fabric_result *res);
+/* Answer step-cleanup waiters of outbox entry 'id' (or whose wait ran out). */
+void fm_steps_wake (struct broker *b, int64_t id, bool all);
+const char *fm_state_name (enum fm_state s);
+
+/* Monotonic and wall clocks. */
+int64_t now_mono (void);
+int64_t now_wall (void);
+
+#endif

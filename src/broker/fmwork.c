@@ -1,0 +1,532 @@
+/* fmwork.c: the FM session, the outbox runner and reconciliation.
+ *
+ * Session: connecting -> up; any call that gets no HTTP answer at all
+ * (refused, timed out, TLS or token failure) makes it down.  While down,
+ * the outbox waits and RUN answers "unavailable" at once; a probe (the
+ * jobs listing) is retried with exponential back-off, and when it
+ * answers the session is up again and that listing reconciles.
+ *
+ * Outbox: due entries run concurrently (at most OUTBOX_PARALLEL); success
+ * or 404 removes the entry and records the outcome in the same
+ * transaction; anything else reschedules it with exponential back-off and
+ * jitter, and after OUTBOX_ALERT_ATTEMPTS a release_failed event says so.
+ * A job's delete waits while its reservation call is still in flight, so
+ * the two can never cross at the FM.
+ *
+ * Reconciliation (at start, after every reconnect, every
+ * reconcile_interval_s, and on request): every FM job with our
+ * "{cluster}-" prefix that is not a live reservation here is deleted; a
+ * live reservation that the FM no longer lists becomes "lost".
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+#include "log.h"
+
+#define OUTBOX_BATCH 256
+
+const char *fm_state_name (enum fm_state s)
+{
+    switch (s) {
+    case FM_DISABLED:
+        return "disabled";
+    case FM_CONNECTING:
+        return "connecting";
+    case FM_UP:
+        return "up";
+    case FM_DOWN:
+        return "down";
+    }
+    return "?";
+}
+
+static void set_state (struct broker *b, enum fm_state s, const char *why)
+{
+    struct fmb_error e;
+    enum fm_state old = b->fm_state;
+    if (s == FM_DOWN) {
+        snprintf (b->fm_error, sizeof (b->fm_error), "%s", why ? why : "");
+        /* Back off per failed probe, not per failed call: many calls
+         * failing together are one outage. */
+        if (old != FM_DOWN)
+            b->fm_backoff_ms = 1000;
+        else if (b->fm_next_probe == 0) /* a probe failed */
+            b->fm_backoff_ms = b->fm_backoff_ms * 2 > FM_PROBE_BACKOFF_MAX_MS
+                                   ? FM_PROBE_BACKOFF_MAX_MS
+                                   : b->fm_backoff_ms * 2;
+        else
+            return;
+        b->fm_next_probe = now_mono () + b->fm_backoff_ms;
+    }
+    if (old == s)
+        return;
+    b->fm_state = s;
+    b->fm_since_ms = now_wall ();
+    if (s == FM_UP) {
+        b->fm_backoff_ms = 0;
+        b->reconcile_wanted = true;
+        b->outbox_due = 0;
+        fmb_log (LOG_NOTICE, "fabric manager %s: session up", b->cfg.fm_url);
+        if (old == FM_DOWN && broker_event (b,
+                                            "fm_reconnected",
+                                            NULL,
+                                            json_pack ("{s:s}", "url", b->cfg.fm_url),
+                                            &e) < 0)
+            broker_log_store_error (b, "event", &e);
+    } else if (s == FM_DOWN) {
+        fmb_log (
+            LOG_WARNING,
+            "fabric manager %s: unreachable (%s); FM work waits, retrying in %u ms",
+            b->cfg.fm_url,
+            b->fm_error,
+            b->fm_backoff_ms);
+        if (broker_event (
+                b,
+                "fm_disconnected",
+                NULL,
+                json_pack ("{s:s, s:s}", "url", b->cfg.fm_url, "error", b->fm_error),
+                &e) < 0)
+            broker_log_store_error (b, "event", &e);
+    }
+}
+
+void fm_note_result (struct broker *b, const struct fabric_result *res)
+{
+    broker_record_fm (b, res);
+    if (res->status != FABRIC_OK && res->http_status == 0)
+        set_state (b, FM_DOWN, res->error);
+    else if (b->fm_state != FM_UP)
+        set_state (b, FM_UP, NULL);
+}
+
+/* ---- outbox -------------------------------------------------------- */
+
+struct outbox_call {
+    struct broker *b;
+    int64_t id;
+    bool step;
+    unsigned attempts;
+    char target[STORE_FM_JOB_ID_MAX + 1];
+    char arg[STEP_ID_MAX + 1];
+};
+
+/* The local job id of one of our FM job ids, or NULL if it is not ours. */
+static const char *local_job (struct broker *b, const char *fmid)
+{
+    size_t n = strlen (b->cfg.cluster_name);
+    if (strncmp (fmid, b->cfg.cluster_name, n) != 0 || fmid[n] != '-')
+        return NULL;
+    return fmid + n + 1;
+}
+
+static void inflight_remove (struct broker *b, int64_t id)
+{
+    for (int i = 0; i < b->n_outbox_inflight; i++)
+        if (b->outbox_inflight[i] == id) {
+            b->outbox_inflight[i] = b->outbox_inflight[--b->n_outbox_inflight];
+            return;
+        }
+}
+
+static bool inflight_has (struct broker *b, int64_t id)
+{
+    for (int i = 0; i < b->n_outbox_inflight; i++)
+        if (b->outbox_inflight[i] == id)
+            return true;
+    return false;
+}
+
+static void steps_reply (struct broker *b, int64_t id, const char *state, bool all)
+{
+    int64_t now = now_mono ();
+    struct http_req **pp = &b->step_waiters;
+    while (*pp) {
+        struct http_req *req = *pp;
+        struct http_wait *w = http_wait (req);
+        bool mine = id && w->key == id;
+        if (mine || all || now >= w->deadline_ms) {
+            *pp = w->next;
+            size_t len;
+            const char *step = http_step (req, &len);
+            http_reply (req,
+                        mine ? 200 : 202,
+                        json_pack ("{s:s, s:s, s:s}",
+                                   "job",
+                                   http_job (req),
+                                   "step",
+                                   step,
+                                   "state",
+                                   mine ? state : "cleaning"));
+        } else
+            pp = &w->next;
+    }
+}
+
+void fm_steps_wake (struct broker *b, int64_t id, bool all)
+{
+    steps_reply (b, id, "cleaned", all);
+}
+
+static int64_t backoff_ms (unsigned attempts)
+{
+    int64_t d = OUTBOX_BACKOFF_MS;
+    for (unsigned i = 0; i < attempts && d < OUTBOX_BACKOFF_MAX_MS; i++)
+        d *= 2;
+    if (d > OUTBOX_BACKOFF_MAX_MS)
+        d = OUTBOX_BACKOFF_MAX_MS;
+    /* +-50% jitter so that many entries failing together do not retry
+     * together. */
+    return d / 2 + (int64_t)(random () % (d + 1));
+}
+
+static void outbox_done (const struct fabric_result *res, void *arg)
+{
+    struct outbox_call *c = arg;
+    struct broker *b = c->b;
+    struct fmb_error e;
+    fm_note_result (b, res);
+    inflight_remove (b, c->id);
+    const char *job = local_job (b, c->target);
+    bool finished = res->status == FABRIC_OK || res->status == FABRIC_NOT_FOUND;
+    if (store_begin (b->st, &e) < 0)
+        goto store_error;
+    if (finished) {
+        if (store_outbox_done (b->st, c->id, &e) < 0 && errno != ENOENT)
+            goto rollback;
+        if (job && c->step) {
+            if (store_step_put (b->st, job, c->arg, STORE_STEP_CLEANED, NULL, &e) < 0 &&
+                errno != ENOENT)
+                goto rollback;
+        } else if (job) {
+            struct store_job *j;
+            if (store_job_get (b->st, job, &j, &e) == 0) {
+                int rc = 0;
+                if (j->state == STORE_JOB_RELEASING)
+                    rc = store_job_set_state (b->st, job, STORE_JOB_RELEASED, &e);
+                if (rc == 0 && j->state != STORE_JOB_ACTIVE &&
+                    j->state != STORE_JOB_LOST &&
+                    j->hwcoll != STORE_HWCOLL_NOT_ELIGIBLE)
+                    rc = store_job_set_hwcoll (b->st,
+                                               job,
+                                               STORE_HWCOLL_RELEASED,
+                                               NULL,
+                                               j->mcast_limit,
+                                               NULL,
+                                               &e);
+                store_job_free (j);
+                if (rc < 0)
+                    goto rollback;
+            }
+        }
+    } else {
+        if (store_outbox_retry (
+                b->st, c->id, now_wall () + backoff_ms (c->attempts), res->error, &e) <
+                0 &&
+            errno != ENOENT)
+            goto rollback;
+        if (c->attempts + 1 == OUTBOX_ALERT_ATTEMPTS) {
+            fmb_log (LOG_ERR,
+                     "%s %s%s%s: still failing after %u attempts: %s",
+                     c->step ? "step cleanup" : "release",
+                     c->target,
+                     c->step ? " step " : "",
+                     c->step ? c->arg : "",
+                     OUTBOX_ALERT_ATTEMPTS,
+                     res->error);
+            json_t *d = json_pack ("{s:s, s:s, s:i}",
+                                   "fm_job_id",
+                                   c->target,
+                                   "error",
+                                   res->error,
+                                   "attempts",
+                                   OUTBOX_ALERT_ATTEMPTS);
+            if (c->step)
+                json_object_set_new (d, "step", json_string (c->arg));
+            if (broker_event (b, "release_failed", job, d, &e) < 0)
+                goto rollback;
+        }
+    }
+    if (store_commit (b->st, &e) < 0)
+        goto store_error;
+    goto done;
+rollback:
+    store_rollback (b->st);
+store_error:
+    broker_log_store_error (b, c->target, &e);
+done:
+    if (finished && c->step)
+        steps_reply (b, c->id, "cleaned", false);
+    fm_outbox_changed (b);
+    free (c);
+}
+
+struct due {
+    struct outbox_call calls[OUTBOX_BATCH];
+    int n;
+};
+
+static int collect_due (const struct store_outbox_entry *en, void *arg)
+{
+    struct due *d = arg;
+    struct outbox_call *c = &d->calls[d->n];
+    bool step = strcmp (en->kind, OUTBOX_FM_DELETE_STEP) == 0;
+    if (!step && strcmp (en->kind, OUTBOX_FM_DELETE_JOB) != 0)
+        return 0; /* a kind from a newer broker: leave it */
+    c->id = en->id;
+    c->step = step;
+    c->attempts = en->attempts;
+    snprintf (c->target, sizeof (c->target), "%s", en->target);
+    snprintf (c->arg, sizeof (c->arg), "%s", en->arg);
+    d->n++;
+    return 0;
+}
+
+static void outbox_run (struct broker *b)
+{
+    struct due *d = calloc (1, sizeof (*d));
+    struct fmb_error e;
+    int64_t now = now_wall ();
+    bool deferred = false;
+    if (!d)
+        return;
+    if (store_outbox_due (b->st, now, OUTBOX_BATCH, collect_due, d, &e) < 0)
+        broker_log_store_error (b, "outbox", &e);
+    for (int i = 0; i < d->n && b->n_outbox_inflight < OUTBOX_PARALLEL; i++) {
+        struct outbox_call *src = &d->calls[i];
+        if (inflight_has (b, src->id))
+            continue;
+        const char *job = local_job (b, src->target);
+        if (!src->step && job && jobs_reserving (b, job)) {
+            deferred = true; /* never cross a reservation still in flight */
+            continue;
+        }
+        struct outbox_call *c = malloc (sizeof (*c));
+        if (!c)
+            break;
+        *c = *src;
+        c->b = b;
+        b->outbox_inflight[b->n_outbox_inflight++] = c->id;
+        int rc = c->step ? fabric_release_step (
+                               b->fab, c->target, c->arg, outbox_done, c, &e)
+                         : fabric_release_job (b->fab, c->target, outbox_done, c, &e);
+        if (rc < 0) {
+            inflight_remove (b, c->id);
+            fmb_log (LOG_ERR, "outbox %s: %s", c->target, e.text);
+            free (c);
+        }
+        if (b->fm_state != FM_UP)
+            break; /* a call failed at once and took the session down */
+    }
+    free (d);
+    /* Next run: when the earliest entry is due, but not in a busy loop
+     * over entries that are in flight or deferred. */
+    int64_t next;
+    if (store_outbox_next_ms (b->st, &next, &e) < 0)
+        next = INT64_MAX;
+    if (next <= now || deferred)
+        next = now + 200;
+    if (b->outbox_due != 0) /* unless something new came meanwhile */
+        b->outbox_due = next;
+}
+
+void fm_outbox_changed (struct broker *b)
+{
+    b->outbox_due = 0;
+}
+
+/* ---- reconciliation ------------------------------------------------ */
+
+struct lost_scan {
+    struct broker *b;
+    json_t *fm_ids; /* set of FM ids listed */
+    int64_t listed_at;
+    json_t *lost; /* job ids */
+};
+
+static int scan_live (const struct store_job *j, void *arg)
+{
+    struct lost_scan *s = arg;
+    /* Only reservations recorded before the listing was asked for can be
+     * judged by it. */
+    if (j->hwcoll == STORE_HWCOLL_RESERVED && j->updated_ms < s->listed_at &&
+        !json_object_get (s->fm_ids, j->fm_job_id))
+        json_array_append_new (s->lost, json_string (j->id));
+    return 0;
+}
+
+static void reconcile_apply (struct broker *b,
+                             const struct fabric_result *res,
+                             int64_t listed_at)
+{
+    struct fmb_error e;
+    struct lost_scan s = {b, json_object (), listed_at, json_array ()};
+    unsigned orphans = 0;
+    if (store_begin (b->st, &e) < 0)
+        goto store_error;
+    for (size_t i = 0; i < res->njob_ids; i++) {
+        const char *fmid = res->job_ids[i];
+        const char *job = local_job (b, fmid);
+        json_object_set_new (s.fm_ids, fmid, json_true ());
+        if (!job)
+            continue; /* another cluster's: never ours to touch */
+        struct store_job *j = NULL;
+        bool live = false;
+        if (valid_job_id (job) && store_job_get (b->st, job, &j, &e) == 0) {
+            live = (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST) &&
+                   (j->hwcoll == STORE_HWCOLL_RESERVED ||
+                    j->hwcoll == STORE_HWCOLL_RESERVING);
+            store_job_free (j);
+        }
+        if (live || (job && jobs_reserving (b, job)))
+            continue;
+        if (store_outbox_put (
+                b->st, OUTBOX_FM_DELETE_JOB, fmid, NULL, now_wall (), NULL, &e) < 0)
+            goto rollback;
+        orphans++;
+    }
+    struct store_job_filter f = {.state = STORE_JOB_ACTIVE, .uid = -1};
+    if (store_job_list (b->st, &f, scan_live, &s, &e) < 0)
+        goto rollback;
+    size_t i;
+    json_t *v;
+    json_array_foreach (s.lost, i, v)
+    {
+        const char *job = json_string_value (v);
+        fmb_log (
+            LOG_ERR, "job %s: the fabric manager lost its multicast reservation", job);
+        if (store_job_set_state (b->st, job, STORE_JOB_LOST, &e) < 0 ||
+            store_job_set_hwcoll (b->st,
+                                  job,
+                                  STORE_HWCOLL_LOST,
+                                  "the fabric manager no longer holds the reservation",
+                                  0,
+                                  NULL,
+                                  &e) < 0 ||
+            broker_event (
+                b,
+                "reservation_lost",
+                job,
+                json_pack ("{s:s}",
+                           "reason",
+                           "the fabric manager no longer holds the reservation"),
+                &e) < 0)
+            goto rollback;
+        b->metrics.reservations_lost++;
+    }
+    if (store_commit (b->st, &e) < 0)
+        goto store_error;
+    b->metrics.reconcile_runs++;
+    b->metrics.orphans_released += orphans;
+    if (orphans)
+        fmb_log (LOG_NOTICE,
+                 "reconcile: %u FM reservations belong to no live job; releasing",
+                 orphans);
+    fm_outbox_changed (b);
+    goto done;
+rollback:
+    store_rollback (b->st);
+store_error:
+    broker_log_store_error (b, "reconcile", &e);
+done:
+    json_decref (s.fm_ids);
+    json_decref (s.lost);
+}
+
+struct listing {
+    struct broker *b;
+    int64_t started;
+    bool probe;
+};
+
+static void listing_done (const struct fabric_result *res, void *arg)
+{
+    struct listing *l = arg;
+    struct broker *b = l->b;
+    if (l->probe)
+        b->fm_probe_inflight = false;
+    else
+        b->reconcile_inflight = false;
+    fm_note_result (b, res);
+    if (res->status == FABRIC_OK) {
+        reconcile_apply (b, res, l->started);
+        b->reconcile_wanted = false;
+        b->next_reconcile =
+            b->cfg.reconcile_interval_s
+                ? now_mono () + (int64_t)b->cfg.reconcile_interval_s * 1000
+                : INT64_MAX;
+    } else {
+        /* Try again later, not in a loop against an FM that answers errors. */
+        b->reconcile_wanted = false;
+        b->next_reconcile = now_mono () + 5000;
+        if (res->http_status != 0)
+            fmb_log (LOG_ERR, "reconcile: %s", res->error);
+    }
+    free (l);
+}
+
+static void start_listing (struct broker *b, bool probe)
+{
+    struct fmb_error e;
+    struct listing *l = calloc (1, sizeof (*l));
+    if (!l)
+        return;
+    l->b = b;
+    l->probe = probe;
+    l->started = now_wall ();
+    if (probe)
+        b->fm_probe_inflight = true;
+    else
+        b->reconcile_inflight = true;
+    if (fabric_list (b->fab, listing_done, l, &e) < 0) {
+        struct fabric_result res = {
+            .status = FABRIC_RETRYABLE, .op = "list", .error = e.text};
+        listing_done (&res, l);
+    }
+}
+
+void fm_reconcile_now (struct broker *b)
+{
+    b->reconcile_wanted = true;
+}
+
+void fm_start (struct broker *b)
+{
+    b->outbox_due = 0;
+    b->next_expire = 0;
+    if (!b->fab) {
+        b->fm_state = FM_DISABLED;
+        b->fm_since_ms = now_wall ();
+        return;
+    }
+    b->fm_state = FM_CONNECTING;
+    b->fm_since_ms = now_wall ();
+    start_listing (b, true); /* the first contact is the first reconcile */
+}
+
+void fm_tick (struct broker *b)
+{
+    int64_t mono = now_mono ();
+    if (mono >= b->next_expire) {
+        jobs_expire_quarantine (b);
+        b->next_expire = mono + 1000;
+    }
+    steps_reply (b, 0, NULL, false); /* waits that ran out */
+    broker_events_wake (b, false);
+    if (!b->fab || b->stopping)
+        return;
+    if (b->fm_state == FM_DOWN && !b->fm_probe_inflight && mono >= b->fm_next_probe) {
+        b->fm_next_probe = 0;
+        start_listing (b, true);
+        return;
+    }
+    if (b->fm_state != FM_UP)
+        return;
+    if (!b->reconcile_inflight && !b->fm_probe_inflight &&
+        (b->reconcile_wanted || mono >= b->next_reconcile))
+        start_listing (b, false);
+    if (now_wall () >= b->outbox_due)
+        outbox_run (b);
+}

@@ -1,0 +1,108 @@
+/* http.h: the REST API's transport: libmicrohttpd on the Unix socket (and
+ * optionally TCP with TLS), driven by the broker's loop.
+ *
+ * One dispatcher does what every request needs: the caller's identity
+ * (SO_PEERCRED on the Unix socket, a static bearer token on TCP), the
+ * route and its percent-decoded, validated path parameters, the role
+ * check, the body cap, strict JSON decoding, and problem+json for every
+ * error.  Handlers only see a checked request and reply, or suspend it
+ * and reply later (the connection is resumed then).
+ */
+#ifndef FMB_HTTP_H
+#define FMB_HTTP_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "error.h"
+#include "validate.h"
+
+#define API_MAX_BODY \
+    (1024 * 1024) /* 16k nodes x ~40 B per name ~ 640 KiB, rounded up */
+
+struct broker;
+struct http;
+struct http_req;
+
+/* Who may call a route (any of the bits). */
+enum {
+    ROLE_RM = 1,    /* resource manager: [api] rm_users, or an rm token on TCP */
+    ROLE_ADMIN = 2, /* [api] admin_users / admin_groups, or an admin token */
+    ROLE_JOB = 4,   /* holder of the session token of the job in the path */
+    ROLE_USER = 8,  /* any local user (the handler narrows it to their jobs) */
+    ROLE_ANY = 16,  /* anyone, even without credentials */
+};
+
+struct caller {
+    bool local; /* Unix socket: uid/gid are the peer's */
+    uid_t uid;
+    gid_t gid;
+    unsigned roles;    /* ROLE_RM | ROLE_ADMIN | ROLE_USER held by identity */
+    bool job_token_ok; /* the bearer token is the path job's session token */
+    char bearer[256];  /* Authorization: Bearer value, or "" */
+};
+
+typedef void (*route_f) (struct broker *b, struct http_req *req);
+
+struct route {
+    const char *method;
+    const char *path; /* "/v1/jobs/{job}/steps/{step}" */
+    unsigned who;
+    bool body; /* expects a JSON object body */
+    route_f handler;
+};
+
+extern const struct route broker_routes[];
+extern const unsigned broker_nroutes;
+
+int http_create (struct broker *b,
+                 const struct fmb_config *cfg,
+                 struct http **ret,
+                 struct fmb_error *error);
+void http_destroy (struct http *h);
+/* Stop accepting connections (shutdown); requests in progress finish. */
+void http_quiesce (struct http *h);
+
+int http_pollfds (struct http *h, struct pollfd *fds, int max);
+int http_timeout_ms (struct http *h);
+void http_process (struct http *h);
+
+/* ---- for handlers -------------------------------------------------- */
+
+const struct caller *http_caller (struct http_req *req);
+/* Decoded path parameters ("" if the route has none of that name). */
+const char *http_job (struct http_req *req);
+const char *http_step (struct http_req *req, size_t *len);
+const char *http_node (struct http_req *req);
+/* A query argument, percent-decoded, or NULL. */
+const char *http_query (struct http_req *req, const char *name);
+/* The decoded JSON body (borrowed), for routes with body = true. */
+json_t *http_body (struct http_req *req);
+
+/* Reply with a JSON document (stolen). */
+void http_reply (struct http_req *req, int status, json_t *body);
+/* Reply with text (stolen) of a given content type. */
+void http_reply_text (struct http_req *req, int status, const char *ctype, char *text);
+/* Reply with an RFC 9457 problem document. */
+void http_reply_problem (struct http_req *req, int status, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+/* errno -> status (ENOENT 404, EEXIST 409, EINVAL 400, EAGAIN 503, ...). */
+int http_status_of_errno (int errnum);
+/* Answer later: the handler returns; a later http_reply resumes it. */
+void http_suspend (struct http_req *req);
+
+/* A link for waiter lists kept by the broker (one per request). */
+struct http_wait {
+    struct http_req *next;
+    int64_t deadline_ms; /* monotonic */
+    int64_t after;       /* events: the reader's cursor */
+    int64_t key;         /* outbox id the request waits on, or 0 */
+};
+struct http_wait *http_wait (struct http_req *req);
+
+#endif

@@ -1,0 +1,1065 @@
+/* jobs.c: the job lifecycle as the resource manager drives it.
+ *
+ * RUN    PUT /v1/jobs/{job}: validate; VNIs from the pool and the job
+ *        row with hwcoll "reserving" committed together (the intent);
+ *        then GET-then-POST at the FM within reserve_timeout_ms; the
+ *        answer records the outcome.  Anything but success leaves
+ *        hwcoll "unavailable" (the job runs with software collectives)
+ *        and an outbox entry that deletes whatever the FM may still make.
+ * CLEANUP DELETE /v1/jobs/{job}: one transaction moves the job to
+ *        releasing, quarantines its VNIs and queues the FM delete; the
+ *        answer is 202 at once and the outbox does the rest.
+ * Steps, node reports and the job views live here too.
+ */
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+#include "jsonutil.h"
+#include "log.h"
+
+struct reservation {
+    struct reservation *next;
+    struct broker *b;
+    char job[JOB_ID_MAX + 1];
+    struct http_req *waiters; /* linked through http_wait()->next */
+};
+
+struct run_request {
+    json_int_t uid;
+    const char *user;
+    json_t *nodes; /* borrowed */
+    json_int_t node_count;
+    json_int_t ncores;
+    const char *hwcoll; /* auto | on | off */
+    json_int_t vni_count;
+};
+
+void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len)
+{
+    snprintf (out, len, "%s-%s", b->cfg.cluster_name, job);
+}
+
+static struct reservation *find_reservation (struct broker *b, const char *job)
+{
+    for (struct reservation *r = b->reservations; r; r = r->next)
+        if (strcmp (r->job, job) == 0)
+            return r;
+    return NULL;
+}
+
+bool jobs_reserving (struct broker *b, const char *job)
+{
+    return find_reservation (b, job) != NULL;
+}
+
+/* ---- views --------------------------------------------------------- */
+
+static bool may_see_token (const struct caller *c, const struct store_job *j)
+{
+    return (c->roles & (ROLE_RM | ROLE_ADMIN)) || c->job_token_ok ||
+           (c->local && c->uid == j->uid);
+}
+
+static json_t *job_env (struct broker *b, const struct store_job *j, bool token)
+{
+    json_t *env = json_object ();
+    char buf[64];
+    if (j->nvnis) {
+        char vnis[64] = "";
+        for (unsigned i = 0; i < j->nvnis; i++) {
+            size_t used = strlen (vnis);
+            snprintf (
+                vnis + used, sizeof (vnis) - used, "%s%u", i ? "," : "", j->vnis[i]);
+        }
+        json_object_set_new (env, "SLINGSHOT_VNIS", json_string (vnis));
+    }
+    snprintf (buf, sizeof (buf), "0x%x", b->cfg.cxi_tcs);
+    json_object_set_new (env, "SLINGSHOT_TCS", json_string (buf));
+    bool live = j->state == STORE_JOB_ACTIVE;
+    if (j->hwcoll == STORE_HWCOLL_RESERVED && live && b->fab) {
+        json_object_set_new (env, "FI_CXI_COLL_JOB_ID", json_string (j->fm_job_id));
+        if (token && j->token)
+            json_object_set_new (
+                env, "FI_CXI_COLL_MCAST_TOKEN", json_string (j->token));
+        json_object_set_new (
+            env, "FI_CXI_COLL_FABRIC_MGR_URL", json_string (fabric_app_url (b->fab)));
+        snprintf (buf, sizeof (buf), "%u", j->mcast_limit);
+        json_object_set_new (env, "FI_CXI_HWCOLL_ADDRS_PER_JOB", json_string (buf));
+        snprintf (buf, sizeof (buf), "%u", b->cfg.hwcoll_min_nodes);
+        json_object_set_new (env, "FI_CXI_HWCOLL_MIN_NODES", json_string (buf));
+    }
+    return env;
+}
+
+static json_t *job_view (struct broker *b,
+                         const struct store_job *j,
+                         const struct caller *c)
+{
+    bool token = may_see_token (c, j);
+    json_t *vnis = json_array ();
+    char tcs[16];
+    for (unsigned i = 0; i < j->nvnis; i++)
+        json_array_append_new (vnis, json_integer (j->vnis[i]));
+    snprintf (tcs, sizeof (tcs), "0x%x", b->cfg.cxi_tcs);
+    json_t *hw = json_pack ("{s:s, s:s, s:i}",
+                            "state",
+                            store_hwcoll_state_name (j->hwcoll),
+                            "fm_job_id",
+                            j->fm_job_id,
+                            "mcast_limit",
+                            (int)j->mcast_limit);
+    if (j->hwcoll_reason)
+        json_object_set_new (hw, "reason", json_string (j->hwcoll_reason));
+    if (token && j->token && j->hwcoll == STORE_HWCOLL_RESERVED)
+        json_object_set_new (hw, "session_token", json_string (j->token));
+    json_t *o = json_pack ("{s:s, s:s, s:I, s:i, s:i, s:o, s:s, s:o, s:o, s:I, s:I}",
+                           "id",
+                           j->id,
+                           "state",
+                           store_job_state_name (j->state),
+                           "uid",
+                           (json_int_t)j->uid,
+                           "node_count",
+                           (int)j->node_count,
+                           "ncores",
+                           (int)j->ncores,
+                           "vnis",
+                           vnis,
+                           "tcs",
+                           tcs,
+                           "hwcoll",
+                           hw,
+                           "env",
+                           job_env (b, j, token),
+                           "created_ms",
+                           (json_int_t)j->created_ms,
+                           "updated_ms",
+                           (json_int_t)j->updated_ms);
+    if (j->user)
+        json_object_set_new (o, "user", json_string (j->user));
+    if (j->nodes)
+        json_object_set_new (o, "nodes", json_loads (j->nodes, 0, NULL));
+    if (j->released_ms)
+        json_object_set_new (o, "released_ms", json_integer (j->released_ms));
+    return o;
+}
+
+/* Reply with the job as it is in the store now. */
+static void reply_job (struct broker *b,
+                       struct http_req *req,
+                       const char *id,
+                       int status)
+{
+    struct store_job *j;
+    struct fmb_error e;
+    if (store_job_get (b->st, id, &j, &e) < 0) {
+        http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
+        return;
+    }
+    http_reply (req, status, job_view (b, j, http_caller (req)));
+    store_job_free (j);
+}
+
+/* ---- RUN ----------------------------------------------------------- */
+
+static int parse_run (
+    struct broker *b, json_t *body, struct run_request *rr, char *why, size_t len)
+{
+    static const char *const known[] = {
+        "uid", "user", "nodes", "node_count", "ncores", "hwcoll", "vni_count"};
+    const char *key;
+    json_t *v;
+    json_object_foreach (body, key, v)
+    {
+        size_t i;
+        for (i = 0; i < sizeof (known) / sizeof (known[0]); i++)
+            if (strcmp (key, known[i]) == 0)
+                break;
+        if (i == sizeof (known) / sizeof (known[0])) {
+            snprintf (why, len, "unknown field '%.64s'", key);
+            return -1;
+        }
+    }
+    *rr = (struct run_request){.hwcoll = "auto", .vni_count = b->cfg.vni_per_job};
+    v = json_object_get (body, "uid");
+    if (!json_is_integer (v) || json_integer_value (v) < 0 ||
+        json_integer_value (v) > UID_MAX_VALID) {
+        snprintf (why, len, "uid: required, an integer 0..%u", UID_MAX_VALID);
+        return -1;
+    }
+    rr->uid = json_integer_value (v);
+    if ((v = json_object_get (body, "user"))) {
+        if (!json_is_string (v) || !valid_user_name (json_string_value (v))) {
+            snprintf (why, len, "user: a name of 1-64 characters of [A-Za-z0-9._-]");
+            return -1;
+        }
+        rr->user = json_string_value (v);
+    }
+    json_t *nodes = json_object_get (body, "nodes");
+    json_t *count = json_object_get (body, "node_count");
+    if (!nodes && !count) {
+        snprintf (why, len, "nodes or node_count is required");
+        return -1;
+    }
+    if (nodes) {
+        size_t i;
+        if (!json_is_array (nodes) || json_array_size (nodes) == 0 ||
+            json_array_size (nodes) > NODES_MAX) {
+            snprintf (why, len, "nodes: an array of 1..%d node names", NODES_MAX);
+            return -1;
+        }
+        json_t *seen = json_object ();
+        json_array_foreach (nodes, i, v)
+        {
+            if (!json_is_string (v) || !valid_node_name (json_string_value (v))) {
+                json_decref (seen);
+                snprintf (
+                    why,
+                    len,
+                    "nodes[%zu]: node names are 1-64 characters of [A-Za-z0-9._-]",
+                    i);
+                return -1;
+            }
+            if (json_object_get (seen, json_string_value (v))) {
+                json_decref (seen);
+                snprintf (why,
+                          len,
+                          "nodes[%zu]: '%s' listed twice",
+                          i,
+                          json_string_value (v));
+                return -1;
+            }
+            json_object_set_new (seen, json_string_value (v), json_true ());
+        }
+        json_decref (seen);
+        rr->nodes = nodes;
+        rr->node_count = (json_int_t)json_array_size (nodes);
+    }
+    if (count) {
+        if (!json_is_integer (count) || json_integer_value (count) < 1 ||
+            json_integer_value (count) > 1000000) {
+            snprintf (why, len, "node_count: an integer 1..1000000");
+            return -1;
+        }
+        if (nodes && json_integer_value (count) != rr->node_count) {
+            snprintf (why,
+                      len,
+                      "node_count (%lld) differs from the length of nodes (%lld)",
+                      (long long)json_integer_value (count),
+                      (long long)rr->node_count);
+            return -1;
+        }
+        rr->node_count = json_integer_value (count);
+    }
+    if ((v = json_object_get (body, "ncores"))) {
+        if (!json_is_integer (v) || json_integer_value (v) < 0 ||
+            json_integer_value (v) > 1000000) {
+            snprintf (why, len, "ncores: an integer 0..1000000");
+            return -1;
+        }
+        rr->ncores = json_integer_value (v);
+    }
+    if ((v = json_object_get (body, "hwcoll"))) {
+        const char *s = json_string_value (v);
+        if (!s || (strcmp (s, "auto") && strcmp (s, "on") && strcmp (s, "off"))) {
+            snprintf (why, len, "hwcoll: one of auto, on, off");
+            return -1;
+        }
+        rr->hwcoll = s;
+    }
+    if ((v = json_object_get (body, "vni_count"))) {
+        if (!json_is_integer (v) || json_integer_value (v) < 0 ||
+            json_integer_value (v) > b->cfg.vni_max_per_job) {
+            snprintf (why,
+                      len,
+                      "vni_count: an integer 0..%u ([vni] max_per_job)",
+                      b->cfg.vni_max_per_job);
+            return -1;
+        }
+        rr->vni_count = json_integer_value (v);
+    }
+    return 0;
+}
+
+/* The request as stored: a repeated RUN must match it exactly. */
+static char *canonical_request (const struct run_request *rr)
+{
+    json_t *o = json_pack ("{s:I, s:I, s:I, s:s, s:I}",
+                           "uid",
+                           rr->uid,
+                           "node_count",
+                           rr->node_count,
+                           "ncores",
+                           rr->ncores,
+                           "hwcoll",
+                           rr->hwcoll,
+                           "vni_count",
+                           rr->vni_count);
+    if (rr->user)
+        json_object_set_new (o, "user", json_string (rr->user));
+    if (rr->nodes)
+        json_object_set (o, "nodes", rr->nodes);
+    char *s = fmb_json_dump (o);
+    json_decref (o);
+    return s;
+}
+
+/* Should this job get hardware collectives?  STORE_HWCOLL_RESERVING if
+ * yes, otherwise the state to record and why. */
+static enum store_hwcoll_state eligibility (struct broker *b,
+                                            const struct run_request *rr,
+                                            char *why,
+                                            size_t len)
+{
+    unsigned limit = fmb_config_mcast_limit (&b->cfg);
+    bool on = strcmp (rr->hwcoll, "on") == 0;
+    why[0] = '\0';
+    if (!b->fab)
+        snprintf (why, len, "no fabric manager configured (VNI-only mode)");
+    else if (strcmp (rr->hwcoll, "off") == 0)
+        snprintf (why, len, "hwcoll=off requested");
+    else if (limit == 0)
+        snprintf (why, len, "no multicast addresses per job configured");
+    else if (b->cfg.hwcoll_mode == FMB_HWCOLL_REQUEST && !on)
+        snprintf (why, len, "hwcoll not requested ([hwcoll] mode = request)");
+    else if (!on && rr->node_count < b->cfg.hwcoll_min_nodes)
+        snprintf (why,
+                  len,
+                  "job has %lld node%s, [hwcoll] min_nodes is %u",
+                  (long long)rr->node_count,
+                  rr->node_count == 1 ? "" : "s",
+                  b->cfg.hwcoll_min_nodes);
+    if (why[0])
+        return STORE_HWCOLL_NOT_ELIGIBLE;
+    if (b->fm_state == FM_DOWN) {
+        snprintf (why, len, "fabric manager unreachable: %.160s", b->fm_error);
+        return STORE_HWCOLL_UNAVAILABLE;
+    }
+    return STORE_HWCOLL_RESERVING;
+}
+
+static void reply_waiters (struct broker *b, struct reservation *rv)
+{
+    while (rv->waiters) {
+        struct http_req *req = rv->waiters;
+        rv->waiters = http_wait (req)->next;
+        reply_job (b, req, rv->job, http_wait (req)->key ? 201 : 200);
+    }
+}
+
+static void reserve_done (const struct fabric_result *res, void *arg)
+{
+    struct reservation *rv = arg;
+    struct broker *b = rv->b;
+    struct fmb_error e;
+    char fmid[STORE_FM_JOB_ID_MAX + 1];
+    unsigned limit = fmb_config_mcast_limit (&b->cfg);
+    fm_note_result (b, res);
+    jobs_fm_id (b, rv->job, fmid, sizeof (fmid));
+    bool queued = false;
+    if (store_begin (b->st, &e) < 0)
+        goto store_error;
+    if (res->status == FABRIC_OK) {
+        if (store_job_set_hwcoll (
+                b->st, rv->job, STORE_HWCOLL_RESERVED, NULL, limit, res->token, &e) < 0)
+            goto rollback;
+    } else {
+        char reason[300];
+        snprintf (reason, sizeof (reason), "fabric manager: %s", res->error);
+        /* The FM may still finish a POST we gave up on: make sure it is
+         * deleted (a 404 then simply ends the entry). */
+        if (store_job_set_hwcoll (
+                b->st, rv->job, STORE_HWCOLL_UNAVAILABLE, reason, 0, NULL, &e) < 0 ||
+            store_outbox_put (b->st,
+                              OUTBOX_FM_DELETE_JOB,
+                              fmid,
+                              NULL,
+                              now_wall () + b->cfg.fm_timeout_ms,
+                              NULL,
+                              &e) < 0 ||
+            broker_event (b,
+                          "hwcoll_unavailable",
+                          rv->job,
+                          json_pack ("{s:s}", "reason", reason),
+                          &e) < 0)
+            goto rollback;
+        queued = true;
+        fmb_log (LOG_WARNING,
+                 "job %s: hardware collectives unavailable: %s",
+                 rv->job,
+                 res->error);
+    }
+    if (store_commit (b->st, &e) < 0)
+        goto store_error;
+    goto done;
+rollback:
+    store_rollback (b->st);
+store_error:
+    broker_log_store_error (b, rv->job, &e);
+done:
+    for (struct reservation **pp = &b->reservations; *pp; pp = &(*pp)->next)
+        if (*pp == rv) {
+            *pp = rv->next;
+            break;
+        }
+    reply_waiters (b, rv);
+    free (rv);
+    if (queued)
+        fm_outbox_changed (b);
+}
+
+/* Start the FM reservation of a job whose intent is committed. */
+static struct reservation *start_reservation (struct broker *b, const char *job)
+{
+    struct fmb_error e;
+    char fmid[STORE_FM_JOB_ID_MAX + 1];
+    struct reservation *rv = calloc (1, sizeof (*rv));
+    if (!rv)
+        return NULL;
+    rv->b = b;
+    snprintf (rv->job, sizeof (rv->job), "%s", job);
+    rv->next = b->reservations;
+    b->reservations = rv;
+    jobs_fm_id (b, job, fmid, sizeof (fmid));
+    if (fabric_reserve (b->fab,
+                        fmid,
+                        fmb_config_mcast_limit (&b->cfg),
+                        b->cfg.fm_reserve_timeout_ms,
+                        reserve_done,
+                        rv,
+                        &e) < 0) {
+        struct fabric_result res = {
+            .status = FABRIC_RETRYABLE, .op = "create", .error = e.text};
+        reserve_done (&res, rv);
+        return NULL;
+    }
+    return rv;
+}
+
+void jobs_run (struct broker *b, struct http_req *req)
+{
+    const char *id = http_job (req);
+    struct run_request rr;
+    char why[300];
+    struct fmb_error e;
+    struct store_job *old = NULL;
+    if (parse_run (b, http_body (req), &rr, why, sizeof (why)) < 0) {
+        http_reply_problem (req, 400, "%s", why);
+        return;
+    }
+    char *canon = canonical_request (&rr);
+    if (!canon) {
+        http_reply_problem (req, 500, "out of memory");
+        return;
+    }
+    if (store_job_get (b->st, id, &old, &e) == 0) {
+        if (old->state != STORE_JOB_RELEASED) {
+            /* RUN repeated (RM retry, hook re-run): same job, same answer. */
+            if (strcmp (old->request, canon) != 0)
+                http_reply_problem (
+                    req, 409, "job '%s' exists with a different request", id);
+            else {
+                struct reservation *rv = find_reservation (b, id);
+                if (rv) {
+                    http_wait (req)->key = 0;
+                    http_wait (req)->next = rv->waiters;
+                    rv->waiters = req;
+                    http_suspend (req);
+                } else
+                    http_reply (req, 200, job_view (b, old, http_caller (req)));
+            }
+            store_job_free (old);
+            free (canon);
+            return;
+        }
+        /* The RM reuses the id of a job released long ago: replace it. */
+        store_job_free (old);
+        if (store_job_delete (b->st, id, &e) < 0) {
+            http_reply_problem (
+                req,
+                http_status_of_errno (errno),
+                "%s%s",
+                e.text,
+                errno == EBUSY ? " (its VNIs are still quarantined)" : "");
+            free (canon);
+            return;
+        }
+    } else if (errno != ENOENT) {
+        http_reply_problem (req, 503, "%s", e.text);
+        free (canon);
+        return;
+    }
+
+    char reason[256];
+    enum store_hwcoll_state hw = eligibility (b, &rr, reason, sizeof (reason));
+    char *nodes = rr.nodes ? fmb_json_dump (rr.nodes) : NULL;
+    struct store_job j = {
+        .uid = (uint32_t)rr.uid,
+        .user = (char *)rr.user,
+        .nodes = nodes,
+        .node_count = (unsigned)rr.node_count,
+        .ncores = (unsigned)rr.ncores,
+        .request = canon,
+        .state = STORE_JOB_ACTIVE,
+        .hwcoll = hw,
+        .hwcoll_reason = reason[0] ? reason : NULL,
+        .mcast_limit =
+            hw == STORE_HWCOLL_RESERVING ? fmb_config_mcast_limit (&b->cfg) : 0,
+    };
+    uint16_t vnis[STORE_VNIS_MAX];
+    snprintf (j.id, sizeof (j.id), "%s", id);
+    jobs_fm_id (b, id, j.fm_job_id, sizeof (j.fm_job_id));
+    /* The intent: job, VNIs (and why no collectives) in one transaction,
+     * before any FM call.  A crash after this is resolved at start. */
+    int rc = store_begin (b->st, &e);
+    if (rc == 0 &&
+        (store_job_put (b->st, &j, &e) < 0 ||
+         store_vni_alloc (b->st,
+                          id,
+                          (unsigned)rr.vni_count,
+                          b->cfg.vni_min,
+                          b->cfg.vni_max,
+                          vnis,
+                          &e) < 0 ||
+         (hw == STORE_HWCOLL_UNAVAILABLE &&
+          broker_event (
+              b, "hwcoll_unavailable", id, json_pack ("{s:s}", "reason", reason), &e) <
+              0))) {
+        store_rollback (b->st);
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = store_commit (b->st, &e);
+    free (nodes);
+    free (canon);
+    if (rc < 0) {
+        int status = http_status_of_errno (errno);
+        if (errno == ENOSPC)
+            fmb_log (LOG_ERR, "job %s: %s", id, e.text);
+        http_reply_problem (req, status, "job '%s': %s", id, e.text);
+        return;
+    }
+    if (hw != STORE_HWCOLL_RESERVING) {
+        reply_job (b, req, id, 201);
+        return;
+    }
+    http_wait (req)->key = 1; /* created by this request: 201 */
+    struct reservation *rv = start_reservation (b, id);
+    if (!rv) { /* completed (as unavailable) already */
+        reply_job (b, req, id, 201);
+        return;
+    }
+    http_wait (req)->next = rv->waiters;
+    rv->waiters = req;
+    http_suspend (req);
+}
+
+struct collect_ids {
+    char (*ids)[JOB_ID_MAX + 1];
+    size_t n, cap;
+};
+
+static int collect_reserving (const struct store_job *j, void *arg)
+{
+    struct collect_ids *c = arg;
+    if (j->hwcoll != STORE_HWCOLL_RESERVING)
+        return 0;
+    if (c->n == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 64;
+        void *p = realloc (c->ids, ncap * sizeof (*c->ids));
+        if (!p)
+            return -1;
+        c->ids = p;
+        c->cap = ncap;
+    }
+    snprintf (c->ids[c->n++], JOB_ID_MAX + 1, "%s", j->id);
+    return 0;
+}
+
+void jobs_recover (struct broker *b)
+{
+    struct collect_ids c = {0};
+    struct fmb_error e;
+    for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++) {
+        if (s == STORE_JOB_RELEASED)
+            continue;
+        struct store_job_filter f = {.state = s, .uid = -1};
+        if (store_job_list (b->st, &f, collect_reserving, &c, &e) < 0)
+            broker_log_store_error (b, "recovery", &e);
+    }
+    for (size_t i = 0; i < c.n; i++) {
+        if (find_reservation (b, c.ids[i]))
+            continue;
+        if (!b->fab) {
+            fmb_log (
+                LOG_WARNING,
+                "job %s: was reserving hardware collectives, but no fabric manager "
+                "is configured now; marking unavailable",
+                c.ids[i]);
+            store_job_set_hwcoll (b->st,
+                                  c.ids[i],
+                                  STORE_HWCOLL_UNAVAILABLE,
+                                  "fabric manager no longer configured",
+                                  0,
+                                  NULL,
+                                  &e);
+            continue;
+        }
+        fmb_log (LOG_NOTICE,
+                 "job %s: resolving a reservation interrupted by a restart",
+                 c.ids[i]);
+        start_reservation (b, c.ids[i]);
+    }
+    free (c.ids);
+}
+
+void jobs_shutdown (struct broker *b)
+{
+    /* The FM calls are abandoned; their jobs stay "reserving" in the store
+     * and are resolved at the next start. */
+    while (b->reservations) {
+        struct reservation *rv = b->reservations;
+        b->reservations = rv->next;
+        while (rv->waiters) {
+            struct http_req *req = rv->waiters;
+            rv->waiters = http_wait (req)->next;
+            http_reply_problem (req, 503, "broker shutting down; repeat the request");
+        }
+        free (rv);
+    }
+}
+
+/* ---- CLEANUP ------------------------------------------------------- */
+
+static bool needs_fm_release (struct broker *b, const struct store_job *j)
+{
+    (void)b;
+    return j->hwcoll == STORE_HWCOLL_RESERVING || j->hwcoll == STORE_HWCOLL_RESERVED ||
+           j->hwcoll == STORE_HWCOLL_UNAVAILABLE || j->hwcoll == STORE_HWCOLL_LOST;
+}
+
+static json_t *vni_array (const struct store_job *j)
+{
+    json_t *a = json_array ();
+    for (unsigned i = 0; i < j->nvnis; i++)
+        json_array_append_new (a, json_integer (j->vnis[i]));
+    return a;
+}
+
+void jobs_cleanup (struct broker *b, struct http_req *req)
+{
+    const char *id = http_job (req);
+    const char *force_arg = http_query (req, "force");
+    bool force =
+        force_arg && (strcmp (force_arg, "1") == 0 || strcmp (force_arg, "true") == 0);
+    struct store_job *j;
+    struct fmb_error e;
+    if (force && !(http_caller (req)->roles & ROLE_ADMIN)) {
+        http_reply_problem (req, 403, "force=1 is for admins");
+        return;
+    }
+    if (store_job_get (b->st, id, &j, &e) < 0) {
+        http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
+        return;
+    }
+    bool fm = b->fab && needs_fm_release (b, j);
+    bool queued = false;
+    if (store_begin (b->st, &e) < 0)
+        goto fail;
+    if (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST) {
+        unsigned total, destroyed;
+        if (store_job_set_state (
+                b->st, id, fm ? STORE_JOB_RELEASING : STORE_JOB_RELEASED, &e) < 0 ||
+            store_node_count (b->st, id, &total, &destroyed, &e) < 0)
+            goto rollback;
+        if (!fm && j->hwcoll != STORE_HWCOLL_NOT_ELIGIBLE &&
+            store_job_set_hwcoll (b->st, id, STORE_HWCOLL_RELEASED, NULL, 0, NULL, &e) <
+                0)
+            goto rollback;
+        if (j->nvnis && total > 0 && destroyed == total) {
+            /* every node already said its CXI services are gone */
+            if (store_vni_free_job (b->st, id, &e) < 0 ||
+                broker_event (b,
+                              "vni_released",
+                              id,
+                              json_pack ("{s:o, s:s}",
+                                         "vnis",
+                                         vni_array (j),
+                                         "why",
+                                         "all nodes reported"),
+                              &e) < 0)
+                goto rollback;
+        } else if (j->nvnis) {
+            int64_t until =
+                total > 0 ? 0 : now_wall () + (int64_t)b->cfg.vni_quarantine_s * 1000;
+            if (store_vni_quarantine (b->st, id, until, &e) < 0 ||
+                broker_event (b,
+                              "vni_quarantined",
+                              id,
+                              json_pack ("{s:o, s:I}",
+                                         "vnis",
+                                         vni_array (j),
+                                         "until_ms",
+                                         (json_int_t)until),
+                              &e) < 0)
+                goto rollback;
+        }
+        if (fm) {
+            if (store_outbox_put (b->st,
+                                  OUTBOX_FM_DELETE_JOB,
+                                  j->fm_job_id,
+                                  NULL,
+                                  now_wall (),
+                                  NULL,
+                                  &e) < 0)
+                goto rollback;
+            queued = true;
+        }
+    }
+    if (force && j->nvnis) {
+        if (store_vni_free_job (b->st, id, &e) < 0 ||
+            broker_event (
+                b,
+                "vni_released",
+                id,
+                json_pack (
+                    "{s:o, s:s}", "vnis", vni_array (j), "why", "forced by an admin"),
+                &e) < 0)
+            goto rollback;
+        fmb_log (LOG_NOTICE,
+                 "job %s: VNIs released by force (uid %u)",
+                 id,
+                 (unsigned)http_caller (req)->uid);
+    }
+    if (store_commit (b->st, &e) < 0)
+        goto fail;
+    store_job_free (j);
+    if (queued)
+        fm_outbox_changed (b);
+    reply_job (b, req, id, 202);
+    return;
+rollback:
+    store_rollback (b->st);
+fail:
+    store_job_free (j);
+    http_reply_problem (req, http_status_of_errno (errno), "job '%s': %s", id, e.text);
+}
+
+/* ---- reading jobs -------------------------------------------------- */
+
+void jobs_get (struct broker *b, struct http_req *req)
+{
+    const struct caller *c = http_caller (req);
+    struct store_job *j;
+    struct fmb_error e;
+    if (store_job_get (b->st, http_job (req), &j, &e) < 0) {
+        http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
+        return;
+    }
+    if (!(c->roles & (ROLE_RM | ROLE_ADMIN)) && !c->job_token_ok &&
+        !(c->local && c->uid == j->uid))
+        http_reply_problem (req, 403, "job '%s' belongs to another user", j->id);
+    else
+        http_reply (req, 200, job_view (b, j, c));
+    store_job_free (j);
+}
+
+struct list_ctx {
+    struct broker *b;
+    const struct caller *c;
+    json_t *jobs;
+    char last[JOB_ID_MAX + 1];
+};
+
+static int list_one (const struct store_job *j, void *arg)
+{
+    struct list_ctx *lc = arg;
+    json_array_append_new (lc->jobs, job_view (lc->b, j, lc->c));
+    snprintf (lc->last, sizeof (lc->last), "%s", j->id);
+    return 0;
+}
+
+void jobs_list (struct broker *b, struct http_req *req)
+{
+    const struct caller *c = http_caller (req);
+    struct store_job_filter f = {.state = -1, .uid = -1, .limit = 100};
+    const char *v;
+    char after[JOB_ID_MAX + 1];
+    struct fmb_error e;
+    if ((v = http_query (req, "state")) && (f.state = store_job_state_parse (v)) < 0) {
+        http_reply_problem (
+            req, 400, "state: one of active, releasing, released, lost");
+        return;
+    }
+    if ((v = http_query (req, "user"))) {
+        char *end;
+        unsigned long uid = strtoul (v, &end, 10);
+        struct passwd *pw = *end ? getpwnam (v) : NULL;
+        if (*end && !pw) {
+            http_reply_problem (req, 400, "user: no such user '%.64s'", v);
+            return;
+        }
+        f.uid = pw ? (int64_t)pw->pw_uid : (int64_t)uid;
+    }
+    if ((v = http_query (req, "since"))) {
+        char *end;
+        f.since_ms = strtoll (v, &end, 10);
+        if (*end || f.since_ms < 0) {
+            http_reply_problem (req, 400, "since: milliseconds since the epoch");
+            return;
+        }
+    }
+    if ((v = http_query (req, "limit"))) {
+        char *end;
+        unsigned long n = strtoul (v, &end, 10);
+        if (*end || n < 1 || n > 1000) {
+            http_reply_problem (req, 400, "limit: 1..1000");
+            return;
+        }
+        f.limit = (unsigned)n;
+    }
+    if ((v = http_query (req, "after"))) {
+        if (!valid_job_id (v)) {
+            http_reply_problem (req, 400, "after: a job id");
+            return;
+        }
+        snprintf (after, sizeof (after), "%s", v);
+        f.after = after;
+    }
+    /* Someone who is neither rm nor admin sees their own jobs only. */
+    if (!(c->roles & (ROLE_RM | ROLE_ADMIN))) {
+        if (f.uid >= 0 && f.uid != (int64_t)c->uid) {
+            http_reply_problem (req, 403, "you may list only your own jobs");
+            return;
+        }
+        f.uid = c->uid;
+    }
+    struct list_ctx lc = {b, c, json_array (), ""};
+    if (store_job_list (b->st, &f, list_one, &lc, &e) < 0) {
+        json_decref (lc.jobs);
+        http_reply_problem (req, 503, "%s", e.text);
+        return;
+    }
+    json_t *o = json_pack ("{s:o}", "jobs", lc.jobs);
+    if (json_array_size (lc.jobs) == f.limit)
+        json_object_set_new (o, "next_after", json_string (lc.last));
+    http_reply (req, 200, o);
+}
+
+/* ---- steps --------------------------------------------------------- */
+
+static json_t *step_view (const char *job,
+                          const char *step,
+                          const char *state,
+                          const char *detail)
+{
+    json_t *o = json_pack ("{s:s, s:s, s:s}", "job", job, "step", step, "state", state);
+    if (detail)
+        json_object_set_new (o, "detail", json_string (detail));
+    return o;
+}
+
+void jobs_step_cleanup (struct broker *b, struct http_req *req)
+{
+    const char *id = http_job (req);
+    size_t step_len;
+    const char *step = http_step (req, &step_len);
+    const char *w = http_query (req, "wait");
+    unsigned wait = 0;
+    struct store_job *j;
+    struct fmb_error e;
+    if (w) {
+        char *end;
+        unsigned long n = strtoul (w, &end, 10);
+        if (*end || n > STEP_WAIT_MAX_S) {
+            http_reply_problem (req, 400, "wait: seconds, 0..%d", STEP_WAIT_MAX_S);
+            return;
+        }
+        wait = (unsigned)n;
+    }
+    if (store_job_get (b->st, id, &j, &e) < 0) {
+        http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
+        return;
+    }
+    if (!b->fab || j->hwcoll != STORE_HWCOLL_RESERVED ||
+        j->state == STORE_JOB_RELEASED) {
+        http_reply (
+            req,
+            200,
+            step_view (id, step, "cleaned", "the job holds no multicast reservation"));
+        store_job_free (j);
+        return;
+    }
+    int64_t oid = 0;
+    int rc = store_begin (b->st, &e);
+    if (rc == 0 &&
+        (store_step_put (b->st, id, step, STORE_STEP_CLEANING, NULL, &e) < 0 ||
+         store_outbox_put (
+             b->st, OUTBOX_FM_DELETE_STEP, j->fm_job_id, step, now_wall (), &oid, &e) <
+             0)) {
+        store_rollback (b->st);
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = store_commit (b->st, &e);
+    store_job_free (j);
+    if (rc < 0) {
+        http_reply_problem (
+            req, http_status_of_errno (errno), "job '%s': %s", id, e.text);
+        return;
+    }
+    if (wait == 0) {
+        fm_outbox_changed (b);
+        http_reply (req, 202, step_view (id, step, "cleaning", NULL));
+        return;
+    }
+    struct http_wait *hw = http_wait (req);
+    hw->key = oid;
+    hw->deadline_ms = now_mono () + (int64_t)wait * 1000;
+    hw->next = b->step_waiters;
+    b->step_waiters = req;
+    http_suspend (req);
+    fm_outbox_changed (b);
+}
+
+/* ---- node reports -------------------------------------------------- */
+
+void jobs_node_report (struct broker *b, struct http_req *req)
+{
+    const char *id = http_job (req);
+    const char *node = http_node (req);
+    json_t *body = http_body (req);
+    json_t *cxi = json_object_get (body, "cxi");
+    json_t *detail = json_object_get (body, "detail");
+    const char *key;
+    json_t *v;
+    struct store_job *j;
+    struct fmb_error e;
+    json_object_foreach (body, key, v)
+    {
+        if (strcmp (key, "cxi") && strcmp (key, "detail")) {
+            http_reply_problem (req, 400, "unknown field '%.64s'", key);
+            return;
+        }
+    }
+    int state = -1;
+    static const char *const names[] = {"created", "destroyed", "failed"};
+    for (int i = 0; i < 3 && json_is_string (cxi); i++)
+        if (strcmp (json_string_value (cxi), names[i]) == 0)
+            state = STORE_CXI_CREATED + i;
+    if (state < 0) {
+        http_reply_problem (req, 400, "cxi: one of created, destroyed, failed");
+        return;
+    }
+    if (detail && (!json_is_string (detail) || json_string_length (detail) > 512)) {
+        http_reply_problem (req, 400, "detail: a string of at most 512 bytes");
+        return;
+    }
+    const char *dtext = detail ? json_string_value (detail) : NULL;
+    if (store_job_get (b->st, id, &j, &e) < 0) {
+        http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
+        return;
+    }
+    unsigned total, destroyed;
+    if (store_begin (b->st, &e) < 0)
+        goto fail;
+    if (store_node_put (b->st, id, node, state, dtext, &e) < 0)
+        goto rollback;
+    if (state == STORE_CXI_FAILED) {
+        fmb_log (LOG_WARNING,
+                 "job %s: node %s failed to %s its CXI services: %s",
+                 id,
+                 node,
+                 j->state == STORE_JOB_ACTIVE ? "set up" : "destroy",
+                 dtext ? dtext : "(no detail)");
+        json_t *d = json_pack ("{s:s}", "node", node);
+        if (dtext)
+            json_object_set_new (d, "detail", json_string (dtext));
+        if (broker_event (b, "node_drain_requested", id, d, &e) < 0)
+            goto rollback;
+    }
+    if (j->state != STORE_JOB_ACTIVE && j->state != STORE_JOB_LOST && j->nvnis) {
+        if (store_node_count (b->st, id, &total, &destroyed, &e) < 0)
+            goto rollback;
+        if (total > 0 && destroyed == total &&
+            (store_vni_free_job (b->st, id, &e) < 0 ||
+             broker_event (
+                 b,
+                 "vni_released",
+                 id,
+                 json_pack (
+                     "{s:o, s:s}", "vnis", vni_array (j), "why", "all nodes reported"),
+                 &e) < 0))
+            goto rollback;
+    }
+    if (store_commit (b->st, &e) < 0)
+        goto fail;
+    http_reply (req,
+                200,
+                json_pack ("{s:s, s:s, s:s}",
+                           "job",
+                           id,
+                           "node",
+                           node,
+                           "cxi",
+                           names[state - STORE_CXI_CREATED]));
+    store_job_free (j);
+    return;
+rollback:
+    store_rollback (b->st);
+fail:
+    store_job_free (j);
+    http_reply_problem (req, http_status_of_errno (errno), "job '%s': %s", id, e.text);
+}
+
+/* ---- VNIs ---------------------------------------------------------- */
+
+static int list_vni (const struct store_vni *v, void *arg)
+{
+    json_t *o = json_pack ("{s:i, s:s, s:s}",
+                           "vni",
+                           (int)v->vni,
+                           "job",
+                           v->job_id,
+                           "state",
+                           v->quarantined ? "quarantined" : "held");
+    if (v->quarantined)
+        json_object_set_new (o, "until_ms", json_integer (v->until_ms));
+    json_array_append_new (arg, o);
+    return 0;
+}
+
+void jobs_vni_list (struct broker *b, struct http_req *req)
+{
+    json_t *a = json_array ();
+    struct fmb_error e;
+    if (store_vni_list (b->st, list_vni, a, &e) < 0) {
+        json_decref (a);
+        http_reply_problem (req, 503, "%s", e.text);
+        return;
+    }
+    http_reply (req,
+                200,
+                json_pack ("{s:o, s:i, s:i}",
+                           "vnis",
+                           a,
+                           "pool_min",
+                           (int)b->cfg.vni_min,
+                           "pool_max",
+                           (int)b->cfg.vni_max));
+}
+
+void jobs_expire_quarantine (struct broker *b)
+{
+    unsigned freed = 0;
+    struct fmb_error e;
+    if (store_vni_expire (b->st, now_wall (), &freed, &e) < 0)
+        broker_log_store_error (b, "quarantine expiry", &e);
+    else if (freed)
+        fmb_log (
+            LOG_INFO, "%u VNIs left quarantine ([vni] quarantine_s passed)", freed);
+}

@@ -1,0 +1,101 @@
+/* routes.c: the REST API's routes (api/openapi.yaml describes each one;
+ * a test checks the two agree) and the handlers that need no job logic. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+
+static void status_cb (struct broker *b, struct http_req *req)
+{
+    http_reply (req, 200, broker_status (b));
+}
+
+static void health_cb (struct broker *b, struct http_req *req)
+{
+    /* Healthy means serving and able to use the store; the FM's state is
+     * reported, not judged (the broker serves VNI-only through an outage). */
+    unsigned depth;
+    struct fmb_error e;
+    if (store_outbox_depth (b->st, &depth, &e) < 0)
+        http_reply_problem (req, 503, "store: %s", e.text);
+    else
+        http_reply (req,
+                    200,
+                    json_pack ("{s:s, s:s}",
+                               "status",
+                               "ok",
+                               "fabric_manager",
+                               fm_state_name (b->fm_state)));
+}
+
+static void metrics_cb (struct broker *b, struct http_req *req)
+{
+    char *text = broker_metrics_text (b);
+    if (!text)
+        http_reply_problem (req, 500, "out of memory");
+    else
+        http_reply_text (req, 200, "text/plain; version=0.0.4", text);
+}
+
+static void events_cb (struct broker *b, struct http_req *req)
+{
+    const char *v;
+    char *end;
+    long long after = 0;
+    unsigned long wait = 0, limit = 100;
+    if ((v = http_query (req, "after")) &&
+        ((after = strtoll (v, &end, 10)) < 0 || *end)) {
+        http_reply_problem (req, 400, "after: a sequence number >= 0");
+        return;
+    }
+    if ((v = http_query (req, "wait")) &&
+        ((wait = strtoul (v, &end, 10)) > EVENT_WAIT_MAX_S || *end)) {
+        http_reply_problem (req, 400, "wait: seconds, 0..%d", EVENT_WAIT_MAX_S);
+        return;
+    }
+    if ((v = http_query (req, "limit")) &&
+        ((limit = strtoul (v, &end, 10)) < 1 || limit > 1000 || *end)) {
+        http_reply_problem (req, 400, "limit: 1..1000");
+        return;
+    }
+    struct http_wait *w = http_wait (req);
+    w->after = after;
+    w->key = (int64_t)limit;
+    w->deadline_ms = now_mono () + (int64_t)wait * 1000;
+    w->next = b->event_waiters;
+    b->event_waiters = req;
+    http_suspend (req);
+    /* Answers now if there is news or no wait was asked for. */
+    broker_events_wake (b, false);
+}
+
+static void reconcile_cb (struct broker *b, struct http_req *req)
+{
+    if (!b->fab) {
+        http_reply_problem (req, 409, "no fabric manager configured (VNI-only mode)");
+        return;
+    }
+    fm_reconcile_now (b);
+    http_reply (
+        req, 202, json_pack ("{s:s}", "fabric_manager", fm_state_name (b->fm_state)));
+}
+
+/* clang-format off */
+const struct route broker_routes[] = {
+    /* method   path                            who may call                               body  handler */
+    { "PUT",    "/v1/jobs/{job}",               ROLE_RM,                                   true,  jobs_run },
+    { "DELETE", "/v1/jobs/{job}",               ROLE_RM | ROLE_ADMIN,                      false, jobs_cleanup },
+    { "GET",    "/v1/jobs/{job}",               ROLE_RM | ROLE_ADMIN | ROLE_JOB | ROLE_USER, false, jobs_get },
+    { "GET",    "/v1/jobs",                     ROLE_RM | ROLE_ADMIN | ROLE_USER,          false, jobs_list },
+    { "DELETE", "/v1/jobs/{job}/steps/{step}",  ROLE_RM | ROLE_ADMIN | ROLE_JOB,           false, jobs_step_cleanup },
+    { "PUT",    "/v1/jobs/{job}/nodes/{node}",  ROLE_RM | ROLE_ADMIN,                      true,  jobs_node_report },
+    { "GET",    "/v1/vnis",                     ROLE_RM | ROLE_ADMIN,                      false, jobs_vni_list },
+    { "GET",    "/v1/events",                   ROLE_RM | ROLE_ADMIN,                      false, events_cb },
+    { "POST",   "/v1/reconcile",                ROLE_ADMIN,                                false, reconcile_cb },
+    { "GET",    "/v1/status",                   ROLE_ANY,                                  false, status_cb },
+    { "GET",    "/v1/health",                   ROLE_ANY,                                  false, health_cb },
+    { "GET",    "/metrics",                     ROLE_ANY,                                  false, metrics_cb },
+};
+/* clang-format on */
+
+const unsigned broker_nroutes = sizeof (broker_routes) / sizeof (broker_routes[0]);

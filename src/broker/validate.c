@@ -1,0 +1,108 @@
+/* validate.c: see validate.h. */
+#include <string.h>
+
+#include "validate.h"
+
+static bool name_char (char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '_' || c == '-';
+}
+
+static bool name_of (const char *s, size_t max)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (n >= max || !name_char (s[n]))
+            return false;
+    return n > 0;
+}
+
+bool valid_job_id (const char *s)
+{
+    return name_of (s, JOB_ID_MAX) && strcmp (s, ".") != 0 && strcmp (s, "..") != 0;
+}
+
+bool valid_node_name (const char *s)
+{
+    return name_of (s, NODE_NAME_MAX) && s[0] != '.' && s[0] != '-';
+}
+
+bool valid_user_name (const char *s)
+{
+    return name_of (s, USER_NAME_MAX);
+}
+
+bool valid_utf8 (const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end) {
+        unsigned c = *p++;
+        unsigned need, min;
+        if (c == 0)
+            return false;
+        if (c < 0x80)
+            continue;
+        if (c >= 0xc2 && c <= 0xdf)
+            need = 1, min = 0x80;
+        else if (c >= 0xe0 && c <= 0xef)
+            need = 2, min = 0x800;
+        else if (c >= 0xf0 && c <= 0xf4)
+            need = 3, min = 0x10000;
+        else
+            return false;
+        unsigned cp = c & (0x3f >> need);
+        if ((size_t)(end - p) < need)
+            return false;
+        for (unsigned i = 0; i < need; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        p += need;
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+    }
+    return true;
+}
+
+bool valid_step_id (const char *s, size_t len)
+{
+    return len > 0 && len <= STEP_ID_MAX && valid_utf8 (s, len);
+}
+
+static int hexval (char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+long percent_decode (const char *in, size_t inlen, char *out, size_t outsize)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < inlen; i++) {
+        char c = in[i];
+        if (c == '%') {
+            int hi, lo;
+            if (i + 2 >= inlen)
+                return -1;
+            hi = hexval (in[i + 1]);
+            lo = hexval (in[i + 2]);
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+                return -1;
+            c = (char)(hi << 4 | lo);
+            i += 2;
+        } else if (c == '\0')
+            return -1;
+        if (o + 1 >= outsize)
+            return -1;
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    return (long)o;
+}

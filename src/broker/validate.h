@@ -1,0 +1,32 @@
+/* validate.h: checks for everything that enters through the REST API.
+ * Pure functions (no broker state), unit-tested and fuzzed. */
+#ifndef FMB_VALIDATE_H
+#define FMB_VALIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define JOB_ID_MAX    128 /* job ids end up in FM URLs */
+#define STEP_ID_MAX   256 /* bytes of valid UTF-8 (Flux job-id paths contain '/') */
+#define NODE_NAME_MAX 64
+#define USER_NAME_MAX 64
+#define NODES_MAX     65536
+#define UID_MAX_VALID 4294967294u /* (uid_t)-1 is "no uid" */
+
+/* [A-Za-z0-9._-]{1,128}, and not "." or "..". */
+bool valid_job_id (const char *s);
+/* 1..256 bytes of valid UTF-8 (no overlongs, no surrogates), no NUL. */
+bool valid_step_id (const char *s, size_t len);
+/* A host name: [A-Za-z0-9._-]{1,64}, not starting with '.' or '-'. */
+bool valid_node_name (const char *s);
+/* A user name: [A-Za-z0-9._-]{1,64}. */
+bool valid_user_name (const char *s);
+/* Valid UTF-8 of 'len' bytes. */
+bool valid_utf8 (const char *s, size_t len);
+
+/* Percent-decode 'in' (strictly: '%' needs two hex digits; %00 refused)
+ * into 'out' of 'outsize' bytes, NUL-terminated.  Returns the decoded
+ * length, or -1 if malformed or too long. */
+long percent_decode (const char *in, size_t inlen, char *out, size_t outsize);
+
+#endif
