@@ -363,13 +363,15 @@ static void dispatch (struct http *h, struct http_req *req, const char *url)
     }
     identify (h, req);
     struct caller *c = &req->caller;
-    if ((route->who & ROLE_JOB) && c->bearer[0] && req->job[0])
+    /* A job's token is a credential (for that job) even where it grants
+     * nothing: its holder then gets 403, not 401. */
+    if (c->bearer[0] && req->job[0])
         c->job_token_ok = broker_job_token_matches (h->b, req->job, c->bearer);
     bool allowed = (route->who & ROLE_ANY) || (route->who & c->roles) ||
                    ((route->who & ROLE_JOB) && c->job_token_ok);
     if (!allowed) {
         if (!c->local && !c->roles && !c->job_token_ok)
-            http_reply_problem (req, 401, "a bearer token is required");
+            http_reply_problem (req, 401, "a valid bearer token is required");
         else
             http_reply_problem (req,
                                 403,

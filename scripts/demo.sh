@@ -1,0 +1,39 @@
+#!/bin/bash
+# demo.sh [STATE_DIR]: run fmbrokerd on its embedded default: the mock
+# fabric manager on loopback (a free port), SQLite state and the API
+# socket in STATE_DIR (default ./state).  Ctrl-C stops both.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=${FMB_BIN:-$top/build/bin}
+state=$(mkdir -p "${1:-$PWD/state}" && cd "${1:-$PWD/state}" && pwd)
+rm -f "$state/mockfm.port"
+"$bin/mockfm" --listen 127.0.0.1:0 --port-file "$state/mockfm.port" \
+    --state-file "$state/mockfm.state" --request-log "$state/mockfm.log" 2>>"$state/mockfm.err" &
+mock=$!
+trap 'kill $mock 2>/dev/null' EXIT INT TERM
+for _ in $(seq 100); do [ -s "$state/mockfm.port" ] && break; sleep 0.05; done
+port=$(cat "$state/mockfm.port")
+cat >"$state/demo.conf" <<CONF
+# written by scripts/demo.sh: fmbrokerd against the mock FM on loopback
+[broker]
+cluster_name = demo
+state_dir = $state
+[api]
+socket = $state/fmbroker.sock
+[fabric_manager]
+url = http://127.0.0.1:$port
+auth = none
+[hwcoll]
+addrs_per_job = 8
+min_nodes = 2
+CONF
+sock="$state/fmbroker.sock"
+cat <<HELP
+fmbroker demo: mock FM on http://127.0.0.1:$port, state in $state
+Try, in another shell:
+  curl -s --unix-socket $sock -X PUT -d '{"uid":1000,"nodes":["n1","n2"]}' http://fmbroker/v1/jobs/42
+  curl -s --unix-socket $sock -X DELETE http://fmbroker/v1/jobs/42
+  curl -s --unix-socket $sock http://fmbroker/v1/status
+Ctrl-C stops the broker and the mock FM.
+HELP
+"$bin/fmbrokerd" -c "$state/demo.conf"

@@ -1,0 +1,47 @@
+#!/bin/bash
+# t1040-reconcile.sh: promise 2, nothing is lost silently; the FM's view
+# and ours are brought together, and other clusters' jobs are left alone.
+. "$(dirname "$0")/lib.sh"
+start_mockfm
+start_broker
+body='{"uid":1000,"nodes":["n1","n2"]}'
+fm_post () { curl -sf -H "Content-Type: application/json" --data "{\"jobID\":\"$1\",\"mcastLimit\":2}" "$fm_url/fabric/collectives/jobs" >/dev/null; }
+
+expect_ok 'two active jobs hold reservations' '
+    rm_call PUT /v1/jobs/1 "$body" | jq -e ".hwcoll.state == \"reserved\"" &&
+    rm_call PUT /v1/jobs/2 "$body" | jq -e ".hwcoll.state == \"reserved\""
+'
+expect_ok 'orphans with our prefix are deleted; other clusters'"'"' are not' '
+    fm_post c1-999 && fm_post c10-5 && fm_post other-7 &&
+    rm_call POST /v1/reconcile >/dev/null &&
+    wait_for 100 0.1 mockfm_lacks_job c1-999 &&
+    mockfm_has_job c10-5 && mockfm_has_job other-7 &&
+    mockfm_has_job c1-1 && mockfm_has_job c1-2
+'
+expect_ok 'an FM restart that loses its state: active jobs become lost' '
+    mockfm_ctl POST /_mock/restart &&
+    rm_call POST /v1/reconcile >/dev/null &&
+    wait_for 100 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/v1/jobs/1 | jq -e \".state == \\\"lost\\\"\"" &&
+    rm_call GET /v1/jobs/2 | jq -e ".state == \"lost\" and .hwcoll.state == \"lost\" and (.hwcoll.reason | length > 0)"
+'
+expect_ok 'an event tells the RM, one per job' '
+    rm_call GET "/v1/events?after=0" >ev.json &&
+    test "$(jq "[.events[] | select(.type == \"reservation_lost\")] | length" ev.json)" = 2 &&
+    jq -e "[.events[] | select(.type == \"reservation_lost\") | .job] | sort == [\"1\",\"2\"]" ev.json
+'
+expect_ok 'the broker keeps serving, and a lost job is cleaned up normally' '
+    rm_call PUT /v1/jobs/3 "$body" | jq -e ".hwcoll.state == \"reserved\"" &&
+    rm_call DELETE /v1/jobs/1 | jq -e ".state == \"releasing\"" &&
+    wait_for 100 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/v1/jobs/1 | jq -e \".state == \\\"released\\\"\"" &&
+    kill -0 "$broker_pid"
+'
+expect_ok 'the lost job'"'"'s env no longer offers collectives' '
+    rm_call GET /v1/jobs/2 | jq -e ".env | has(\"FI_CXI_COLL_MCAST_TOKEN\") | not"
+'
+expect_ok 'periodic reconciliation runs by itself' '
+    stop_broker && reconcile_s=1 write_broker_conf && start_broker &&
+    fm_post c1-555 &&
+    wait_for 100 0.1 mockfm_lacks_job c1-555 &&
+    rm_call GET /metrics | grep -q "^fmbroker_orphans_released_total [1-9]"
+'
+done_testing
