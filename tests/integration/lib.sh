@@ -164,3 +164,19 @@ rm_call_timed () {
         awk '{ printf "%s %d\n", $1, $2 * 1000 }'
 }
 job_field () { rm_call GET "/v1/jobs/$1" | jq -r "$2"; }
+
+# ---- the node agent over the libcxi double -------------------------------
+
+# agent NODE ARGS...: fmbroker-cxi as node NODE (its own NICs in
+# $T/NODE.cxi.json and its own job records), talking to the broker.
+agent () {
+    node=$1
+    shift
+    MOCKCXI_STATE="$T/$node.cxi.json" "$FMB_BIN/fmbroker-cxi" -c "${agent_conf:-/dev/null}" \
+        --libcxi "${libcxi:-$FMB_BIN/../mockcxi/new/libcxi.so.1}" --socket "$T/api.sock" \
+        --state-dir "$T/$node.rec" --node "$node" "$@"
+}
+# cxi_services NODE DEV: the double's services on device DEV as JSON lines
+cxi_services () { jq -c ".devices[$2].services[]" "$T/$1.cxi.json"; }
+# cxi_set NODE JQ-EXPR: edit the double's state (fault injection)
+cxi_set () { jq "$2" "$T/$1.cxi.json" >"$T/cxi.tmp" && mv "$T/cxi.tmp" "$T/$1.cxi.json"; }

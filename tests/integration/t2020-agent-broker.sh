@@ -1,0 +1,66 @@
+#!/bin/bash
+# t2020-agent-broker.sh: fmbrokerd + mockfm + fmbroker-cxi on two
+# simulated nodes: a job's VNIs leave quarantine only when both nodes
+# destroyed its services; a node that cannot keeps them quarantined and
+# asks to be drained; clean removes only what belongs to no active job.
+. "$(dirname "$0")/lib.sh"
+export MOCKCXI_SYSTEM_SVC=1 MOCKCXI_DEVICES=2
+start_mockfm
+start_broker
+vni_of () { rm_call GET "/v1/jobs/$1" | jq -r ".vnis[0]"; }
+quarantined () { rm_call GET /v1/vnis | jq -e --argjson v "$1" "any(.vnis[]; .vni == \$v and .state == \"quarantined\")" >/dev/null; }
+in_pool_use () { rm_call GET /v1/vnis | jq -e --argjson v "$1" "any(.vnis[]; .vni == \$v)" >/dev/null; }
+
+expect_ok 'RUN, then prolog on both nodes with facts from the broker' '
+    rm_call PUT /v1/jobs/42 "{\"uid\":1000,\"nodes\":[\"n1\",\"n2\"],\"ncores\":8}" >run.json &&
+    agent n1 prolog --job 42 && agent n2 prolog --job 42 &&
+    v=$(vni_of 42) &&
+    for n in n1 n2; do for d in 0 1; do
+        cxi_services $n $d | jq -se --argjson v "$v" "any(.[]; .vnis == [\$v] and .member0.id == 1000 and .limits.ptes.res == 48)" || return 1
+    done; done
+'
+expect_ok 'the task environment combines the NICs and the broker'"'"'s FI_CXI_* variables' '
+    agent n1 env --job 42 >env.sh && . ./env.sh &&
+    test "$SLINGSHOT_VNIS" = "$(vni_of 42)" && test "$SLINGSHOT_DEVICES" = cxi0,cxi1 &&
+    test "$SLINGSHOT_SVC_IDS" = 3,3 && test "$SLINGSHOT_TCS" = 0xa &&
+    test "$FI_CXI_COLL_JOB_ID" = c1-42 &&
+    test "$FI_CXI_COLL_MCAST_TOKEN" = "$(jq -r .hwcoll.session_token run.json)"
+'
+expect_ok 'the broker saw both nodes create' '
+    rm_call GET /v1/jobs/42 >/dev/null
+'
+expect_ok 'CLEANUP quarantines the VNI until both nodes reported' '
+    v=$(vni_of 42) && rm_call DELETE /v1/jobs/42 >/dev/null && quarantined $v &&
+    agent n1 epilog --job 42 && quarantined $v &&
+    agent n2 epilog --job 42 && ! in_pool_use $v
+'
+expect_ok 'a node that cannot destroy keeps the VNI quarantined and asks for a drain' '
+    rm_call PUT /v1/jobs/43 "{\"uid\":1001,\"nodes\":[\"n1\",\"n2\"]}" >/dev/null &&
+    agent n1 prolog --job 43 && agent n2 prolog --job 43 && v=$(vni_of 43) &&
+    rm_call DELETE /v1/jobs/43 >/dev/null &&
+    agent n1 epilog --job 43 &&
+    cxi_set n2 "(.devices[1].services[] | select(.vnis == [$v]) | .busy) = 100" &&
+    { agent n2 epilog --job 43 --retry-busy 1 2>err; test $? = 1; } &&
+    quarantined $v &&
+    rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\" and .job == \"43\" and .detail.node == \"n2\" and (.detail.detail | test(\"EBUSY\")))"
+'
+expect_ok 'once the service frees up, epilog again releases the VNI' '
+    v=$(vni_of 43) && cxi_set n2 "(.devices[1].services[] | select(.vnis == [$v]) | .busy) = 0" &&
+    agent n2 epilog --job 43 && ! in_pool_use $v
+'
+expect_ok 'clean removes a stale job service and leaves active jobs, system and default alone' '
+    rm_call PUT /v1/jobs/44 "{\"uid\":1002,\"nodes\":[\"n1\"]}" >/dev/null && agent n1 prolog --job 44 &&
+    agent n1 prolog --job stale --uid 3000 --vnis 2000 --no-report &&
+    agent n1 clean --dry-run >out && grep -q "would destroy cxi0: service .*uid=3000, vnis=2000" out &&
+    ! grep -q "uid=1002" out &&
+    agent n1 clean &&
+    for d in 0 1; do
+        cxi_services n1 $d | jq -se "(any(.[]; .member0.id == 3000) | not) and any(.[]; .member0.id == 1002) and any(.[]; .id == 1) and any(.[]; .id == 2)" || return 1
+    done
+'
+expect_ok 'clean without the broker touches nothing' '
+    stop_broker && agent n1 prolog --job stale2 --uid 3001 --vnis 2001 --no-report &&
+    { agent n1 clean 2>err; test $? = 1; } && grep -q "not touching any service" err &&
+    cxi_services n1 0 | jq -se "any(.[]; .member0.id == 3001)"
+'
+done_testing
