@@ -45,7 +45,7 @@ static const char usage_text[] =
     "  epilog --job ID [--retry-busy SECONDS] [--no-report]\n"
     "         destroy the job's services (retrying EBUSY once a second for\n"
     "         SECONDS, default 5) and report to the broker; exit 1 = drain\n"
-    "  env    --job ID [--format shell|json] [--lnx]\n"
+    "  env    --job ID [--format shell|json|slurm] [--lnx]\n"
     "         print SLINGSHOT_* and the job's FI_CXI_* variables\n"
     "  list   [--json]   every NIC and its services\n"
     "  clean             destroy job services of VNIs in [vni] pool that belong\n"
@@ -652,9 +652,17 @@ static int cmd_env (void)
         json_object_set (out, k, v);
     if (arg_.lnx && lnx[0])
         json_object_set_new (out, "FI_LNX_PROV_LINKS", json_string (lnx));
+    bool slurm = strcmp (arg_.format, "slurm") == 0;
     if (strcmp (arg_.format, "json") == 0)
         json_dumpf (out, stdout, JSON_COMPACT | JSON_SORT_KEYS), putchar ('\n');
-    else {
+    else if (slurm) {
+        /* Slurm's TaskProlog takes "export NAME=value" literally: no
+         * quoting, one line each (our values never hold a newline). */
+        json_object_foreach (out, k, v)
+        {
+            printf ("export %s=%s\n", k, json_string_value (v));
+        }
+    } else {
         const char *const order[] = {"SLINGSHOT_VNIS",
                                      "SLINGSHOT_DEVICES",
                                      "SLINGSHOT_SVC_IDS",

@@ -31,8 +31,10 @@ run_step () {
     out="$T/.step$test_count.out"
     # In this shell (as sharness does), so that a step may start or stop
     # the programs that later steps and the cleanup hooks know about.
+    set +u # an unset variable fails the step, not the whole script
     { eval "$3"; } >"$out" 2>&1
     rc=$?
+    set -u
     if { [ "$1" = ok ] && [ $rc -eq 0 ]; } || { [ "$1" = fail ] && [ $rc -ne 0 ]; }; then
         echo "ok $test_count - $2"
     else
