@@ -508,8 +508,17 @@ static int cmd_epilog (void)
         return 0;
     }
     if (job_facts (&f, NULL, &e) < 0) {
-        fmb_log (LOG_ERR, "%s", e.text);
         lib.free_device_list (dl);
+        /* No record here and no broker to ask: prolog created nothing on
+         * this node (it records the job before creating anything), so
+         * there is nothing known to destroy; draining would be wrong. */
+        if (errno == EHOSTUNREACH || errno == ENOENT) {
+            fmb_log (LOG_WARNING,
+                     "%s; no record of the job on this node: nothing to destroy",
+                     e.text);
+            return 0;
+        }
+        fmb_log (LOG_ERR, "%s", e.text);
         return EXIT_FAIL;
     }
     for (unsigned i = 0; i < dl->count; i++) {

@@ -25,6 +25,10 @@ on_exit () {
     cleanup_hooks="$cleanup_hooks $1"
 }
 
+# A step runs inside a function, so that "return 1" in it fails the step
+# (rather than returning from run_step unreported).
+step_body () { eval "$1"; }
+
 run_step () {
     # $1: ok|fail, $2: title, $3: commands
     test_count=$((test_count + 1))
@@ -32,7 +36,7 @@ run_step () {
     # In this shell (as sharness does), so that a step may start or stop
     # the programs that later steps and the cleanup hooks know about.
     set +u # an unset variable fails the step, not the whole script
-    { eval "$3"; } >"$out" 2>&1
+    { step_body "$3"; } >"$out" 2>&1
     rc=$?
     set -u
     if { [ "$1" = ok ] && [ $rc -eq 0 ]; } || { [ "$1" = fail ] && [ $rc -ne 0 ]; }; then

@@ -1,0 +1,16 @@
+# common.sh: sourced by the fmbroker Slurm hooks.  Slurm gives hooks no
+# PATH and none of the user's environment; settings come from here and
+# from /etc/default/fmbroker (FMBROKER_CONF, FMBROKER_BINDIR, ...).
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+[ -r /etc/default/fmbroker ] && . /etc/default/fmbroker
+FMBROKER_BINDIR=${FMBROKER_BINDIR:-/usr/bin}
+FMBROKER_SBINDIR=${FMBROKER_SBINDIR:-/usr/sbin}
+FMBROKER_CONF=${FMBROKER_CONF:-/etc/fmbroker/fmbroker.conf}
+# How long a hook may wait for the broker before letting the job go on
+# without hardware collectives.
+FMBROKER_HOOK_TIMEOUT=${FMBROKER_HOOK_TIMEOUT:-5}
+# Extra fmbroker-cxi options (e.g. --libcxi PATH --state-dir DIR).
+FMBROKER_CXI_ARGS=${FMBROKER_CXI_ARGS:-}
+fmb_log () { logger -t fmbroker-slurm "$*" 2>/dev/null || echo "fmbroker-slurm: $*" >&2; }
+# The first number of SLURM_JOB_CPUS_PER_NODE ("4(x2),2" -> 4)
+fmb_ncores () { echo "${SLURM_JOB_CPUS_PER_NODE:-0}" | sed 's/[^0-9].*//'; }

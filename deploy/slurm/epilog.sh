@@ -1,0 +1,13 @@
+#!/bin/sh
+# Epilog (each node, root): destroy the job's CXI services.  Exit 1, which
+# makes Slurm drain the node, only when services could not be destroyed.
+. "$(dirname "$0")/common.sh"
+timeout 120 "$FMBROKER_SBINDIR/fmbroker-cxi" -c "$FMBROKER_CONF" $FMBROKER_CXI_ARGS epilog --job "$SLURM_JOB_ID" \
+    --retry-busy 30 --node "${SLURMD_NODENAME:-$(hostname -s)}"
+rc=$?
+if [ $rc = 1 ]; then
+    fmb_log "job $SLURM_JOB_ID: CXI services left behind; draining this node"
+    exit 1
+fi
+[ $rc = 0 ] || fmb_log "job $SLURM_JOB_ID: fmbroker-cxi epilog exit $rc, ignoring"
+exit 0
