@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 
+#include "apiclient.h"
 #include "config.h"
 #include "cxilib.h"
 #include "fileutil.h"
@@ -89,24 +89,6 @@ static struct cxilib lib;
 
 /* ---- the broker ---------------------------------------------------- */
 
-struct buf {
-    char *p;
-    size_t n;
-};
-
-static size_t collect (char *d, size_t s, size_t n, void *arg)
-{
-    struct buf *b = arg;
-    char *np = realloc (b->p, b->n + s * n + 1);
-    if (!np)
-        return 0;
-    memcpy (np + b->n, d, s * n);
-    b->p = np;
-    b->n += s * n;
-    b->p[b->n] = '\0';
-    return s * n;
-}
-
 /* One call to the broker; *ret gets the JSON answer (2xx only). */
 static int broker_call (const char *method,
                         const char *path,
@@ -114,42 +96,27 @@ static int broker_call (const char *method,
                         json_t **ret,
                         struct fmb_error *error)
 {
-    CURL *e = curl_easy_init ();
-    struct buf b = {0};
-    struct curl_slist *h = curl_slist_append (NULL, "Content-Type: application/json");
-    char url[512];
-    long code = 0;
-    snprintf (url, sizeof (url), "http://fmbroker%s", path);
-    curl_easy_setopt (e, CURLOPT_UNIX_SOCKET_PATH, arg_.socket);
-    curl_easy_setopt (e, CURLOPT_URL, url);
-    curl_easy_setopt (e, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt (e, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt (e, CURLOPT_TIMEOUT, (long)BROKER_TIMEOUT_S);
-    curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt (e, CURLOPT_WRITEDATA, &b);
-    if (body)
-        curl_easy_setopt (e, CURLOPT_POSTFIELDS, body);
-    CURLcode cc = curl_easy_perform (e);
-    curl_easy_getinfo (e, CURLINFO_RESPONSE_CODE, &code);
-    curl_slist_free_all (h);
-    curl_easy_cleanup (e);
-    int rc = 0;
-    json_t *o = b.p ? json_loads (b.p, 0, NULL) : NULL;
-    if (cc != CURLE_OK) {
-        errno = EHOSTUNREACH;
-        rc = fmb_errorf (
-            error, "broker at %s: %s", arg_.socket, curl_easy_strerror (cc));
-    } else if (code < 200 || code > 299) {
-        const char *detail = json_string_value (json_object_get (o, "detail"));
-        errno = code == 404 ? ENOENT : EIO;
-        rc = fmb_errorf (
-            error, "broker: %s %s: %ld %s", method, path, code, detail ? detail : "");
+    struct api_reply r;
+    if (api_client_call (
+            arg_.socket, BROKER_TIMEOUT_S, method, path, body, NULL, &r, error) < 0)
+        return -1; /* errno EHOSTUNREACH */
+    if (r.status < 200 || r.status > 299) {
+        const char *detail = json_string_value (json_object_get (r.body, "detail"));
+        fmb_errorf (error,
+                    "broker: %s %s: %ld %s",
+                    method,
+                    path,
+                    r.status,
+                    detail ? detail : "");
+        json_decref (r.body);
+        errno = r.status == 404 ? ENOENT : EIO;
+        return -1;
     }
-    if (rc == 0 && ret)
-        *ret = json_incref (o);
-    json_decref (o);
-    free (b.p);
-    return rc;
+    if (ret)
+        *ret = r.body;
+    else
+        json_decref (r.body);
+    return 0;
 }
 
 static void report (const char *cxi, const char *detail)
@@ -1126,7 +1093,8 @@ int main (int argc, char **argv)
         fprintf (stderr, "fmbroker-cxi: --uid and --vnis go together\n");
         return EXIT_USAGE;
     }
-    curl_global_init (CURL_GLOBAL_DEFAULT);
+    /* libcurl initialises itself (and OpenSSL) at the first broker call:
+     * prolog and epilog given all facts never pay for it. */
     int rc;
     if (strcmp (cmd, "prolog") == 0)
         rc = cmd_prolog ();
@@ -1143,6 +1111,5 @@ int main (int argc, char **argv)
         rc = EXIT_USAGE;
     }
     cxilib_close (&lib);
-    curl_global_cleanup ();
     return rc;
 }

@@ -125,6 +125,25 @@ void broker_log_store_error (struct broker *b,
 
 /* ---- jobs.c -------------------------------------------------------- */
 
+/* A RUN request body, validated (borrowed pointers into the body). */
+struct run_request {
+    json_int_t uid;
+    const char *user;
+    json_t *nodes;
+    json_int_t node_count;
+    json_int_t ncores;
+    const char *hwcoll; /* auto | on | off */
+    json_int_t vni_count;
+};
+
+/* Validate a RUN body strictly (unknown keys, types, ranges); -1 with
+ * the reason in 'why'.  Pure: fuzzed and unit-tested on its own. */
+int jobs_parse_run (const struct fmb_config *cfg,
+                    json_t *body,
+                    struct run_request *rr,
+                    char *why,
+                    size_t len);
+
 void jobs_run (struct broker *b, struct http_req *req);
 void jobs_cleanup (struct broker *b, struct http_req *req);
 void jobs_get (struct broker *b, struct http_req *req);

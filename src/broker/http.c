@@ -27,6 +27,7 @@
 #include "fileutil.h"
 #include "http.h"
 #include "log.h"
+#include "netaddr.h"
 
 #define HTTP_MAX_CONNECTIONS 1024
 #define HTTP_CONN_TIMEOUT_S  30
@@ -46,6 +47,8 @@ struct listener {
 
 struct http {
     struct broker *b;
+    bool holding;          /* answers wait for the loop pass's commit */
+    struct http_req *held; /* those answers */
     struct listener l[2];
     int n;
     char sock_path[FMB_UNIX_PATH_MAX];
@@ -73,12 +76,11 @@ struct http_req {
     char allow[64];
     json_t *json;
     struct caller caller;
-    char job[JOB_ID_MAX + 1];
-    char step[STEP_ID_MAX + 1];
-    size_t step_len;
-    char node[NODE_NAME_MAX + 1];
+    struct api_params p;
     char query_buf[1024];
     struct http_wait wait;
+    bool held;
+    struct http_req *held_next;
 };
 
 /* ---- responses ----------------------------------------------------- */
@@ -143,6 +145,45 @@ static void resume (struct http_req *req)
     }
 }
 
+/* An answer made while the loop pass's transaction is open waits for its
+ * commit: nobody hears "done" before it is durable. */
+static void hold (struct http_req *req)
+{
+    if (!req->held) {
+        req->held = true;
+        req->held_next = req->h->held;
+        req->h->held = req;
+    }
+}
+
+void http_hold (struct http *h, bool on)
+{
+    h->holding = on;
+}
+
+void http_release (struct http *h, bool committed)
+{
+    struct http_req *list = h->held;
+    h->held = NULL;
+    while (list) {
+        struct http_req *req = list;
+        list = req->held_next;
+        req->held = false;
+        if (!committed) {
+            /* the pass's changes are gone: the answer must not claim them */
+            free (req->resp);
+            req->replied = false;
+            http_reply_problem (
+                req,
+                503,
+                "the broker could not commit this change; repeat the request");
+            if (req->held) /* http_reply_problem held it again */
+                continue;
+        }
+        resume (req);
+    }
+}
+
 void http_reply_text (struct http_req *req, int status, const char *ctype, char *text)
 {
     if (req->replied) { /* a bug, but never a double answer */
@@ -153,7 +194,10 @@ void http_reply_text (struct http_req *req, int status, const char *ctype, char 
     req->status = status;
     req->ctype = ctype;
     req->resp = text ? text : strdup ("");
-    resume (req);
+    if (req->h->holding)
+        hold (req);
+    else
+        resume (req);
 }
 
 void http_reply (struct http_req *req, int status, json_t *body)
@@ -202,19 +246,19 @@ const struct caller *http_caller (struct http_req *req)
 
 const char *http_job (struct http_req *req)
 {
-    return req->job;
+    return req->p.job;
 }
 
 const char *http_step (struct http_req *req, size_t *len)
 {
     if (len)
-        *len = req->step_len;
-    return req->step;
+        *len = req->p.step_len;
+    return req->p.step;
 }
 
 const char *http_node (struct http_req *req)
 {
-    return req->node;
+    return req->p.node;
 }
 
 json_t *http_body (struct http_req *req)
@@ -268,63 +312,6 @@ static void identify (struct http *h, struct http_req *req)
 
 /* ---- routing ------------------------------------------------------- */
 
-/* Match 'path' (raw, undecoded) against a route pattern; fill params.
- * 1: match, 0: no match, -1: matched the shape but a parameter is bad
- * (message in 'why'). */
-static int match_route (const char *pattern,
-                        const char *path,
-                        struct http_req *req,
-                        char *why,
-                        size_t whylen)
-{
-    const char *p = pattern, *u = path;
-    while (*p && *u) {
-        if (*p != '/' || *u != '/')
-            return 0;
-        p++;
-        u++;
-        const char *pend = strchrnul (p, '/');
-        const char *uend = strchrnul (u, '/');
-        if (*p == '{') {
-            char name[16];
-            snprintf (name, sizeof (name), "%.*s", (int)(pend - p - 2), p + 1);
-            if (strcmp (name, "step") == 0 && *pend == '\0')
-                uend = u + strlen (u); /* the last parameter takes the rest */
-            char *out;
-            size_t outsize;
-            if (strcmp (name, "job") == 0)
-                out = req->job, outsize = sizeof (req->job);
-            else if (strcmp (name, "step") == 0)
-                out = req->step, outsize = sizeof (req->step);
-            else
-                out = req->node, outsize = sizeof (req->node);
-            long n = percent_decode (u, (size_t)(uend - u), out, outsize);
-            bool ok = n > 0;
-            if (ok && strcmp (name, "job") == 0)
-                ok = valid_job_id (out);
-            else if (ok && strcmp (name, "step") == 0) {
-                ok = valid_step_id (out, (size_t)n);
-                req->step_len = (size_t)n;
-            } else if (ok)
-                ok = valid_node_name (out);
-            if (!ok) {
-                static const char *const rules[] = {
-                    "job ids are 1-128 characters of [A-Za-z0-9._-]",
-                    "step ids are 1-256 bytes of valid UTF-8, percent-encoded",
-                    "node names are 1-64 characters of [A-Za-z0-9._-]",
-                };
-                int r = name[0] == 'j' ? 0 : name[0] == 's' ? 1 : 2;
-                snprintf (why, whylen, "bad %s in path: %s", name, rules[r]);
-                return -1;
-            }
-        } else if ((pend - p) != (uend - u) || strncmp (p, u, (size_t)(pend - p)) != 0)
-            return 0;
-        p = pend;
-        u = uend;
-    }
-    return *p == '\0' && *u == '\0';
-}
-
 static void dispatch (struct http *h, struct http_req *req, const char *url)
 {
     const struct route *route = NULL;
@@ -333,7 +320,7 @@ static void dispatch (struct http *h, struct http_req *req, const char *url)
     bool bad_param = false;
     for (unsigned i = 0; i < broker_nroutes; i++) {
         const struct route *r = &broker_routes[i];
-        int m = match_route (r->path, url, req, why, sizeof (why));
+        int m = api_match_path (r->path, url, &req->p, why, sizeof (why));
         if (m < 0)
             bad_param = true;
         if (m <= 0)
@@ -365,8 +352,8 @@ static void dispatch (struct http *h, struct http_req *req, const char *url)
     struct caller *c = &req->caller;
     /* A job's token is a credential (for that job) even where it grants
      * nothing: its holder then gets 403, not 401. */
-    if (c->bearer[0] && req->job[0])
-        c->job_token_ok = broker_job_token_matches (h->b, req->job, c->bearer);
+    if (c->bearer[0] && req->p.job[0])
+        c->job_token_ok = broker_job_token_matches (h->b, req->p.job, c->bearer);
     bool allowed = (route->who & ROLE_ANY) || (route->who & c->roles) ||
                    ((route->who & ROLE_JOB) && c->job_token_ok);
     if (!allowed) {
@@ -481,6 +468,14 @@ static enum MHD_Result access_cb (void *cls,
         req->handled = true;
         dispatch (h, req, url);
     }
+    if (req->replied && req->held) {
+        /* answered in this pass: goes out after the pass's commit */
+        if (!req->suspended) {
+            req->suspended = true;
+            MHD_suspend_connection (conn);
+        }
+        return MHD_YES;
+    }
     if (req->replied)
         return queue (req);
     if (req->want_suspend && !req->suspended) {
@@ -509,7 +504,9 @@ static void completed_cb (void *cls,
     }
 }
 
-static void mhd_log (void *cls, const char *fmt, va_list ap)
+__attribute__ ((format (printf, 2, 0))) static void mhd_log (void *cls,
+                                                             const char *fmt,
+                                                             va_list ap)
 {
     (void)cls;
     char line[512];
@@ -658,26 +655,6 @@ static struct MHD_Daemon *start_daemon (struct listener *l,
         MHD_OPTION_END);
 }
 
-static int parse_hostport (const char *text, struct sockaddr_storage *ss)
-{
-    char host[128];
-    const char *colon = strrchr (text, ':');
-    snprintf (host, sizeof (host), "%.*s", (int)(colon - text), text);
-    unsigned port = (unsigned)strtoul (colon + 1, NULL, 10);
-    memset (ss, 0, sizeof (*ss));
-    if (host[0] == '[') {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-        host[strlen (host) - 1] = '\0';
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons ((uint16_t)port);
-        return inet_pton (AF_INET6, host + 1, &s6->sin6_addr) == 1 ? 0 : -1;
-    }
-    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-    s4->sin_family = AF_INET;
-    s4->sin_port = htons ((uint16_t)port);
-    return inet_pton (AF_INET, host, &s4->sin_addr) == 1 ? 0 : -1;
-}
-
 int http_create (struct broker *b,
                  const struct fmb_config *cfg,
                  struct http **ret,
@@ -701,7 +678,8 @@ int http_create (struct broker *b,
     h->n = 1;
     if (cfg->tcp[0]) {
         struct sockaddr_storage ss;
-        if (parse_hostport (cfg->tcp, &ss) < 0) {
+        socklen_t sslen;
+        if (fmb_parse_hostport (cfg->tcp, &ss, &sslen) < 0) {
             errno = EINVAL;
             fmb_errorf (error, "[api] tcp = %s: not an address", cfg->tcp);
             goto error;

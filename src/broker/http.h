@@ -68,6 +68,12 @@ void http_destroy (struct http *h);
 /* Stop accepting connections (shutdown); requests in progress finish. */
 void http_quiesce (struct http *h);
 
+/* Group commit: while holding, answers are kept back; http_release sends
+ * them once the loop pass's transaction committed (or, if it did not,
+ * replaces them with 503). */
+void http_hold (struct http *h, bool on);
+void http_release (struct http *h, bool committed);
+
 int http_pollfds (struct http *h, struct pollfd *fds, int max);
 int http_timeout_ms (struct http *h);
 void http_process (struct http *h);

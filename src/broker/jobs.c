@@ -28,16 +28,6 @@ struct reservation {
     struct http_req *waiters; /* linked through http_wait()->next */
 };
 
-struct run_request {
-    json_int_t uid;
-    const char *user;
-    json_t *nodes; /* borrowed */
-    json_int_t node_count;
-    json_int_t ncores;
-    const char *hwcoll; /* auto | on | off */
-    json_int_t vni_count;
-};
-
 void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len)
 {
     snprintf (out, len, "%s-%s", b->cfg.cluster_name, job);
@@ -166,8 +156,11 @@ static void reply_job (struct broker *b,
 
 /* ---- RUN ----------------------------------------------------------- */
 
-static int parse_run (
-    struct broker *b, json_t *body, struct run_request *rr, char *why, size_t len)
+int jobs_parse_run (const struct fmb_config *cfg,
+                    json_t *body,
+                    struct run_request *rr,
+                    char *why,
+                    size_t len)
 {
     static const char *const known[] = {
         "uid", "user", "nodes", "node_count", "ncores", "hwcoll", "vni_count"};
@@ -184,7 +177,7 @@ static int parse_run (
             return -1;
         }
     }
-    *rr = (struct run_request){.hwcoll = "auto", .vni_count = b->cfg.vni_per_job};
+    *rr = (struct run_request){.hwcoll = "auto", .vni_count = cfg->vni_per_job};
     v = json_object_get (body, "uid");
     if (!json_is_integer (v) || json_integer_value (v) < 0 ||
         json_integer_value (v) > UID_MAX_VALID) {
@@ -273,11 +266,11 @@ static int parse_run (
     }
     if ((v = json_object_get (body, "vni_count"))) {
         if (!json_is_integer (v) || json_integer_value (v) < 0 ||
-            json_integer_value (v) > b->cfg.vni_max_per_job) {
+            json_integer_value (v) > cfg->vni_max_per_job) {
             snprintf (why,
                       len,
                       "vni_count: an integer 0..%u ([vni] max_per_job)",
-                      b->cfg.vni_max_per_job);
+                      cfg->vni_max_per_job);
             return -1;
         }
         rr->vni_count = json_integer_value (v);
@@ -447,7 +440,7 @@ void jobs_run (struct broker *b, struct http_req *req)
     char why[300];
     struct fmb_error e;
     struct store_job *old = NULL;
-    if (parse_run (b, http_body (req), &rr, why, sizeof (why)) < 0) {
+    if (jobs_parse_run (&b->cfg, http_body (req), &rr, why, sizeof (why)) < 0) {
         http_reply_problem (req, 400, "%s", why);
         return;
     }

@@ -196,11 +196,22 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
             }
         }
     }
+    /* Group commit: everything this pass writes (intents, outcomes, events)
+     * is one transaction, committed once, and answers wait for it.  FM
+     * requests started in this pass leave in the next one, after it. */
+    struct fmb_error e;
+    bool grouped = store_begin (b->st, &e) == 0;
+    http_hold (b->http, grouped);
     if (b->fab)
         fabric_process (b->fab, fds + fab_at, nf);
     http_process (b->http);
     fm_tick (b);
-    http_process (b->http); /* send what the periodic work answered */
+    http_hold (b->http, false);
+    bool committed = !grouped || store_commit (b->st, &e) == 0;
+    if (!committed)
+        fmb_log (LOG_ERR, "store: commit failed: %s", e.text);
+    http_release (b->http, committed);
+    http_process (b->http); /* send what this pass answered */
     return go_on;
 }
 

@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "apiclient.h"
 #include "config.h"
 #include "hostlist.h"
 #include "validate.h"
@@ -36,84 +37,35 @@ static struct fmb_config cfg;
 
 /* ---- talking to the broker ----------------------------------------- */
 
-struct buf {
-    char *p;
-    size_t n;
-};
-
-static size_t collect (char *d, size_t s, size_t n, void *arg)
-{
-    struct buf *b = arg;
-    char *np = realloc (b->p, b->n + s * n + 1);
-    if (!np)
-        return 0;
-    memcpy (np + b->n, d, s * n);
-    b->p = np;
-    b->n += s * n;
-    b->p[b->n] = '\0';
-    return s * n;
-}
-
-/* Call the broker; returns an exit status, *ret gets the body (JSON) or
- * NULL.  Problems are printed here, once. */
+/* Call the broker; returns an exit status, *ret gets the JSON body.
+ * Problems are printed here, once. */
 static int call (const char *method,
                  const char *path,
                  const char *body,
                  const char *token,
-                 json_t **ret,
-                 char **raw)
+                 json_t **ret)
 {
-    CURL *e = curl_easy_init ();
-    struct buf b = {0};
-    struct curl_slist *h = curl_slist_append (NULL, "Content-Type: application/json");
-    char url[2048], auth[600];
-    long code = 0;
-    if (token && *token) {
-        snprintf (auth, sizeof (auth), "Authorization: Bearer %s", token);
-        h = curl_slist_append (h, auth);
-        explicit_bzero (auth, sizeof (auth));
-    }
-    snprintf (url, sizeof (url), "http://fmbroker%s", path);
-    curl_easy_setopt (e, CURLOPT_UNIX_SOCKET_PATH, g.socket);
-    curl_easy_setopt (e, CURLOPT_URL, url);
-    curl_easy_setopt (e, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt (e, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt (e, CURLOPT_TIMEOUT, g.timeout);
-    curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt (e, CURLOPT_WRITEDATA, &b);
-    if (body)
-        curl_easy_setopt (e, CURLOPT_POSTFIELDS, body);
-    CURLcode cc = curl_easy_perform (e);
-    curl_easy_getinfo (e, CURLINFO_RESPONSE_CODE, &code);
-    curl_slist_free_all (h);
-    curl_easy_cleanup (e);
-    if (cc != CURLE_OK) {
-        fprintf (
-            stderr, "fmbroker: broker at %s: %s\n", g.socket, curl_easy_strerror (cc));
-        free (b.p);
+    struct api_reply r;
+    struct fmb_error e;
+    if (api_client_call (g.socket, g.timeout, method, path, body, token, &r, &e) < 0) {
+        fprintf (stderr, "fmbroker: %s\n", e.text);
         return EXIT_UNREACHABLE;
     }
-    json_t *o = b.p ? json_loads (b.p, 0, NULL) : NULL;
-    if (code < 200 || code > 299) {
-        const char *detail = json_string_value (json_object_get (o, "detail"));
+    if (r.status < 200 || r.status > 299) {
+        const char *detail = json_string_value (json_object_get (r.body, "detail"));
         fprintf (stderr,
                  "fmbroker: %s %s: %ld %s\n",
                  method,
                  path,
-                 code,
+                 r.status,
                  detail ? detail : "");
-        json_decref (o);
-        free (b.p);
+        json_decref (r.body);
         return EXIT_REFUSED;
     }
     if (ret)
-        *ret = o;
+        *ret = r.body;
     else
-        json_decref (o);
-    if (raw)
-        *raw = b.p;
-    else
-        free (b.p);
+        json_decref (r.body);
     return 0;
 }
 
@@ -166,7 +118,7 @@ static int cmd_status (int argc, char **argv)
     (void)argc;
     (void)argv;
     json_t *o;
-    int rc = call ("GET", "/v1/status", NULL, NULL, &o, NULL);
+    int rc = call ("GET", "/v1/status", NULL, NULL, &o);
     if (rc)
         return rc;
     if (g.json)
@@ -264,7 +216,7 @@ static int cmd_jobs (int argc, char **argv)
     char path[600];
     snprintf (path, sizeof (path), "/v1/jobs%s%s", q[0] ? "?" : "", q[0] ? q + 1 : "");
     json_t *r;
-    int rc = call ("GET", path, NULL, NULL, &r, NULL);
+    int rc = call ("GET", path, NULL, NULL, &r);
     if (rc)
         return rc;
     if (g.json)
@@ -304,7 +256,7 @@ static int cmd_job (int argc, char **argv)
     int rc;
     if (strcmp (argv[1], "show") == 0) {
         snprintf (path, sizeof (path), "/v1/jobs/%s", argv[2]);
-        if ((rc = call ("GET", path, NULL, NULL, &r, NULL)))
+        if ((rc = call ("GET", path, NULL, NULL, &r)))
             return rc;
         if (g.json)
             print_json (r);
@@ -339,7 +291,7 @@ static int cmd_job (int argc, char **argv)
         bool force = argc > 3 && strcmp (argv[3], "--force") == 0;
         snprintf (
             path, sizeof (path), "/v1/jobs/%s%s", argv[2], force ? "?force=1" : "");
-        if ((rc = call ("DELETE", path, NULL, NULL, &r, NULL)))
+        if ((rc = call ("DELETE", path, NULL, NULL, &r)))
             return rc;
         if (g.json)
             print_json (r);
@@ -391,7 +343,7 @@ static int cmd_step_clean (int argc, char **argv)
     snprintf (path, sizeof (path), "/v1/jobs/%s/steps/%s?wait=10", job, estep);
     free (estep);
     json_t *r;
-    int rc = call ("DELETE", path, NULL, token, &r, NULL);
+    int rc = call ("DELETE", path, NULL, token, &r);
     if (rc)
         return rc;
     if (g.json)
@@ -460,7 +412,7 @@ static int cmd_events (int argc, char **argv)
                   "/v1/events?after=%lld%s",
                   after,
                   follow ? "&wait=30" : "");
-        int rc = call ("GET", path, NULL, NULL, &r, NULL);
+        int rc = call ("GET", path, NULL, NULL, &r);
         if (rc)
             return rc;
         size_t i;
@@ -490,7 +442,7 @@ static int cmd_reconcile (int argc, char **argv)
     (void)argc;
     (void)argv;
     json_t *r;
-    int rc = call ("POST", "/v1/reconcile", NULL, NULL, &r, NULL);
+    int rc = call ("POST", "/v1/reconcile", NULL, NULL, &r);
     if (rc == 0) {
         if (g.json)
             print_json (r);
@@ -509,7 +461,7 @@ static int cmd_vni (int argc, char **argv)
         return EXIT_USAGE;
     }
     json_t *r;
-    int rc = call ("GET", "/v1/vnis", NULL, NULL, &r, NULL);
+    int rc = call ("GET", "/v1/vnis", NULL, NULL, &r);
     if (rc)
         return rc;
     if (g.json)
@@ -623,7 +575,7 @@ static int cmd_run_job (int argc, char **argv)
     snprintf (path, sizeof (path), "/v1/jobs/%s", argv[optind]);
     json_decref (body);
     json_t *r;
-    int rc = call ("PUT", path, text, NULL, &r, NULL);
+    int rc = call ("PUT", path, text, NULL, &r);
     free (text);
     if (rc)
         return rc;
@@ -652,7 +604,7 @@ static int cmd_end_job (int argc, char **argv)
     char path[256];
     json_t *r;
     snprintf (path, sizeof (path), "/v1/jobs/%s", argv[1]);
-    int rc = call ("DELETE", path, NULL, NULL, &r, NULL);
+    int rc = call ("DELETE", path, NULL, NULL, &r);
     if (rc == 0) {
         if (g.json)
             print_json (r);

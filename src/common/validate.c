@@ -1,4 +1,5 @@
 /* validate.c: see validate.h. */
+#include <stdio.h>
 #include <string.h>
 
 #include "validate.h"
@@ -105,4 +106,62 @@ long percent_decode (const char *in, size_t inlen, char *out, size_t outsize)
     }
     out[o] = '\0';
     return (long)o;
+}
+
+/* Match 'path' (raw, undecoded) against a route pattern; fill params.
+ * 1: match, 0: no match, -1: matched the shape but a parameter is bad
+ * (message in 'why'). */
+int api_match_path (const char *pattern,
+                    const char *path,
+                    struct api_params *params,
+                    char *why,
+                    size_t whylen)
+{
+    const char *p = pattern, *u = path;
+    memset (params, 0, sizeof (*params)); /* nothing from an earlier match */
+    while (*p && *u) {
+        if (*p != '/' || *u != '/')
+            return 0;
+        p++;
+        u++;
+        const char *pend = strchrnul (p, '/');
+        const char *uend = strchrnul (u, '/');
+        if (*p == '{') {
+            char name[16];
+            snprintf (name, sizeof (name), "%.*s", (int)(pend - p - 2), p + 1);
+            if (strcmp (name, "step") == 0 && *pend == '\0')
+                uend = u + strlen (u); /* the last parameter takes the rest */
+            char *out;
+            size_t outsize;
+            if (strcmp (name, "job") == 0)
+                out = params->job, outsize = sizeof (params->job);
+            else if (strcmp (name, "step") == 0)
+                out = params->step, outsize = sizeof (params->step);
+            else
+                out = params->node, outsize = sizeof (params->node);
+            long n = percent_decode (u, (size_t)(uend - u), out, outsize);
+            bool ok = n > 0;
+            if (ok && strcmp (name, "job") == 0)
+                ok = valid_job_id (out);
+            else if (ok && strcmp (name, "step") == 0) {
+                ok = valid_step_id (out, (size_t)n);
+                params->step_len = ok ? (size_t)n : 0;
+            } else if (ok)
+                ok = valid_node_name (out);
+            if (!ok) {
+                static const char *const rules[] = {
+                    "job ids are 1-128 characters of [A-Za-z0-9._-]",
+                    "step ids are 1-256 bytes of valid UTF-8, percent-encoded",
+                    "node names are 1-64 characters of [A-Za-z0-9._-]",
+                };
+                int r = name[0] == 'j' ? 0 : name[0] == 's' ? 1 : 2;
+                snprintf (why, whylen, "bad %s in path: %s", name, rules[r]);
+                return -1;
+            }
+        } else if ((pend - p) != (uend - u) || strncmp (p, u, (size_t)(pend - p)) != 0)
+            return 0;
+        p = pend;
+        u = uend;
+    }
+    return *p == '\0' && *u == '\0';
 }

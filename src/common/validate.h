@@ -29,4 +29,23 @@ bool valid_utf8 (const char *s, size_t len);
  * length, or -1 if malformed or too long. */
 long percent_decode (const char *in, size_t inlen, char *out, size_t outsize);
 
+/* Path parameters of an API route, percent-decoded and validated. */
+struct api_params {
+    char job[JOB_ID_MAX + 1];
+    char step[STEP_ID_MAX + 1];
+    size_t step_len;
+    char node[NODE_NAME_MAX + 1];
+};
+
+/* Match a raw (undecoded) URL path against a route pattern such as
+ * "/v1/jobs/{job}/steps/{step}": split on '/' first, then decode each
+ * parameter, so an encoded '/' can never change the route.  {step}, when
+ * last, takes the rest of the path.  1: match (params filled); 0: no
+ * match; -1: the shape matches but a parameter is invalid ('why' says). */
+int api_match_path (const char *pattern,
+                    const char *path,
+                    struct api_params *params,
+                    char *why,
+                    size_t whylen);
+
 #endif

@@ -629,50 +629,31 @@ static void describe_http_error (
               why ? why : "");
 }
 
-static void job_answer (struct fmc_req *r,
-                        long http,
-                        json_t *body,
-                        struct fmc_result *res)
+int fmc_reply_job (json_t *body, const char **token, long *mcast_limit)
 {
     json_t *tok = json_object_get (body, "sessionToken");
     json_t *limit = json_object_get (body, "mcastLimit");
     if (!json_is_string (tok) || json_string_length (tok) == 0) {
-        char text[FMC_ERROR_MAX];
-        snprintf (text,
-                  sizeof (text),
-                  "malformed FM answer to %s %s: no sessionToken",
-                  r->method,
-                  r->path);
-        finish (r, FMC_PERMANENT, http, text, res);
-        return;
+        errno = EPROTO;
+        return -1;
     }
-    res->session_token = json_string_value (tok);
-    res->mcast_limit = json_is_integer (limit) ? (long)json_integer_value (limit) : -1;
-    finish (r, FMC_OK, http, NULL, res);
+    *token = json_string_value (tok);
+    *mcast_limit = json_is_integer (limit) ? (long)json_integer_value (limit) : -1;
+    return 0;
 }
 
-static void list_answer (struct fmc_req *r,
-                         long http,
-                         json_t *body,
-                         struct fmc_result *res)
+int fmc_reply_list (json_t *body, const char ***ret_ids, size_t *ret_n)
 {
     json_t *links = json_object_get (body, "documentLinks");
-    size_t i;
+    size_t i, n = 0;
     json_t *v;
     if (!json_is_array (links)) {
-        finish (r,
-                FMC_PERMANENT,
-                http,
-                "malformed FM job list: no documentLinks array",
-                res);
-        return;
+        errno = EPROTO;
+        return -1;
     }
     const char **ids = calloc (json_array_size (links) + 1, sizeof (*ids));
-    size_t n = 0;
-    if (!ids) {
-        finish (r, FMC_RETRYABLE, http, "out of memory", res);
-        return;
-    }
+    if (!ids)
+        return -1;
     /* Links are FM-relative paths "/fabric/collectives/jobs/{id}"; take
      * what follows the collection path wherever it is, so a gateway
      * prefix does not confuse us (Slurm blindly drops 25 characters). */
@@ -685,6 +666,45 @@ static void list_answer (struct fmc_req *r,
         p += strlen (FMC_JOBS_PATH "/");
         if (*p && !strchr (p, '/'))
             ids[n++] = p;
+    }
+    *ret_ids = ids;
+    *ret_n = n;
+    return 0;
+}
+
+static void job_answer (struct fmc_req *r,
+                        long http,
+                        json_t *body,
+                        struct fmc_result *res)
+{
+    if (fmc_reply_job (body, &res->session_token, &res->mcast_limit) < 0) {
+        char text[FMC_ERROR_MAX];
+        snprintf (text,
+                  sizeof (text),
+                  "malformed FM answer to %s %s: no sessionToken",
+                  r->method,
+                  r->path);
+        finish (r, FMC_PERMANENT, http, text, res);
+        return;
+    }
+    finish (r, FMC_OK, http, NULL, res);
+}
+
+static void list_answer (struct fmc_req *r,
+                         long http,
+                         json_t *body,
+                         struct fmc_result *res)
+{
+    const char **ids;
+    size_t n;
+    if (fmc_reply_list (body, &ids, &n) < 0) {
+        finish (r,
+                errno == EPROTO ? FMC_PERMANENT : FMC_RETRYABLE,
+                http,
+                errno == EPROTO ? "malformed FM job list: no documentLinks array"
+                                : "out of memory",
+                res);
+        return;
     }
     res->job_ids = ids;
     res->njob_ids = n;

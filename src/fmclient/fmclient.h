@@ -30,6 +30,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "config.h"
 #include "error.h"
 
@@ -143,5 +145,13 @@ int fmc_run (struct fmc *fmc, int timeout_ms);
 unsigned long fmc_token_fetches (struct fmc *fmc);
 
 const char *fmc_status_name (enum fmc_status s);
+
+/* The FM answer parsers (pure; fuzzed).  A job object: its sessionToken
+ * (borrowed from 'body') and mcastLimit (-1 if absent); EPROTO without a
+ * token.  A jobs listing: the ids after "/fabric/collectives/jobs/" in
+ * documentLinks, borrowed from 'body', in a malloc'd array (caller frees
+ * the array); EPROTO without documentLinks. */
+int fmc_reply_job (json_t *body, const char **token, long *mcast_limit);
+int fmc_reply_list (json_t *body, const char ***ids, size_t *n);
 
 #endif

@@ -78,8 +78,9 @@ done_testing () {
 # outage, not amnesia.  Sets fm_url, fm_pid.
 start_mockfm () {
     rm -f "$T/fm.port"
+    # fm_state_file= (empty) runs it without one: no disk write per change
     "$FMB_BIN/mockfm" --listen "127.0.0.1:${fm_port:-0}" --port-file "$T/fm.port" \
-        --request-log "$T/fm.log" --state-file "$T/fm.state" "$@" 2>>"$T/fm.err" &
+        --request-log "$T/fm.log" ${fm_state_file-"--state-file=$T/fm.state"} "$@" 2>>"$T/fm.err" &
     fm_pid=$!
     wait_for 100 0.05 test -s "$T/fm.port" || { echo "mockfm did not start"; return 1; }
     fm_port=$(cat "$T/fm.port")

@@ -65,6 +65,7 @@ static const char *const rsrc_keys[CXI_RSRC_TYPE_MAX] = {
 struct mock {
     int fd;
     bool readonly; /* a user's TaskProlog may only read the NICs' state */
+    bool dirty;    /* changed since loaded: write it back */
     json_t *root;
 };
 
@@ -210,6 +211,7 @@ static int mock_open (struct mock *m)
     if (!path)
         return -ENODEV;
     m->readonly = false;
+    m->dirty = false;
     m->fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (m->fd < 0 && errno == EACCES) {
         m->fd = open (path, O_RDONLY | O_CLOEXEC);
@@ -225,14 +227,15 @@ static int mock_open (struct mock *m)
     else {
         m->root = json_object ();
         init_state (m->root);
+        m->dirty = true;
     }
     return m->root ? 0 : -EIO;
 }
 
 static void mock_close (struct mock *m, bool save)
 {
-    if (save && m->root && !m->readonly) {
-        char *s = json_dumps (m->root, JSON_INDENT (1) | JSON_SORT_KEYS);
+    if ((save || m->dirty) && m->root && !m->readonly) {
+        char *s = json_dumps (m->root, JSON_COMPACT | JSON_SORT_KEYS);
         if (s && ftruncate (m->fd, 0) == 0 && lseek (m->fd, 0, SEEK_SET) == 0) {
             ssize_t n = write (m->fd, s, strlen (s));
             (void)n;
@@ -259,9 +262,11 @@ static int forced (struct mock *m, const char *fn)
         return 0;
     if (skip > 0) { /* let this many calls through first */
         json_object_set_new (f, "skip", json_integer (skip - 1));
+        m->dirty = true;
         return 0;
     }
     json_object_set_new (f, "count", json_integer (count - 1));
+    m->dirty = true;
     return -(int)json_integer_value (json_object_get (f, "errno"));
 }
 
@@ -325,7 +330,7 @@ EXPORT int cxil_get_device_list (struct cxil_device_list **out)
         return *out ? 0 : -ENOMEM;
     }
     if (rc < 0 || (rc = forced (&m, "cxil_get_device_list")) < 0) {
-        mock_close (&m, true);
+        mock_close (&m, false);
         return rc;
     }
     json_t *devs = json_object_get (m.root, "devices");
@@ -338,7 +343,7 @@ EXPORT int cxil_get_device_list (struct cxil_device_list **out)
     l->count = (unsigned)n;
     for (size_t i = 0; i < n; i++)
         fill_devinfo (json_array_get (devs, i), &l->info[i]);
-    mock_close (&m, true);
+    mock_close (&m, false);
     *out = l;
     return 0;
 }
@@ -360,7 +365,7 @@ EXPORT int cxil_open_device (uint32_t dev_id, struct cxil_dev **out)
     }
     json_t *dev = device (&m, dev_id);
     if ((rc = forced (&m, "cxil_open_device")) < 0 || !dev) {
-        mock_close (&m, true);
+        mock_close (&m, false);
         return rc < 0 ? rc : -ENOENT;
     }
     struct cxil_dev *d = calloc (1, sizeof (*d));
@@ -369,7 +374,7 @@ EXPORT int cxil_open_device (uint32_t dev_id, struct cxil_dev **out)
         return -ENOMEM;
     }
     fill_devinfo (dev, &d->info);
-    mock_close (&m, true);
+    mock_close (&m, false);
     *out = d;
     return 0;
 }
@@ -586,7 +591,7 @@ EXPORT int cxil_get_svc_list (struct cxil_dev *dev, struct cxil_svc_list **out)
     {
         desc_from_json (s, &l->descs[l->count++]);
     }
-    mock_close (&m, true);
+    mock_close (&m, false);
     *out = l;
     return 0;
 }

@@ -57,6 +57,7 @@
 #include <microhttpd.h>
 
 #include "fileutil.h"
+#include "netaddr.h"
 
 #define MOCK_MAX_BODY   (64 * 1024) /* the largest legitimate body is a few KiB */
 #define MOCK_MCAST_IDS  8192        /* the 13-bit multicast address space */
@@ -75,6 +76,7 @@ static struct {
     const char *request_log;
     const char *faults;
     const char *state_file;
+    bool state_readonly; /* load the state file, never write it (benchmarks) */
     const char *tls_cert;
     const char *tls_key;
     const char *tls_client_ca;
@@ -215,7 +217,7 @@ static json_t *state_to_json (bool with_stats)
 
 static void state_save (void)
 {
-    if (!arg_.state_file)
+    if (!arg_.state_file || arg_.state_readonly)
         return;
     json_t *o = state_to_json (false);
     char *s = json_dumps (o, JSON_COMPACT);
@@ -1223,35 +1225,12 @@ static void usage (int status)
         "N]\n"
         "              [--latency MS] [--jitter MS] [--faults FILE] [--request-log "
         "FILE]\n"
-        "              [--state-file FILE] [--tls-cert PEM --tls-key PEM "
+        "              [--state-file FILE [--state-readonly]] [--tls-cert PEM "
+        "--tls-key PEM "
         "[--tls-client-ca PEM]]\n"
         "A mock Slingshot fabric manager for tests; see the header of mockfm.c.\n",
         status ? stderr : stdout);
     exit (status);
-}
-
-static int parse_listen (const char *text, struct sockaddr_storage *ss, socklen_t *len)
-{
-    char host[128];
-    const char *colon = strrchr (text, ':');
-    if (!colon || (size_t)(colon - text) >= sizeof (host))
-        return -1;
-    snprintf (host, sizeof (host), "%.*s", (int)(colon - text), text);
-    unsigned port = (unsigned)strtoul (colon + 1, NULL, 10);
-    memset (ss, 0, sizeof (*ss));
-    if (host[0] == '[') {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-        host[strlen (host) - 1] = '\0';
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons ((uint16_t)port);
-        *len = sizeof (*s6);
-        return inet_pton (AF_INET6, host + 1, &s6->sin6_addr) == 1 ? 0 : -1;
-    }
-    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-    s4->sin_family = AF_INET;
-    s4->sin_port = htons ((uint16_t)port);
-    *len = sizeof (*s4);
-    return inet_pton (AF_INET, host, &s4->sin_addr) == 1 ? 0 : -1;
 }
 
 int main (int argc, char **argv)
@@ -1269,6 +1248,7 @@ int main (int argc, char **argv)
         {"faults", required_argument, NULL, 'f'},
         {"request-log", required_argument, NULL, 'r'},
         {"state-file", required_argument, NULL, 's'},
+        {"state-readonly", no_argument, NULL, 'O'},
         {"tls-cert", required_argument, NULL, 'C'},
         {"tls-key", required_argument, NULL, 'K'},
         {"tls-client-ca", required_argument, NULL, 'A'},
@@ -1313,6 +1293,9 @@ int main (int argc, char **argv)
             break;
         case 's':
             arg_.state_file = optarg;
+            break;
+        case 'O':
+            arg_.state_readonly = true;
             break;
         case 'C':
             arg_.tls_cert = optarg;
@@ -1376,7 +1359,7 @@ int main (int argc, char **argv)
 
     struct sockaddr_storage ss;
     socklen_t sslen;
-    if (parse_listen (arg_.listen, &ss, &sslen) < 0) {
+    if (fmb_parse_hostport (arg_.listen, &ss, &sslen) < 0) {
         fprintf (stderr, "mockfm: --listen %s: expected HOST:PORT\n", arg_.listen);
         return 2;
     }

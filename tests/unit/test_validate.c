@@ -83,6 +83,47 @@ static void percent_decoding_is_strict (void **state)
     assert_int_equal (percent_decode ("0123456789abcde", 15, out, sizeof (out)), 15);
 }
 
+static void paths_split_before_decoding (void **state)
+{
+    (void)state;
+    struct api_params p;
+    char why[160];
+    assert_int_equal (
+        api_match_path ("/v1/jobs/{job}", "/v1/jobs/42", &p, why, sizeof (why)), 1);
+    assert_string_equal (p.job, "42");
+    /* an encoded slash is data, never a separator, and not a valid id */
+    assert_int_equal (
+        api_match_path ("/v1/jobs/{job}", "/v1/jobs/a%2Fb", &p, why, sizeof (why)), -1);
+    assert_non_null (strstr (why, "bad job in path"));
+    assert_int_equal (
+        api_match_path ("/v1/jobs/{job}", "/v1/jobs/42/steps/1", &p, why, sizeof (why)),
+        0);
+    /* a last {step} takes the rest, decoded */
+    assert_int_equal (api_match_path ("/v1/jobs/{job}/steps/{step}",
+                                      "/v1/jobs/42/steps/%C6%92%2F0/1",
+                                      &p,
+                                      why,
+                                      sizeof (why)),
+                      1);
+    assert_string_equal (p.step, "\xc6\x92/0/1");
+    assert_int_equal (p.step_len, 6);
+    assert_int_equal (api_match_path ("/v1/jobs/{job}/steps/{step}",
+                                      "/v1/jobs/42/steps/%FF",
+                                      &p,
+                                      why,
+                                      sizeof (why)),
+                      -1);
+    assert_int_equal (p.step_len, 0);
+    assert_int_equal (api_match_path ("/v1/jobs/{job}/nodes/{node}",
+                                      "/v1/jobs/42/nodes/-x",
+                                      &p,
+                                      why,
+                                      sizeof (why)),
+                      -1);
+    assert_int_equal (
+        api_match_path ("/v1/status", "/v1/status/", &p, why, sizeof (why)), 0);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -90,6 +131,7 @@ int main (void)
         cmocka_unit_test (node_and_user_names),
         cmocka_unit_test (utf8_is_strict),
         cmocka_unit_test (percent_decoding_is_strict),
+        cmocka_unit_test (paths_split_before_decoding),
     };
     return cmocka_run_group_tests_name ("validate", tests, NULL, NULL);
 }

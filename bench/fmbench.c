@@ -1,0 +1,241 @@
+/* fmbench: load generator for bench/run.sh.  Bounded: every run sends a
+ * fixed number of requests and stops.
+ *
+ *   fmbench run     --socket S --count N --concurrency C [--nodes K] [--lifecycle]
+ * [--prefix P] PUT /v1/jobs/P-i (and with --lifecycle DELETE it right after) fmbench
+ * cleanup --socket S --count N --concurrency C [--prefix P] DELETE /v1/jobs/P-i fmbench
+ * fm      --url U --count N --concurrency C [--fresh] [--prefix P] straight to the FM:
+ * GET /fabric/collectives/jobs/P-i then POST it, as the broker does; --fresh: a new
+ * connection per request, as Slurm's plugin does (run it with --concurrency 1 for that
+ * pattern)
+ *
+ * Prints one line: "requests N errors E seconds S rate R median_ms M p99_ms P",
+ * latencies per operation (a job start is GET+POST for fm, PUT for run).
+ */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+enum mode { MODE_RUN, MODE_CLEANUP, MODE_FM };
+
+static struct {
+    enum mode mode;
+    const char *socket;
+    const char *url;
+    const char *prefix;
+    long count;
+    long concurrency;
+    long nodes;
+    int lifecycle;
+    int fresh;
+} o = {.prefix = "bench", .count = 1000, .concurrency = 16, .nodes = 2};
+
+struct op {
+    long i;
+    int stage; /* fm: 0 GET, 1 POST; run --lifecycle: 0 PUT, 1 DELETE */
+    double start;
+    CURL *e;
+    char url[256];
+    char body[256];
+};
+
+static double now (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static size_t discard (char *d, size_t s, size_t n, void *u)
+{
+    (void)d;
+    (void)u;
+    return s * n;
+}
+
+static void setup (struct op *op)
+{
+    CURL *e = curl_easy_init ();
+    const char *method = "GET";
+    op->body[0] = '\0';
+    if (o.mode == MODE_FM) {
+        if (op->stage == 0)
+            snprintf (op->url,
+                      sizeof (op->url),
+                      "%s/fabric/collectives/jobs/%s-%ld",
+                      o.url,
+                      o.prefix,
+                      op->i);
+        else {
+            snprintf (op->url, sizeof (op->url), "%s/fabric/collectives/jobs", o.url);
+            snprintf (op->body,
+                      sizeof (op->body),
+                      "{\"jobID\":\"%s-%ld\",\"mcastLimit\":4}",
+                      o.prefix,
+                      op->i);
+            method = "POST";
+        }
+        if (o.fresh) {
+            curl_easy_setopt (e, CURLOPT_FRESH_CONNECT, 1L);
+            curl_easy_setopt (e, CURLOPT_FORBID_REUSE, 1L);
+        }
+    } else {
+        snprintf (op->url,
+                  sizeof (op->url),
+                  "http://fmbroker/v1/jobs/%s-%ld",
+                  o.prefix,
+                  op->i);
+        curl_easy_setopt (e, CURLOPT_UNIX_SOCKET_PATH, o.socket);
+        if (o.mode == MODE_CLEANUP || op->stage == 1)
+            method = "DELETE";
+        else {
+            method = "PUT";
+            snprintf (op->body,
+                      sizeof (op->body),
+                      "{\"uid\":1000,\"node_count\":%ld,\"hwcoll\":\"on\"}",
+                      o.nodes);
+        }
+    }
+    curl_easy_setopt (e, CURLOPT_URL, op->url);
+    curl_easy_setopt (e, CURLOPT_CUSTOMREQUEST, method);
+    if (op->body[0])
+        curl_easy_setopt (e, CURLOPT_POSTFIELDS, op->body);
+    curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt (e, CURLOPT_TIMEOUT, 10L);
+    curl_easy_setopt (e, CURLOPT_PRIVATE, op);
+    op->e = e;
+}
+
+static int cmp (const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main (int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"socket", 1, 0, 's'},
+        {"url", 1, 0, 'u'},
+        {"count", 1, 0, 'n'},
+        {"concurrency", 1, 0, 'c'},
+        {"nodes", 1, 0, 'k'},
+        {"prefix", 1, 0, 'p'},
+        {"lifecycle", 0, 0, 'l'},
+        {"fresh", 0, 0, 'f'},
+        {0},
+    };
+    if (argc < 2) {
+        fprintf (stderr, "usage: fmbench run|cleanup|fm [options] (see the source)\n");
+        return 2;
+    }
+    o.mode = strcmp (argv[1], "fm") == 0        ? MODE_FM
+             : strcmp (argv[1], "cleanup") == 0 ? MODE_CLEANUP
+                                                : MODE_RUN;
+    int c;
+    optind = 2;
+    while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            o.socket = optarg;
+            break;
+        case 'u':
+            o.url = optarg;
+            break;
+        case 'n':
+            o.count = atol (optarg);
+            break;
+        case 'c':
+            o.concurrency = atol (optarg);
+            break;
+        case 'k':
+            o.nodes = atol (optarg);
+            break;
+        case 'p':
+            o.prefix = optarg;
+            break;
+        case 'l':
+            o.lifecycle = 1;
+            break;
+        case 'f':
+            o.fresh = 1;
+            break;
+        default:
+            return 2;
+        }
+    }
+    curl_global_init (CURL_GLOBAL_DEFAULT);
+    CURLM *m = curl_multi_init ();
+    curl_multi_setopt (m, CURLMOPT_MAX_TOTAL_CONNECTIONS, o.concurrency);
+    double *lat = calloc ((size_t)o.count, sizeof (double));
+    struct op *ops = calloc ((size_t)o.concurrency, sizeof (*ops));
+    long next = 0, done = 0, errors = 0, running_ops = 0;
+    double t0 = now ();
+    for (long k = 0; k < o.concurrency && next < o.count; k++, next++) {
+        ops[k].i = next;
+        ops[k].start = now ();
+        setup (&ops[k]);
+        curl_multi_add_handle (m, ops[k].e);
+        running_ops++;
+    }
+    while (running_ops > 0) {
+        int still;
+        curl_multi_perform (m, &still);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read (m, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            struct op *op;
+            long code = 0;
+            curl_easy_getinfo (msg->easy_handle, CURLINFO_PRIVATE, (char **)&op);
+            curl_easy_getinfo (msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+            bool ok = msg->data.result == CURLE_OK &&
+                      (o.mode == MODE_FM && op->stage == 0 ? code == 404 || code == 200
+                                                           : code / 100 == 2);
+            curl_multi_remove_handle (m, op->e);
+            curl_easy_cleanup (op->e);
+            bool two_stage = o.mode == MODE_FM || o.lifecycle;
+            if (ok && two_stage && op->stage == 0) {
+                op->stage = 1; /* the second call of the same operation */
+                setup (op);
+                curl_multi_add_handle (m, op->e);
+                continue;
+            }
+            if (!ok)
+                errors++;
+            lat[done++] = (now () - op->start) * 1000.0;
+            running_ops--;
+            if (next < o.count) {
+                op->i = next++;
+                op->stage = 0;
+                op->start = now ();
+                setup (op);
+                curl_multi_add_handle (m, op->e);
+                running_ops++;
+            }
+        }
+        if (running_ops > 0)
+            curl_multi_poll (m, NULL, 0, 100, NULL);
+    }
+    double secs = now () - t0;
+    qsort (lat, (size_t)done, sizeof (double), cmp);
+    printf (
+        "requests %ld errors %ld seconds %.3f rate %.1f median_ms %.3f p99_ms %.3f\n",
+        done,
+        errors,
+        secs,
+        done / secs,
+        done ? lat[done / 2] : 0,
+        done ? lat[(long)(done * 0.99)] : 0);
+    curl_multi_cleanup (m);
+    curl_global_cleanup ();
+    free (lat);
+    free (ops);
+    return errors ? 1 : 0;
+}

@@ -1,0 +1,145 @@
+#!/bin/bash
+# bench/run.sh [BUILD_DIR]: fmbroker's benchmarks, side by side on this
+# machine against mockfm on loopback; prints one table per benchmark.
+# Bounded: fixed request counts, every server stopped at the end.
+#   BENCH_ROUNDS (3)        repetitions of benchmark 1
+#   BENCH_SLURM_JOBS (1000) jobs in benchmark 2 (the Slurm pattern takes
+#                           about 0.2 s per job: 1000 jobs ~ 3.5 minutes)
+set -u
+build=$(cd "${1:-$(dirname "$0")/../build}" && pwd)
+export FMB_BIN=$build/bin FMB_SRC=$(cd "$(dirname "$0")/.." && pwd)
+. "$FMB_SRC/tests/integration/lib.sh"
+fm_state_file= # mockfm without a state file: the FM must not be the bottleneck
+ROUNDS=${BENCH_ROUNDS:-3}
+SLURM_JOBS=${BENCH_SLURM_JOBS:-1000}
+bench () { "$FMB_BIN/fmbench" "$@"; }
+field () { echo "$1" | awk -v k="$2" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}'; }
+ratio () { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+minus () { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
+median3 () { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+ms_now () { date +%s%3N; }
+
+echo "# fmbroker benchmarks, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), kernel $(uname -r)"
+echo
+
+# ---- 1. broker overhead vs. the FM calls alone --------------------------
+start_mockfm
+write_broker_conf "[fabric_manager]" "max_connections = 64"
+start_broker
+echo "## 1. Broker overhead: 2000 job starts (GET+POST at the FM), 64 concurrent clients"
+printf "| round | broker s | direct s | broker/direct | broker median ms | direct median ms | added median ms | broker p99 ms | direct p99 ms | added p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n"
+rs=() ; adds=() ; addp=()
+for r in $(seq "$ROUNDS"); do
+    b=$(bench run --socket "$T/api.sock" --count 2000 --concurrency 64 --prefix o$r)
+    d=$(bench fm --url "$fm_url" --count 2000 --concurrency 64 --prefix d$r)
+    rr=$(ratio "$(field "$b" seconds)" "$(field "$d" seconds)")
+    am=$(minus "$(field "$b" median_ms)" "$(field "$d" median_ms)")
+    ap=$(minus "$(field "$b" p99_ms)" "$(field "$d" p99_ms)")
+    rs+=("$rr"); adds+=("$am"); addp+=("$ap")
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$r" "$(field "$b" seconds)" "$(field "$d" seconds)" \
+        "$rr" "$(field "$b" median_ms)" "$(field "$d" median_ms)" "$am" "$(field "$b" p99_ms)" "$(field "$d" p99_ms)" "$ap"
+    [ "$(field "$b" errors)" = 0 ] || echo "| (broker errors: $(field "$b" errors)) |"
+done
+echo "| **median** |  |  | **$(median3 "${rs[@]}")** (target <= 1.2) |  |  | **$(median3 "${adds[@]}")** (target <= 2) |  |  | **$(median3 "${addp[@]}")** (target <= 10) |"
+# The same with an FM that takes 10 ms per call, closer to a real one.
+mockfm_ctl POST /_mock/config '{"latency_ms":10}'
+b=$(bench run --socket "$T/api.sock" --count 2000 --concurrency 64 --prefix o10)
+d=$(bench fm --url "$fm_url" --count 2000 --concurrency 64 --prefix d10)
+printf "| FM at 10 ms | %s | %s | **%s** | %s | %s | **%s** | %s | %s | **%s** |\n" "$(field "$b" seconds)" "$(field "$d" seconds)" \
+    "$(ratio "$(field "$b" seconds)" "$(field "$d" seconds)")" "$(field "$b" median_ms)" "$(field "$d" median_ms)" \
+    "$(minus "$(field "$b" median_ms)" "$(field "$d" median_ms)")" "$(field "$b" p99_ms)" "$(field "$d" p99_ms)" \
+    "$(minus "$(field "$b" p99_ms)" "$(field "$d" p99_ms)")"
+mockfm_ctl POST /_mock/config '{"latency_ms":0}'
+echo
+
+# ---- 2. against the Slurm plugin's pattern --------------------------------
+mockfm_ctl POST /_mock/config '{"latency_ms":100}'
+echo "## 2. $SLURM_JOBS job starts with 100 ms FM latency: broker vs. Slurm's pattern"
+echo "(Slurm: GET then POST per job, a new connection per request, one at a time, 10 s timeout)"
+b=$(bench run --socket "$T/api.sock" --count "$SLURM_JOBS" --concurrency 64 --prefix s)
+s=$(bench fm --url "$fm_url" --count "$SLURM_JOBS" --concurrency 1 --fresh --prefix p)
+printf "| pattern | seconds | jobs/s | median ms | p99 ms |\n|---|---|---|---|---|\n"
+printf "| broker (64 clients, 64 FM connections) | %s | %s | %s | %s |\n" "$(field "$b" seconds)" "$(field "$b" rate)" "$(field "$b" median_ms)" "$(field "$b" p99_ms)"
+printf "| Slurm plugin pattern | %s | %s | %s | %s |\n" "$(field "$s" seconds)" "$(field "$s" rate)" "$(field "$s" median_ms)" "$(field "$s" p99_ms)"
+echo "| **speed-up** | **$(ratio "$(field "$s" seconds)" "$(field "$b" seconds)")x** (target >= 50x) |  |  |  |"
+echo
+mockfm_ctl POST /_mock/config '{"latency_ms":0}'
+
+# ---- 3. throughput with durability ----------------------------------------
+echo "## 3. RUN+CLEANUP lifecycles per second, every change committed (synchronous=FULL)"
+printf "| setup | lifecycles | seconds | lifecycles/s | median ms | p99 ms |\n|---|---|---|---|---|---|\n"
+l=$(bench run --socket "$T/api.sock" --count 3000 --concurrency 32 --lifecycle --prefix t)
+printf "| with the FM (reserve + release) | %s | %s | %s | %s | %s |\n" "$(field "$l" requests)" "$(field "$l" seconds)" "$(field "$l" rate)" "$(field "$l" median_ms)" "$(field "$l" p99_ms)"
+stop_broker
+fm_url_saved=$fm_url
+fm_url= write_broker_conf && rm -rf "$T/state" && start_broker
+l=$(bench run --socket "$T/api.sock" --count 5000 --concurrency 32 --lifecycle --prefix v)
+printf "| VNI-only (store only) | %s | %s | %s | %s | %s |\n" "$(field "$l" requests)" "$(field "$l" seconds)" "$(field "$l" rate)" "$(field "$l" median_ms)" "$(field "$l" p99_ms)"
+echo "| target |  |  | >= 1000 |  |  |"
+echo
+stop_broker
+fm_url=$fm_url_saved
+
+# ---- 4. CLEANUP while the FM is down ----------------------------------------
+rm -rf "$T/state" && write_broker_conf "[fabric_manager]" "max_connections = 64" && start_broker
+bench run --socket "$T/api.sock" --count 500 --concurrency 32 --prefix c >/dev/null
+bench run --socket "$T/api.sock" --count 1000 --concurrency 32 --prefix c2 >/dev/null
+stop_mockfm
+c1=$(bench cleanup --socket "$T/api.sock" --count 500 --concurrency 1 --prefix c)
+c=$(bench cleanup --socket "$T/api.sock" --count 1000 --concurrency 16 --prefix c2)
+echo "## 4. CLEANUP of reserved jobs while the FM is down (target: p99 <= 5 ms)"
+printf "| clients | answers | seconds | median ms | p99 ms |\n|---|---|---|---|---|\n"
+printf "| 1 | %s | %s | %s | **%s** |\n" "$(field "$c1" requests)" "$(field "$c1" seconds)" "$(field "$c1" median_ms)" "$(field "$c1" p99_ms)"
+printf "| 16 | %s | %s | %s | **%s** |\n" "$(field "$c" requests)" "$(field "$c" seconds)" "$(field "$c" median_ms)" "$(field "$c" p99_ms)"
+echo
+stop_broker
+
+# ---- 5. scale and restart ----------------------------------------------------
+echo "## 5. 100,000 jobs in the store (1,000 active), 100,000 entries at the FM"
+rm -rf "$T/state" && mkdir -p "$T/state" && chmod 700 "$T/state"
+t0=$(ms_now)
+"$FMB_BIN/fmbench-mkstore" "$T/state/fmbroker.db" "$T/state/token.key" 100000 1000 || exit 1
+mk=$(($(ms_now) - t0))
+awk 'BEGIN { printf "{\"trees\":[],\"jobs\":{"; for (i = 0; i < 100000; i++) printf "%s\"c1-%d\":{\"jobID\":\"c1-%d\",\"mcastLimit\":4,\"sessionToken\":\"t%d\",\"jobSteps\":{}}", (i ? "," : ""), i, i, i; printf "}}" }' >"$T/fm.state"
+fm_state_file="--state-file=$T/fm.state" start_mockfm --state-readonly
+write_broker_conf "[fabric_manager]" "max_connections = 64"
+t0=$(ms_now)
+"$FMB_BIN/fmbrokerd" -c "$T/broker.conf" 2>>"$T/broker.err" &
+broker_pid=$!
+wait_for 2000 0.005 rm_call GET /v1/health >/dev/null
+serving=$(($(ms_now) - t0))
+wait_for 3000 0.01 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/metrics | grep -q '^fmbroker_reconcile_runs_total 1'"
+reconciled=$(($(ms_now) - t0))
+rss_start=$(awk '/^VmRSS/ {print $2}' "/proc/$broker_pid/status")
+sleep 5
+rss_later=$(awk '/^VmHWM/ {print $2}' "/proc/$broker_pid/status")
+depth=$(rm_call GET /v1/status | jq .outbox.depth)
+printf "| measure | value | target |\n|---|---|---|\n"
+printf "| building the store (100,000 jobs, one transaction) | %d ms | |\n" "$mk"
+printf "| start until the API answers | **%d ms** | <= 1000 ms |\n" "$serving"
+printf "| start until the first reconciliation of 100,000 FM entries is done | **%d ms** | <= 10000 ms |\n" "$reconciled"
+printf "| resident memory after reconciling / peak after 5 s of releasing orphans | **%d / %d MiB** | <= 64 MiB |\n" $((rss_start / 1024)) $((rss_later / 1024))
+printf "| orphans still queued for release after 5 s | %s of 99,000 | |\n" "$depth"
+echo
+stop_broker
+stop_mockfm
+
+# ---- 6. the node agent ---------------------------------------------------------
+echo "## 6. fmbroker-cxi prolog and epilog on 4 NICs (libcxi double), 20 runs each"
+export MOCKCXI_STATE=$T/agent.cxi.json MOCKCXI_DEVICES=4
+pro=() epi=()
+for i in $(seq 20); do
+    t0=$(date +%s%N)
+    "$FMB_BIN/fmbroker-cxi" -c /dev/null --libcxi "$build/mockcxi/new/libcxi.so.1" --state-dir "$T/rec" \
+        prolog --job b$i --uid 1000 --vnis $((2000 + i)) --ncores 64 --no-report 2>/dev/null
+    t1=$(date +%s%N)
+    "$FMB_BIN/fmbroker-cxi" -c /dev/null --libcxi "$build/mockcxi/new/libcxi.so.1" --state-dir "$T/rec" \
+        epilog --job b$i --no-report 2>/dev/null
+    t2=$(date +%s%N)
+    pro+=($(((t1 - t0) / 1000))) epi+=($(((t2 - t1) / 1000)))
+done
+stats () { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {printf "%.2f | %.2f", a[int((NR + 1) / 2)] / 1000, a[NR] / 1000}'; }
+printf "| command | median ms | max ms | target |\n|---|---|---|---|\n"
+printf "| prolog (4 services) | %s | <= 10 ms |\n" "$(stats "${pro[@]}")"
+printf "| epilog (4 services) | %s | <= 10 ms |\n" "$(stats "${epi[@]}")"
