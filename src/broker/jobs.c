@@ -628,9 +628,11 @@ void jobs_shutdown (struct broker *b)
 
 /* ---- CLEANUP ------------------------------------------------------- */
 
-static bool needs_fm_release (struct broker *b, const struct store_job *j)
+/* Could the FM hold a reservation for this job?  Also when "unavailable"
+ * (a POST we gave up on may still have succeeded) and "lost" (deleting
+ * what is not there costs a 404 and nothing else). */
+static bool needs_fm_release (const struct store_job *j)
 {
-    (void)b;
     return j->hwcoll == STORE_HWCOLL_RESERVING || j->hwcoll == STORE_HWCOLL_RESERVED ||
            j->hwcoll == STORE_HWCOLL_UNAVAILABLE || j->hwcoll == STORE_HWCOLL_LOST;
 }
@@ -659,7 +661,7 @@ void jobs_cleanup (struct broker *b, struct http_req *req)
         http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
         return;
     }
-    bool fm = b->fab && needs_fm_release (b, j);
+    bool fm = b->fab && needs_fm_release (j);
     bool queued = false;
     if (store_begin (b->st, &e) < 0)
         goto fail;
