@@ -16,8 +16,13 @@ start_broker
 kills=0
 active=" "
 
+# Restart the broker if it is dead.  "Dead" includes dying: a SIGKILLed
+# process (slow to exit under ASan) or a zombie still answers kill -0,
+# so look at its state instead.
 ensure_broker () {
-    if [ -n "$broker_pid" ] && kill -0 "$broker_pid" 2>/dev/null; then
+    local st
+    st=$(awk '{print $3}' "/proc/$broker_pid/stat" 2>/dev/null)
+    if [ -n "$broker_pid" ] && [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]; then
         return 0
     fi
     wait "$broker_pid" 2>/dev/null
@@ -37,7 +42,11 @@ call () {
             killer=
         fi
         out=$(rm_call "$@") && ok=1 || ok=0
-        [ -n "$killer" ] && wait "$killer"
+        if [ -n "$killer" ]; then
+            # the killer has sent SIGKILL: wait until the victim is gone
+            wait "$killer"
+            wait "$victim" 2>/dev/null
+        fi
         ensure_broker || return 1
         [ $ok = 1 ] && { echo "$out"; return 0; }
     done
