@@ -8,6 +8,10 @@
 SOAK_SECONDS=${SOAK_SECONDS:-30}
 reserve_ms=500 timeout_ms=1000
 start_mockfm --latency 5
+# Under ASan, resident memory says little (quarantine, allocator caches,
+# shadow): there the last step's LeakSanitizer check stands in for it.
+asan=false
+ldd "$FMB_BIN/fmbrokerd" | grep -q libasan && asan=true
 # A small FM connection pool: its filling up is growth we expect.
 write_broker_conf "[fabric_manager]" "max_connections = 4"
 start_broker
@@ -62,11 +66,14 @@ expect_ok "traffic and faults without restarts for $((SOAK_SECONDS * 4 / 10)) s:
     mockfm_ctl DELETE /_mock/faults && wait_for 300 0.1 consistent &&
     rss1=$(rss) fds1=$(nfds) &&
     echo "rss ${rss0}->${rss1} kB, fds ${fds0}->${fds1}" &&
-    test "$rss1" -le $((rss0 + rss0 / 5 + 2048)) && test "$fds1" -le $((fds0 + 4 + 2))
+    { $asan || test "$rss1" -le $((rss0 + rss0 / 5 + 2048)); } && test "$fds1" -le $((fds0 + 4 + 2))
 '
 expect_ok 'at the end: the FM holds exactly the live reservations; no VNI is shared' '
     wait_for 300 0.1 consistent &&
     rm_call GET "/v1/jobs?limit=1000" | jq -e "[.jobs[] | select(.state == \"active\") | .vnis[]] | length == (unique | length)" &&
     rm_call GET /v1/vnis | jq -e "[.vnis[].vni] | length == (unique | length)"
+'
+expect_ok 'the broker stops cleanly (under ASan: LeakSanitizer finds no leak)' '
+    kill -TERM "$broker_pid" && wait "$broker_pid"; rc=$?; broker_pid=; test $rc = 0
 '
 done_testing
