@@ -261,12 +261,6 @@ void broker_record_fm (struct broker *b, const struct fabric_result *res)
     b->metrics.fm_latency_sum[op] += res->elapsed_ms / 1000.0;
 }
 
-struct text {
-    char *buf;
-    size_t len;
-    FILE *f;
-};
-
 static int count_job_state (struct broker *b, enum store_job_state s, unsigned *n)
 {
     struct fmb_error e;

@@ -60,7 +60,6 @@ struct metrics {
 };
 
 struct reservation; /* a reserve call in flight (jobs.c) */
-struct step_call;   /* a step cleanup in flight (fmwork.c) */
 
 struct broker {
     struct fmb_config cfg;

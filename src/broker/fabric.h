@@ -80,6 +80,5 @@ int fabric_login (struct fabric *f,
 int fabric_pollfds (struct fabric *f, struct pollfd *fds, int max);
 int fabric_timeout_ms (struct fabric *f);
 void fabric_process (struct fabric *f, const struct pollfd *fds, int n);
-unsigned fabric_inflight (struct fabric *f);
 
 #endif

@@ -167,8 +167,3 @@ void fabric_process (struct fabric *f, const struct pollfd *fds, int n)
 {
     fmc_process (f->fmc, fds, n);
 }
-
-unsigned fabric_inflight (struct fabric *f)
-{
-    return fmc_inflight (f->fmc);
-}

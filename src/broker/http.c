@@ -25,6 +25,7 @@
 
 #include "broker.h"
 #include "fileutil.h"
+#include "jsonutil.h"
 #include "http.h"
 #include "log.h"
 #include "netaddr.h"
@@ -373,20 +374,10 @@ static void dispatch (struct http *h, struct http_req *req, const char *url)
         return;
     }
     if (route->body) {
-        json_error_t jerr;
-        req->json = json_loadb (
-            req->body ? req->body : "", req->len, JSON_REJECT_DUPLICATES, &jerr);
+        struct fmb_error e;
+        req->json = fmb_json_load_object (req->body ? req->body : "", req->len, &e);
         if (!req->json) {
-            http_reply_problem (req,
-                                400,
-                                "invalid JSON at line %d column %d: %s",
-                                jerr.line,
-                                jerr.column,
-                                jerr.text);
-            return;
-        }
-        if (!json_is_object (req->json)) {
-            http_reply_problem (req, 400, "the body must be a JSON object");
+            http_reply_problem (req, 400, "%s", e.text);
             return;
         }
     } else if (req->len > 0) {

@@ -17,13 +17,4 @@ json_t *fmb_json_load_object (const char *buf, size_t len, struct fmb_error *err
  * Returns a malloc'd string or NULL with ENOMEM. */
 char *fmb_json_dump (const json_t *value);
 
-/* Fetch an optional member of a given jansson type.  Returns 0 and sets
- * *ret (borrowed) to the member or NULL if absent; -1 with EINVAL if it is
- * present with another type.  'name' is used in the message. */
-int fmb_json_get (const json_t *obj,
-                  const char *name,
-                  json_type type,
-                  json_t **ret,
-                  struct fmb_error *error);
-
 #endif

@@ -35,11 +35,6 @@ void fmb_log_set_level (int level)
     log_level = level;
 }
 
-int fmb_log_get_level (void)
-{
-    return log_level;
-}
-
 int fmb_log_level_parse (const char *name)
 {
     for (int i = 0; i <= LOG_DEBUG; i++)

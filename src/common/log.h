@@ -18,7 +18,6 @@
 /* ident: program name.  level: the most verbose level printed (LOG_INFO..). */
 void fmb_log_init (const char *ident, int level);
 void fmb_log_set_level (int level);
-int fmb_log_get_level (void);
 
 /* "debug", "info", "notice", "warning", "error" -> LOG_*; -1 if unknown. */
 int fmb_log_level_parse (const char *name);

@@ -132,13 +132,7 @@ static void json_loader_is_strict (void **state)
     struct fmb_error e;
     json_t *o = fmb_json_load_object ("{\"a\":1}", 7, &e);
     assert_non_null (o);
-    json_t *v;
-    assert_int_equal (fmb_json_get (o, "a", JSON_INTEGER, &v, &e), 0);
-    assert_int_equal (json_integer_value (v), 1);
-    assert_int_equal (fmb_json_get (o, "a", JSON_STRING, &v, &e), -1);
-    assert_string_equal (e.text, "a: must be a string");
-    assert_int_equal (fmb_json_get (o, "b", JSON_STRING, &v, &e), 0);
-    assert_null (v);
+    assert_int_equal (json_integer_value (json_object_get (o, "a")), 1);
     char *s = fmb_json_dump (o);
     assert_string_equal (s, "{\"a\":1}");
     free (s);
