@@ -6,7 +6,7 @@ export DEBIAN_FRONTEND=noninteractive
 packages="build-essential cmake pkg-config clang clang-format cppcheck
   libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev libsqlite3-dev
   libssl-dev libcmocka-dev libinih-dev libsystemd-dev
-  libgnutls28-dev sqlite3 jq curl openssl python3 python3-jsonschema python3-yaml
+  libgnutls28-dev sqlite3 jq curl openssl file man-db python3 python3-jsonschema python3-yaml
   slurmctld slurmd slurm-client munge systemd"
 missing=
 for p in $packages; do

@@ -41,11 +41,15 @@ run_step () {
     set -u
     if { [ "$1" = ok ] && [ $rc -eq 0 ]; } || { [ "$1" = fail ] && [ $rc -ne 0 ]; }; then
         echo "ok $test_count - $2"
-    else
-        echo "not ok $test_count - $2"
-        sed 's/^/#   /' "$out"
-        test_failed=$((test_failed + 1))
+        return 0
     fi
+    echo "not ok $test_count - $2"
+    sed 's/^/#   /' "$out"
+    # A script may set step_fail_hook to a function that prints what
+    # explains a failure (daemon logs), since $T is gone afterwards.
+    [ -n "${step_fail_hook:-}" ] && $step_fail_hook 2>&1 | sed 's/^/#   /'
+    test_failed=$((test_failed + 1))
+    return 1
 }
 
 expect_ok () { run_step ok "$1" "$2"; }
@@ -64,6 +68,13 @@ wait_for () {
 }
 
 file_mode () { stat -c %a "$1"; }
+
+# bail_out REASON: stop the script now (TAP "Bail out!"), for a failure
+# that makes every later step meaningless and slow.
+bail_out () {
+    echo "Bail out! $*"
+    exit 1
+}
 
 done_testing () {
     echo "1..$test_count"

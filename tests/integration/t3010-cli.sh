@@ -30,11 +30,13 @@ expect_ok 'job show and job release' '
 '
 expect_ok 'step-clean run by the job itself, unprivileged, with its token' '
     if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-        chmod 755 "$T" && val () { sed -n "s/^export $1=//p" env.sh; } &&
+        # a copy the user can reach, wherever the build tree is (/root)
+        chmod 755 "$T" && install -m 755 "$FMB_BIN/fmbroker" "$T/fmbroker" &&
+        val () { sed -n "s/^export $1=//p" env.sh; } &&
         as_user 1000 env FI_CXI_COLL_JOB_ID="$(val FI_CXI_COLL_JOB_ID)" FI_CXI_COLL_JOB_STEP_ID=0 \
             FI_CXI_COLL_MCAST_TOKEN="$(val FI_CXI_COLL_MCAST_TOKEN)" \
-            "$FMB_BIN/fmbroker" --socket "$T/api.sock" step-clean | grep -q "^job 42 step 0: cleaned" &&
-        { as_user 1000 "$FMB_BIN/fmbroker" --socket "$T/api.sock" step-clean 42 0 2>err; test $? = 1; } &&
+            "$T/fmbroker" --socket "$T/api.sock" step-clean | grep -q "^job 42 step 0: cleaned" &&
+        { as_user 1000 "$T/fmbroker" --socket "$T/api.sock" step-clean 42 0 2>err; test $? = 1; } &&
         grep -q "403" err
     else
         echo "skipped: needs root and setpriv"
