@@ -4,11 +4,14 @@
  * or sanitizer report fails the test.  Real fuzzing: build with
  * -DFMB_FUZZ=ON and clang (see the README). */
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
@@ -16,6 +19,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 #define FUZZ_MAX_INPUT (64 * 1024)
 #define ROUNDS         20000
 #define SECONDS        5
+#define INPUT_SECONDS  10 /* one input taking longer is a hang: a bug */
 
 static uint8_t *seeds[MAX_SEEDS];
 static size_t seed_len[MAX_SEEDS];
@@ -44,6 +48,34 @@ static void load_dir (const char *dir)
         seed_len[nseeds++] = n;
     }
     closedir (d);
+}
+
+/* The input being run, for the hang report. */
+static const uint8_t *current;
+static size_t current_len;
+
+static void on_alarm (int sig)
+{
+    (void)sig;
+    static const char msg[] =
+        "an input ran for more than 10 s (a hang); written to "
+        "./fuzz-hang-input\n";
+    int fd = open ("fuzz-hang-input", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+        (void)!write (fd, current, current_len);
+        close (fd);
+    }
+    (void)!write (2, msg, sizeof (msg) - 1);
+    abort ();
+}
+
+static void run_one (const uint8_t *data, size_t len)
+{
+    current = data;
+    current_len = len;
+    alarm (INPUT_SECONDS);
+    LLVMFuzzerTestOneInput (data, len);
+    alarm (0);
 }
 
 static size_t mutate (uint8_t *buf, size_t len)
@@ -95,9 +127,15 @@ int main (int argc, char **argv)
         fprintf (stderr, "no seeds\n");
         return 2;
     }
+    signal (SIGALRM, on_alarm);
     for (int i = 0; i < nseeds; i++)
-        LLVMFuzzerTestOneInput (seeds[i], seed_len[i]);
-    srand ((unsigned)time (NULL));
+        run_one (seeds[i], seed_len[i]);
+    /* FUZZ_SEED=N repeats a run exactly */
+    const char *env = getenv ("FUZZ_SEED");
+    unsigned seed = env ? (unsigned)strtoul (env, NULL, 10) : (unsigned)time (NULL);
+    printf ("FUZZ_SEED=%u\n", seed);
+    fflush (stdout);
+    srand (seed);
     uint8_t *buf = malloc (FUZZ_MAX_INPUT);
     time_t end = time (NULL) + SECONDS;
     long rounds = 0;
@@ -105,7 +143,7 @@ int main (int argc, char **argv)
         int s = rand () % nseeds;
         memcpy (buf, seeds[s], seed_len[s]);
         size_t len = mutate (buf, seed_len[s]);
-        LLVMFuzzerTestOneInput (buf, len);
+        run_one (buf, len);
     }
     printf ("%d seeds, %ld mutated inputs, no crash\n", nseeds, rounds);
     free (buf);

@@ -31,6 +31,9 @@ static void expands_like_slurm (void **state)
         {"login1,nid[1-2]", "[\"login1\",\"nid1\",\"nid2\"]"},
         {"r[1-2]n[1-2]", "[\"r1n1\",\"r1n2\",\"r2n1\",\"r2n2\"]"},
         {"x[09-11]-ib", "[\"x09-ib\",\"x10-ib\",\"x11-ib\"]"},
+        {"n[1,3-4]x", "[\"n1x\",\"n3x\",\"n4x\"]"},
+        {"n[1-2]", "[\"n1\",\"n2\"]"},
+        {"[1-2]", "[\"1\",\"2\"]"},
     };
     for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
         char *got = expand (cases[i].in);
@@ -46,7 +49,23 @@ static void expands_like_slurm (void **state)
 static void refuses_malformed_and_huge (void **state)
 {
     (void)state;
-    const char *bad[] = {"n[1-", "n[3-1]", "n[a-b]", "n1]", "n[1-2", "n[1-9999999]"};
+    const char *bad[] = {"n[1-",
+                         "n[3-1]",
+                         "n[a-b]",
+                         "n1]",
+                         "n[1-2",
+                         "n[1-9999999]",
+                         "n[]",
+                         "n[1,]",
+                         "n[-1]",
+                         "n[1-]",
+                         "a]b[1]",
+                         "n[[1]]",
+                         "n[1]]",
+                         "n[0-300]x[0-300]",
+                         /* found by fuzzing: an empty group deep inside a
+                          * product once meant walking the whole product */
+                         "a[0-99]b[0-99]c[0-99]d[]"};
     for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
         char *got = expand (bad[i]);
         if (got)
