@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "apiclient.h"
+#include "args.h"
 #include "config.h"
 #include "cxilib.h"
 #include "fileutil.h"
@@ -65,24 +66,7 @@ static const char usage_text[] =
     "No libcxi or no NICs: prolog and epilog succeed with nothing to do.\n"
     "Exit status: 0 success, 1 failure (epilog: drain the node), 2 usage.\n";
 
-static struct {
-    const char *config;
-    const char *libcxi;
-    const char *socket;
-    const char *state_dir;
-    const char *node;
-    const char *job;
-    const char *vnis;
-    const char *format;
-    long uid;
-    long ncores;
-    long tcs;
-    unsigned retry_busy;
-    bool dry_run;
-    bool json;
-    bool lnx;
-    bool no_report;
-} arg_ = {.uid = -1, .ncores = -1, .tcs = -1, .retry_busy = 5, .format = "shell"};
+static struct agent_args arg_;
 
 static struct fmb_config cfg;
 static struct cxilib lib;
@@ -182,18 +166,10 @@ static int job_facts (struct job_facts *f, json_t **env, struct fmb_error *error
     memset (f, 0, sizeof (*f));
     snprintf (f->id, sizeof (f->id), "%s", arg_.job);
     f->tcs = cfg.cxi_tcs;
-    if (arg_.uid >= 0 && arg_.vnis) {
-        char buf[128], *save = NULL;
-        f->uid = (uint32_t)arg_.uid;
-        snprintf (buf, sizeof (buf), "%s", arg_.vnis);
-        for (char *t = strtok_r (buf, ",", &save); t; t = strtok_r (NULL, ",", &save)) {
-            long v = strtol (t, NULL, 10);
-            if (v < 1 || v > 65535 || f->nvnis == CXI_SVC_MAX_VNIS) {
-                errno = EINVAL;
-                return fmb_errorf (error, "--vnis %s: 1-4 VNIs of 1..65535", arg_.vnis);
-            }
-            f->vnis[f->nvnis++] = (uint16_t)v;
-        }
+    if (arg_.have_facts) {
+        f->uid = arg_.uid;
+        f->nvnis = arg_.nvnis;
+        memcpy (f->vnis, arg_.vnis, sizeof (f->vnis));
         f->ncores = arg_.ncores > 0 ? (unsigned)arg_.ncores : 0;
         if (arg_.tcs >= 0)
             f->tcs = (unsigned)arg_.tcs;
@@ -570,7 +546,7 @@ static int cmd_env (void)
     struct fmb_error e;
     struct cxil_device_list *dl;
     json_t *env = NULL;
-    if (job_facts (&f, arg_.uid >= 0 ? NULL : &env, &e) < 0) {
+    if (job_facts (&f, arg_.have_facts ? NULL : &env, &e) < 0) {
         fmb_log (LOG_ERR, "%s", e.text);
         return EXIT_FAIL;
     }
@@ -628,8 +604,8 @@ static int cmd_env (void)
         json_object_set (out, k, v);
     if (arg_.lnx && lnx[0])
         json_object_set_new (out, "FI_LNX_PROV_LINKS", json_string (lnx));
-    bool slurm = strcmp (arg_.format, "slurm") == 0;
-    if (strcmp (arg_.format, "json") == 0)
+    bool slurm = arg_.format == AGENT_FORMAT_SLURM;
+    if (arg_.format == AGENT_FORMAT_JSON)
         json_dumpf (out, stdout, JSON_COMPACT | JSON_SORT_KEYS), putchar ('\n');
     else if (slurm) {
         /* Slurm's TaskProlog takes "export NAME=value" literally: no
@@ -933,138 +909,17 @@ static int cmd_clean (void)
 
 /* ---- main ---------------------------------------------------------- */
 
-static int parse (int argc, char **argv, const char **cmd)
-{
-    enum {
-        O_LIBCXI = 256,
-        O_SOCKET,
-        O_STATE,
-        O_NODE,
-        O_JOB,
-        O_UID,
-        O_VNIS,
-        O_NCORES,
-        O_TCS,
-        O_RETRY,
-        O_FORMAT,
-        O_LNX,
-        O_JSON,
-        O_NOREPORT
-    };
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"libcxi", required_argument, NULL, O_LIBCXI},
-        {"socket", required_argument, NULL, O_SOCKET},
-        {"state-dir", required_argument, NULL, O_STATE},
-        {"node", required_argument, NULL, O_NODE},
-        {"job", required_argument, NULL, O_JOB},
-        {"uid", required_argument, NULL, O_UID},
-        {"vnis", required_argument, NULL, O_VNIS},
-        {"ncores", required_argument, NULL, O_NCORES},
-        {"tcs", required_argument, NULL, O_TCS},
-        {"retry-busy", required_argument, NULL, O_RETRY},
-        {"format", required_argument, NULL, O_FORMAT},
-        {"lnx", no_argument, NULL, O_LNX},
-        {"json", no_argument, NULL, O_JSON},
-        {"no-report", no_argument, NULL, O_NOREPORT},
-        {"dry-run", no_argument, NULL, 'n'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    char *end;
-    /* '+': options may come before and after the command word */
-    while ((c = getopt_long (argc, argv, "-c:nh", opts, NULL)) != -1) {
-        switch (c) {
-        case 1:
-            if (*cmd) {
-                fprintf (stderr, "fmbroker-cxi: unexpected argument '%s'\n", optarg);
-                return -1;
-            }
-            *cmd = optarg;
-            break;
-        case 'c':
-            arg_.config = optarg;
-            break;
-        case O_LIBCXI:
-            arg_.libcxi = optarg;
-            break;
-        case O_SOCKET:
-            arg_.socket = optarg;
-            break;
-        case O_STATE:
-            arg_.state_dir = optarg;
-            break;
-        case O_NODE:
-            arg_.node = optarg;
-            break;
-        case O_JOB:
-            arg_.job = optarg;
-            break;
-        case O_UID:
-            arg_.uid = strtol (optarg, &end, 10);
-            if (*end || arg_.uid < 0)
-                return -1;
-            break;
-        case O_VNIS:
-            arg_.vnis = optarg;
-            break;
-        case O_NCORES:
-            arg_.ncores = strtol (optarg, &end, 10);
-            if (*end || arg_.ncores < 0)
-                return -1;
-            break;
-        case O_TCS: {
-            unsigned mask;
-            struct fmb_error e;
-            if (strncmp (optarg, "0x", 2) == 0)
-                arg_.tcs = strtol (optarg, NULL, 16);
-            else if (fmb_config_parse_tcs (optarg, &mask, &e) == 0)
-                arg_.tcs = mask;
-            else {
-                fprintf (stderr, "fmbroker-cxi: --tcs %s: %s\n", optarg, e.text);
-                return -1;
-            }
-            break;
-        }
-        case O_RETRY:
-            arg_.retry_busy = (unsigned)strtoul (optarg, &end, 10);
-            if (*end)
-                return -1;
-            break;
-        case O_FORMAT:
-            arg_.format = optarg;
-            break;
-        case O_LNX:
-            arg_.lnx = true;
-            break;
-        case O_JSON:
-            arg_.json = true;
-            break;
-        case O_NOREPORT:
-            arg_.no_report = true;
-            break;
-        case 'n':
-            arg_.dry_run = true;
-            break;
-        case 'h':
-            fputs (usage_text, stdout);
-            exit (0);
-        default:
-            return -1;
-        }
-    }
-    return 0;
-}
-
 int main (int argc, char **argv)
 {
-    const char *cmd = NULL;
     struct fmb_error e;
     fmb_log_init ("fmbroker-cxi", LOG_INFO);
-    if (parse (argc, argv, &cmd) < 0 || !cmd) {
-        fputs ("Try 'fmbroker-cxi --help'.\n", stderr);
+    if (agent_args_parse (argc, argv, &arg_, &e) < 0) {
+        fprintf (stderr, "fmbroker-cxi: %s\nTry 'fmbroker-cxi --help'.\n", e.text);
         return EXIT_USAGE;
+    }
+    if (arg_.help) {
+        fputs (usage_text, stdout);
+        return 0;
     }
     fmb_config_defaults (&cfg);
     const char *path =
@@ -1081,34 +936,25 @@ int main (int argc, char **argv)
         arg_.socket = cfg.socket;
     if (!arg_.state_dir)
         arg_.state_dir = AGENT_STATE_DIR;
-    bool needs_job = strcmp (cmd, "prolog") == 0 || strcmp (cmd, "epilog") == 0 ||
-                     strcmp (cmd, "env") == 0;
-    if (needs_job && (!arg_.job || !valid_job_id (arg_.job))) {
-        fprintf (stderr,
-                 "fmbroker-cxi %s: --job ID is required ([A-Za-z0-9._-]{1,128})\n",
-                 cmd);
-        return EXIT_USAGE;
-    }
-    if ((arg_.uid >= 0) != (arg_.vnis != NULL)) {
-        fprintf (stderr, "fmbroker-cxi: --uid and --vnis go together\n");
-        return EXIT_USAGE;
-    }
     /* libcurl initialises itself (and OpenSSL) at the first broker call:
      * prolog and epilog given all facts never pay for it. */
-    int rc;
-    if (strcmp (cmd, "prolog") == 0)
+    int rc = EXIT_USAGE;
+    switch (arg_.cmd) {
+    case AGENT_PROLOG:
         rc = cmd_prolog ();
-    else if (strcmp (cmd, "epilog") == 0)
+        break;
+    case AGENT_EPILOG:
         rc = cmd_epilog ();
-    else if (strcmp (cmd, "env") == 0)
+        break;
+    case AGENT_ENV:
         rc = cmd_env ();
-    else if (strcmp (cmd, "list") == 0)
+        break;
+    case AGENT_LIST:
         rc = cmd_list ();
-    else if (strcmp (cmd, "clean") == 0)
+        break;
+    case AGENT_CLEAN:
         rc = cmd_clean ();
-    else {
-        fprintf (stderr, "fmbroker-cxi: unknown command '%s'\n", cmd);
-        rc = EXIT_USAGE;
+        break;
     }
     cxilib_close (&lib);
     return rc;
