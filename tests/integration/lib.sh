@@ -69,6 +69,34 @@ wait_for () {
 
 file_mode () { stat -c %a "$1"; }
 
+# free_ports N: the first of N consecutive TCP ports free on 127.0.0.1,
+# for daemons that cannot take port 0.  Chosen below the kernel's
+# ephemeral range, where no outgoing connection of a parallel test can
+# take them, and checked by binding each.
+free_ports () {
+    python3 - "$1" <<'PY'
+import random, socket, sys
+n = int(sys.argv[1])
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    first = random.randrange(10000, lo - n)
+    socks = []
+    try:
+        for p in range(first, first + n):
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(first)
+    sys.exit(0)
+sys.exit(1)
+PY
+}
+
 # bail_out REASON: stop the script now (TAP "Bail out!"), for a failure
 # that makes every later step meaningless and slow.
 bail_out () {

@@ -17,7 +17,7 @@ tcall () { # TOKEN METHOD PATH [BODY]: "STATUS BODY" over TLS
 
 expect_ok 'the broker listens on TLS with the tokens file' '
     for try in 1 2 3 4 5; do
-        tcp_port=$((20000 + RANDOM % 40000))
+        tcp_port=$(free_ports 1) || return 1
         write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
             "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
         start_broker && break

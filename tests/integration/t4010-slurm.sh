@@ -16,7 +16,7 @@ fi
 chmod 755 "$T"
 export SLURM_CONF="$T/slurm/slurm.conf"
 S="$T/slurm"
-ctld_port=$((20000 + RANDOM % 20000))
+ctld_port=$(free_ports 3) || { echo "Bail out! no free ports"; exit 1; }
 node_port=$((ctld_port + 1))
 we_started_munge=
 
