@@ -286,12 +286,13 @@ static int collect_due (const struct store_outbox_entry *en, void *arg)
 
 static void outbox_run (struct broker *b)
 {
-    struct due *d = calloc (1, sizeof (*d));
+    struct due *d = malloc (sizeof (*d)); /* ~100 KiB: no memset per pass */
     struct fmb_error e;
     int64_t now = now_wall ();
     bool deferred = false;
     if (!d)
         return;
+    d->n = 0;
     if (store_outbox_due (b->st, now, OUTBOX_BATCH, collect_due, d, &e) < 0)
         broker_log_store_error (b, "outbox", &e);
     for (int i = 0; i < d->n && b->n_outbox_inflight < OUTBOX_PARALLEL; i++) {

@@ -272,14 +272,50 @@ static int query_int (struct store *st,
 
 /* ---- transactions -------------------------------------------------- */
 
+/* Transaction statements by depth, prepared once: a RUN opens and closes
+ * several savepoints, and compiling "SAVEPOINT spN" each time cost more
+ * than the statements inside. */
+static const char *const sql_begin[] = {"BEGIN IMMEDIATE",
+                                        "SAVEPOINT sp1",
+                                        "SAVEPOINT sp2",
+                                        "SAVEPOINT sp3",
+                                        "SAVEPOINT sp4",
+                                        "SAVEPOINT sp5",
+                                        "SAVEPOINT sp6",
+                                        "SAVEPOINT sp7"};
+static const char *const sql_end[] = {"COMMIT",
+                                      "RELEASE sp1",
+                                      "RELEASE sp2",
+                                      "RELEASE sp3",
+                                      "RELEASE sp4",
+                                      "RELEASE sp5",
+                                      "RELEASE sp6",
+                                      "RELEASE sp7"};
+#define TX_CACHED_DEPTH ((int)(sizeof (sql_begin) / sizeof (sql_begin[0])))
+
+/* Run the transaction statement 'cached[depth]', or 'prefix' followed by
+ * the depth when nesting goes deeper than the table. */
+static int tx_statement (struct store *st,
+                         const char *const *cached,
+                         const char *prefix,
+                         int depth,
+                         struct fmb_error *error,
+                         const char *what)
+{
+    if (depth < TX_CACHED_DEPTH) {
+        sqlite3_stmt *s = store_stmt (st, cached[depth], error);
+        return s ? store_step_done (st, s, error, what) : -1;
+    }
+    char sql[32];
+    snprintf (sql, sizeof (sql), "%s%d", prefix, depth);
+    return exec (st, sql, error, what);
+}
+
 int store_begin (struct store *st, struct fmb_error *error)
 {
-    char sql[32];
-    if (st->tx_depth == 0)
-        snprintf (sql, sizeof (sql), "BEGIN IMMEDIATE");
-    else
-        snprintf (sql, sizeof (sql), "SAVEPOINT sp%d", st->tx_depth);
-    if (exec (st, sql, error, "begin transaction") < 0)
+    if (tx_statement (
+            st, sql_begin, "SAVEPOINT sp", st->tx_depth, error, "begin transaction") <
+        0)
         return -1;
     st->tx_depth++;
     return 0;
@@ -287,16 +323,12 @@ int store_begin (struct store *st, struct fmb_error *error)
 
 int store_commit (struct store *st, struct fmb_error *error)
 {
-    char sql[32];
     if (st->tx_depth <= 0) {
         errno = EINVAL;
         return fmb_errorf (error, "commit without a transaction");
     }
-    if (st->tx_depth == 1)
-        snprintf (sql, sizeof (sql), "COMMIT");
-    else
-        snprintf (sql, sizeof (sql), "RELEASE sp%d", st->tx_depth - 1);
-    if (exec (st, sql, error, "commit") < 0) {
+    if (tx_statement (st, sql_end, "RELEASE sp", st->tx_depth - 1, error, "commit") <
+        0) {
         store_rollback (st);
         return -1;
     }

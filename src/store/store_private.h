@@ -7,7 +7,7 @@
 #include "store.h"
 #include "tokencrypt.h"
 
-#define STORE_STMT_CACHE 64
+#define STORE_STMT_CACHE 96
 
 struct store {
     sqlite3 *db;
