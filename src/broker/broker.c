@@ -204,8 +204,19 @@ static json_t *events_after (struct broker *b, int64_t after, unsigned limit, bo
         broker_log_store_error (b, "events", &e);
         return NULL;
     }
+    /* A reader whose cursor is older than first_seq - 1 missed events that
+     * [broker] retain_days pruned. */
+    int64_t first = 0;
+    if (store_event_first (b->st, &first, &e) < 0)
+        broker_log_store_error (b, "events", &e);
     *any = json_array_size (c.list) > 0;
-    return json_pack ("{s:o, s:I}", "events", c.list, "last_seq", (json_int_t)c.last);
+    return json_pack ("{s:o, s:I, s:I}",
+                      "events",
+                      c.list,
+                      "last_seq",
+                      (json_int_t)c.last,
+                      "first_seq",
+                      (json_int_t)first);
 }
 
 void broker_events_wake (struct broker *b, bool all)
@@ -378,6 +389,12 @@ char *broker_metrics_text (struct broker *b)
              "# TYPE fmbroker_reservations_lost_total "
              "counter\nfmbroker_reservations_lost_total %lu\n",
              b->metrics.reservations_lost);
+    fprintf (f,
+             "# TYPE fmbroker_pruned_total counter\n"
+             "fmbroker_pruned_total{what=\"jobs\"} %lu\n"
+             "fmbroker_pruned_total{what=\"events\"} %lu\n",
+             b->metrics.pruned_jobs,
+             b->metrics.pruned_events);
     fclose (f);
     return buf;
 }

@@ -57,6 +57,8 @@ struct metrics {
     unsigned long reconcile_runs;
     unsigned long orphans_released;
     unsigned long reservations_lost;
+    unsigned long pruned_jobs; /* [broker] retain_days */
+    unsigned long pruned_events;
 };
 
 struct reservation; /* a reserve call in flight (jobs.c) */
@@ -95,6 +97,7 @@ struct broker {
     struct http_req *event_waiters;
     struct http_req *step_waiters;
     int64_t next_expire; /* monotonic: next quarantine expiry pass */
+    int64_t next_prune;  /* monotonic: next retention batch */
 
     struct metrics metrics;
 };
@@ -160,6 +163,9 @@ void jobs_shutdown (struct broker *b);
 void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len);
 /* Free quarantined VNIs whose time came; log, event. */
 void jobs_expire_quarantine (struct broker *b);
+/* Delete history older than [broker] retain_days, one batch per call;
+ * returns when the next call is due (monotonic ms). */
+int64_t jobs_prune_history (struct broker *b, int64_t mono);
 
 /* ---- fmwork.c ------------------------------------------------------ */
 

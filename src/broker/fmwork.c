@@ -514,6 +514,8 @@ void fm_tick (struct broker *b)
         jobs_expire_quarantine (b);
         b->next_expire = mono + 1000;
     }
+    if (mono >= b->next_prune)
+        b->next_prune = jobs_prune_history (b, mono);
     steps_reply (b, 0, NULL, false); /* waits that ran out */
     broker_events_wake (b, false);
     if (!b->fab || b->stopping)

@@ -1048,6 +1048,37 @@ void jobs_vni_list (struct broker *b, struct http_req *req)
                            (int)b->cfg.vni_max));
 }
 
+#define PRUNE_BATCH       500           /* rows per table per pass */
+#define PRUNE_INTERVAL_MS (3600 * 1000) /* between rounds */
+#define PRUNE_FIRST_MS    (10 * 1000)   /* after start: reconcile first */
+#define DAY_MS            (86400LL * 1000)
+
+int64_t jobs_prune_history (struct broker *b, int64_t mono)
+{
+    unsigned jobs = 0, events = 0;
+    struct fmb_error e;
+    if (b->next_prune == 0) /* first call: a minute after start */
+        return mono + PRUNE_FIRST_MS;
+    if (b->cfg.retain_days == 0)
+        return mono + PRUNE_INTERVAL_MS;
+    int64_t before = now_wall () - (int64_t)b->cfg.retain_days * DAY_MS;
+    if (store_prune (b->st, before, before, PRUNE_BATCH, &jobs, &events, &e) < 0) {
+        broker_log_store_error (b, "retention", &e);
+        return mono + PRUNE_INTERVAL_MS;
+    }
+    b->metrics.pruned_jobs += jobs;
+    b->metrics.pruned_events += events;
+    if (jobs || events)
+        fmb_log (LOG_INFO,
+                 "retention: deleted %u released jobs and %u events older than %u days",
+                 jobs,
+                 events,
+                 b->cfg.retain_days);
+    /* a full batch: more is due, take it on a later pass */
+    return jobs == PRUNE_BATCH || events == PRUNE_BATCH ? mono + 100
+                                                        : mono + PRUNE_INTERVAL_MS;
+}
+
 void jobs_expire_quarantine (struct broker *b)
 {
     unsigned freed = 0;

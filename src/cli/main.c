@@ -415,6 +415,13 @@ static int cmd_events (int argc, char **argv)
         int rc = call ("GET", path, NULL, NULL, &r);
         if (rc)
             return rc;
+        long long first = num (r, "first_seq");
+        if (first > after + 1)
+            fprintf (
+                stderr,
+                "fmbroker: events %lld to %lld were deleted ([broker] retain_days)\n",
+                after + 1,
+                first - 1);
         size_t i;
         json_t *ev;
         json_array_foreach (json_object_get (r, "events"), i, ev)

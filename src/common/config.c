@@ -72,6 +72,9 @@ static const struct cfg_key cfg_keys[] = {
     /* 0 turns the periodic pass off; reconnects still reconcile. */
     { "broker",         "reconcile_interval_s", CFG_UINT,    0,   86400,    "30",
       F (reconcile_interval_s), NULL, NULL },
+    /* 0 keeps every released job and event forever. */
+    { "broker",         "retain_days",        CFG_UINT,    0,   36500,    "30",
+      F (retain_days), NULL, NULL },
 
     { "api",            "socket",             CFG_STRING,    0,   0,        "/run/fmbroker/fmbroker.sock",
       F (socket), check_abs_path, NULL },

@@ -49,6 +49,7 @@ struct fmb_config {
     char state_dir[FMB_CFG_PATH_MAX];
     int log_level; /* LOG_ERR..LOG_DEBUG */
     unsigned reconcile_interval_s;
+    unsigned retain_days; /* released jobs and events; 0: forever */
 
     /* [api] */
     char socket[FMB_UNIX_PATH_MAX];

@@ -13,6 +13,7 @@ static const char SQL_EVENT_LIST[] =
     "SELECT seq, at_ms, type, job_id, detail FROM events WHERE seq > ?1"
     " ORDER BY seq LIMIT ?2";
 /* The last sequence handed out, even if that event was pruned since. */
+static const char SQL_EVENT_FIRST[] = "SELECT coalesce(min(seq), 0) FROM events";
 static const char SQL_EVENT_LAST[] =
     "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)";
 
@@ -84,9 +85,13 @@ int store_event_list (struct store *st,
     return 0;
 }
 
-int store_event_last (struct store *st, int64_t *ret, struct fmb_error *error)
+static int query_seq (struct store *st,
+                      const char *sql,
+                      int64_t *ret,
+                      struct fmb_error *error,
+                      const char *what)
 {
-    sqlite3_stmt *s = store_stmt (st, SQL_EVENT_LAST, error);
+    sqlite3_stmt *s = store_stmt (st, sql, error);
     if (!s)
         return -1;
     int rc = sqlite3_step (s);
@@ -94,6 +99,16 @@ int store_event_last (struct store *st, int64_t *ret, struct fmb_error *error)
         *ret = sqlite3_column_int64 (s, 0);
     sqlite3_reset (s);
     if (rc != SQLITE_ROW)
-        return store_fail (st, rc, error, "last event");
+        return store_fail (st, rc, error, what);
     return 0;
+}
+
+int store_event_last (struct store *st, int64_t *ret, struct fmb_error *error)
+{
+    return query_seq (st, SQL_EVENT_LAST, ret, error, "last event");
+}
+
+int store_event_first (struct store *st, int64_t *ret, struct fmb_error *error)
+{
+    return query_seq (st, SQL_EVENT_FIRST, ret, error, "first event");
 }

@@ -96,6 +96,10 @@ static const char *const migrations[] = {
     "  type TEXT NOT NULL,"
     "  job_id TEXT,"
     "  detail TEXT NOT NULL) STRICT;",
+
+    /* 2 -> 3: finding released jobs by age, for retention, without
+     * indexing the active ones */
+    "CREATE INDEX jobs_released ON jobs (released_ms) WHERE state = 'released';",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof (migrations) / sizeof (migrations[0])))

@@ -331,5 +331,22 @@ int store_event_list (struct store *st,
                       void *arg,
                       struct fmb_error *error);
 int store_event_last (struct store *st, int64_t *ret, struct fmb_error *error);
+/* The oldest sequence number still kept (0: the log is empty). */
+int store_event_first (struct store *st, int64_t *ret, struct fmb_error *error);
+
+/* ---- retention ----------------------------------------------------- */
+
+/* Delete at most 'max' released jobs released before 'jobs_before_ms'
+ * (with their steps and nodes; never one whose VNIs are still
+ * quarantined), and at most 'max' events older than 'events_before_ms'.
+ * *ret_jobs and *ret_events get the counts; fewer than 'max' of each
+ * means nothing more is due. */
+int store_prune (struct store *st,
+                 int64_t jobs_before_ms,
+                 int64_t events_before_ms,
+                 unsigned max,
+                 unsigned *ret_jobs,
+                 unsigned *ret_events,
+                 struct fmb_error *error);
 
 #endif

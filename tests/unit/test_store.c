@@ -571,6 +571,75 @@ static void events_are_ordered_and_sequence_survives_reopen (void **state)
     assert_int_equal (store_event_append (fx->st, "", NULL, NULL, NULL, &e), -1);
 }
 
+/* ---- retention ----------------------------------------------------- */
+
+static void prune_takes_old_history_only (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    struct store_job *j;
+    uint16_t v[1];
+    unsigned nj, ne;
+    int64_t seq, last;
+    /* at t0: three jobs released, one still holding VNIs in quarantine,
+     * one active; two events */
+    for (int i = 0; i < 3; i++) {
+        char id[8];
+        snprintf (id, sizeof (id), "old%d", i);
+        put_job (fx, id, 1000, "[\"n1\"]", "t");
+        assert_int_equal (
+            store_step_put (fx->st, id, "0", STORE_STEP_CLEANED, NULL, &e), 0);
+        assert_int_equal (store_job_set_state (fx->st, id, STORE_JOB_RELEASED, &e), 0);
+    }
+    put_job (fx, "quar", 1000, NULL, NULL);
+    assert_int_equal (store_vni_alloc (fx->st, "quar", 1, 10, 20, v, &e), 0);
+    assert_int_equal (store_job_set_state (fx->st, "quar", STORE_JOB_RELEASED, &e), 0);
+    put_job (fx, "live", 1000, NULL, NULL);
+    assert_int_equal (store_event_append (fx->st, "a", NULL, NULL, NULL, &e), 0);
+    assert_int_equal (store_event_append (fx->st, "b", NULL, NULL, NULL, &e), 0);
+    /* an hour later: one more released job and one event, both young */
+    fx->clock.now_ms += 3600 * 1000;
+    put_job (fx, "young", 1000, NULL, NULL);
+    assert_int_equal (store_job_set_state (fx->st, "young", STORE_JOB_RELEASED, &e), 0);
+    assert_int_equal (store_event_append (fx->st, "c", NULL, NULL, &seq, &e), 0);
+
+    int64_t cut = fx->clock.now_ms - 1800 * 1000;
+    /* batches of two: the old released jobs go two, then one */
+    assert_int_equal (store_prune (fx->st, cut, cut, 2, &nj, &ne, &e), 0);
+    assert_int_equal (nj, 2);
+    assert_int_equal (ne, 2);
+    assert_int_equal (store_prune (fx->st, cut, cut, 2, &nj, &ne, &e), 0);
+    assert_int_equal (nj, 1);
+    assert_int_equal (ne, 0);
+    assert_int_equal (store_prune (fx->st, cut, cut, 2, &nj, &ne, &e), 0);
+    assert_int_equal (nj, 0);
+    for (int i = 0; i < 3; i++) {
+        char id[8];
+        snprintf (id, sizeof (id), "old%d", i);
+        assert_int_equal (store_job_get (fx->st, id, &j, &e), -1);
+        assert_int_equal (errno, ENOENT);
+        enum store_step_state ss;
+        assert_int_equal (store_step_get (fx->st, id, "0", &ss, &e), -1);
+    }
+    const char *kept[] = {"quar", "live", "young"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal (store_job_get (fx->st, kept[i], &j, &e), 0);
+        store_job_free (j);
+    }
+    /* the young event stays, and the sequence goes on past it */
+    struct evs got = {0};
+    assert_int_equal (store_event_list (fx->st, 0, 0, collect_event, &got, &e), 0);
+    assert_int_equal (got.n, 1);
+    assert_int_equal (got.seq[0], seq);
+    assert_int_equal (store_event_last (fx->st, &last, &e), 0);
+    assert_int_equal (last, seq);
+    /* once its VNIs are free, the quarantined job goes too */
+    assert_int_equal (store_vni_free_job (fx->st, "quar", &e), 0);
+    assert_int_equal (store_prune (fx->st, cut, cut, 2, &nj, &ne, &e), 0);
+    assert_int_equal (nj, 1);
+    assert_int_equal (store_job_get (fx->st, "quar", &j, &e), -1);
+}
+
 /* ---- transactions -------------------------------------------------- */
 
 static void rolled_back_work_is_gone_and_savepoints_nest (void **state)
@@ -621,6 +690,7 @@ int main (void)
         T (vni_allocation_is_all_or_nothing),
         T (outbox_runs_in_due_order_and_retries),
         T (events_are_ordered_and_sequence_survives_reopen),
+        T (prune_takes_old_history_only),
         T (rolled_back_work_is_gone_and_savepoints_nest),
     };
     return cmocka_run_group_tests_name ("store", tests, NULL, NULL);
