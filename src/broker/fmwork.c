@@ -293,6 +293,8 @@ static void outbox_run (struct broker *b)
     if (!d)
         return;
     d->n = 0;
+    /* Anything that changes the outbox during this run puts 0 back. */
+    b->outbox_due = INT64_MAX;
     if (store_outbox_due (b->st, now, OUTBOX_BATCH, collect_due, d, &e) < 0)
         broker_log_store_error (b, "outbox", &e);
     for (int i = 0; i < d->n && b->n_outbox_inflight < OUTBOX_PARALLEL; i++) {
@@ -331,6 +333,8 @@ static void outbox_run (struct broker *b)
         next = now + 200;
     if (b->outbox_due != 0) /* unless something new came meanwhile */
         b->outbox_due = next;
+    else
+        b->outbox_due = now + 1; /* next pass, not a spin on this one */
 }
 
 void fm_outbox_changed (struct broker *b)

@@ -176,6 +176,15 @@ start_broker () {
     wait_for 100 0.05 rm_call GET /v1/health >/dev/null ||
         { echo "fmbrokerd did not start"; tail "$T/broker.err"; return 1; }
 }
+# broker_sleeps_when_idle: over 3 s with no requests the broker uses less
+# than half a second of CPU (a busy loop uses all 3).  Not a speed target:
+# a loop that spins is a bug whatever the machine.
+broker_sleeps_when_idle () {
+    t0=$(awk '{print $14 + $15}' "/proc/$broker_pid/stat") && sleep 3 &&
+    t1=$(awk '{print $14 + $15}' "/proc/$broker_pid/stat") &&
+    echo "CPU over 3 s idle: $((t1 - t0)) ticks of 1/$(getconf CLK_TCK) s" &&
+    test $((t1 - t0)) -lt $(($(getconf CLK_TCK) / 2))
+}
 stop_broker () {
     [ -n "${broker_pid:-}" ] && kill "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
     broker_pid=

@@ -49,6 +49,9 @@ expect_ok 'CLEANUP while the FM is down answers at once' '
     test "$code" = 202 && test "$ms" -lt 500 &&
     rm_call GET /v1/status | jq -e ".outbox.depth >= 1"
 '
+expect_ok 'with the FM down and a release pending, the broker sleeps between probes' '
+    broker_sleeps_when_idle
+'
 expect_ok 'the release happens after the FM returns (with its state)' '
     start_mockfm && mockfm_has_job c1-4 &&
     wait_for 300 0.1 mockfm_lacks_job c1-4 &&
