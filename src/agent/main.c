@@ -56,7 +56,8 @@ static const char usage_text[] =
     "  -c, --config FILE     configuration (default " FMB_CONFIG_PATH
     ")\n"
     "      --libcxi PATH     libcxi to load (default [cxi] libcxi)\n"
-    "      --socket PATH     the broker's socket (default [api] socket)\n"
+    "      --socket PATH     the broker's socket (default [api] broker_url if set,\n"
+    "                        else [api] socket)\n"
     "      --state-dir DIR   this node's job records (default " AGENT_STATE_DIR
     ")\n"
     "      --node NAME       this node's name for reports (default: host name)\n"
@@ -69,6 +70,7 @@ static const char usage_text[] =
 static struct agent_args arg_;
 
 static struct fmb_config cfg;
+static struct api_target target;
 static struct cxilib lib;
 
 /* ---- the broker ---------------------------------------------------- */
@@ -82,7 +84,7 @@ static int broker_call (const char *method,
 {
     struct api_reply r;
     if (api_client_call (
-            arg_.socket, BROKER_TIMEOUT_S, method, path, body, NULL, &r, error) < 0)
+            &target, BROKER_TIMEOUT_S, method, path, body, NULL, &r, error) < 0)
         return -1; /* errno EHOSTUNREACH */
     if (r.status < 200 || r.status > 299) {
         const char *detail = json_string_value (json_object_get (r.body, "detail"));
@@ -932,8 +934,10 @@ int main (int argc, char **argv)
     fmb_log_set_level (cfg.log_level);
     if (!arg_.libcxi)
         arg_.libcxi = cfg.cxi_libcxi;
-    if (!arg_.socket)
-        arg_.socket = cfg.socket;
+    if (api_target_init (&target, &cfg, arg_.socket, &e) < 0) {
+        fmb_log (LOG_ERR, "%s", e.text);
+        return EXIT_USAGE;
+    }
     if (!arg_.state_dir)
         arg_.state_dir = AGENT_STATE_DIR;
     /* libcurl initialises itself (and OpenSSL) at the first broker call:
@@ -957,5 +961,6 @@ int main (int argc, char **argv)
         break;
     }
     cxilib_close (&lib);
+    api_target_clear (&target);
     return rc;
 }

@@ -582,18 +582,20 @@ static int load_tokens (struct http *h, const char *path, struct fmb_error *erro
             continue;
         if (sscanf (line, "%15s %255s", role, value) != 2 || strlen (value) < 16 ||
             h->ntokens == MAX_STATIC_TOKENS ||
-            (strcmp (role, "rm") && strcmp (role, "admin"))) {
+            (strcmp (role, "rm") && strcmp (role, "admin") && strcmp (role, "agent"))) {
             explicit_bzero (text, strlen (text));
             free (text);
             errno = EINVAL;
             return fmb_errorf (
                 error,
-                "[api] tokens_file %s:%d: expected 'rm|admin TOKEN' with a "
+                "[api] tokens_file %s:%d: expected 'rm|admin|agent TOKEN' with a "
                 "token of at least 16 characters",
                 path,
                 lineno);
         }
-        h->tokens[h->ntokens].roles = role[0] == 'r' ? ROLE_RM : ROLE_ADMIN;
+        h->tokens[h->ntokens].roles = role[0] == 'r'   ? ROLE_RM
+                                      : role[1] == 'd' ? ROLE_ADMIN
+                                                       : ROLE_AGENT;
         snprintf (
             h->tokens[h->ntokens++].value, sizeof (h->tokens[0].value), "%s", value);
         explicit_bzero (value, sizeof (value));

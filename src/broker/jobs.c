@@ -50,7 +50,7 @@ bool jobs_reserving (struct broker *b, const char *job)
 
 static bool may_see_token (const struct caller *c, const struct store_job *j)
 {
-    return (c->roles & (ROLE_RM | ROLE_ADMIN)) || c->job_token_ok ||
+    return (c->roles & (ROLE_RM | ROLE_ADMIN | ROLE_AGENT)) || c->job_token_ok ||
            (c->local && c->uid == j->uid);
 }
 
@@ -755,7 +755,7 @@ void jobs_get (struct broker *b, struct http_req *req)
         http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
         return;
     }
-    if (!(c->roles & (ROLE_RM | ROLE_ADMIN)) && !c->job_token_ok &&
+    if (!(c->roles & (ROLE_RM | ROLE_ADMIN | ROLE_AGENT)) && !c->job_token_ok &&
         !(c->local && c->uid == j->uid))
         http_reply_problem (req, 403, "job '%s' belongs to another user", j->id);
     else
@@ -825,8 +825,8 @@ void jobs_list (struct broker *b, struct http_req *req)
         snprintf (after, sizeof (after), "%s", v);
         f.after = after;
     }
-    /* Someone who is neither rm nor admin sees their own jobs only. */
-    if (!(c->roles & (ROLE_RM | ROLE_ADMIN))) {
+    /* Someone who is neither rm, admin nor agent sees their own jobs only. */
+    if (!(c->roles & (ROLE_RM | ROLE_ADMIN | ROLE_AGENT))) {
         if (f.uid >= 0 && f.uid != (int64_t)c->uid) {
             http_reply_problem (req, 403, "you may list only your own jobs");
             return;

@@ -85,10 +85,10 @@ const struct route broker_routes[] = {
     /* method   path                            who may call                               body  handler */
     { "PUT",    "/v1/jobs/{job}",               ROLE_RM,                                   true,  jobs_run },
     { "DELETE", "/v1/jobs/{job}",               ROLE_RM | ROLE_ADMIN,                      false, jobs_cleanup },
-    { "GET",    "/v1/jobs/{job}",               ROLE_RM | ROLE_ADMIN | ROLE_JOB | ROLE_USER, false, jobs_get },
-    { "GET",    "/v1/jobs",                     ROLE_RM | ROLE_ADMIN | ROLE_USER,          false, jobs_list },
+    { "GET",    "/v1/jobs/{job}",               ROLE_RM | ROLE_ADMIN | ROLE_AGENT | ROLE_JOB | ROLE_USER, false, jobs_get },
+    { "GET",    "/v1/jobs",                     ROLE_RM | ROLE_ADMIN | ROLE_AGENT | ROLE_USER, false, jobs_list },
     { "DELETE", "/v1/jobs/{job}/steps/{step}",  ROLE_RM | ROLE_ADMIN | ROLE_JOB,           false, jobs_step_cleanup },
-    { "PUT",    "/v1/jobs/{job}/nodes/{node}",  ROLE_RM | ROLE_ADMIN,                      true,  jobs_node_report },
+    { "PUT",    "/v1/jobs/{job}/nodes/{node}",  ROLE_RM | ROLE_ADMIN | ROLE_AGENT,         true,  jobs_node_report },
     { "GET",    "/v1/vnis",                     ROLE_RM | ROLE_ADMIN,                      false, jobs_vni_list },
     { "GET",    "/v1/events",                   ROLE_RM | ROLE_ADMIN,                      false, events_cb },
     { "POST",   "/v1/reconcile",                ROLE_ADMIN,                                false, reconcile_cb },

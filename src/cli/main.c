@@ -34,6 +34,7 @@ static struct {
 } g = {.timeout = 10};
 
 static struct fmb_config cfg;
+static struct api_target target;
 
 /* ---- talking to the broker ----------------------------------------- */
 
@@ -47,7 +48,7 @@ static int call (const char *method,
 {
     struct api_reply r;
     struct fmb_error e;
-    if (api_client_call (g.socket, g.timeout, method, path, body, token, &r, &e) < 0) {
+    if (api_client_call (&target, g.timeout, method, path, body, token, &r, &e) < 0) {
         fprintf (stderr, "fmbroker: %s\n", e.text);
         return EXIT_UNREACHABLE;
     }
@@ -701,8 +702,10 @@ int main (int argc, char **argv)
         fprintf (stderr, "fmbroker: %s\n", e.text);
         return EXIT_USAGE;
     }
-    if (!g.socket)
-        g.socket = cfg.socket;
+    if (api_target_init (&target, &cfg, g.socket, &e) < 0) {
+        fprintf (stderr, "fmbroker: %s\n", e.text);
+        return EXIT_USAGE;
+    }
     curl_global_init (CURL_GLOBAL_DEFAULT);
     int rc = -1;
     for (size_t i = 0; i < sizeof (cmds) / sizeof (cmds[0]); i++)
@@ -714,5 +717,6 @@ int main (int argc, char **argv)
         rc = EXIT_USAGE;
     }
     curl_global_cleanup ();
+    api_target_clear (&target);
     return rc;
 }

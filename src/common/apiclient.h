@@ -1,11 +1,37 @@
-/* apiclient.h: one call to fmbrokerd's REST API over its Unix socket,
- * for the programs that talk to it (fmbroker, fmbroker-cxi). */
+/* apiclient.h: one call to fmbrokerd's REST API, over its Unix socket or,
+ * from hosts without it (compute nodes), over its TLS listener with a
+ * bearer token; for the programs that talk to it (fmbroker, fmbroker-cxi). */
 #ifndef FMB_APICLIENT_H
 #define FMB_APICLIENT_H
 
 #include <jansson.h>
 
+#include "config.h"
 #include "error.h"
+
+#define API_TOKEN_MAX 255
+
+/* Where the broker is. */
+struct api_target {
+    const char *socket;  /* the Unix socket, unless url is set */
+    const char *url;     /* https://HOST:PORT, or NULL */
+    const char *ca_file; /* verifies the broker's certificate; NULL: system CAs */
+    char token[API_TOKEN_MAX + 1]; /* for url: [api] client_token_file */
+    /* Why there is no token: a user who may not read the file can still
+     * call with a bearer of their own (a job's session token). */
+    char token_problem[FMB_ERROR_TEXT_MAX];
+};
+
+/* From the configuration: 'socket' if not NULL (a command-line override),
+ * else [api] broker_url with the token of [api] client_token_file (which
+ * must be private to its owner; one this user may not read is not an
+ * error until a call needs it), else [api] socket. */
+int api_target_init (struct api_target *t,
+                     const struct fmb_config *cfg,
+                     const char *socket,
+                     struct fmb_error *error);
+/* Wipe the token. */
+void api_target_clear (struct api_target *t);
 
 struct api_reply {
     long status;  /* the HTTP status */
@@ -13,9 +39,10 @@ struct api_reply {
 };
 
 /* 0 when the broker answered (any status: the caller judges it); -1 with
- * EHOSTUNREACH and a message naming the socket when it could not be
- * reached.  'bearer' (may be NULL) is sent as Authorization: Bearer. */
-int api_client_call (const char *socket,
+ * EHOSTUNREACH and a message naming the socket or URL when it could not
+ * be reached.  'bearer' (may be NULL) is sent as Authorization: Bearer,
+ * in place of the target's token. */
+int api_client_call (const struct api_target *t,
                      long timeout_s,
                      const char *method,
                      const char *path,

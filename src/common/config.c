@@ -56,6 +56,7 @@ static int check_path_or_empty (char *value, struct fmb_error *error);
 static int check_url (char *value, struct fmb_error *error);
 static int check_names (char *value, struct fmb_error *error);
 static int check_hostport (char *value, struct fmb_error *error);
+static int check_https_url (char *value, struct fmb_error *error);
 
 static const char *const auth_values[] = {"oauth", "basic", "none", NULL};
 static const char *const hwcoll_mode_values[] = {"auto", "request", NULL};
@@ -92,6 +93,13 @@ static const struct cfg_key cfg_keys[] = {
       F (admin_users), check_names, NULL },
     { "api",            "admin_groups",       CFG_STRING,    0,   0,        "",
       F (admin_groups), check_names, NULL },
+    /* Clients (fmbroker-cxi, fmbroker) on hosts without the socket. */
+    { "api",            "broker_url",         CFG_STRING,    0,   0,        "",
+      F (broker_url), check_https_url, NULL },
+    { "api",            "client_token_file",  CFG_STRING,    0,   0,        "",
+      F (client_token_file), check_path_or_empty, NULL },
+    { "api",            "client_ca_file",     CFG_STRING,    0,   0,        "",
+      F (client_ca_file), check_path_or_empty, NULL },
 
     /* An empty url runs the broker VNI-only (no hardware collectives). */
     { "fabric_manager", "url",                CFG_STRING,    0,   0,        "",
@@ -210,6 +218,15 @@ static int check_abs_path (char *value, struct fmb_error *error)
 static int check_path_or_empty (char *value, struct fmb_error *error)
 {
     return value[0] ? check_abs_path (value, error) : 0;
+}
+
+/* The broker's TCP listener speaks only TLS. */
+static int check_https_url (char *value, struct fmb_error *error)
+{
+    if (value[0] && strncmp (value, "https://", 8) != 0)
+        return fmb_errorf (error,
+                           "not an https URL (the broker's TCP listener is TLS only)");
+    return check_url (value, error);
 }
 
 static int check_url (char *value, struct fmb_error *error)
@@ -570,6 +587,12 @@ static int cfg_validate (struct parse_ctx *ctx)
                          "api",
                          "tcp",
                          "the TCP listener needs tls_cert, tls_key and tokens_file");
+    if (c->broker_url[0] && !c->client_token_file[0])
+        return cfg_fail (
+            ctx,
+            "api",
+            "broker_url",
+            "needs client_token_file (the broker's TCP listener wants a token)");
     if (c->hwcoll_system_nodes && c->hwcoll_min_nodes > c->hwcoll_system_nodes)
         return cfg_fail (ctx,
                          "hwcoll",

@@ -60,6 +60,10 @@ struct fmb_config {
     char rm_users[FMB_CFG_LIST_MAX];
     char admin_users[FMB_CFG_LIST_MAX];
     char admin_groups[FMB_CFG_LIST_MAX];
+    /* where clients on other hosts (compute nodes) reach the broker */
+    char broker_url[FMB_CFG_PATH_MAX];
+    char client_token_file[FMB_CFG_PATH_MAX];
+    char client_ca_file[FMB_CFG_PATH_MAX];
 
     /* [fabric_manager] */
     char fm_url[FMB_CFG_PATH_MAX];

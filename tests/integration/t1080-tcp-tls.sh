@@ -6,7 +6,8 @@
 sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/certs" >/dev/null
 rm_tok=rm-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
 admin_tok=admin-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
-printf "# role token\nrm %s\nadmin %s\n" "$rm_tok" "$admin_tok" >"$T/tokens"
+agent_tok=agent-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
+printf "# role token\nrm %s\nadmin %s\nagent %s\n" "$rm_tok" "$admin_tok" "$agent_tok" >"$T/tokens"
 chmod 600 "$T/tokens"
 start_mockfm
 tcall () { # TOKEN METHOD PATH [BODY]: "STATUS BODY" over TLS
@@ -40,6 +41,73 @@ expect_ok 'the job'"'"'s session token cleans its steps over TCP too' '
     test "$(tcall "$(cat jobtok)" DELETE "/v1/jobs/1/steps/0?wait=5" | cut -d" " -f1)" = 200 &&
     test "$(tcall "$(cat jobtok)" DELETE /v1/jobs/1 | cut -d" " -f1)" = 403
 '
+# A compute node: no broker socket, only [api] broker_url and a token.
+node_conf () { # TOKEN_FILE
+    printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n" \
+        "$T/no-such.sock" "$tcp_port" "$1" "$T/certs/ca.pem" >"$T/node.conf"
+}
+node_agent () { # NODE ARGS...
+    n=$1
+    shift
+    MOCKCXI_STATE="$T/$n.cxi.json" MOCKCXI_DEVICES=2 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" \
+        --libcxi "$FMB_BIN/../mockcxi/new/libcxi.so.1" --state-dir "$T/$n.rec" --node "$n" "$@"
+}
+expect_ok 'an agent token reads jobs and reports nodes, and nothing more' '
+    test "$(tcall "$agent_tok" GET /v1/jobs/1 | cut -d" " -f1)" = 200 &&
+    test "$(tcall "$agent_tok" GET "/v1/jobs?state=active" | cut -d" " -f1)" = 200 &&
+    test "$(tcall "$agent_tok" PUT /v1/jobs/9 "{\"uid\":1,\"node_count\":2}" | cut -d" " -f1)" = 403 &&
+    test "$(tcall "$agent_tok" DELETE /v1/jobs/1 | cut -d" " -f1)" = 403 &&
+    test "$(tcall "$agent_tok" DELETE /v1/jobs/1/steps/0 | cut -d" " -f1)" = 403 &&
+    test "$(tcall "$agent_tok" GET /v1/events | cut -d" " -f1)" = 403
+'
+expect_ok 'on a node without the socket, the agent works through broker_url' '
+    printf "%s\n" "$agent_tok" >"$T/agent.token" && chmod 600 "$T/agent.token" &&
+    node_conf "$T/agent.token" &&
+    tcall "$rm_tok" PUT /v1/jobs/20 "{\"uid\":1000,\"nodes\":[\"a\",\"b\"]}" >r20 &&
+    test "$(cut -d" " -f1 r20)" = 201 &&
+    node_agent a prolog --job 20 && node_agent b prolog --job 20 &&
+    jq -e "[.devices[].services[] | select(.id >= 2)] | length == 2" "$T/a.cxi.json" &&
+    node_agent a env --job 20 --format json >env.json &&
+    jq -e ".SLINGSHOT_VNIS != null and (.FI_CXI_COLL_MCAST_TOKEN | length >= 32)" env.json &&
+    v=$(cut -d" " -f2- r20 | jq -r ".vnis[0]") &&
+    tcall "$rm_tok" DELETE /v1/jobs/20 >/dev/null &&
+    node_agent a epilog --job 20 &&
+    tcall "$rm_tok" GET /v1/vnis | cut -d" " -f2- | jq -e --argjson v "$v" "any(.vnis[]; .vni == \$v and .state == \"quarantined\")" &&
+    node_agent b epilog --job 20 &&
+    tcall "$rm_tok" GET /v1/vnis | cut -d" " -f2- | jq -e --argjson v "$v" "all(.vnis[]; .vni != \$v)"
+'
+expect_ok 'the CLI on a node uses broker_url too' '
+    "$FMB_BIN/fmbroker" -c "$T/node.conf" --json job show 20 | jq -e ".id == \"20\"" &&
+    { "$FMB_BIN/fmbroker" -c "$T/node.conf" run-job 21 --uid 1 --node-count 2 2>err; test $? = 1; } &&
+    grep -q "403" err
+'
+expect_ok 'a user who may not read the client token still cleans their steps' '
+    if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+        chmod 755 "$T" && chmod 644 "$T/node.conf" && install -m 755 "$FMB_BIN/fmbroker" "$T/fmbroker" &&
+        as_user 1000 env FI_CXI_COLL_MCAST_TOKEN="$(cat jobtok)" \
+            "$T/fmbroker" -c "$T/node.conf" step-clean 1 7 | grep -q "step 7: cleaned" &&
+        { as_user 1000 "$T/fmbroker" -c "$T/node.conf" job show 1 2>err; test $? = 3; } &&
+        grep -q "client_token_file.*this user may not read it" err
+    else
+        echo "skipped: needs root and setpriv"
+    fi
+'
+expect_ok 'a client token file others can read, or a broker_url without one, is refused' '
+    chmod 644 "$T/agent.token" &&
+    { node_agent a list 2>err; test $? = 2; } && grep -q "client_token_file.*lets group or others read it" err &&
+    chmod 600 "$T/agent.token" &&
+    printf "[api]\nbroker_url = https://127.0.0.1:1\n" >"$T/bad.conf" &&
+    { "$FMB_BIN/fmbroker" -c "$T/bad.conf" status 2>err; test $? = 2; } &&
+    grep -q "broker_url.*needs client_token_file" err &&
+    printf "[api]\nbroker_url = http://127.0.0.1:1\nclient_token_file = %s\n" "$T/agent.token" >"$T/bad.conf" &&
+    { "$FMB_BIN/fmbroker" -c "$T/bad.conf" status 2>err; test $? = 2; } &&
+    grep -q "broker_url.*not an https URL" err
+'
+expect_ok 'a broker whose certificate the node does not trust is not talked to' '
+    sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/other-ca" >/dev/null &&
+    sed -i "s|^client_ca_file = .*|client_ca_file = $T/other-ca/ca.pem|" "$T/node.conf" &&
+    { node_agent a env --job 20 2>err; test $? = 1; } && grep -qi "certificate\|SSL" err
+'
 expect_ok 'plain HTTP on the TLS port gets nowhere' '
     ! curl -sf --max-time 5 "http://127.0.0.1:$tcp_port/v1/status"
 '
@@ -49,6 +117,6 @@ expect_ok 'a tokens file others can read stops start-up' '
     grep -q "tokens_file.*lets group or others read it" err
 '
 expect_ok 'tokens never reach the log' '
-    ! grep -F -e "$rm_tok" -e "$admin_tok" -e "$(cat jobtok)" "$T/broker.err"
+    ! grep -F -e "$rm_tok" -e "$admin_tok" -e "$agent_tok" -e "$(cat jobtok)" "$T/broker.err"
 '
 done_testing
