@@ -138,6 +138,34 @@ static json_t *job_view (struct broker *b,
     return o;
 }
 
+static int node_report (const struct store_node *n, void *arg)
+{
+    json_t *o = json_pack ("{s:s, s:s, s:I}",
+                           "node",
+                           n->node,
+                           "cxi",
+                           store_cxi_state_name (n->cxi),
+                           "updated_ms",
+                           (json_int_t)n->updated_ms);
+    if (o && n->detail)
+        json_object_set_new (o, "detail", json_string (n->detail));
+    return json_array_append_new (arg, o);
+}
+
+/* What each node's agent last reported, for GET of one job: which node
+ * keeps the VNIs quarantined, and why.  Not in listings (a query each). */
+static void add_node_reports (struct broker *b, const struct store_job *j, json_t *view)
+{
+    struct fmb_error e;
+    json_t *a = json_array ();
+    if (store_node_list (b->st, j->id, node_report, a, &e) < 0) {
+        broker_log_store_error (b, "node reports", &e);
+        json_decref (a);
+        return;
+    }
+    json_object_set_new (view, "node_reports", a);
+}
+
 /* Reply with the job as it is in the store now. */
 static void reply_job (struct broker *b,
                        struct http_req *req,
@@ -758,8 +786,11 @@ void jobs_get (struct broker *b, struct http_req *req)
     if (!(c->roles & (ROLE_RM | ROLE_ADMIN | ROLE_AGENT)) && !c->job_token_ok &&
         !(c->local && c->uid == j->uid))
         http_reply_problem (req, 403, "job '%s' belongs to another user", j->id);
-    else
-        http_reply (req, 200, job_view (b, j, c));
+    else {
+        json_t *view = job_view (b, j, c);
+        add_node_reports (b, j, view);
+        http_reply (req, 200, view);
+    }
     store_job_free (j);
 }
 

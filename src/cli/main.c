@@ -284,6 +284,16 @@ static int cmd_job (int argc, char **argv)
             {
                 printf ("  %s=%s\n", k, json_string_value (v));
             }
+            size_t i;
+            json_t *n;
+            json_array_foreach (json_object_get (r, "node_reports"), i, n)
+            {
+                printf ("node %s: CXI services %s%s%s\n",
+                        str (n, "node"),
+                        str (n, "cxi"),
+                        json_object_get (n, "detail") ? ": " : "",
+                        json_object_get (n, "detail") ? str (n, "detail") : "");
+            }
         }
         json_decref (r);
         return 0;

@@ -1,9 +1,9 @@
 /* apiclient.c: see apiclient.h. */
 #include <errno.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -106,8 +106,15 @@ int api_client_call (const struct api_target *t,
         bearer = t->url ? t->token : NULL;
     if (bearer && *bearer) {
         snprintf (auth, sizeof (auth), "Authorization: Bearer %s", bearer);
-        h = curl_slist_append (h, auth);
+        struct curl_slist *with_auth = curl_slist_append (h, auth);
         explicit_bzero (auth, sizeof (auth));
+        if (!with_auth) { /* h is still whole: never send without the token */
+            curl_slist_free_all (h);
+            curl_easy_cleanup (e);
+            errno = ENOMEM;
+            return fmb_errorf (error, "out of memory");
+        }
+        h = with_auth;
     }
     if (t->url) {
         snprintf (url, sizeof (url), "%s%s", t->url, path);

@@ -27,8 +27,10 @@ expect_ok 'the task environment combines the NICs and the broker'"'"'s FI_CXI_* 
     test "$FI_CXI_COLL_MCAST_TOKEN" = "$(jq -r .hwcoll.session_token run.json)"
 '
 expect_ok 'CLEANUP quarantines the VNI until both nodes reported' '
+    rm_call GET /v1/jobs/42 | jq -e "[.node_reports[] | .node + \"=\" + .cxi] == [\"n1=created\", \"n2=created\"]" &&
     v=$(vni_of 42) && rm_call DELETE /v1/jobs/42 >/dev/null && quarantined $v &&
     agent n1 epilog --job 42 && quarantined $v &&
+    rm_call GET /v1/jobs/42 | jq -e "[.node_reports[] | .node + \"=\" + .cxi] == [\"n1=destroyed\", \"n2=created\"]" &&
     agent n2 epilog --job 42 && ! in_pool_use $v
 '
 expect_ok 'a node that cannot destroy keeps the VNI quarantined and asks for a drain' '
@@ -39,6 +41,8 @@ expect_ok 'a node that cannot destroy keeps the VNI quarantined and asks for a d
     cxi_set n2 "(.devices[1].services[] | select(.vnis == [$v]) | .busy) = 100" &&
     { agent n2 epilog --job 43 --retry-busy 1 2>err; test $? = 1; } &&
     quarantined $v &&
+    rm_call GET /v1/jobs/43 | jq -e "any(.node_reports[]; .node == \"n2\" and .cxi == \"failed\" and (.detail | test(\"EBUSY\")))" &&
+    "$FMB_BIN/fmbroker" --socket "$T/api.sock" job show 43 | grep -q "^node n2: CXI services failed: .*EBUSY" &&
     rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\" and .job == \"43\" and .detail.node == \"n2\" and (.detail.detail | test(\"EBUSY\")))"
 '
 expect_ok 'once the service frees up, epilog again releases the VNI' '
