@@ -98,6 +98,7 @@ struct broker {
     struct http_req *step_waiters;
     int64_t next_expire; /* monotonic: next quarantine expiry pass */
     int64_t next_prune;  /* monotonic: next retention batch */
+    uint64_t pass;       /* loop passes; one transaction each */
 
     struct metrics metrics;
 };
@@ -163,6 +164,10 @@ void jobs_shutdown (struct broker *b);
 void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len);
 /* Free quarantined VNIs whose time came; log, event. */
 void jobs_expire_quarantine (struct broker *b);
+/* This pass's transaction did not commit: RUNs whose intent it held get
+ * 503 and their reservations are forgotten (reconciliation reaps what the
+ * FM may still create). */
+void jobs_abort_pass (struct broker *b);
 /* Delete history older than [broker] retain_days, one batch per call;
  * returns when the next call is due (monotonic ms). */
 int64_t jobs_prune_history (struct broker *b, int64_t mono);
@@ -179,6 +184,9 @@ void fm_reconcile_now (struct broker *b);
 void fm_note_result (struct broker *b, const struct fabric_result *res);
 /* Answer step-cleanup waiters of outbox entry 'id' (or whose wait ran out). */
 void fm_steps_wake (struct broker *b, int64_t id, bool all);
+/* The pass did not commit: step cleanups that waited on its outbox
+ * entries get 503. */
+void fm_steps_abort_pass (struct broker *b);
 const char *fm_state_name (enum fm_state s);
 
 /* Monotonic and wall clocks. */

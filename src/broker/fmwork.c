@@ -170,6 +170,23 @@ void fm_steps_wake (struct broker *b, int64_t id, bool all)
     steps_reply (b, id, "cleaned", all);
 }
 
+void fm_steps_abort_pass (struct broker *b)
+{
+    struct http_req **pp = &b->step_waiters;
+    while (*pp) {
+        struct http_req *req = *pp;
+        struct http_wait *w = http_wait (req);
+        if (w->pass == b->pass) {
+            *pp = w->next;
+            http_reply_problem (
+                req,
+                503,
+                "the broker could not commit this change; repeat the request");
+        } else
+            pp = &w->next;
+    }
+}
+
 static int64_t backoff_ms (unsigned attempts)
 {
     int64_t d = OUTBOX_BACKOFF_MS;

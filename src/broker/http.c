@@ -132,6 +132,7 @@ int http_status_of_errno (int errnum)
         return 403;
     case EAGAIN:
     case ENOSPC:
+    case EIO: /* the disk failed: nothing was changed, a retry may work */
         return 503;
     default:
         return 500;
@@ -216,6 +217,16 @@ void http_reply_problem (struct http_req *req, int status, const char *fmt, ...)
     vsnprintf (detail, sizeof (detail), fmt, ap);
     va_end (ap);
     fmb_log_redact (detail);
+    /* A 5xx is the broker's failure, not the caller's: the admin hears of
+     * it too (a failing disk, a store error), not only the client. */
+    if (status >= 500)
+        fmb_log (LOG_ERR,
+                 "%s %s%s: %d %s",
+                 req->method,
+                 req->p.job[0] ? "job " : "",
+                 req->p.job,
+                 status,
+                 detail);
     json_t *o = json_pack ("{s:s, s:s, s:i, s:s}",
                            "type",
                            "about:blank",

@@ -111,6 +111,7 @@ struct http_wait {
     int64_t deadline_ms; /* monotonic */
     int64_t after;       /* events: the reader's cursor */
     int64_t key;         /* outbox id the request waits on, or 0 */
+    uint64_t pass;       /* the loop pass whose writes it waits on */
 };
 struct http_wait *http_wait (struct http_req *req);
 

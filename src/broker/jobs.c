@@ -26,6 +26,8 @@ struct reservation {
     struct broker *b;
     char job[JOB_ID_MAX + 1];
     struct http_req *waiters; /* linked through http_wait()->next */
+    uint64_t pass;            /* the loop pass that wrote its intent */
+    bool aborted;             /* that pass did not commit: no job owns it any more */
 };
 
 void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len)
@@ -36,7 +38,7 @@ void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len)
 static struct reservation *find_reservation (struct broker *b, const char *job)
 {
     for (struct reservation *r = b->reservations; r; r = r->next)
-        if (strcmp (r->job, job) == 0)
+        if (!r->aborted && strcmp (r->job, job) == 0)
             return r;
     return NULL;
 }
@@ -372,6 +374,15 @@ static void reply_waiters (struct broker *b, struct reservation *rv)
     }
 }
 
+static void unlink_reservation (struct broker *b, struct reservation *rv)
+{
+    for (struct reservation **pp = &b->reservations; *pp; pp = &(*pp)->next)
+        if (*pp == rv) {
+            *pp = rv->next;
+            return;
+        }
+}
+
 static void reserve_done (const struct fabric_result *res, void *arg)
 {
     struct reservation *rv = arg;
@@ -380,6 +391,16 @@ static void reserve_done (const struct fabric_result *res, void *arg)
     char fmid[STORE_FM_JOB_ID_MAX + 1];
     unsigned limit = fmb_config_mcast_limit (&b->cfg);
     fm_note_result (b, res);
+    if (rv->aborted) {
+        /* Its job was never committed: what the FM made is an orphan
+         * unless the RM ran the job again meanwhile, which reconciliation
+         * tells apart. */
+        if (res->status == FABRIC_OK)
+            b->reconcile_wanted = true;
+        unlink_reservation (b, rv);
+        free (rv);
+        return;
+    }
     jobs_fm_id (b, rv->job, fmid, sizeof (fmid));
     bool queued = false;
     if (store_begin (b->st, &e) < 0)
@@ -422,11 +443,7 @@ rollback:
 store_error:
     broker_log_store_error (b, rv->job, &e);
 done:
-    for (struct reservation **pp = &b->reservations; *pp; pp = &(*pp)->next)
-        if (*pp == rv) {
-            *pp = rv->next;
-            break;
-        }
+    unlink_reservation (b, rv);
     reply_waiters (b, rv);
     free (rv);
     if (queued)
@@ -442,6 +459,7 @@ static struct reservation *start_reservation (struct broker *b, const char *job)
     if (!rv)
         return NULL;
     rv->b = b;
+    rv->pass = b->pass;
     snprintf (rv->job, sizeof (rv->job), "%s", job);
     rv->next = b->reservations;
     b->reservations = rv;
@@ -636,6 +654,26 @@ void jobs_recover (struct broker *b)
         start_reservation (b, c.ids[i]);
     }
     free (c.ids);
+}
+
+void jobs_abort_pass (struct broker *b)
+{
+    for (struct reservation *rv = b->reservations; rv; rv = rv->next) {
+        if (rv->pass != b->pass || rv->aborted)
+            continue;
+        rv->aborted = true; /* a RUN repeated from now on starts afresh */
+        fmb_log (LOG_ERR,
+                 "job %s: its RUN was not committed; the RM must repeat it",
+                 rv->job);
+        while (rv->waiters) {
+            struct http_req *req = rv->waiters;
+            rv->waiters = http_wait (req)->next;
+            http_reply_problem (
+                req,
+                503,
+                "the broker could not commit this change; repeat the request");
+        }
+    }
 }
 
 void jobs_shutdown (struct broker *b)
@@ -946,6 +984,7 @@ void jobs_step_cleanup (struct broker *b, struct http_req *req)
     struct http_wait *hw = http_wait (req);
     hw->key = oid;
     hw->deadline_ms = now_mono () + (int64_t)wait * 1000;
+    hw->pass = b->pass;
     hw->next = b->step_waiters;
     b->step_waiters = req;
     http_suspend (req);

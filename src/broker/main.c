@@ -200,7 +200,16 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
      * is one transaction, committed once, and answers wait for it.  FM
      * requests started in this pass leave in the next one, after it. */
     struct fmb_error e;
+    b->pass++;
     bool grouped = store_begin (b->st, &e) == 0;
+    /* Without the pass's transaction each request commits on its own (and
+     * answers 503 if it cannot): say so once, not every pass. */
+    static bool ungrouped;
+    if (!grouped && !ungrouped)
+        fmb_log (LOG_ERR, "store: cannot begin a transaction: %s", e.text);
+    else if (grouped && ungrouped)
+        fmb_log (LOG_NOTICE, "store: transactions begin again");
+    ungrouped = !grouped;
     http_hold (b->http, grouped);
     if (b->fab)
         fabric_process (b->fab, fds + fab_at, nf);
@@ -208,8 +217,11 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
     fm_tick (b);
     http_hold (b->http, false);
     bool committed = !grouped || store_commit (b->st, &e) == 0;
-    if (!committed)
+    if (!committed) {
         fmb_log (LOG_ERR, "store: commit failed: %s", e.text);
+        jobs_abort_pass (b);
+        fm_steps_abort_pass (b);
+    }
     http_release (b->http, committed);
     http_process (b->http); /* send what this pass answered */
     return go_on;

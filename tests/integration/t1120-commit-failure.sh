@@ -1,0 +1,51 @@
+#!/bin/bash
+# t1120-commit-failure.sh: the disk fails under the broker.  While
+# fsync(2) fails (an LD_PRELOAD library), no change can commit: every
+# answer that would claim one is a 503, the broker keeps serving, and
+# once the disk is back nothing is half-done: the FM ends up holding
+# exactly the reservations of the jobs the broker has.
+. "$(dirname "$0")/lib.sh"
+failsync=$FMB_BIN/../faultinject/libfailsync.so
+[ -f "$failsync" ] || { echo "Bail out! $failsync not built"; exit 1; }
+start_mockfm
+body='{"uid":1000,"nodes":["n1","n2"]}'
+show () { for f in r1 r2; do [ -f "$f" ] && echo "$f: $(cat "$f")"; done; tail -n 8 "$T/broker.err"; }
+step_fail_hook=show
+start_broker_failing () {
+    # ASan wants its runtime first among preloads; the library is only
+    # an fsync wrapper.
+    LD_PRELOAD=$failsync FAILSYNC_TRIGGER=$T/disk-bad \
+        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 start_broker
+}
+
+expect_ok 'with a good disk, RUN reserves' '
+    start_broker_failing &&
+    rm_call PUT /v1/jobs/1 "$body" | jq -e ".hwcoll.state == \"reserved\""
+'
+# The broker's own commit of the pass, or the request's when the pass
+# could not even begin: either way a 503 that names the commit.
+expect_ok 'with a bad disk, RUN and CLEANUP answer 503 and say why' '
+    touch "$T/disk-bad" &&
+    api_call PUT /v1/jobs/2 "$body" >r2 && read code _ <r2 && test "$code" = 503 &&
+    grep -q "commit" r2 &&
+    api_call DELETE /v1/jobs/1 >r1 && read code _ <r1 && test "$code" = 503 && grep -q "commit" r1 &&
+    grep -q "PUT job 2: 503 .*commit" "$T/broker.err" && grep -q "DELETE job 1: 503 .*commit" "$T/broker.err"
+'
+expect_ok 'the broker keeps answering what needs no write' '
+    rm_call GET /v1/health >/dev/null && rm_call GET /v1/jobs/1 | jq -e ".state == \"active\""
+'
+expect_ok 'the disk comes back: nothing half-done, and the requests can be repeated' '
+    rm -f "$T/disk-bad" &&
+    { ! rm_call GET /v1/jobs/2 >/dev/null; } &&
+    rm_call PUT /v1/jobs/2 "$body" | jq -e ".hwcoll.state == \"reserved\"" &&
+    rm_call DELETE /v1/jobs/1 >/dev/null &&
+    wait_for 100 0.1 mockfm_lacks_job c1-1 &&
+    rm_call POST /v1/reconcile >/dev/null && sleep 1 &&
+    test "$(mockfm_jobs | sort | tr "\n" " ")" = "c1-2 "
+'
+expect_ok 'a restart finds the same' '
+    stop_broker && start_broker_failing &&
+    rm_call GET /v1/jobs/2 | jq -e ".state == \"active\" and .hwcoll.state == \"reserved\"" &&
+    rm_call GET /v1/jobs/1 | jq -e ".state == \"released\""
+'
+done_testing
