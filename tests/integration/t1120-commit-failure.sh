@@ -9,6 +9,7 @@ failsync=$FMB_BIN/../faultinject/libfailsync.so
 [ -f "$failsync" ] || { echo "Bail out! $failsync not built"; exit 1; }
 start_mockfm
 body='{"uid":1000,"nodes":["n1","n2"]}'
+fm_holds_only_job_2 () { test "$(mockfm_jobs | sort | tr "\n" " ")" = "c1-2 "; }
 show () { for f in r1 r2; do [ -f "$f" ] && echo "$f: $(cat "$f")"; done; tail -n 8 "$T/broker.err"; }
 step_fail_hook=show
 start_broker_failing () {
@@ -40,8 +41,8 @@ expect_ok 'the disk comes back: nothing half-done, and the requests can be repea
     rm_call PUT /v1/jobs/2 "$body" | jq -e ".hwcoll.state == \"reserved\"" &&
     rm_call DELETE /v1/jobs/1 >/dev/null &&
     wait_for 100 0.1 mockfm_lacks_job c1-1 &&
-    rm_call POST /v1/reconcile >/dev/null && sleep 1 &&
-    test "$(mockfm_jobs | sort | tr "\n" " ")" = "c1-2 "
+    rm_call POST /v1/reconcile >/dev/null &&
+    wait_for 50 0.1 fm_holds_only_job_2
 '
 expect_ok 'a restart finds the same' '
     stop_broker && start_broker_failing &&
