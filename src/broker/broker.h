@@ -160,6 +160,8 @@ bool jobs_reserving (struct broker *b, const char *job);
 void jobs_recover (struct broker *b);
 /* Answer requests waiting on a reservation that is being abandoned. */
 void jobs_shutdown (struct broker *b);
+/* Free what jobs_shutdown left, once no FM callback can come. */
+void jobs_free (struct broker *b);
 /* "cluster-job" for a job id. */
 void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len);
 /* Free quarantined VNIs whose time came; log, event. */

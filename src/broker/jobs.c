@@ -679,15 +679,23 @@ void jobs_abort_pass (struct broker *b)
 void jobs_shutdown (struct broker *b)
 {
     /* The FM calls are abandoned; their jobs stay "reserving" in the store
-     * and are resolved at the next start. */
-    while (b->reservations) {
-        struct reservation *rv = b->reservations;
-        b->reservations = rv->next;
+     * and are resolved at the next start.  A call may still complete in
+     * the last passes: the reservation stays until jobs_free(). */
+    for (struct reservation *rv = b->reservations; rv; rv = rv->next) {
+        rv->aborted = true;
         while (rv->waiters) {
             struct http_req *req = rv->waiters;
             rv->waiters = http_wait (req)->next;
             http_reply_problem (req, 503, "broker shutting down; repeat the request");
         }
+    }
+}
+
+void jobs_free (struct broker *b)
+{
+    while (b->reservations) {
+        struct reservation *rv = b->reservations;
+        b->reservations = rv->next;
         free (rv);
     }
 }

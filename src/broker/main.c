@@ -328,6 +328,7 @@ int main (int argc, char **argv)
 done:
     http_destroy (b.http);
     fabric_destroy (b.fab);
+    jobs_free (&b);
     store_close (b.st);
     close (sigfd);
     return rc;
