@@ -26,8 +26,8 @@ struct reservation {
     struct broker *b;
     char job[JOB_ID_MAX + 1];
     struct http_req *waiters; /* linked through http_wait()->next */
-    uint64_t pass;            /* the loop pass that wrote its intent */
-    bool aborted;             /* that pass did not commit: no job owns it any more */
+    uint64_t pass; /* the loop pass that wrote its intent (0: an earlier run) */
+    bool aborted;  /* that pass did not commit: no job owns it any more */
 };
 
 void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len)
@@ -651,7 +651,9 @@ void jobs_recover (struct broker *b)
         fmb_log (LOG_NOTICE,
                  "job %s: resolving a reservation interrupted by a restart",
                  c.ids[i]);
-        start_reservation (b, c.ids[i]);
+        struct reservation *rv = start_reservation (b, c.ids[i]);
+        if (rv)
+            rv->pass = 0; /* its intent was committed by an earlier run */
     }
     free (c.ids);
 }
@@ -1135,7 +1137,7 @@ int64_t jobs_prune_history (struct broker *b, int64_t mono)
 {
     unsigned jobs = 0, events = 0;
     struct fmb_error e;
-    if (b->next_prune == 0) /* first call: a minute after start */
+    if (b->next_prune == 0) /* first call: PRUNE_FIRST_MS after start */
         return mono + PRUNE_FIRST_MS;
     if (b->cfg.retain_days == 0)
         return mono + PRUNE_INTERVAL_MS;
