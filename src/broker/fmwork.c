@@ -178,10 +178,7 @@ void fm_steps_abort_pass (struct broker *b)
         struct http_wait *w = http_wait (req);
         if (w->pass == b->pass) {
             *pp = w->next;
-            http_reply_problem (
-                req,
-                503,
-                "the broker could not commit this change; repeat the request");
+            http_reply_uncommitted (req);
         } else
             pp = &w->next;
     }

@@ -175,10 +175,7 @@ void http_release (struct http *h, bool committed)
             /* the pass's changes are gone: the answer must not claim them */
             free (req->resp);
             req->replied = false;
-            http_reply_problem (
-                req,
-                503,
-                "the broker could not commit this change; repeat the request");
+            http_reply_uncommitted (req);
             if (req->held) /* http_reply_problem held it again */
                 continue;
         }
@@ -239,6 +236,12 @@ void http_reply_problem (struct http_req *req, int status, const char *fmt, ...)
     char *text = o ? json_dumps (o, JSON_COMPACT) : NULL;
     json_decref (o);
     http_reply_text (req, status, "application/problem+json", text);
+}
+
+void http_reply_uncommitted (struct http_req *req)
+{
+    http_reply_problem (
+        req, 503, "the broker could not commit this change; repeat the request");
 }
 
 void http_suspend (struct http_req *req)

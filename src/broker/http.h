@@ -100,6 +100,8 @@ void http_reply_text (struct http_req *req, int status, const char *ctype, char 
 /* Reply with an RFC 9457 problem document. */
 void http_reply_problem (struct http_req *req, int status, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
+/* 503: the loop pass that held this request's change did not commit. */
+void http_reply_uncommitted (struct http_req *req);
 /* errno -> status (ENOENT 404, EEXIST 409, EINVAL 400, EAGAIN 503, ...). */
 int http_status_of_errno (int errnum);
 /* Answer later: the handler returns; a later http_reply resumes it. */

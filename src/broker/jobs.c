@@ -670,10 +670,7 @@ void jobs_abort_pass (struct broker *b)
         while (rv->waiters) {
             struct http_req *req = rv->waiters;
             rv->waiters = http_wait (req)->next;
-            http_reply_problem (
-                req,
-                503,
-                "the broker could not commit this change; repeat the request");
+            http_reply_uncommitted (req);
         }
     }
 }

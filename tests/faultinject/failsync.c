@@ -7,32 +7,29 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static int failing (void)
+typedef int (*sync_f) (int);
+
+/* EIO while the trigger exists, else the libc call 'name'. */
+static int sync_or_fail (sync_f *real, const char *name, int fd)
 {
     const char *trigger = getenv ("FAILSYNC_TRIGGER");
-    return trigger && access (trigger, F_OK) == 0;
+    if (trigger && access (trigger, F_OK) == 0) {
+        errno = EIO;
+        return -1;
+    }
+    if (!*real)
+        *real = (sync_f)dlsym (RTLD_NEXT, name);
+    return (*real) (fd);
 }
 
 int fsync (int fd)
 {
-    static int (*real) (int);
-    if (failing ()) {
-        errno = EIO;
-        return -1;
-    }
-    if (!real)
-        real = (int (*) (int))dlsym (RTLD_NEXT, "fsync");
-    return real (fd);
+    static sync_f real;
+    return sync_or_fail (&real, "fsync", fd);
 }
 
 int fdatasync (int fd)
 {
-    static int (*real) (int);
-    if (failing ()) {
-        errno = EIO;
-        return -1;
-    }
-    if (!real)
-        real = (int (*) (int))dlsym (RTLD_NEXT, "fdatasync");
-    return real (fd);
+    static sync_f real;
+    return sync_or_fail (&real, "fdatasync", fd);
 }
