@@ -10,7 +10,7 @@ failsync=$FMB_BIN/../faultinject/libfailsync.so
 start_mockfm
 body='{"uid":1000,"nodes":["n1","n2"]}'
 fm_holds_only_job_2 () { test "$(mockfm_jobs | sort | tr "\n" " ")" = "c1-2 "; }
-show () { for f in r1 r2; do [ -f "$f" ] && echo "$f: $(cat "$f")"; done; tail -n 8 "$T/broker.err"; }
+show () { for f in r1 r2 r3; do [ -f "$f" ] && echo "$f: $(cat "$f")"; done; tail -n 12 "$T/broker.err"; }
 step_fail_hook=show
 start_broker_failing () {
     # ASan wants its runtime first among preloads; the library is only
@@ -25,11 +25,13 @@ expect_ok 'with a good disk, RUN reserves' '
 '
 # The broker's own commit of the pass, or the request's when the pass
 # could not even begin: either way a 503 that names the commit.
-expect_ok 'with a bad disk, RUN and CLEANUP answer 503 and say why' '
+expect_ok 'with a bad disk, RUN, CLEANUP and a waited step cleanup answer 503 and say why' '
     touch "$T/disk-bad" &&
     api_call PUT /v1/jobs/2 "$body" >r2 && read code _ <r2 && test "$code" = 503 &&
     grep -q "commit" r2 &&
     api_call DELETE /v1/jobs/1 >r1 && read code _ <r1 && test "$code" = 503 && grep -q "commit" r1 &&
+    api_call DELETE "/v1/jobs/1/steps/0?wait=5" >r3 && read code _ <r3 && test "$code" = 503 &&
+    grep -q "commit" r3 &&
     grep -q "PUT job 2: 503 .*commit" "$T/broker.err" && grep -q "DELETE job 1: 503 .*commit" "$T/broker.err"
 '
 expect_ok 'the broker keeps answering what needs no write' '
