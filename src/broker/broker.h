@@ -70,6 +70,7 @@ struct broker {
     struct http *http;
     int64_t started_ms;
     bool stopping;
+    bool flush_now; /* answers were released: send them without waiting */
 
     uid_t rm_uids[MAX_ROLE_IDS];
     int n_rm;

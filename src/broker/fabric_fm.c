@@ -167,3 +167,18 @@ void fabric_process (struct fabric *f, const struct pollfd *fds, int n)
 {
     fmc_process (f->fmc, fds, n);
 }
+
+void fabric_hold (struct fabric *f, bool on)
+{
+    fmc_hold (f->fmc, on);
+}
+
+void fabric_start_held (struct fabric *f)
+{
+    fmc_start_held (f->fmc);
+}
+
+void fabric_drop_held (struct fabric *f)
+{
+    fmc_drop_held (f->fmc);
+}

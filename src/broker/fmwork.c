@@ -95,6 +95,8 @@ static void set_state (struct broker *b, enum fm_state s, const char *why)
 
 void fm_note_result (struct broker *b, const struct fabric_result *res)
 {
+    if (res->status == FABRIC_NOT_SENT)
+        return; /* says nothing about the FM */
     broker_record_fm (b, res);
     if (res->status != FABRIC_OK && res->http_status == 0)
         set_state (b, FM_DOWN, res->error);
@@ -203,6 +205,12 @@ static void outbox_done (const struct fabric_result *res, void *arg)
     struct fmb_error e;
     fm_note_result (b, res);
     inflight_remove (b, c->id);
+    if (res->status == FABRIC_NOT_SENT) {
+        /* The pass that queued it did not commit: the entry is as it was
+         * before (due again, or gone with the pass). */
+        free (c);
+        return;
+    }
     const char *job = local_job (b, c->target);
     bool finished = res->status == FABRIC_OK || res->status == FABRIC_NOT_FOUND;
     if (store_begin (b->st, &e) < 0)

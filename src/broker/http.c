@@ -163,8 +163,9 @@ void http_hold (struct http *h, bool on)
     h->holding = on;
 }
 
-void http_release (struct http *h, bool committed)
+int http_release (struct http *h, bool committed)
 {
+    int n = 0;
     struct http_req *list = h->held;
     h->held = NULL;
     while (list) {
@@ -180,7 +181,9 @@ void http_release (struct http *h, bool committed)
                 continue;
         }
         resume (req);
+        n++;
     }
+    return n;
 }
 
 void http_reply_text (struct http_req *req, int status, const char *ctype, char *text)

@@ -75,7 +75,7 @@ void http_quiesce (struct http *h);
  * them once the loop pass's transaction committed (or, if it did not,
  * replaces them with 503). */
 void http_hold (struct http *h, bool on);
-void http_release (struct http *h, bool committed);
+int http_release (struct http *h, bool committed);
 
 int http_pollfds (struct http *h, struct pollfd *fds, int max);
 int http_timeout_ms (struct http *h);

@@ -156,6 +156,52 @@ static int signal_fd (void)
     return signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
+/* Group commit: everything a pass writes (intents, outcomes, events) is
+ * one transaction, committed once, and answers wait for it.  FM calls
+ * that change the fabric are held until that commit made their intent
+ * durable; reads (a reservation's first GET) leave at once.  A 'full'
+ * pass also handles FM answers and timers; the short one only HTTP. */
+static void run_pass (struct broker *b, const struct pollfd *fab_fds, int nf, bool full)
+{
+    struct fmb_error e;
+    b->pass++;
+    bool grouped = store_begin (b->st, &e) == 0;
+    /* Without the pass's transaction each request commits on its own (and
+     * answers 503 if it cannot): say so once, not every pass. */
+    static bool ungrouped;
+    if (!grouped && !ungrouped)
+        fmb_log (LOG_ERR, "store: cannot begin a transaction: %s", e.text);
+    else if (grouped && ungrouped)
+        fmb_log (LOG_NOTICE, "store: transactions begin again");
+    ungrouped = !grouped;
+    http_hold (b->http, grouped);
+    if (b->fab)
+        fabric_hold (b->fab, grouped);
+    if (full && b->fab)
+        fabric_process (b->fab, fab_fds, nf);
+    http_process (b->http); /* also sends what earlier passes released */
+    if (full)
+        fm_tick (b);
+    else
+        http_process (b->http);
+    http_hold (b->http, false);
+    if (b->fab)
+        fabric_hold (b->fab, false);
+    bool committed = !grouped || store_commit (b->st, &e) == 0;
+    if (!committed) {
+        fmb_log (LOG_ERR, "store: commit failed: %s", e.text);
+        jobs_abort_pass (b);
+        fm_steps_abort_pass (b);
+    }
+    b->flush_now = http_release (b->http, committed) > 0;
+    if (b->fab) {
+        if (committed)
+            fabric_start_held (b->fab);
+        else /* what they would do was rolled back */
+            fabric_drop_held (b->fab);
+    }
+}
+
 /* One pass of the loop: wait at most 'max_ms', handle what is ready,
  * then the periodic work.  Returns false when a stop signal came. */
 static bool loop_once (struct broker *b, int sigfd, int max_ms)
@@ -177,7 +223,7 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
         timeout = t;
     if (b->fab && (t = fabric_timeout_ms (b->fab)) >= 0 && t < timeout)
         timeout = t;
-    if (b->outbox_due == 0 && b->fm_state == FM_UP)
+    if ((b->outbox_due == 0 && b->fm_state == FM_UP) || b->flush_now)
         timeout = 0;
     if (poll (fds, (nfds_t)n, timeout) < 0 && errno != EINTR) {
         fmb_log (LOG_ERR, "poll: %s", strerror (errno));
@@ -196,34 +242,11 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
             }
         }
     }
-    /* Group commit: everything this pass writes (intents, outcomes, events)
-     * is one transaction, committed once, and answers wait for it.  FM
-     * requests started in this pass leave in the next one, after it. */
-    struct fmb_error e;
-    b->pass++;
-    bool grouped = store_begin (b->st, &e) == 0;
-    /* Without the pass's transaction each request commits on its own (and
-     * answers 503 if it cannot): say so once, not every pass. */
-    static bool ungrouped;
-    if (!grouped && !ungrouped)
-        fmb_log (LOG_ERR, "store: cannot begin a transaction: %s", e.text);
-    else if (grouped && ungrouped)
-        fmb_log (LOG_NOTICE, "store: transactions begin again");
-    ungrouped = !grouped;
-    http_hold (b->http, grouped);
-    if (b->fab)
-        fabric_process (b->fab, fds + fab_at, nf);
-    http_process (b->http);
-    fm_tick (b);
-    http_hold (b->http, false);
-    bool committed = !grouped || store_commit (b->st, &e) == 0;
-    if (!committed) {
-        fmb_log (LOG_ERR, "store: commit failed: %s", e.text);
-        jobs_abort_pass (b);
-        fm_steps_abort_pass (b);
-    }
-    http_release (b->http, committed);
-    http_process (b->http); /* send what this pass answered */
+    run_pass (b, fds + fab_at, nf, true);
+    /* Send what it answered now, not after the next pass's FM work;
+     * requests that arrived meanwhile are handled in a pass of their own. */
+    if (b->flush_now)
+        run_pass (b, NULL, 0, false);
     return go_on;
 }
 

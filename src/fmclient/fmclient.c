@@ -51,7 +51,7 @@ struct fmc_req {
     fmc_done_f cb;
     void *arg;
     void (*arg_free) (void *); /* frees 'arg' if the call never completes */
-    struct fmc_req *next;      /* in 'waiting' */
+    struct fmc_req *next;      /* in 'waiting' or 'held' */
     struct fmc_req *all_prev;  /* every live request, for fmc_destroy */
     struct fmc_req *all_next;
 };
@@ -81,6 +81,9 @@ struct fmc {
     } socks[FMC_MAX_SOCKETS];
     int nsocks;
     int64_t timer_due; /* monotonic ms, -1: none */
+    bool done_pending; /* transfers may have ended outside fmc_process */
+    bool holding;      /* fmc_hold: calls that change the FM wait */
+    struct fmc_req *held, *held_tail;
     unsigned inflight;
 };
 
@@ -97,6 +100,8 @@ const char *fmc_status_name (enum fmc_status s)
         return "permanent";
     case FMC_UNAUTHORIZED:
         return "unauthorized";
+    case FMC_NOT_SENT:
+        return "not sent";
     }
     return "?";
 }
@@ -177,6 +182,8 @@ int fmc_pollfds (struct fmc *fmc, struct pollfd *fds, int max)
 
 int fmc_timeout_ms (struct fmc *fmc)
 {
+    if (fmc->done_pending)
+        return 0;
     int64_t due = fmc->timer_due;
     /* A call parked for a token must still end at its deadline. */
     for (struct fmc_req *r = fmc->waiting; r; r = r->next)
@@ -450,15 +457,46 @@ static void dispatch (struct fmc_req *r)
         finish (r, FMC_RETRYABLE, 0, e.text, &res);
 }
 
-/* Hand a new request to the machinery; it now counts as in flight. */
-static int submit (struct fmc_req *r, struct fmb_error *error)
+/* Let curl do what its timer asks for (start new transfers, time out old
+ * ones); false when it was not due. */
+static bool run_timer (struct fmc *fmc)
+{
+    int running;
+    if (fmc->timer_due < 0 || fmb_monotime_ms () < fmc->timer_due)
+        return false;
+    fmc->timer_due = -1;
+    curl_multi_socket_action (fmc->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    return true;
+}
+
+static bool changes_fm (const struct fmc_req *r)
+{
+    return r->op == OP_CREATE || r->op == OP_PATCH || r->op == OP_DELETE;
+}
+
+/* Hand a new request to the machinery; it now counts as in flight.  It
+ * leaves at once, unless it would change the FM while the caller holds
+ * such calls back ('follow_up': the next step of a call already let go). */
+static int submit (struct fmc_req *r, bool follow_up, struct fmb_error *error)
 {
     if (!r) {
         errno = ENOMEM;
         return fmb_errorf (error, "out of memory");
     }
-    r->fmc->inflight++;
+    struct fmc *fmc = r->fmc;
+    fmc->inflight++;
+    if (fmc->holding && changes_fm (r) && !follow_up) {
+        r->next = NULL;
+        if (fmc->held_tail)
+            fmc->held_tail->next = r;
+        else
+            fmc->held = r;
+        fmc->held_tail = r;
+        return 0;
+    }
     dispatch (r);
+    if (run_timer (fmc)) /* curl starts new transfers on its timer */
+        fmc->done_pending = true;
     return 0;
 }
 
@@ -840,6 +878,7 @@ static void expire_waiting (struct fmc *fmc)
 void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
 {
     int running;
+    fmc->done_pending = false;
     for (int i = 0; i < n; i++) {
         if (!fds[i].revents)
             continue;
@@ -852,12 +891,45 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
             mask |= CURL_CSELECT_ERR;
         curl_multi_socket_action (fmc->multi, fds[i].fd, mask, &running);
     }
-    if (fmc->timer_due >= 0 && fmb_monotime_ms () >= fmc->timer_due) {
-        fmc->timer_due = -1;
-        curl_multi_socket_action (fmc->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    }
+    run_timer (fmc);
     check_done (fmc);
     expire_waiting (fmc);
+    /* Calls those answers started (a reservation's POST after its GET)
+     * leave now, not a loop pass later. */
+    if (run_timer (fmc))
+        check_done (fmc);
+}
+
+void fmc_hold (struct fmc *fmc, bool on)
+{
+    fmc->holding = on;
+}
+
+void fmc_start_held (struct fmc *fmc)
+{
+    struct fmc_req *list = fmc->held;
+    fmc->held = fmc->held_tail = NULL;
+    while (list) {
+        struct fmc_req *r = list;
+        list = r->next;
+        r->next = NULL;
+        dispatch (r); /* calls back at once only when curl cannot start it */
+    }
+    /* Transfers that end here are seen by the next fmc_process. */
+    if (run_timer (fmc))
+        fmc->done_pending = true;
+}
+
+void fmc_drop_held (struct fmc *fmc)
+{
+    struct fmc_req *list = fmc->held;
+    fmc->held = fmc->held_tail = NULL;
+    while (list) {
+        struct fmc_req *r = list;
+        list = r->next;
+        struct fmc_result res = {.mcast_limit = -1};
+        finish (r, FMC_NOT_SENT, 0, "not sent: its intent did not commit", &res);
+    }
 }
 
 int fmc_run (struct fmc *fmc, int timeout_ms)
@@ -919,7 +991,7 @@ static int job_call (struct fmc *fmc,
         return -1;
     }
     snprintf (path, sizeof (path), FMC_JOBS_PATH "%s%s", id ? "/" : "", id ? id : "");
-    return submit (req_new (fmc, op, method, path, body, cb, arg), error);
+    return submit (req_new (fmc, op, method, path, body, cb, arg), false, error);
 }
 
 int fmc_job_get (struct fmc *fmc,
@@ -949,7 +1021,7 @@ int fmc_job_create (struct fmc *fmc,
         return fmb_errorf (error, "out of memory");
     }
     char path[] = FMC_JOBS_PATH;
-    return submit (req_new (fmc, OP_CREATE, "POST", path, body, cb, arg), error);
+    return submit (req_new (fmc, OP_CREATE, "POST", path, body, cb, arg), false, error);
 }
 
 int fmc_job_delete_step (struct fmc *fmc,
@@ -981,7 +1053,7 @@ int fmc_job_delete (struct fmc *fmc,
 int fmc_job_list (struct fmc *fmc, fmc_done_f cb, void *arg, struct fmb_error *error)
 {
     char path[] = FMC_JOBS_PATH "/"; /* with the slash, as the FM lists it */
-    return submit (req_new (fmc, OP_LIST, "GET", path, NULL, cb, arg), error);
+    return submit (req_new (fmc, OP_LIST, "GET", path, NULL, cb, arg), false, error);
 }
 
 int fmc_login (struct fmc *fmc, fmc_done_f cb, void *arg, struct fmb_error *error)
@@ -989,7 +1061,8 @@ int fmc_login (struct fmc *fmc, fmc_done_f cb, void *arg, struct fmb_error *erro
     /* Forget any token; the no-op call waits for a fresh one (with basic
      * or none it completes at once). */
     fmc->token_refresh_at = 0;
-    return submit (req_new (fmc, OP_LOGIN, "POST", "(login)", NULL, cb, arg), error);
+    return submit (
+        req_new (fmc, OP_LOGIN, "POST", "(login)", NULL, cb, arg), false, error);
 }
 
 /* ---- reserve: GET, POST on 404, GET again on 409 -------------------- */
@@ -1027,7 +1100,9 @@ static int reserve_next (struct reserve *rv, enum req_op op, struct fmb_error *e
         r->deadline = rv->deadline;
         r->arg_free = free;
     }
-    return submit (r, error);
+    /* The POST follows a GET that answered: the caller let the
+     * reservation go when it submitted it. */
+    return submit (r, op == OP_CREATE, error);
 }
 
 static void reserve_step (const struct fmc_result *res, void *arg)

@@ -58,6 +58,7 @@ enum fmc_status {
     FMC_RETRYABLE,    /* connect error, timeout, 408/409/425/429, 5xx: try later */
     FMC_PERMANENT,    /* another 4xx, a malformed answer, a TLS verification failure */
     FMC_UNAUTHORIZED, /* 401/403 even with a fresh token, or credentials refused */
+    FMC_NOT_SENT,     /* withdrawn by fmc_drop_held before it left */
 };
 
 struct fmc_result {
@@ -135,6 +136,18 @@ int fmc_timeout_ms (struct fmc *fmc);
 /* Handle what poll() reported for the fds fmc_pollfds gave (n may be 0),
  * and due timers; runs completion callbacks. */
 void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n);
+/* Calls leave as soon as they are submitted, except that while holding,
+ * those that change the FM (create, patch, delete) wait for
+ * fmc_start_held: the broker holds them while the transaction that
+ * records their intent is open, and starts them once it committed.  Reads
+ * (get, list, token) and the POST of a reservation whose GET answered are
+ * never held.  fmc_start_held runs no callback unless curl cannot start a
+ * call at all; what ends later is seen by the next fmc_process. */
+void fmc_hold (struct fmc *fmc, bool on);
+void fmc_start_held (struct fmc *fmc);
+/* The intent of the held calls did not commit: complete each, unsent,
+ * with FMC_NOT_SENT. */
+void fmc_drop_held (struct fmc *fmc);
 /* Calls submitted and not yet completed. */
 unsigned fmc_inflight (struct fmc *fmc);
 /* Drive until nothing is in flight or 'timeout_ms' passes (-1 with

@@ -3,6 +3,7 @@
  * refresh, concurrency, the classification of every kind of failure, and
  * the application (libfabric) side of the mock. */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "fmclient.h"
+#include "monotime.h"
 #include "mockfm_util.h"
 #include "testutil.h"
 
@@ -472,6 +474,80 @@ static void calls_overlap_on_one_loop (void **state)
     free (o);
 }
 
+/* ---- holding the calls that change the FM --------------------------- */
+
+/* Drive the loop until 'a' and 'b' are done or 'ms' pass. */
+static void drive_until (struct fmc *fmc, const int *a, const int *b, int ms)
+{
+    int64_t end = fmb_monotime_ms () + ms;
+    while (!(*a && *b) && fmb_monotime_ms () < end) {
+        struct pollfd fds[64];
+        int n = fmc_pollfds (fmc, fds, 64);
+        int t = fmc_timeout_ms (fmc);
+        poll (fds, (nfds_t)n, t < 0 || t > 50 ? 50 : t);
+        fmc_process (fmc, fds, n);
+    }
+}
+
+/* The broker's promise "intent before the FM call" rests on this: while
+ * held, a change waits for fmc_start_held (or is withdrawn unsent), and
+ * reads, including a reservation's GET and the POST after it, go at once. */
+static void held_changes_wait_for_their_commit (void **state)
+{
+    struct fx *fx = *state;
+    struct outcome del, get, rsv, gone;
+    struct fmb_error e;
+    start (fx, FMB_AUTH_NONE, NULL);
+    make_client (fx);
+    struct fmc *c = fx->fmc;
+    RUN (c, del, fmc_job_create (c, "c1-1", 4, on_done, &del, &e_));
+    RUN (c, del, fmc_job_create (c, "c1-2", 4, on_done, &del, &e_));
+
+    memset (&del, 0, sizeof (del));
+    memset (&get, 0, sizeof (get));
+    memset (&rsv, 0, sizeof (rsv));
+    fmc_hold (c, true);
+    assert_int_equal (fmc_job_delete (c, "c1-1", on_done, &del, &e), 0);
+    assert_int_equal (fmc_job_get (c, "c1-2", on_done, &get, &e), 0);
+    assert_int_equal (fmc_job_reserve (c, "c1-3", 4, 5000, on_done, &rsv, &e), 0);
+    drive_until (c, &get.done, &rsv.done, 5000);
+    EXPECT (get, FMC_OK);
+    EXPECT (rsv, FMC_OK);
+    assert_true (rsv.created);
+    /* the delete has not left: the FM still has the job */
+    assert_int_equal (del.done, 0);
+    assert_int_equal (mockfm_log_count (&fx->m, "DELETE /fabric/collectives/jobs/c1-1"),
+                      0);
+    assert_int_equal (fmc_inflight (c), 1);
+
+    fmc_start_held (c);
+    fmc_hold (c, false);
+    assert_int_equal (fmc_run (c, 20000), 0);
+    assert_int_equal (del.done, 1);
+    EXPECT (del, FMC_OK);
+
+    /* withdrawn: completes at once, and the FM never hears of it */
+    memset (&gone, 0, sizeof (gone));
+    fmc_hold (c, true);
+    assert_int_equal (fmc_job_delete_step (c, "c1-2", "0", on_done, &gone, &e), 0);
+    assert_int_equal (fmc_job_delete (c, "c1-2", on_done, &gone, &e), 0);
+    fmc_drop_held (c);
+    fmc_hold (c, false);
+    assert_int_equal (gone.done, 2);
+    EXPECT (gone, FMC_NOT_SENT);
+    assert_int_equal (fmc_inflight (c), 0);
+    assert_int_equal (fmc_run (c, 1000), 0);
+    json_t *s = mockfm_state (&fx->m);
+    assert_null (json_object_get (json_object_get (s, "jobs"), "c1-1"));
+    assert_non_null (json_object_get (json_object_get (s, "jobs"), "c1-2"));
+    assert_non_null (json_object_get (json_object_get (s, "jobs"), "c1-3"));
+    json_decref (s);
+    assert_int_equal (mockfm_log_count (&fx->m, "PATCH /fabric/collectives/jobs/c1-2"),
+                      0);
+    assert_int_equal (mockfm_log_count (&fx->m, "DELETE /fabric/collectives/jobs/c1-2"),
+                      0);
+}
+
 /* ---- failure classification ---------------------------------------- */
 
 struct fault_case {
@@ -796,6 +872,7 @@ int main (void)
         T (token_is_refreshed_before_it_expires),
         T (persistent_401_stops_after_one_refresh),
         T (calls_overlap_on_one_loop),
+        T (held_changes_wait_for_their_commit),
         T (every_failure_is_classified),
         T (reserve_keeps_its_deadline),
         T (reserve_survives_a_create_race),
