@@ -23,6 +23,7 @@
 #define FMC_MAX_SOCKETS   1024
 #define FMC_TOKEN_TIMEOUT 10000 /* ms, as Slurm's token requests */
 #define FMC_ERROR_MAX     256
+#define FMC_SPARE_HANDLES 64 /* easy handles kept for reuse */
 
 /* OP_LOGIN is a no-op call that completes once a token is there. */
 enum req_op { OP_GET, OP_CREATE, OP_PATCH, OP_DELETE, OP_LIST, OP_TOKEN, OP_LOGIN };
@@ -65,6 +66,8 @@ struct fmc {
     char *mtls_key;
     char *passwd; /* basic */
     CURLM *multi;
+    CURL *spare[FMC_SPARE_HANDLES]; /* reset easy handles, for the next calls */
+    int nspare;
     /* OAuth */
     char *token;
     int64_t token_refresh_at; /* monotonic ms: fetch a new one from here on */
@@ -209,6 +212,23 @@ unsigned long fmc_token_fetches (struct fmc *fmc)
 
 /* ---- requests ------------------------------------------------------ */
 
+/* An easy handle costs a few KiB of zeroed memory and ~30 options to make:
+ * keep the finished ones, reset, for the next calls. */
+static CURL *easy_get (struct fmc *fmc)
+{
+    return fmc->nspare > 0 ? fmc->spare[--fmc->nspare] : curl_easy_init ();
+}
+
+static void easy_put (struct fmc *fmc, CURL *e)
+{
+    curl_multi_remove_handle (fmc->multi, e);
+    if (fmc->nspare < FMC_SPARE_HANDLES) {
+        curl_easy_reset (e); /* drops every option, the password among them */
+        fmc->spare[fmc->nspare++] = e;
+    } else
+        curl_easy_cleanup (e);
+}
+
 static void req_free (struct fmc_req *r)
 {
     if (r) {
@@ -218,10 +238,8 @@ static void req_free (struct fmc_req *r)
             r->fmc->all = r->all_next;
         if (r->all_next)
             r->all_next->all_prev = r->all_prev;
-        if (r->easy) {
-            curl_multi_remove_handle (r->fmc->multi, r->easy);
-            curl_easy_cleanup (r->easy);
-        }
+        if (r->easy)
+            easy_put (r->fmc, r->easy);
         if (r->arg_free)
             r->arg_free (r->arg);
         curl_slist_free_all (r->headers);
@@ -355,7 +373,7 @@ static bool token_usable (struct fmc *fmc)
 static int start (struct fmc_req *r, struct fmb_error *error)
 {
     struct fmc *fmc = r->fmc;
-    CURL *e = curl_easy_init ();
+    CURL *e = easy_get (fmc);
     unsigned timeout = r->timeout_ms;
     if (r->deadline) {
         int64_t left = r->deadline - fmb_monotime_ms ();
@@ -427,7 +445,7 @@ static int start (struct fmc_req *r, struct fmb_error *error)
     }
     CURLMcode mc = curl_multi_add_handle (fmc->multi, e);
     if (mc != CURLM_OK) {
-        curl_easy_cleanup (e);
+        easy_put (fmc, e);
         r->easy = NULL;
         return fmb_errorf (error, "curl: %s", curl_multi_strerror (mc));
     }
@@ -758,8 +776,7 @@ static void answer (struct fmc_req *r, CURLcode cc)
     char text[FMC_ERROR_MAX];
     long http = 0;
     curl_easy_getinfo (r->easy, CURLINFO_RESPONSE_CODE, &http);
-    curl_multi_remove_handle (fmc->multi, r->easy);
-    curl_easy_cleanup (r->easy);
+    easy_put (fmc, r->easy);
     r->easy = NULL;
 
     if (r->too_large) {
@@ -1245,6 +1262,8 @@ void fmc_destroy (struct fmc *fmc)
         int saved = errno;
         while (fmc->all)
             req_free (fmc->all);
+        while (fmc->nspare > 0)
+            curl_easy_cleanup (fmc->spare[--fmc->nspare]);
         curl_multi_cleanup (fmc->multi);
         free (fmc->url);
         free (fmc->auth_dir);
