@@ -86,6 +86,9 @@ static const char SQL_JOB_LIST[] =
     " WHERE (?1 IS NULL OR state = ?1) AND (?2 < 0 OR uid = ?2)"
     " AND updated_ms >= ?3 AND (?4 IS NULL OR id > ?4)"
     " ORDER BY id LIMIT ?5";
+static const char SQL_JOB_UNRELEASED[] =
+    "SELECT id, fm_job_id, state, hwcoll, updated_ms FROM jobs"
+    " WHERE state IN ('active', 'lost')";
 static const char SQL_JOB_VNIS[] =
     "SELECT vni FROM vnis WHERE job_id = ?1 ORDER BY pos";
 static const char SQL_JOB_SET_STATE[] =
@@ -437,6 +440,38 @@ int store_job_list (struct store *st,
         return store_fail (st, rc, error, "list jobs");
     }
     sqlite3_reset (s);
+    return 0;
+}
+
+int store_job_list_unreleased (struct store *st,
+                               store_job_brief_f cb,
+                               void *arg,
+                               struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_JOB_UNRELEASED, error);
+    if (!s)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step (s)) == SQLITE_ROW) {
+        struct store_job_brief j = {
+            .id = (const char *)sqlite3_column_text (s, 0),
+            .fm_job_id = (const char *)sqlite3_column_text (s, 1),
+            .state =
+                lookup (job_state_names, 4, (const char *)sqlite3_column_text (s, 2)),
+            .hwcoll = lookup (
+                hwcoll_state_names, 6, (const char *)sqlite3_column_text (s, 3)),
+            .updated_ms = sqlite3_column_int64 (s, 4),
+        };
+        if (cb (&j, arg) < 0) {
+            int saved = errno;
+            sqlite3_reset (s);
+            errno = saved;
+            return fmb_errorf (error, "listing stopped: %s", strerror (errno));
+        }
+    }
+    sqlite3_reset (s);
+    if (rc != SQLITE_DONE)
+        return store_fail (st, rc, error, "list unreleased jobs");
     return 0;
 }
 

@@ -135,6 +135,16 @@ struct store_event {
  * duration of the call.  Return 0 to go on, -1 to stop (the listing then
  * fails with the callback's errno). */
 typedef int (*store_job_f) (const struct store_job *job, void *arg);
+/* What reconciliation compares with the FM's list, without the token,
+ * the VNIs or the text columns a full read decrypts and copies. */
+struct store_job_brief {
+    const char *id;
+    const char *fm_job_id;
+    enum store_job_state state;
+    enum store_hwcoll_state hwcoll;
+    int64_t updated_ms;
+};
+typedef int (*store_job_brief_f) (const struct store_job_brief *job, void *arg);
 typedef int (*store_node_f) (const struct store_node *node, void *arg);
 typedef int (*store_vni_f) (const struct store_vni *vni, void *arg);
 typedef int (*store_outbox_f) (const struct store_outbox_entry *e, void *arg);
@@ -199,6 +209,12 @@ int store_job_list (struct store *st,
                     store_job_f cb,
                     void *arg,
                     struct fmb_error *error);
+/* Every active or lost job (those an FM reservation may belong to), in
+ * brief, in no particular order. */
+int store_job_list_unreleased (struct store *st,
+                               store_job_brief_f cb,
+                               void *arg,
+                               struct fmb_error *error);
 int store_job_count (struct store *st,
                      enum store_job_state state,
                      unsigned *ret,

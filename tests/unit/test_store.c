@@ -249,6 +249,55 @@ static void listing_filters_and_pages (void **state)
     assert_int_equal (n, 1);
 }
 
+struct briefs {
+    char text[8][80];
+    int n;
+};
+
+static int collect_brief (const struct store_job_brief *j, void *arg)
+{
+    struct briefs *b = arg;
+    if (b->n < 8)
+        snprintf (b->text[b->n++],
+                  sizeof (b->text[0]),
+                  "%s %s %s %s %lld",
+                  j->id,
+                  j->fm_job_id,
+                  store_job_state_name (j->state),
+                  store_hwcoll_state_name (j->hwcoll),
+                  (long long)j->updated_ms);
+    return 0;
+}
+
+static int by_text (const void *a, const void *b)
+{
+    return strcmp (a, b);
+}
+
+/* Reconciliation's view: the jobs an FM reservation may belong to. */
+static void unreleased_jobs_are_listed_in_brief (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    struct briefs b = {0};
+    put_job (fx, "a", 1000, NULL, "ta");
+    put_job (fx, "b", 1000, NULL, NULL);
+    put_job (fx, "c", 1000, NULL, NULL);
+    put_job (fx, "d", 1000, NULL, NULL);
+    fx->clock.now_ms += 7;
+    assert_int_equal (
+        store_job_set_hwcoll (fx->st, "a", STORE_HWCOLL_RESERVED, NULL, 4, "t", &e), 0);
+    assert_int_equal (store_job_set_state (fx->st, "b", STORE_JOB_LOST, &e), 0);
+    assert_int_equal (store_job_set_state (fx->st, "c", STORE_JOB_RELEASING, &e), 0);
+    assert_int_equal (store_job_set_state (fx->st, "d", STORE_JOB_RELEASING, &e), 0);
+    assert_int_equal (store_job_set_state (fx->st, "d", STORE_JOB_RELEASED, &e), 0);
+    assert_int_equal (store_job_list_unreleased (fx->st, collect_brief, &b, &e), 0);
+    assert_int_equal (b.n, 2);
+    qsort (b.text, (size_t)b.n, sizeof (b.text[0]), by_text);
+    assert_string_equal (b.text[0], "a c1-a active reserved 1000007");
+    assert_string_equal (b.text[1], "b c1-b lost reserving 1000007");
+}
+
 static void released_job_can_be_replaced_once_its_vnis_are_free (void **state)
 {
     struct fx *fx = *state;
@@ -680,6 +729,7 @@ int main (void)
         T (bad_node_list_stores_nothing),
         T (state_changes_are_recorded),
         T (listing_filters_and_pages),
+        T (unreleased_jobs_are_listed_in_brief),
         T (released_job_can_be_replaced_once_its_vnis_are_free),
         T (steps_are_upserted_per_job),
         T (node_reports_count_towards_release),
