@@ -354,14 +354,15 @@ static void complete (struct fmc_req *r, struct fmc_result *res)
 
 static int start_token_fetch (struct fmc *fmc);
 
-static void enqueue_waiting (struct fmc *fmc, struct fmc_req *r)
+/* Append 'r' to the queue 'head'/'tail' ('waiting' or 'held'). */
+static void enqueue (struct fmc_req **head, struct fmc_req **tail, struct fmc_req *r)
 {
     r->next = NULL;
-    if (fmc->waiting_tail)
-        fmc->waiting_tail->next = r;
+    if (*tail)
+        (*tail)->next = r;
     else
-        fmc->waiting = r;
-    fmc->waiting_tail = r;
+        *head = r;
+    *tail = r;
 }
 
 static bool token_usable (struct fmc *fmc)
@@ -464,7 +465,7 @@ static void dispatch (struct fmc_req *r)
         return;
     }
     if (r->op != OP_TOKEN && fmc->cfg.auth == FMB_AUTH_OAUTH && !token_usable (fmc)) {
-        enqueue_waiting (fmc, r);
+        enqueue (&fmc->waiting, &fmc->waiting_tail, r);
         if (!fmc->token_fetching)
             start_token_fetch (fmc);
         return;
@@ -504,12 +505,7 @@ static int submit (struct fmc_req *r, bool follow_up, struct fmb_error *error)
     struct fmc *fmc = r->fmc;
     fmc->inflight++;
     if (fmc->holding && changes_fm (r) && !follow_up) {
-        r->next = NULL;
-        if (fmc->held_tail)
-            fmc->held_tail->next = r;
-        else
-            fmc->held = r;
-        fmc->held_tail = r;
+        enqueue (&fmc->held, &fmc->held_tail, r);
         return 0;
     }
     dispatch (r);
