@@ -43,12 +43,31 @@ traffic () { # one random action; repeated RM calls are harmless (idempotent)
     esac
     return 0
 }
+# all_jobs QUERY: every page of GET /v1/jobs?QUERY, one job per line.
+# (A long soak has more than the 1000 active jobs one page can hold.)
+all_jobs () {
+    local after= page
+    while :; do
+        page=$(rm_call GET "/v1/jobs?$1&limit=1000${after:+&after=$after}") || return 1
+        echo "$page" | jq -c '.jobs[]'
+        after=$(echo "$page" | jq -r '.next_after // empty')
+        [ -n "$after" ] || return 0
+    done
+}
 consistent () {
-    want=$(rm_call GET "/v1/jobs?state=active&limit=1000" |
-        jq -r '.jobs[] | select(.hwcoll.state == "reserved") | .hwcoll.fm_job_id' | sort | tr '\n' ' ')
+    want=$(all_jobs state=active |
+        jq -r 'select(.hwcoll.state == "reserved") | .hwcoll.fm_job_id' | sort | tr '\n' ' ')
     got=$(mockfm_jobs | sort | tr '\n' ' ')
     [ "$want" = "$got" ] && [ "$(rm_call GET /v1/status | jq .outbox.depth)" = 0 ]
 }
+show_state () { # what a failed step needs explained
+    consistent
+    echo "broker holds reserved: $want"
+    echo "FM holds:              $got"
+    rm_call GET /v1/status | jq -c '{outbox, fabric_manager}'
+    tail -n 20 "$T/broker.err"
+}
+step_fail_hook=show_state
 
 expect_ok "traffic, faults and kill -9 for $((SOAK_SECONDS * 6 / 10)) s" '
     end=$((SECONDS + SOAK_SECONDS * 6 / 10)) restarts=0
@@ -70,7 +89,7 @@ expect_ok "traffic and faults without restarts for $((SOAK_SECONDS * 4 / 10)) s:
 '
 expect_ok 'at the end: the FM holds exactly the live reservations; no VNI is shared' '
     wait_for 300 0.1 consistent &&
-    rm_call GET "/v1/jobs?limit=1000" | jq -e "[.jobs[] | select(.state == \"active\") | .vnis[]] | length == (unique | length)" &&
+    all_jobs state=active | jq -s -e "[.[] | .vnis[]] | length == (unique | length)" &&
     rm_call GET /v1/vnis | jq -e "[.vnis[].vni] | length == (unique | length)"
 '
 expect_ok 'the broker stops cleanly (under ASan: LeakSanitizer finds no leak)' '
