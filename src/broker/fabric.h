@@ -58,6 +58,9 @@ int fabric_reserve (struct fabric *f,
                     fabric_done_f cb,
                     void *arg,
                     struct fmb_error *error);
+/* Its intent did not commit: the reservation ends without creating
+ * anything at the FM, unless the create has left already. */
+void fabric_reserve_abandon (struct fabric *f, const char *fm_job_id);
 int fabric_release_job (struct fabric *f,
                         const char *fm_job_id,
                         fabric_done_f cb,

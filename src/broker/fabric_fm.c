@@ -121,6 +121,11 @@ int fabric_reserve (struct fabric *f,
         fmc_job_reserve (f->fmc, fm_job_id, mcast_limit, deadline_ms, done, c, error));
 }
 
+void fabric_reserve_abandon (struct fabric *f, const char *fm_job_id)
+{
+    fmc_job_reserve_abandon (f->fmc, fm_job_id);
+}
+
 int fabric_release_job (struct fabric *f,
                         const char *fm_job_id,
                         fabric_done_f cb,

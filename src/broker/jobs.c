@@ -667,6 +667,9 @@ void jobs_abort_pass (struct broker *b)
         fmb_log (LOG_ERR,
                  "job %s: its RUN was not committed; the RM must repeat it",
                  rv->job);
+        char fmid[STORE_FM_JOB_ID_MAX + 1];
+        jobs_fm_id (b, rv->job, fmid, sizeof (fmid));
+        fabric_reserve_abandon (b->fab, fmid);
         while (rv->waiters) {
             struct http_req *req = rv->waiters;
             rv->waiters = http_wait (req)->next;

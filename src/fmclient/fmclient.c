@@ -1085,7 +1085,8 @@ struct reserve {
     char id[257];
     unsigned mcast_limit;
     int64_t deadline;
-    int stage; /* 0: first GET, 1: POST, 2: GET after 409 */
+    int stage;      /* 0: first GET, 1: POST, 2: GET after 409 */
+    bool abandoned; /* fmc_job_reserve_abandon: no POST any more */
     fmc_done_f cb;
     void *arg;
 };
@@ -1127,6 +1128,15 @@ static void reserve_step (const struct fmc_result *res, void *arg)
         next = OP_CREATE;
     else if (rv->stage == 1 && res->http_status == 409)
         next = OP_GET;
+    if (next == OP_CREATE && rv->abandoned) {
+        struct fmc_result stop = {.status = FMC_NOT_SENT,
+                                  .op = "create",
+                                  .error = "not sent: the reservation was abandoned",
+                                  .mcast_limit = -1};
+        rv->cb (&stop, rv->arg);
+        free (rv);
+        return;
+    }
     if (next != OP_TOKEN) {
         rv->stage++;
         if (reserve_next (rv, next, &e) == 0)
@@ -1173,6 +1183,19 @@ int fmc_job_reserve (struct fmc *fmc,
         return -1;
     }
     return 0;
+}
+
+int fmc_job_reserve_abandon (struct fmc *fmc, const char *fm_job_id)
+{
+    int n = 0;
+    for (struct fmc_req *r = fmc->all; r; r = r->all_next) {
+        struct reserve *rv = r->cb == reserve_step ? r->arg : NULL;
+        if (rv && strcmp (rv->id, fm_job_id) == 0 && !rv->abandoned) {
+            rv->abandoned = true;
+            n++;
+        }
+    }
+    return n;
 }
 
 /* ---- lifetime ------------------------------------------------------ */

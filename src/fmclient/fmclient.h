@@ -109,6 +109,10 @@ int fmc_job_reserve (struct fmc *fmc,
                      fmc_done_f cb,
                      void *arg,
                      struct fmb_error *error);
+/* The caller no longer wants the reservations of 'fm_job_id' in flight:
+ * each ends without its POST (FMC_NOT_SENT) unless that has left already.
+ * Returns how many there were. */
+int fmc_job_reserve_abandon (struct fmc *fmc, const char *fm_job_id);
 /* PATCH {"jobSteps":{step:null}}: release one step's multicast trees. */
 int fmc_job_delete_step (struct fmc *fmc,
                          const char *fm_job_id,

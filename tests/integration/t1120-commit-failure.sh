@@ -37,11 +37,13 @@ expect_ok 'with a bad disk, RUN, CLEANUP and a waited step cleanup answer 503 an
 expect_ok 'the broker keeps answering what needs no write' '
     rm_call GET /v1/health >/dev/null && rm_call GET /v1/jobs/1 | jq -e ".state == \"active\""
 '
-# The release of job 1 was queued in the pass that could not commit: it
-# must never reach the FM, or the FM would lose a job the broker has.
-expect_ok 'what a failed commit would have sent to the FM never left' '
-    sleep 0.5 && mockfm_jobs | grep -qx c1-1 &&
-    ! grep -q "DELETE /fabric/collectives/jobs/c1-1" "$T/fm.log"
+# The release of job 1 was queued in the pass that could not commit, and
+# job 2's reservation had only asked (GET) when that commit failed: neither
+# may change the FM, or it would lose job 1 or hold an orphan for job 2.
+expect_ok 'what a failed commit would have changed at the FM never left' '
+    sleep 0.5 && mockfm_jobs | grep -qx c1-1 && ! mockfm_jobs | grep -qx c1-2 &&
+    ! grep -q "DELETE /fabric/collectives/jobs/c1-1" "$T/fm.log" &&
+    test "$(grep -c "^POST /fabric/collectives/jobs " "$T/fm.log")" = 1
 '
 expect_ok 'the disk comes back: nothing half-done, and the requests can be repeated' '
     rm -f "$T/disk-bad" &&

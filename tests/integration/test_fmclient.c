@@ -548,6 +548,37 @@ static void held_changes_wait_for_their_commit (void **state)
                       0);
 }
 
+/* A reservation whose intent did not commit must not create anything:
+ * abandoned while its GET is out, it ends without the POST. */
+static void abandoned_reservation_creates_nothing (void **state)
+{
+    struct fx *fx = *state;
+    struct outcome o, kept;
+    struct fmb_error e;
+    const char *args[] = {"--latency", "200", NULL};
+    start (fx, FMB_AUTH_NONE, args);
+    make_client (fx);
+    memset (&o, 0, sizeof (o));
+    memset (&kept, 0, sizeof (kept));
+    assert_int_equal (fmc_job_reserve (fx->fmc, "c1-7", 4, 5000, on_done, &o, &e), 0);
+    assert_int_equal (fmc_job_reserve (fx->fmc, "c1-8", 4, 5000, on_done, &kept, &e),
+                      0);
+    assert_int_equal (fmc_job_reserve_abandon (fx->fmc, "c1-7"), 1);
+    assert_int_equal (fmc_job_reserve_abandon (fx->fmc, "c1-9"), 0);
+    assert_int_equal (fmc_run (fx->fmc, 20000), 0);
+    assert_int_equal (o.done, 1);
+    EXPECT (o, FMC_NOT_SENT);
+    EXPECT (kept, FMC_OK);
+    assert_true (kept.created);
+    assert_int_equal (mockfm_log_count (&fx->m, "GET /fabric/collectives/jobs/c1-7"),
+                      1);
+    assert_int_equal (mockfm_log_count (&fx->m, "POST /fabric/collectives/jobs"), 1);
+    json_t *st = mockfm_state (&fx->m);
+    assert_null (json_object_get (json_object_get (st, "jobs"), "c1-7"));
+    assert_non_null (json_object_get (json_object_get (st, "jobs"), "c1-8"));
+    json_decref (st);
+}
+
 /* ---- failure classification ---------------------------------------- */
 
 struct fault_case {
@@ -873,6 +904,7 @@ int main (void)
         T (persistent_401_stops_after_one_refresh),
         T (calls_overlap_on_one_loop),
         T (held_changes_wait_for_their_commit),
+        T (abandoned_reservation_creates_nothing),
         T (every_failure_is_classified),
         T (reserve_keeps_its_deadline),
         T (reserve_survives_a_create_race),
