@@ -168,8 +168,8 @@ void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len);
 /* Free quarantined VNIs whose time came; log, event. */
 void jobs_expire_quarantine (struct broker *b);
 /* This pass's transaction did not commit: RUNs whose intent it held get
- * 503 and their reservations are forgotten (reconciliation reaps what the
- * FM may still create). */
+ * 503 and their reservations are abandoned (no POST; if one had left
+ * already, reconciliation reaps what it made). */
 void jobs_abort_pass (struct broker *b);
 /* Delete history older than [broker] retain_days, one batch per call;
  * returns when the next call is due (monotonic ms). */

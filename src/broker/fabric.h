@@ -84,9 +84,9 @@ int fabric_login (struct fabric *f,
 int fabric_pollfds (struct fabric *f, struct pollfd *fds, int max);
 int fabric_timeout_ms (struct fabric *f);
 void fabric_process (struct fabric *f, const struct pollfd *fds, int n);
-/* While holding, calls that change the fabric (release, the create of a
- * reservation) wait for fabric_start_held; reads leave at once.  Their
- * callbacks run in a later fabric_process. */
+/* While holding, releases wait for fabric_start_held.  Reads leave at
+ * once, and so does a reservation's create, which only follows its GET's
+ * answer (a later pass).  Their callbacks run in a later fabric_process. */
 void fabric_hold (struct fabric *f, bool on);
 void fabric_start_held (struct fabric *f);
 /* Their intent did not commit: each completes with FABRIC_NOT_SENT. */

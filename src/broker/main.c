@@ -182,7 +182,7 @@ static void run_pass (struct broker *b, const struct pollfd *fab_fds, int nf, bo
     http_process (b->http); /* also sends what earlier passes released */
     if (full)
         fm_tick (b);
-    else
+    else /* a resumed connection queues its answer; this run writes it */
         http_process (b->http);
     http_hold (b->http, false);
     if (b->fab)

@@ -907,8 +907,9 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
     run_timer (fmc);
     check_done (fmc);
     expire_waiting (fmc);
-    /* Calls those answers started (a reservation's POST after its GET)
-     * leave now, not a loop pass later. */
+    /* Calls those answers dispatched without submit() (the ones parked
+     * for a token that came, one repeated after a 401) leave now, not a
+     * loop pass later. */
     if (run_timer (fmc))
         check_done (fmc);
 }
