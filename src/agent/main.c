@@ -26,6 +26,7 @@
 #include "config.h"
 #include "cxilib.h"
 #include "fileutil.h"
+#include "jobrecord.h"
 #include "log.h"
 #include "svc.h"
 #include "validate.h"
@@ -42,12 +43,16 @@ static const char usage_text[] =
     "Commands:\n"
     "  prolog --job ID [--uid UID --vnis V[,V...] [--ncores N] [--tcs MASK]]\n"
     "         one service per NIC for the job; on -ENOSPC the reservations are\n"
-    "         scaled back to what is free, with a warning\n"
+    "         scaled back to what is free, with a warning; then writes the\n"
+    "         job's environment record for env (owned by the job's uid, 0400)\n"
     "  epilog --job ID [--retry-busy SECONDS] [--no-report]\n"
     "         destroy the job's services (retrying EBUSY once a second for\n"
     "         SECONDS, default 5) and report to the broker; exit 1 = drain\n"
     "  env    --job ID [--format shell|json|slurm] [--lnx]\n"
-    "         print SLINGSHOT_* and the job's FI_CXI_* variables\n"
+    "         print the job's SLINGSHOT_* and FI_CXI_* variables from the record\n"
+    "         the prolog wrote (STATE_DIR/JOB.env, readable by the job's user):\n"
+    "         no broker, no token, no libcxi.  Only NICs with a service are\n"
+    "         listed; none on this node: prints nothing, exit 1\n"
     "  list   [--json]   every NIC and its services\n"
     "  clean             destroy job services of VNIs in [vni] pool that belong\n"
     "                    to no active job (never id 1 or system services)\n"
@@ -299,22 +304,155 @@ struct created {
     unsigned svc;
 };
 
+/* Append "sep item" to a comma list in buf. */
+static void list_add (char *buf, size_t len, const char *item)
+{
+    size_t used = strlen (buf);
+    snprintf (buf + used, len - used, "%s%s", used ? "," : "", item);
+}
+
+/* The job's task environment on this node (<job>.env, readable by the
+ * job's user): the broker's variables plus the devices that have a
+ * service, aligned; none of them when no service was made ('reason'). */
+static int write_env_record (const struct job_facts *f,
+                             json_t *broker_env,
+                             const struct created *made,
+                             int nmade,
+                             const char *reason,
+                             struct fmb_error *e)
+{
+    struct jobrecord r;
+    memset (&r, 0, sizeof (r));
+    snprintf (r.job, sizeof (r.job), "%s", f->id);
+    r.uid = f->uid;
+    r.nservices = (unsigned)nmade;
+    r.env = json_object ();
+    if (nmade == 0)
+        snprintf (r.reason, sizeof (r.reason), "%s", reason ? reason : "no service");
+    const char *name;
+    json_t *value;
+    json_object_foreach (nmade ? broker_env : NULL, name, value)
+    {
+        const char *s = json_string_value (value);
+        bool printable = s != NULL;
+        for (const char *c = s; c && *c; c++)
+            printable &= (unsigned char)*c >= 0x20 && *c != 0x7f;
+        /* The step id is the launcher's; anything unprintable is dropped
+         * rather than trusted into a shell line. */
+        if (!printable || !jobrecord_valid_name (name) ||
+            strcmp (name, "FI_CXI_COLL_JOB_STEP_ID") == 0 ||
+            strncmp (name, "SLINGSHOT_", 10) == 0) {
+            fmb_log (LOG_WARNING,
+                     "job %s: not passing the broker's variable '%.64s' on",
+                     f->id,
+                     printable ? name : "(unprintable)");
+            continue;
+        }
+        json_object_set (r.env, name, value);
+    }
+    if (nmade > 0) {
+        char vnis[64] = "", devs[512] = "", ids[256] = "", item[32];
+        for (unsigned i = 0; i < f->nvnis; i++) {
+            snprintf (item, sizeof (item), "%u", f->vnis[i]);
+            list_add (vnis, sizeof (vnis), item);
+        }
+        for (int i = 0; i < nmade; i++) {
+            list_add (devs, sizeof (devs), made[i].dev->info.device_name);
+            snprintf (item, sizeof (item), "%u", made[i].svc);
+            list_add (ids, sizeof (ids), item);
+        }
+        snprintf (item, sizeof (item), "0x%x", f->tcs);
+        json_object_set_new (r.env, "SLINGSHOT_VNIS", json_string (vnis));
+        json_object_set_new (r.env, "SLINGSHOT_DEVICES", json_string (devs));
+        json_object_set_new (r.env, "SLINGSHOT_SVC_IDS", json_string (ids));
+        json_object_set_new (r.env, "SLINGSHOT_TCS", json_string (item));
+    }
+    int rc = jobrecord_write (arg_.state_dir, &r, e);
+    jobrecord_clear (&r);
+    return rc;
+}
+
+/* Create the job's service on device i; > 0 the svc id, 0 skipped (the
+ * device cannot be opened, or dry run), < 0 failed with 'why' set. */
+static int create_on_device (const struct job_facts *f,
+                             const struct cxil_devinfo *info,
+                             struct cxil_dev **devp,
+                             char *why,
+                             size_t whylen)
+{
+    struct cxil_dev *dev;
+    struct cxi_svc_desc d;
+    int r = lib.open_device (info->dev_id, &dev);
+    if (r < 0) {
+        fmb_log (LOG_WARNING,
+                 "%s: cannot open: %s, ignoring",
+                 info->device_name,
+                 errname (r));
+        return 0;
+    }
+    svc_recipe (&cfg, &dev->info, f, &d);
+    if (arg_.dry_run) {
+        svc_print (stdout, dev->info.device_name, &d);
+        lib.close_device (dev);
+        return 0;
+    }
+    for (int attempt = 0;; attempt++) {
+        struct cxi_svc_fail_info fi;
+        char change[160];
+        memset (&fi, 0, sizeof (fi));
+        r = lib.alloc_svc (dev, &d, &fi);
+        if (r > 0 || r != -ENOSPC || attempt > 2 * CXI_RSRC_TYPE_MAX)
+            break;
+        if (!svc_scale_back (&d, &fi, change, sizeof (change))) {
+            snprintf (why,
+                      whylen,
+                      "%s: not enough NIC resources even at the minimum",
+                      dev->info.device_name);
+            break;
+        }
+        fmb_log (LOG_WARNING, "job %s: %s: %s", f->id, dev->info.device_name, change);
+    }
+    if (r > 0) {
+        *devp = dev;
+        fmb_log (LOG_INFO,
+                 "job %s: %s: service %d (uid %u)",
+                 f->id,
+                 dev->info.device_name,
+                 r,
+                 f->uid);
+        return r;
+    }
+    if (!why[0])
+        snprintf (why,
+                  whylen,
+                  "%s: cxil_alloc_svc: %s",
+                  dev->info.device_name,
+                  errname (r));
+    lib.close_device (dev);
+    return -1;
+}
+
 static int cmd_prolog (void)
 {
     struct job_facts f;
     struct fmb_error e;
     struct cxil_device_list *dl;
+    json_t *broker_env = NULL;
     if (devices (&dl) < 0)
         return EXIT_FAIL;
     if (!dl)
         return 0;
-    if (job_facts (&f, NULL, &e) < 0) {
+    if (job_facts (&f, arg_.have_facts ? NULL : &broker_env, &e) < 0) {
         fmb_log (LOG_ERR, "%s", e.text);
         lib.free_device_list (dl);
         return EXIT_FAIL;
     }
     if (f.nvnis == 0) {
         fmb_log (LOG_NOTICE, "job %s has no VNIs: no CXI services to create", f.id);
+        if (!arg_.dry_run &&
+            write_env_record (&f, NULL, NULL, 0, "the job has no VNIs", &e) < 0)
+            fmb_log (LOG_WARNING, "job %s: %s", f.id, e.text);
+        json_decref (broker_env);
         lib.free_device_list (dl);
         return 0;
     }
@@ -327,61 +465,26 @@ static int cmd_prolog (void)
     if (!arg_.dry_run)
         write_record (&f, services);
     for (unsigned i = 0; i < dl->count && rc == 0; i++) {
-        struct cxil_dev *dev;
-        struct cxi_svc_desc d;
-        int r = lib.open_device (dl->info[i].dev_id, &dev);
-        if (r < 0) {
-            fmb_log (LOG_WARNING,
-                     "%s: cannot open: %s, ignoring",
-                     dl->info[i].device_name,
-                     errname (r));
-            continue;
-        }
-        svc_recipe (&cfg, &dev->info, &f, &d);
-        if (arg_.dry_run) {
-            svc_print (stdout, dev->info.device_name, &d);
-            lib.close_device (dev);
-            continue;
-        }
-        for (int attempt = 0;; attempt++) {
-            struct cxi_svc_fail_info fi;
-            char change[160];
-            memset (&fi, 0, sizeof (fi));
-            r = lib.alloc_svc (dev, &d, &fi);
-            if (r > 0 || r != -ENOSPC || attempt > 2 * CXI_RSRC_TYPE_MAX)
-                break;
-            if (!svc_scale_back (&d, &fi, change, sizeof (change))) {
-                snprintf (why,
-                          sizeof (why),
-                          "%s: not enough NIC resources even at the minimum",
-                          dev->info.device_name);
-                break;
-            }
-            fmb_log (
-                LOG_WARNING, "job %s: %s: %s", f.id, dev->info.device_name, change);
-        }
-        if (r > 0) {
+        struct cxil_dev *dev = NULL;
+        int r = create_on_device (&f, &dl->info[i], &dev, why, sizeof (why));
+        if (r < 0)
+            rc = EXIT_FAIL;
+        else if (r > 0) {
             made[nmade].dev = dev;
             made[nmade++].svc = (unsigned)r;
             json_array_append_new (
                 services,
                 json_pack ("{s:s, s:i}", "device", dev->info.device_name, "svc_id", r));
-            fmb_log (LOG_INFO,
-                     "job %s: %s: service %d (uid %u)",
-                     f.id,
-                     dev->info.device_name,
-                     r,
-                     f.uid);
-            continue;
         }
-        if (!why[0])
-            snprintf (why,
-                      sizeof (why),
-                      "%s: cxil_alloc_svc: %s",
-                      dev->info.device_name,
-                      errname (r));
-        lib.close_device (dev);
-        rc = EXIT_FAIL;
+    }
+    if (rc == 0 && !arg_.dry_run) {
+        write_record (&f, services);
+        /* The tasks' environment only once every service exists. */
+        if (write_env_record (&f, broker_env, made, nmade, "no NIC could be opened",
+                              &e) < 0) {
+            snprintf (why, sizeof (why), "%s", e.text);
+            rc = EXIT_FAIL;
+        }
     }
     if (rc != 0) {
         /* All or nothing: remove what this run created. */
@@ -401,14 +504,16 @@ static int cmd_prolog (void)
                          errname (r));
         }
         json_array_clear (services);
+        /* The job's user is told why, not left with a missing record. */
+        if (write_env_record (&f, NULL, NULL, 0, why, &e) < 0)
+            fmb_log (LOG_WARNING, "job %s: %s", f.id, e.text);
         report ("failed", why);
-    } else if (!arg_.dry_run) {
-        write_record (&f, services);
+    } else if (!arg_.dry_run)
         report ("created", NULL);
-    }
     for (int i = 0; i < nmade; i++)
         lib.close_device (made[i].dev);
     json_decref (services);
+    json_decref (broker_env);
     free (made);
     lib.free_device_list (dl);
     return rc;
@@ -446,6 +551,9 @@ static int cmd_epilog (void)
     struct cxil_device_list *dl;
     char why[256] = "";
     int failures = 0, destroyed = 0;
+    /* The job's tasks are gone whatever happens to its services. */
+    if (!arg_.dry_run && jobrecord_remove (arg_.state_dir, arg_.job, &e) < 0)
+        fmb_log (LOG_WARNING, "job %s: %s", arg_.job, e.text);
     if (devices (&dl) < 0)
         return EXIT_FAIL;
     if (!dl) {
@@ -542,100 +650,106 @@ static void shell_quote (FILE *out, const char *s)
     fputc ('\'', out);
 }
 
+/* FI_LNX_PROV_LINKS for the devices with a service: "shm+cxi:cxi0|..." */
+static json_t *lnx_links (const char *devices)
+{
+    char out[1024] = "";
+    const char *p = devices;
+    while (*p) {
+        size_t n = strcspn (p, ",");
+        size_t used = strlen (out);
+        snprintf (out + used,
+                  sizeof (out) - used,
+                  "%sshm+cxi:%.*s",
+                  used ? "|" : "",
+                  (int)n,
+                  p);
+        p += n + (p[n] == ',');
+    }
+    return json_string (out);
+}
+
+/* NAME=value lines: SLINGSHOT_* first in a fixed order, then the rest
+ * sorted.  Shell: the value single-quoted ('\'' for a quote), so no
+ * value can end the word; Slurm's TaskProlog takes the rest of the line
+ * literally, so there it is printed as is.  Either way the record
+ * guarantees no value holds a newline or another control character, so
+ * no value can add a line or a variable. */
+static int by_name (const void *a, const void *b)
+{
+    return strcmp (*(const char *const *)a, *(const char *const *)b);
+}
+
+static void print_env (json_t *out)
+{
+    static const char *const first[] = {
+        "SLINGSHOT_VNIS", "SLINGSHOT_DEVICES", "SLINGSHOT_SVC_IDS", "SLINGSHOT_TCS"};
+    const char *names[JOBRECORD_VARS_MAX + 8], *k;
+    size_t n = 0;
+    json_t *v;
+    for (size_t i = 0; i < 4; i++)
+        if (json_object_get (out, first[i]))
+            names[n++] = first[i];
+    size_t nfirst = n;
+    json_object_foreach (out, k, v)
+    {
+        bool listed = false;
+        for (size_t i = 0; i < 4; i++)
+            listed |= strcmp (k, first[i]) == 0;
+        if (!listed && n < sizeof (names) / sizeof (names[0]))
+            names[n++] = k;
+    }
+    qsort (names + nfirst, n - nfirst, sizeof (names[0]), by_name);
+    for (size_t i = 0; i < n; i++) {
+        const char *value = json_string_value (json_object_get (out, names[i]));
+        printf ("export %s=", names[i]);
+        if (arg_.format == AGENT_FORMAT_SLURM)
+            fputs (value, stdout);
+        else
+            shell_quote (stdout, value);
+        putchar ('\n');
+    }
+}
+
+/* The job's variables from this node's record (written by the prolog):
+ * no broker, no libcxi, no token; the job's user can run it. */
 static int cmd_env (void)
 {
-    struct job_facts f;
+    struct jobrecord r;
     struct fmb_error e;
-    struct cxil_device_list *dl;
-    json_t *env = NULL;
-    if (job_facts (&f, arg_.have_facts ? NULL : &env, &e) < 0) {
-        fmb_log (LOG_ERR, "%s", e.text);
+    if (arg_.have_facts) {
+        fmb_log (LOG_ERR,
+                 "env: --uid/--vnis are not taken: the job's variables come from "
+                 "the record the prolog wrote");
+        return EXIT_USAGE;
+    }
+    if (jobrecord_read (arg_.state_dir, arg_.job, &r, &e) < 0) {
+        fmb_log (LOG_ERR,
+                 "job %s: %s%s",
+                 arg_.job,
+                 e.text,
+                 errno == ENOENT ? " (did the prolog run here?)" : "");
         return EXIT_FAIL;
     }
-    if (devices (&dl) < 0) {
-        json_decref (env);
+    if (r.nservices == 0) {
+        fmb_log (LOG_ERR,
+                 "job %s has no CXI service on this node: %s",
+                 arg_.job,
+                 r.reason);
+        jobrecord_clear (&r);
         return EXIT_FAIL;
     }
-    json_t *out = json_object ();
-    char buf[512] = "", ids[256] = "", lnx[512] = "";
-    for (unsigned i = 0; i < f.nvnis; i++)
-        snprintf (buf + strlen (buf),
-                  sizeof (buf) - strlen (buf),
-                  "%s%u",
-                  i ? "," : "",
-                  f.vnis[i]);
-    if (f.nvnis)
-        json_object_set_new (out, "SLINGSHOT_VNIS", json_string (buf));
-    buf[0] = '\0';
-    for (unsigned i = 0; dl && i < dl->count; i++) {
-        struct cxil_dev *dev;
-        struct cxil_svc_list *sl = NULL;
-        int svc = -1;
-        if (lib.open_device (dl->info[i].dev_id, &dev) == 0) {
-            if (lib.get_svc_list (dev, &sl) == 0)
-                for (unsigned s = 0; s < sl->count; s++)
-                    if (svc_is_job (&sl->descs[s], f.uid, f.vnis, f.nvnis))
-                        svc = (int)sl->descs[s].svc_id;
-            free (sl);
-            lib.close_device (dev);
-        }
-        snprintf (buf + strlen (buf),
-                  sizeof (buf) - strlen (buf),
-                  "%s%s",
-                  i ? "," : "",
-                  dl->info[i].device_name);
-        snprintf (
-            ids + strlen (ids), sizeof (ids) - strlen (ids), "%s%d", i ? "," : "", svc);
-        if (svc > 0)
-            snprintf (lnx + strlen (lnx),
-                      sizeof (lnx) - strlen (lnx),
-                      "%sshm+cxi:%s",
-                      lnx[0] ? "|" : "",
-                      dl->info[i].device_name);
-    }
-    if (dl) {
-        json_object_set_new (out, "SLINGSHOT_DEVICES", json_string (buf));
-        json_object_set_new (out, "SLINGSHOT_SVC_IDS", json_string (ids));
-        lib.free_device_list (dl);
-    }
-    snprintf (buf, sizeof (buf), "0x%x", f.tcs);
-    json_object_set_new (out, "SLINGSHOT_TCS", json_string (buf));
-    const char *k;
-    json_t *v;
-    json_object_foreach (env, k, v) if (strncmp (k, "FI_CXI_", 7) == 0)
-        json_object_set (out, k, v);
-    if (arg_.lnx && lnx[0])
-        json_object_set_new (out, "FI_LNX_PROV_LINKS", json_string (lnx));
-    bool slurm = arg_.format == AGENT_FORMAT_SLURM;
-    if (arg_.format == AGENT_FORMAT_JSON)
-        json_dumpf (out, stdout, JSON_COMPACT | JSON_SORT_KEYS), putchar ('\n');
-    else if (slurm) {
-        /* Slurm's TaskProlog takes "export NAME=value" literally: no
-         * quoting, one line each (our values never hold a newline). */
-        json_object_foreach (out, k, v)
-        {
-            printf ("export %s=%s\n", k, json_string_value (v));
-        }
-    } else {
-        const char *const order[] = {"SLINGSHOT_VNIS",
-                                     "SLINGSHOT_DEVICES",
-                                     "SLINGSHOT_SVC_IDS",
-                                     "SLINGSHOT_TCS"};
-        for (size_t i = 0; i < 4; i++)
-            if ((v = json_object_get (out, order[i]))) {
-                printf ("export %s=", order[i]);
-                shell_quote (stdout, json_string_value (v));
-                putchar ('\n');
-            }
-        json_object_foreach (out, k, v) if (strncmp (k, "SLINGSHOT_", 10) != 0)
-        {
-            printf ("export %s=", k);
-            shell_quote (stdout, json_string_value (v));
-            putchar ('\n');
-        }
-    }
+    json_t *out = json_deep_copy (r.env);
+    const char *devs = json_string_value (json_object_get (out, "SLINGSHOT_DEVICES"));
+    if (arg_.lnx && devs)
+        json_object_set_new (out, "FI_LNX_PROV_LINKS", lnx_links (devs));
+    if (arg_.format == AGENT_FORMAT_JSON) {
+        json_dumpf (out, stdout, JSON_COMPACT | JSON_SORT_KEYS);
+        putchar ('\n');
+    } else
+        print_env (out);
     json_decref (out);
-    json_decref (env);
+    jobrecord_clear (&r);
     return 0;
 }
 

@@ -85,6 +85,16 @@ int fmb_write_file_atomic (const char *path,
                            size_t len,
                            struct fmb_error *error)
 {
+    return fmb_write_file_atomic_owned (path, mode, (uid_t)-1, data, len, error);
+}
+
+int fmb_write_file_atomic_owned (const char *path,
+                                 mode_t mode,
+                                 uid_t owner,
+                                 const void *data,
+                                 size_t len,
+                                 struct fmb_error *error)
+{
     char tmp[PATH_MAX];
     if (snprintf (tmp, sizeof (tmp), "%s.tmpXXXXXX", path) >= (int)sizeof (tmp)) {
         errno = ENAMETOOLONG;
@@ -95,6 +105,9 @@ int fmb_write_file_atomic (const char *path,
         return fmb_errorf (error, "%s: %s", tmp, strerror (errno));
     const char *p = data;
     size_t left = len;
+    /* Owner and mode before any content and before the name appears. */
+    if (owner != (uid_t)-1 && fchown (fd, owner, (gid_t)-1) < 0)
+        goto error;
     if (fchmod (fd, mode) < 0)
         goto error;
     while (left > 0) {

@@ -28,6 +28,15 @@ int fmb_write_file_atomic (const char *path,
                            size_t len,
                            struct fmb_error *error);
 
+/* The same, the file owned by 'owner' ((uid_t)-1: the caller) from the
+ * start, so it is never readable by anyone else on the way. */
+int fmb_write_file_atomic_owned (const char *path,
+                                 mode_t mode,
+                                 uid_t owner,
+                                 const void *data,
+                                 size_t len,
+                                 struct fmb_error *error);
+
 /* Fail with EPERM if 'path' (an open fd's file) can be read or written by
  * group or others: secrets must be private to the service user. */
 int fmb_check_private_fd (int fd, const char *path, struct fmb_error *error);

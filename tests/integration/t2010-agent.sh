@@ -32,9 +32,11 @@ expect_ok "$n NIC(s): prolog creates one service per NIC with the right descript
         jq -e "(.desc | .[0:2]) == \"1f\" and (.desc | .[32:48]) == \"e803000001000000\"" svc.json || return 1
     done
 '
-expect_ok "$n NIC(s): env prints exactly the job's variables" '
-    agent n$n env --job 1 $facts >env.sh && want_env $n >want.sh && diff -u want.sh env.sh &&
-    agent n$n env --job 1 $facts --format json --lnx >env.json &&
+expect_ok "$n NIC(s): env prints exactly the job's variables, from the prolog's record" '
+    test "$(stat -c "%u %a" "$T/n$n.rec/1.env")" = "1000 400" &&
+    test "$(stat -c %a "$T/n$n.rec")" = 755 &&
+    libcxi=/nonexistent/libcxi.so.1 agent n$n env --job 1 >env.sh && want_env $n >want.sh && diff -u want.sh env.sh &&
+    agent n$n env --job 1 --format json --lnx >env.json &&
     jq -e ".SLINGSHOT_SVC_IDS == \"$(yes 3 | head -n $n | paste -sd,)\"" env.json &&
     jq -e ".FI_LNX_PROV_LINKS | startswith(\"shm+cxi:cxi0\")" env.json
 '
@@ -46,7 +48,7 @@ expect_ok "$n NIC(s): list shows every NIC and merges identical services" '
 expect_ok "$n NIC(s): epilog leaves none of the job's services" '
     agent n$n epilog --job 1 --no-report &&
     for d in $(seq 0 $((n - 1))); do cxi_services n$n $d | jq -se "all(.[]; .id < 3)" || return 1; done &&
-    test ! -e "$T/n$n.rec/1.json"
+    test ! -e "$T/n$n.rec/1.json" && test ! -e "$T/n$n.rec/1.env"
 '
 done
 expect_ok 'a system service and the default service are never touched' '
