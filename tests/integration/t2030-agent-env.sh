@@ -1,0 +1,109 @@
+#!/bin/bash
+# t2030-agent-env.sh: a job's environment on a compute node as it runs in
+# production: the agent reaches the broker over TLS with a root-only
+# agent token; the root prolog writes the job's record; the job's user
+# (unprivileged) prints its variables from it, without the broker or the
+# token; nobody else can; a job without a service on the node gets no
+# SLINGSHOT_* variable; no value can inject a line or a variable.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || { echo "ok 1 # SKIP needs root (setpriv)"; echo "1..1"; exit 0; }
+export MOCKCXI_SYSTEM_SVC=1
+chmod 755 "$T"
+sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/certs" >/dev/null
+agent_tok=agent-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
+printf "agent %s\n" "$agent_tok" >"$T/tokens" && chmod 600 "$T/tokens"
+printf "%s\n" "$agent_tok" >"$T/agent.token" && chmod 600 "$T/agent.token"
+start_mockfm
+for try in 1 2 3 4 5; do
+    tcp_port=$(free_ports 1) || bail_out "no free port"
+    write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
+        "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
+    start_broker && break
+done
+printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n" \
+    "$T/no-such.sock" "$tcp_port" "$T/agent.token" "$T/certs/ca.pem" >"$T/node.conf"
+chmod 644 "$T/node.conf"
+node_agent () { # NODE ARGS...: fmbroker-cxi as on a compute node (no --socket)
+    n=$1
+    shift
+    MOCKCXI_STATE="$T/$n.cxi.json" MOCKCXI_DEVICES=2 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" \
+        --libcxi "$FMB_BIN/../mockcxi/new/libcxi.so.1" --state-dir "$T/$n.rec" --node "$n" "$@"
+}
+# The variables a shell gets from a file of env lines, one NAME=value per line.
+vars_of () { env -i bash -c ". $1 && env -0" | tr "\0" "\n" | grep -v "^\(PWD\|SHLVL\|_\)="; }
+
+expect_ok 'the root prolog, over TLS with the agent token, writes the job'"'"'s record' '
+    rm_call PUT /v1/jobs/42 "{\"uid\":1000,\"nodes\":[\"n1\",\"n2\"]}" >run.json &&
+    node_agent n1 prolog --job 42 &&
+    test "$(stat -c "%u %a" "$T/n1.rec/42.env")" = "1000 400" &&
+    test "$(stat -c "%u %a" "$T/n1.rec")" = "0 755" &&
+    test "$(stat -c "%u %a" "$T/n1.rec/42.json")" = "0 600"
+'
+expect_ok 'the job'"'"'s user prints its variables, without the token it cannot read' '
+    ! as_user 1000 cat "$T/agent.token" 2>/dev/null &&
+    as_user 1000 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/n1.rec" env --job 42 >env.sh &&
+    vars_of ./env.sh >vars &&
+    grep -qx "SLINGSHOT_VNIS=$(jq -r ".vnis[0]" run.json)" vars &&
+    grep -qx "SLINGSHOT_DEVICES=cxi0,cxi1" vars && grep -qx "SLINGSHOT_SVC_IDS=3,3" vars &&
+    grep -qx "SLINGSHOT_TCS=0xa" vars && grep -qx "FI_CXI_COLL_JOB_ID=c1-42" vars &&
+    grep -qx "FI_CXI_COLL_MCAST_TOKEN=$(jq -r .hwcoll.session_token run.json)" vars &&
+    ! grep -q FI_CXI_COLL_JOB_STEP_ID vars &&
+    as_user 1000 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/n1.rec" env --job 42 \
+        --format slurm >env.slurm &&
+    test "$(wc -l <env.slurm)" = "$(wc -l <env.sh)" && grep -qx "export SLINGSHOT_SVC_IDS=3,3" env.slurm
+'
+expect_ok 'env needs no broker: it works with the broker stopped' '
+    stop_broker &&
+    as_user 1000 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/n1.rec" env --job 42 >env2.sh &&
+    cmp env.sh env2.sh && start_broker
+'
+expect_ok 'another user gets nothing and a clear message' '
+    { as_user 1001 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/n1.rec" env --job 42 \
+        >out 2>err; test $? = 1; } && test ! -s out &&
+    grep -q "42.env: permission denied (only the job.s user and root may read it)" err
+'
+expect_ok 'a job whose prolog failed here: no SLINGSHOT_* variable, exit 1, the reason' '
+    rm_call PUT /v1/jobs/43 "{\"uid\":1000,\"nodes\":[\"n1\",\"n2\"]}" >/dev/null &&
+    cxi_set n1 ".fail.cxil_alloc_svc = {errno: 28, count: 100, skip: 1}" &&
+    { node_agent n1 prolog --job 43 2>err; test $? = 1; } &&
+    { as_user 1000 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/n1.rec" env --job 43 \
+        >out 2>err; test $? = 1; } && test ! -s out &&
+    grep -q "job 43 has no CXI service on this node: cxi1: not enough NIC resources" err &&
+    cxi_set n1 "del(.fail)"
+'
+expect_ok 'a job with no VNIs: no SLINGSHOT_* variable, exit 1, the reason' '
+    rm_call PUT /v1/jobs/45 "{\"uid\":1000,\"nodes\":[\"n1\"],\"vni_count\":0}" >/dev/null &&
+    node_agent n1 prolog --job 45 &&
+    { as_user 1000 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/n1.rec" env --job 45 \
+        >out 2>err; test $? = 1; } && test ! -s out && grep -q "the job has no VNIs" err
+'
+# A record as the format allows, with hostile values (root writes it here
+# the way the prolog does).
+plant () { # JOB VALUE-JSON
+    printf "{\"version\":1,\"job\":\"%s\",\"uid\":1000,\"services\":1,\"env\":{\"SLINGSHOT_DEVICES\":\"cxi0\",\"SLINGSHOT_SVC_IDS\":\"3\",\"FI_CXI_X\":%s}}" \
+        "$1" "$2" >"$T/n1.rec/$1.env" && chown 1000 "$T/n1.rec/$1.env" && chmod 400 "$T/n1.rec/$1.env"
+}
+expect_ok 'a value with quotes, ; and $( ) is one value, in every format' '
+    plant 44 "\"a'"'"'b; touch $T/pwned; \$(touch $T/pwned2) \`id\`\"" &&
+    as_user 1000 "$FMB_BIN/fmbroker-cxi" --state-dir "$T/n1.rec" env --job 44 >env.sh &&
+    vars_of ./env.sh >vars && test ! -e "$T/pwned" && test ! -e "$T/pwned2" &&
+    test "$(grep -c . vars)" = 3 &&
+    grep -qxF "FI_CXI_X=a'"'"'b; touch $T/pwned; \$(touch $T/pwned2) \`id\`" vars &&
+    as_user 1000 "$FMB_BIN/fmbroker-cxi" --state-dir "$T/n1.rec" env --job 44 --format slurm >env.slurm &&
+    test "$(wc -l <env.slurm)" = 3 &&
+    grep -qxF "export FI_CXI_X=a'"'"'b; touch $T/pwned; \$(touch $T/pwned2) \`id\`" env.slurm
+'
+expect_ok 'a value with a newline is refused whole: nothing printed, exit 1' '
+    plant 46 "\"x\\nexport EVIL=1\"" &&
+    for f in shell slurm json; do
+        { as_user 1000 "$FMB_BIN/fmbroker-cxi" --state-dir "$T/n1.rec" env --job 46 --format $f \
+            >out 2>err; test $? = 1; } && test ! -s out &&
+        grep -q "46.env: FI_CXI_X: the value holds a control character" err || return 1
+    done
+'
+expect_ok 'epilog removes the record' '
+    node_agent n1 epilog --job 42 && test ! -e "$T/n1.rec/42.env" &&
+    { as_user 1000 "$FMB_BIN/fmbroker-cxi" --state-dir "$T/n1.rec" env --job 42 2>err; test $? = 1; } &&
+    grep -q "no record of the job on this node" err
+'
+done_testing
