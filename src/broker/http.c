@@ -29,9 +29,10 @@
 #include "http.h"
 #include "log.h"
 #include "netaddr.h"
+#include "peers.h"
 
-#define HTTP_MAX_CONNECTIONS 1024
 #define HTTP_CONN_TIMEOUT_S  30
+#define ACCEPTS_PER_PASS     64 /* a flood of connects cannot hold the loop */
 #define TOKENS_FILE_MAX      (64 * 1024)
 #define MAX_STATIC_TOKENS    64
 
@@ -46,6 +47,21 @@ struct listener {
     bool tcp;
 };
 
+/* One connection, from libmicrohttpd's "started" to its "closed".  Its
+ * deadline bounds how long the request being read may take in total: a
+ * byte now and then does not extend it (libmicrohttpd's own timeout
+ * would). */
+struct http_conn {
+    struct http *h;
+    struct http_conn *prev, *next;
+    int fd;
+    bool counted; /* holds a slot in h->peers for uid */
+    bool privileged;
+    bool cut;
+    uid_t uid;
+    int64_t deadline_ms; /* 0 while a request is being handled */
+};
+
 struct http {
     struct broker *b;
     bool holding;          /* answers wait for the loop pass's commit */
@@ -53,6 +69,19 @@ struct http {
     struct listener l[2];
     int n;
     char sock_path[FMB_UNIX_PATH_MAX];
+    int unix_fd;          /* accepted here, so SO_PEERCRED decides first */
+    struct peers *peers;  /* the Unix socket's connections per uid */
+    struct peer_limits limits;
+    unsigned request_timeout_ms;
+    unsigned backlog;
+    struct http_conn *conns;
+    struct {              /* the accepted socket being handed to MHD */
+        bool valid;
+        int fd;
+        uid_t uid;
+        bool privileged;
+    } pending;
+    int64_t refused_logged_ms;
     struct static_token tokens[MAX_STATIC_TOKENS];
     int ntokens;
     char *tls_cert;
@@ -406,6 +435,178 @@ static void dispatch (struct http *h, struct http_req *req, const char *url)
         http_reply_problem (req, 500, "the handler gave no answer");
 }
 
+/* ---- connections: fair share and request deadlines ------------------ */
+
+static struct http_conn *conn_of (struct MHD_Connection *mc)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info (mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void conn_arm (struct http_conn *c)
+{
+    c->deadline_ms = now_mono () + c->h->request_timeout_ms;
+}
+
+/* The request is read: what remains is the broker's work, not the peer's. */
+static void conn_disarm (struct MHD_Connection *mc)
+{
+    struct http_conn *c = conn_of (mc);
+    if (c)
+        c->deadline_ms = 0;
+}
+
+static void conn_started (struct listener *l, struct MHD_Connection *mc, void **ctx)
+{
+    struct http *h = l->h;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info (mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct http_conn *c = calloc (1, sizeof (*c));
+    if (!c || !ci) { /* untracked: the accept path gives its slot back */
+        free (c);
+        return;
+    }
+    c->h = h;
+    c->fd = ci->connect_fd;
+    if (!l->tcp && h->pending.valid && h->pending.fd == c->fd) {
+        c->counted = true; /* the slot taken at accept is now this one's */
+        c->uid = h->pending.uid;
+        c->privileged = h->pending.privileged;
+        h->pending.valid = false;
+    }
+    conn_arm (c);
+    c->next = h->conns;
+    if (h->conns)
+        h->conns->prev = c;
+    h->conns = c;
+    *ctx = c;
+}
+
+static void conn_closed (struct http *h, void **ctx)
+{
+    struct http_conn *c = *ctx;
+    if (!c)
+        return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    if (c->counted)
+        peers_release (h->peers, c->uid, c->privileged);
+    free (c);
+    *ctx = NULL;
+}
+
+static void notify_cb (void *cls,
+                       struct MHD_Connection *mc,
+                       void **ctx,
+                       enum MHD_ConnectionNotificationCode code)
+{
+    struct listener *l = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        conn_started (l, mc, ctx);
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        conn_closed (l->h, ctx);
+}
+
+/* Cut connections whose request is late: shutting the socket down makes
+ * libmicrohttpd read end-of-file, close it, and free its slot. */
+static void cut_late (struct http *h)
+{
+    int64_t now = now_mono ();
+    for (struct http_conn *c = h->conns; c; c = c->next)
+        if (c->deadline_ms && !c->cut && now >= c->deadline_ms) {
+            c->cut = true;
+            shutdown (c->fd, SHUT_RDWR);
+        }
+}
+
+static int next_deadline_ms (const struct http *h)
+{
+    int64_t best = -1, now = now_mono ();
+    for (const struct http_conn *c = h->conns; c; c = c->next)
+        if (c->deadline_ms && !c->cut && (best < 0 || c->deadline_ms < best))
+            best = c->deadline_ms;
+    if (best < 0)
+        return -1;
+    return best <= now ? 0 : (int)(best - now > 60000 ? 60000 : best - now);
+}
+
+/* Over its limit: a short problem document, then close.  Never blocks. */
+static void refuse (struct http *h, int fd, uid_t uid, const char *why)
+{
+    char body[256], msg[512];
+    int blen = snprintf (body,
+                         sizeof (body),
+                         "{\"type\":\"about:blank\",\"title\":\"Service Unavailable\","
+                         "\"status\":503,\"detail\":\"too many connections from uid "
+                         "%u ([api] %s)\"}",
+                         (unsigned)uid,
+                         why);
+    int mlen = snprintf (msg,
+                         sizeof (msg),
+                         "HTTP/1.1 503 Service Unavailable\r\n"
+                         "Content-Type: application/problem+json\r\n"
+                         "Retry-After: 1\r\nConnection: close\r\n"
+                         "Content-Length: %d\r\n\r\n%s",
+                         blen,
+                         body);
+    ssize_t ignored = send (fd, msg, (size_t)mlen, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)ignored;
+    close (fd);
+    int64_t now = now_mono ();
+    if (now - h->refused_logged_ms >= 10000) { /* a flood is one line per 10 s */
+        h->refused_logged_ms = now;
+        fmb_log (LOG_WARNING,
+                 "api: refusing connections from uid %u: [api] %s reached",
+                 (unsigned)uid,
+                 why);
+    }
+}
+
+/* Accept on the Unix socket ourselves: the peer's uid is known before the
+ * connection takes a slot, so one user's flood only fills that user's. */
+static void accept_unix (struct http *h)
+{
+    for (int i = 0; i < ACCEPTS_PER_PASS && h->unix_fd >= 0; i++) {
+        struct sockaddr_un sa;
+        socklen_t salen = sizeof (sa);
+        int fd = accept4 (
+            h->unix_fd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+                errno != ECONNABORTED)
+                fmb_log (LOG_WARNING, "api: accept: %s", strerror (errno));
+            return;
+        }
+        struct ucred cred;
+        socklen_t len = sizeof (cred);
+        if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+            close (fd);
+            continue;
+        }
+        bool privileged =
+            broker_roles_of (h->b, cred.uid, cred.gid) & (ROLE_RM | ROLE_ADMIN);
+        const char *why = NULL;
+        if (!peers_admit (h->peers, cred.uid, privileged, &why)) {
+            refuse (h, fd, cred.uid, why);
+            continue;
+        }
+        h->pending.valid = true;
+        h->pending.fd = fd;
+        h->pending.uid = cred.uid;
+        h->pending.privileged = privileged;
+        MHD_add_connection (h->l[0].d, fd, (struct sockaddr *)&sa, salen);
+        if (h->pending.valid) { /* not taken over by a tracked connection */
+            h->pending.valid = false;
+            peers_release (h->peers, cred.uid, privileged);
+        }
+    }
+}
+
 /* ---- MHD glue ------------------------------------------------------ */
 
 static size_t no_unescape (void *cls, struct MHD_Connection *c, char *uri)
@@ -474,6 +675,7 @@ static enum MHD_Result access_cb (void *cls,
     }
     if (!req->handled) {
         req->handled = true;
+        conn_disarm (conn);
         dispatch (h, req, url);
     }
     if (req->replied && req->held) {
@@ -499,8 +701,10 @@ static void completed_cb (void *cls,
                           enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)c;
     (void)toe;
+    struct http_conn *hc = conn_of (c);
+    if (hc && !hc->cut) /* the next request on this connection */
+        conn_arm (hc);
     struct http_req *req = *con_cls;
     if (req) {
         broker_forget_request (req->h->b, req);
@@ -566,7 +770,7 @@ static int unix_listen (struct http *h, const char *path, struct fmb_error *erro
             close (probe);
         unlink (path);
     }
-    if (bind (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0 || listen (fd, 128) < 0) {
+    if (bind (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0 || listen (fd, (int)h->backlog) < 0) {
         int saved = errno;
         close (fd);
         errno = saved;
@@ -622,14 +826,21 @@ static int load_tokens (struct http *h, const char *path, struct fmb_error *erro
     return 0;
 }
 
+/* The Unix listener has no listen socket of MHD's own: accept_unix()
+ * hands it connections already counted.  The TCP one listens itself and
+ * limits per client address. */
 static struct MHD_Daemon *start_daemon (struct listener *l,
-                                        int listen_fd,
                                         const struct sockaddr *sa,
                                         const char *cert,
                                         const char *key)
 {
+    struct http *h = l->h;
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    struct MHD_OptionItem tls[] = {
+    /* Options that only some listeners have; MHD_OPTION_END ends the
+     * array early, so those with a value come first. */
+    struct MHD_OptionItem extra[] = {
+        {sa ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)sa},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)h->limits.per_user, NULL},
         {cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)cert},
         {cert ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *)key},
         {MHD_OPTION_END, 0, NULL},
@@ -638,6 +849,8 @@ static struct MHD_Daemon *start_daemon (struct listener *l,
         flags |= MHD_USE_TLS;
     if (sa && sa->sa_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    if (!sa)
+        flags |= MHD_USE_NO_LISTEN_SOCKET;
     return MHD_start_daemon (
         flags,
         0,
@@ -645,11 +858,14 @@ static struct MHD_Daemon *start_daemon (struct listener *l,
         NULL,
         access_cb,
         l,
-        listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
-        listen_fd >= 0 ? (intptr_t)listen_fd : (intptr_t)sa,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        h->backlog,
         MHD_OPTION_NOTIFY_COMPLETED,
         completed_cb,
         NULL,
+        MHD_OPTION_NOTIFY_CONNECTION,
+        notify_cb,
+        l,
         MHD_OPTION_UNESCAPE_CALLBACK,
         no_unescape,
         NULL,
@@ -659,9 +875,9 @@ static struct MHD_Daemon *start_daemon (struct listener *l,
         MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)HTTP_CONN_TIMEOUT_S,
         MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)HTTP_MAX_CONNECTIONS,
+        h->limits.max_total + 1, /* the peers table is the real limit */
         MHD_OPTION_ARRAY,
-        tls,
+        extra,
         MHD_OPTION_END);
 }
 
@@ -675,12 +891,21 @@ int http_create (struct broker *b,
         return fmb_errorf (error, "out of memory");
     h->b = b;
     h->l[0].h = h->l[1].h = h;
-    int fd = unix_listen (h, cfg->socket, error);
-    if (fd < 0)
+    h->unix_fd = -1;
+    h->limits.max_total = cfg->api_max_connections;
+    h->limits.per_user = cfg->api_max_connections_per_user;
+    h->limits.reserved = cfg->api_reserved_connections;
+    h->request_timeout_ms = cfg->api_request_timeout_ms;
+    h->backlog = cfg->api_listen_backlog;
+    if (!(h->peers = peers_create (&h->limits))) {
+        fmb_errorf (error, "out of memory");
+        goto error;
+    }
+    h->unix_fd = unix_listen (h, cfg->socket, error);
+    if (h->unix_fd < 0)
         goto error;
     h->l[0].tcp = false;
-    if (!(h->l[0].d = start_daemon (&h->l[0], fd, NULL, NULL, NULL))) {
-        close (fd);
+    if (!(h->l[0].d = start_daemon (&h->l[0], NULL, NULL, NULL))) {
         fmb_errorf (
             error, "[api] socket %s: cannot start the HTTP server", cfg->socket);
         goto error;
@@ -702,8 +927,8 @@ int http_create (struct broker *b,
                 0)
             goto error;
         h->l[1].tcp = true;
-        h->l[1].d = start_daemon (
-            &h->l[1], -1, (struct sockaddr *)&ss, h->tls_cert, h->tls_key);
+        h->l[1].d =
+            start_daemon (&h->l[1], (struct sockaddr *)&ss, h->tls_cert, h->tls_key);
         if (!h->l[1].d) {
             fmb_errorf (error,
                         "[api] tcp = %s: cannot listen (TLS setup or address)",
@@ -721,7 +946,10 @@ error:
 
 void http_quiesce (struct http *h)
 {
-    for (int i = 0; i < h->n; i++) {
+    if (h->unix_fd >= 0)
+        close (h->unix_fd);
+    h->unix_fd = -1;
+    for (int i = 1; i < h->n; i++) {
         MHD_socket s = MHD_quiesce_daemon (h->l[i].d);
         if (s != MHD_INVALID_SOCKET)
             close (s);
@@ -737,6 +965,9 @@ void http_destroy (struct http *h)
         for (int i = 0; i < 2; i++)
             if (h->l[i].d)
                 MHD_stop_daemon (h->l[i].d);
+        if (h->unix_fd >= 0)
+            close (h->unix_fd);
+        peers_destroy (h->peers);
         if (h->sock_path[0])
             unlink (h->sock_path);
         explicit_bzero (h->tokens, sizeof (h->tokens));
@@ -751,6 +982,12 @@ void http_destroy (struct http *h)
 int http_pollfds (struct http *h, struct pollfd *fds, int max)
 {
     int n = 0;
+    if (h->unix_fd >= 0 && n < max) {
+        fds[n].fd = h->unix_fd;
+        fds[n].events = POLLIN;
+        fds[n].revents = 0;
+        n++;
+    }
     for (int i = 0; i < h->n && n < max; i++) {
         const union MHD_DaemonInfo *di =
             MHD_get_daemon_info (h->l[i].d, MHD_DAEMON_INFO_EPOLL_FD);
@@ -773,11 +1010,16 @@ int http_timeout_ms (struct http *h)
                 best = ms;
         }
     }
+    int d = next_deadline_ms (h);
+    if (d >= 0 && (best < 0 || d < best))
+        best = d;
     return best;
 }
 
 void http_process (struct http *h)
 {
+    accept_unix (h);
+    cut_late (h);
     for (int i = 0; i < h->n; i++)
         MHD_run (h->l[i].d);
 }

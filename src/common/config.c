@@ -93,6 +93,23 @@ static const struct cfg_key cfg_keys[] = {
       F (admin_users), check_names, NULL },
     { "api",            "admin_groups",       CFG_STRING,    0,   0,        "",
       F (admin_groups), check_names, NULL },
+    /* Fair share of the API (promise 7): see fmbroker.conf(5). */
+    { "api",            "max_connections",    CFG_UINT,      16,  65536,    "1024",
+      F (api_max_connections), NULL, NULL },
+    { "api",            "max_connections_per_user", CFG_UINT, 1,  65536,    "32",
+      F (api_max_connections_per_user), NULL, NULL },
+    { "api",            "reserved_connections", CFG_UINT,    0,   65536,    "64",
+      F (api_reserved_connections), NULL, NULL },
+    { "api",            "request_timeout_ms", CFG_UINT,      100, 600000,   "10000",
+      F (api_request_timeout_ms), NULL, NULL },
+    { "api",            "listen_backlog",     CFG_UINT,      1,   65535,    "128",
+      F (api_listen_backlog), NULL, NULL },
+    /* Step cleanups per job from token holders and agents (rm and admin
+     * callers are not limited): a token bucket. */
+    { "api",            "step_cleanup_rate",  CFG_UINT,      1,   100000,   "20",
+      F (api_step_cleanup_rate), NULL, NULL },
+    { "api",            "step_cleanup_burst", CFG_UINT,      1,   1000000,  "200",
+      F (api_step_cleanup_burst), NULL, NULL },
     /* Clients (fmbroker-cxi, fmbroker) on hosts without the socket. */
     { "api",            "broker_url",         CFG_STRING,    0,   0,        "",
       F (broker_url), check_https_url, NULL },
@@ -587,6 +604,13 @@ static int cfg_validate (struct parse_ctx *ctx)
                          "api",
                          "tcp",
                          "the TCP listener needs tls_cert, tls_key and tokens_file");
+    if (c->api_reserved_connections >= c->api_max_connections)
+        return cfg_fail (ctx,
+                         "api",
+                         "reserved_connections",
+                         "%u leaves nothing of [api] max_connections (%u) to plain users",
+                         c->api_reserved_connections,
+                         c->api_max_connections);
     if (c->broker_url[0] && !c->client_token_file[0])
         return cfg_fail (
             ctx,

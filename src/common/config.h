@@ -60,6 +60,13 @@ struct fmb_config {
     char rm_users[FMB_CFG_LIST_MAX];
     char admin_users[FMB_CFG_LIST_MAX];
     char admin_groups[FMB_CFG_LIST_MAX];
+    unsigned api_max_connections;
+    unsigned api_max_connections_per_user;
+    unsigned api_reserved_connections; /* for rm and admin users */
+    unsigned api_request_timeout_ms;   /* a request's headers and body */
+    unsigned api_listen_backlog;
+    unsigned api_step_cleanup_rate;    /* per job and second */
+    unsigned api_step_cleanup_burst;
     /* where clients on other hosts (compute nodes) reach the broker */
     char broker_url[FMB_CFG_PATH_MAX];
     char client_token_file[FMB_CFG_PATH_MAX];
