@@ -36,8 +36,8 @@ enum {
     ROLE_JOB = 4,   /* holder of the session token of the job in the path */
     ROLE_USER = 8,  /* any local user (the handler narrows it to their jobs) */
     ROLE_ANY = 16,  /* anyone, even without credentials */
-    /* node agent on another host: an agent token on TCP; reads jobs and
-     * reports nodes, nothing else */
+    /* node agent on another host: an agent token on TCP; reads jobs,
+     * reports nodes and cleans steps (a node's step-end hook), nothing else */
     ROLE_AGENT = 32,
 };
 

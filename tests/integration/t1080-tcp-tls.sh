@@ -52,12 +52,12 @@ node_agent () { # NODE ARGS...
     MOCKCXI_STATE="$T/$n.cxi.json" MOCKCXI_DEVICES=2 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" \
         --libcxi "$FMB_BIN/../mockcxi/new/libcxi.so.1" --state-dir "$T/$n.rec" --node "$n" "$@"
 }
-expect_ok 'an agent token reads jobs and reports nodes, and nothing more' '
+expect_ok 'an agent token reads jobs, reports nodes and cleans steps, and nothing more' '
     test "$(tcall "$agent_tok" GET /v1/jobs/1 | cut -d" " -f1)" = 200 &&
     test "$(tcall "$agent_tok" GET "/v1/jobs?state=active" | cut -d" " -f1)" = 200 &&
     test "$(tcall "$agent_tok" PUT /v1/jobs/9 "{\"uid\":1,\"node_count\":2}" | cut -d" " -f1)" = 403 &&
     test "$(tcall "$agent_tok" DELETE /v1/jobs/1 | cut -d" " -f1)" = 403 &&
-    test "$(tcall "$agent_tok" DELETE /v1/jobs/1/steps/0 | cut -d" " -f1)" = 403 &&
+    test "$(tcall "$agent_tok" DELETE /v1/jobs/1/steps/7 | cut -d" " -f1)" = 202 &&
     test "$(tcall "$agent_tok" GET /v1/events | cut -d" " -f1)" = 403
 '
 expect_ok 'on a node without the socket, the agent works through broker_url' '
