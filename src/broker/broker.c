@@ -152,6 +152,44 @@ void broker_log_store_error (struct broker *b,
     fmb_log (LOG_ERR, "%s: store: %s", what, e->text);
 }
 
+/* ---- damaged tokens ------------------------------------------------ */
+
+void broker_token_damaged (void *arg, const char *job, const char *why)
+{
+    struct broker *b = arg;
+    unsigned kept = b->n_damaged_seen < 64 ? b->n_damaged_seen : 64;
+    for (unsigned i = 0; i < kept; i++)
+        if (strcmp (b->damaged_seen[i], job) == 0)
+            return;
+    snprintf (b->damaged_seen[b->n_damaged_seen++ % 64], sizeof (b->damaged_seen[0]), "%s", job);
+    /* Never the token (it did not decrypt anyway), nor the blob. */
+    fmb_log (LOG_ERR,
+             "job %s: its stored session token does not decrypt (%s); the job "
+             "goes on without it",
+             job,
+             why);
+    if (b->n_damaged_new < 16)
+        snprintf (b->damaged_new[b->n_damaged_new++], sizeof (b->damaged_new[0]), "%s", job);
+}
+
+/* Outside any read of the jobs table: the events are written in the
+ * pass's transaction. */
+void broker_report_damage (struct broker *b)
+{
+    for (int i = 0; i < b->n_damaged_new; i++) {
+        struct fmb_error e;
+        if (broker_event (b,
+                          "token_damaged",
+                          b->damaged_new[i],
+                          json_pack ("{s:s}",
+                                     "detail",
+                                     "the stored session token does not decrypt"),
+                          &e) < 0)
+            broker_log_store_error (b, "token_damaged event", &e);
+    }
+    b->n_damaged_new = 0;
+}
+
 /* ---- events -------------------------------------------------------- */
 
 int broker_event (struct broker *b,

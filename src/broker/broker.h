@@ -102,6 +102,13 @@ struct broker {
     uint64_t pass;       /* loop passes; one transaction each */
 
     struct metrics metrics;
+
+    /* Jobs whose stored token did not decrypt: logged at once, an event
+     * in the next pass; 'seen' keeps a listing from repeating them. */
+    char damaged_new[16][STORE_JOB_ID_MAX + 1];
+    int n_damaged_new;
+    char damaged_seen[64][STORE_JOB_ID_MAX + 1];
+    unsigned n_damaged_seen;
 };
 
 /* ---- broker.c ------------------------------------------------------ */
@@ -123,6 +130,9 @@ void broker_events_wake (struct broker *b, bool all);
 void broker_record_fm (struct broker *b, const struct fabric_result *res);
 char *broker_metrics_text (struct broker *b);
 json_t *broker_status (struct broker *b);
+/* store damage hook (store_set_damage_hook), and its events' pass */
+void broker_token_damaged (void *arg, const char *job, const char *why);
+void broker_report_damage (struct broker *b);
 void broker_log_store_error (struct broker *b,
                              const char *what,
                              const struct fmb_error *e);

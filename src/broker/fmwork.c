@@ -542,6 +542,7 @@ void fm_start (struct broker *b)
 void fm_tick (struct broker *b)
 {
     int64_t mono = now_mono ();
+    broker_report_damage (b);
     if (mono >= b->next_expire) {
         jobs_expire_quarantine (b);
         b->next_expire = mono + 1000;

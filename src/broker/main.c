@@ -141,7 +141,10 @@ static int open_state (struct broker *b, struct fmb_error *error)
         return fmb_error_prefix (error, "[broker] state_dir");
     snprintf (db, sizeof (db), "%s/fmbroker.db", b->cfg.state_dir);
     snprintf (key, sizeof (key), "%s/token.key", b->cfg.state_dir);
-    return store_open (db, key, &b->st, error);
+    if (store_open (db, key, &b->st, error) < 0)
+        return -1;
+    store_set_damage_hook (b->st, broker_token_damaged, b);
+    return 0;
 }
 
 static int signal_fd (void)

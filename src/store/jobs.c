@@ -262,8 +262,15 @@ static int job_from_row (struct store *st,
     if (sqlite3_column_type (s, 12) == SQLITE_BLOB) {
         const unsigned char *blob = sqlite3_column_blob (s, 12);
         size_t len = (size_t)sqlite3_column_bytes (s, 12);
-        if (tokencrypt_unseal (st->tc, blob, len, job->id, &job->token, error) < 0)
-            return fmb_error_prefix (error, "job '%s'", job->id);
+        struct fmb_error e;
+        /* A damaged token must not make the whole job unreadable: the job
+         * could then be neither listed nor released (nor recovered). */
+        if (tokencrypt_unseal (st->tc, blob, len, job->id, &job->token, &e) < 0) {
+            job->token = NULL;
+            job->token_damaged = true;
+            if (st->damage)
+                st->damage (st->damage_arg, job->id, e.text);
+        }
     }
     job->created_ms = sqlite3_column_int64 (s, 13);
     job->updated_ms = sqlite3_column_int64 (s, 14);

@@ -237,6 +237,12 @@ int64_t store_now (struct store *st)
     return st->now (st->now_arg);
 }
 
+void store_set_damage_hook (struct store *st, store_damage_f fn, void *arg)
+{
+    st->damage = fn;
+    st->damage_arg = arg;
+}
+
 void store_set_clock (struct store *st, store_clock_f now, void *arg)
 {
     st->now = now ? now : default_clock;

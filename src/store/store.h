@@ -81,6 +81,10 @@ struct store_job {
     char *hwcoll_reason; /* owned; may be NULL */
     unsigned mcast_limit;
     char *token; /* owned plaintext session token, or NULL; wiped on free */
+    /* A token is stored but does not decrypt (a damaged row, another
+     * key): 'token' is NULL and the job is otherwise whole, so it can
+     * still be listed and released.  The damage hook heard of it. */
+    bool token_damaged;
     uint16_t vnis[STORE_VNIS_MAX];
     unsigned nvnis;
     int64_t created_ms;
@@ -156,6 +160,12 @@ typedef int64_t (*store_clock_f) (void *arg);
 /* Open (creating if needed) the database at 'db_path' and the token key at
  * 'key_path' (created 0600 on first start).  Refuses, without changing the
  * file, one that is not SQLite, not ours, damaged, or newer than this code. */
+/* Called (at most once per read of a row) when a job's stored token does
+ * not decrypt; 'why' says how, never with the token.  The store goes on
+ * as if the job had no token. */
+typedef void (*store_damage_f) (void *arg, const char *job_id, const char *why);
+void store_set_damage_hook (struct store *st, store_damage_f fn, void *arg);
+
 int store_open (const char *db_path,
                 const char *key_path,
                 struct store **ret,

@@ -13,6 +13,8 @@ struct store {
     sqlite3 *db;
     struct tokencrypt *tc;
     store_clock_f now;
+    store_damage_f damage;
+    void *damage_arg;
     void *now_arg;
     int tx_depth;
     int file_version;
