@@ -109,7 +109,8 @@ int agent_args_parse (int argc,
         O_FORMAT,
         O_LNX,
         O_JSON,
-        O_NOREPORT
+        O_NOREPORT,
+        O_ALL
     };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -127,6 +128,7 @@ int agent_args_parse (int argc,
         {"lnx", no_argument, NULL, O_LNX},
         {"json", no_argument, NULL, O_JSON},
         {"no-report", no_argument, NULL, O_NOREPORT},
+        {"all", no_argument, NULL, O_ALL},
         {"dry-run", no_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -223,6 +225,9 @@ int agent_args_parse (int argc,
             break;
         case O_NOREPORT:
             a->no_report = true;
+            break;
+        case O_ALL:
+            a->all = true;
             break;
         case 'n':
             a->dry_run = true;

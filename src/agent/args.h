@@ -40,6 +40,7 @@ struct agent_args {
     bool json;
     bool lnx;
     bool no_report;
+    bool all; /* clean --all */
 };
 
 /* Parse argv (options before or after the command word).  0 with *a

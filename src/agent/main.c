@@ -26,6 +26,7 @@
 #include "config.h"
 #include "cxilib.h"
 #include "fileutil.h"
+#include "jobset.h"
 #include "jobrecord.h"
 #include "log.h"
 #include "svc.h"
@@ -54,8 +55,13 @@ static const char usage_text[] =
     "         no broker, no token, no libcxi.  Only NICs with a service are\n"
     "         listed; none on this node: prints nothing, exit 1\n"
     "  list   [--json]   every NIC and its services\n"
-    "  clean             destroy job services of VNIs in [vni] pool that belong\n"
-    "                    to no active job (never id 1 or system services)\n"
+    "  clean [--all]     destroy job services of VNIs in [vni] pool that no job\n"
+    "                    the broker has not released (active, lost, releasing)\n"
+    "                    can own; never id 1 or system services.  It reads every\n"
+    "                    such job, page by page; if it cannot (broker down,\n"
+    "                    refused, bad answer) it destroys nothing, exit 1.\n"
+    "                    --all (node-exclusive systems): every service but the\n"
+    "                    default, system ones and those of unreleased jobs\n"
     "\n"
     "Options:\n"
     "  -c, --config FILE     configuration (default " FMB_CONFIG_PATH
@@ -951,76 +957,139 @@ static int cmd_list (void)
     return 0;
 }
 
+/* Every job the broker has not released, every page of every such
+ * state.  -1 when the set cannot be had whole: then nothing may go. */
+static int unreleased_jobs (struct job_set *set, struct fmb_error *error)
+{
+    for (size_t st = 0; st < sizeof (jobset_states) / sizeof (jobset_states[0]); st++) {
+        char after[JOB_ID_MAX + 1] = "";
+        do {
+            char path[256];
+            json_t *page;
+            snprintf (path,
+                      sizeof (path),
+                      "/v1/jobs?state=%s&limit=1000%s%s",
+                      jobset_states[st],
+                      after[0] ? "&after=" : "",
+                      after);
+            if (broker_call ("GET", path, NULL, &page, error) < 0)
+                return -1;
+            int rc = job_set_add_page (set, page, after, error);
+            json_decref (page);
+            if (rc < 0)
+                return fmb_error_prefix (error, "GET %s", path);
+        } while (after[0]);
+    }
+    return 0;
+}
+
+/* Is 'd' a candidate for clean: not the default or a system service, and
+ * (without --all) a job service of a VNI in [vni] pool. */
+static bool clean_candidate (const struct cxi_svc_desc *d)
+{
+    if (d->is_system_svc || d->svc_id == CXI_DEFAULT_SVC_ID)
+        return false;
+    if (arg_.all)
+        return true;
+    bool in_pool = false;
+    for (int v = 0; d->restricted_vnis && v < d->num_vld_vnis; v++)
+        in_pool |= d->vnis[v] >= cfg.vni_min && d->vnis[v] <= cfg.vni_max;
+    return in_pool;
+}
+
+/* The same service as before (the driver reuses ids). */
+static bool same_service (const struct cxi_svc_desc *a, const struct cxi_svc_desc *b)
+{
+    return a->svc_id == b->svc_id && a->num_vld_vnis == b->num_vld_vnis &&
+           a->restricted_members == b->restricted_members &&
+           memcmp (a->vnis, b->vnis, sizeof (a->vnis)) == 0 &&
+           memcmp (a->members, b->members, sizeof (a->members)) == 0;
+}
+
+/* Destroy on 'dev' the candidates of 'before' (the services that existed
+ * before the job list was read) that no unreleased job claims and that
+ * are still there, unchanged.  Returns the number that failed. */
+static int clean_device (struct cxil_dev *dev,
+                         const struct cxil_svc_list *before,
+                         const struct job_set *set)
+{
+    struct cxil_svc_list *now;
+    int failures = 0;
+    if (lib.get_svc_list (dev, &now) < 0)
+        return 1;
+    for (unsigned s = 0; s < now->count; s++) {
+        const struct cxi_svc_desc *d = &now->descs[s];
+        bool existed = false;
+        for (unsigned b = 0; b < before->count; b++)
+            existed |= same_service (d, &before->descs[b]);
+        if (!existed || !clean_candidate (d) || job_set_claims (set, d))
+            continue;
+        if (arg_.dry_run) {
+            printf ("would destroy ");
+            svc_print (stdout, dev->info.device_name, d);
+            continue;
+        }
+        int r = destroy_with_retry (dev, d->svc_id, "(clean)");
+        if (r < 0) {
+            fmb_log (LOG_ERR,
+                     "clean: %s: service %u: %s",
+                     dev->info.device_name,
+                     d->svc_id,
+                     errname (r));
+            failures++;
+        } else
+            fmb_log (LOG_NOTICE,
+                     "clean: %s: destroyed stale service %u",
+                     dev->info.device_name,
+                     d->svc_id);
+    }
+    free (now);
+    return failures;
+}
+
 static int cmd_clean (void)
 {
     struct cxil_device_list *dl;
     struct fmb_error e;
-    json_t *list;
-    int failures = 0;
+    struct job_set set = {0};
+    int failures = 0, rc = 0;
     if (devices (&dl) < 0)
         return EXIT_FAIL;
     if (!dl)
         return 0;
-    /* Without the broker's word on which jobs are active, touch nothing. */
-    if (broker_call ("GET", "/v1/jobs?state=active&limit=1000", NULL, &list, &e) < 0) {
-        fmb_log (LOG_ERR, "clean: %s; not touching any service", e.text);
-        lib.free_device_list (dl);
-        return EXIT_FAIL;
-    }
-    json_t *jobs = json_object_get (list, "jobs");
+    struct cxil_dev **devs = calloc (dl->count, sizeof (*devs));
+    struct cxil_svc_list **before = calloc (dl->count, sizeof (*before));
+    /* The services first, then the jobs: a service listed here was made
+     * by a prolog after its job's RUN, so its job is in the listing. */
+    for (unsigned i = 0; i < dl->count; i++)
+        if (lib.open_device (dl->info[i].dev_id, &devs[i]) < 0 ||
+            lib.get_svc_list (devs[i], &before[i]) < 0) {
+            fmb_log (LOG_WARNING, "clean: %s: cannot list services, skipping",
+                     dl->info[i].device_name);
+            before[i] = NULL;
+        }
+    /* Without the broker's word on every job it has not released, a
+     * service may belong to a live job: touch nothing. */
+    if (unreleased_jobs (&set, &e) < 0) {
+        fmb_log (LOG_ERR,
+                 "clean: cannot get every job the broker has not released (%s); "
+                 "not touching any service",
+                 e.text);
+        rc = EXIT_FAIL;
+    } else
+        fmb_log (LOG_INFO, "clean: %zu job(s) not released at the broker", set.n);
     for (unsigned i = 0; i < dl->count; i++) {
-        struct cxil_dev *dev;
-        struct cxil_svc_list *sl;
-        if (lib.open_device (dl->info[i].dev_id, &dev) < 0)
-            continue;
-        if (lib.get_svc_list (dev, &sl) < 0) {
-            lib.close_device (dev);
-            continue;
-        }
-        for (unsigned s = 0; s < sl->count; s++) {
-            const struct cxi_svc_desc *d = &sl->descs[s];
-            bool in_pool = false, active = false;
-            if (d->is_system_svc || d->svc_id == CXI_DEFAULT_SVC_ID ||
-                !d->restricted_vnis)
-                continue;
-            for (int v = 0; v < d->num_vld_vnis; v++)
-                in_pool |= d->vnis[v] >= cfg.vni_min && d->vnis[v] <= cfg.vni_max;
-            size_t k;
-            json_t *job;
-            json_array_foreach (jobs, k, job)
-            {
-                struct job_facts f;
-                if (facts_from_json (job, &f) == 0 &&
-                    svc_is_job (d, f.uid, f.vnis, f.nvnis))
-                    active = true;
-            }
-            if (!in_pool || active)
-                continue;
-            if (arg_.dry_run) {
-                printf ("would destroy ");
-                svc_print (stdout, dev->info.device_name, d);
-                continue;
-            }
-            int r = destroy_with_retry (dev, d->svc_id, "(clean)");
-            if (r < 0) {
-                fmb_log (LOG_ERR,
-                         "clean: %s: service %u: %s",
-                         dev->info.device_name,
-                         d->svc_id,
-                         errname (r));
-                failures++;
-            } else
-                fmb_log (LOG_NOTICE,
-                         "clean: %s: destroyed stale service %u",
-                         dev->info.device_name,
-                         d->svc_id);
-        }
-        free (sl);
-        lib.close_device (dev);
+        if (rc == 0 && before[i])
+            failures += clean_device (devs[i], before[i], &set);
+        free (before[i]);
+        if (devs[i])
+            lib.close_device (devs[i]);
     }
-    json_decref (list);
+    free (before);
+    free (devs);
+    job_set_clear (&set);
     lib.free_device_list (dl);
-    return failures ? EXIT_FAIL : 0;
+    return rc ? rc : failures ? EXIT_FAIL : 0;
 }
 
 /* ---- main ---------------------------------------------------------- */
