@@ -23,6 +23,7 @@
 #include "config.h"
 #include "fabric.h"
 #include "http.h"
+#include "ratelimit.h"
 #include "store.h"
 
 #define OUTBOX_PARALLEL         64   /* FM operations from the outbox at once */
@@ -102,6 +103,7 @@ struct broker {
     uint64_t pass;       /* loop passes; one transaction each */
 
     struct metrics metrics;
+    struct ratelimit *step_limit; /* step cleanups per job ([api] step_cleanup_*) */
 
     /* Jobs whose stored token did not decrypt: logged at once, an event
      * in the next pass; 'seen' keeps a listing from repeating them. */

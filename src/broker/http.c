@@ -104,6 +104,7 @@ struct http_req {
     char *resp;
     const char *ctype;
     char allow[64];
+    unsigned retry_after_s; /* 0: no Retry-After header */
     json_t *json;
     struct caller caller;
     struct api_params p;
@@ -134,6 +135,8 @@ static const char *reason_phrase (int status)
         return "Content Too Large";
     case 415:
         return "Unsupported Media Type";
+    case 429:
+        return "Too Many Requests";
     case 500:
         return "Internal Server Error";
     case 503:
@@ -274,6 +277,11 @@ void http_reply_uncommitted (struct http_req *req)
 {
     http_reply_problem (
         req, 503, "the broker could not commit this change; repeat the request");
+}
+
+void http_retry_after (struct http_req *req, unsigned seconds)
+{
+    req->retry_after_s = seconds ? seconds : 1;
 }
 
 void http_suspend (struct http_req *req)
@@ -628,6 +636,11 @@ static enum MHD_Result queue (struct http_req *req)
     MHD_add_response_header (resp, "Cache-Control", "no-store");
     if (req->allow[0])
         MHD_add_response_header (resp, "Allow", req->allow);
+    if (req->retry_after_s) {
+        char secs[16];
+        snprintf (secs, sizeof (secs), "%u", req->retry_after_s);
+        MHD_add_response_header (resp, "Retry-After", secs);
+    }
     enum MHD_Result ret = MHD_queue_response (req->conn, (unsigned)req->status, resp);
     MHD_destroy_response (resp);
     broker_count_request (req->h->b, req->status);

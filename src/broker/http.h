@@ -106,6 +106,8 @@ void http_reply_uncommitted (struct http_req *req);
 int http_status_of_errno (int errnum);
 /* Answer later: the handler returns; a later http_reply resumes it. */
 void http_suspend (struct http_req *req);
+/* Add "Retry-After: SECONDS" to the answer (429, 503). */
+void http_retry_after (struct http_req *req, unsigned seconds);
 
 /* A link for waiter lists kept by the broker (one per request). */
 struct http_wait {

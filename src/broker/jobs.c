@@ -955,6 +955,22 @@ void jobs_step_cleanup (struct broker *b, struct http_req *req)
         }
         wait = (unsigned)n;
     }
+    /* Token holders and agents share a bucket per job, so one job cannot
+     * turn a burst of steps into as many FM calls (rm and admin callers
+     * are trusted not to). */
+    if (!(http_caller (req)->roles & (ROLE_RM | ROLE_ADMIN)) && b->step_limit) {
+        int64_t ms = ratelimit_take (b->step_limit, id, now_mono ());
+        if (ms > 0) {
+            http_retry_after (req, (unsigned)((ms + 999) / 1000));
+            http_reply_problem (req,
+                                429,
+                                "job '%s': more than %u step cleanups per second "
+                                "([api] step_cleanup_rate); retry later",
+                                id,
+                                b->cfg.api_step_cleanup_rate);
+            return;
+        }
+    }
     if (store_job_get (b->st, id, &j, &e) < 0) {
         http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
         return;

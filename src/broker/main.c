@@ -320,6 +320,14 @@ int main (int argc, char **argv)
         fmb_log (
             LOG_NOTICE,
             "[fabric_manager] url is not set: VNI-only mode, no hardware collectives");
+    /* 4096 buckets: more jobs cleaning steps at once than that recycle
+     * the idlest bucket, which was full again anyway */
+    b.step_limit = ratelimit_create (
+        b.cfg.api_step_cleanup_rate, b.cfg.api_step_cleanup_burst, 4096);
+    if (!b.step_limit) {
+        fmb_log (LOG_ERR, "out of memory");
+        goto done;
+    }
     if (http_create (&b, &b.cfg, &b.http, &error) < 0) {
         fmb_log (LOG_ERR, "%s", error.text);
         goto done;
@@ -356,6 +364,7 @@ done:
     fabric_destroy (b.fab);
     jobs_free (&b);
     store_close (b.st);
+    ratelimit_destroy (b.step_limit);
     close (sigfd);
     return rc;
 }

@@ -67,9 +67,20 @@ bool valid_utf8 (const char *s, size_t len)
     return true;
 }
 
+/* No control characters: a step id reaches logs and the FM, and neither
+ * Slurm step ids nor Flux job-id paths contain any.  C1 controls
+ * (U+0080..U+009F) are 0xc2 0x80..0x9f in UTF-8. */
 bool valid_step_id (const char *s, size_t len)
 {
-    return len > 0 && len <= STEP_ID_MAX && valid_utf8 (s, len);
+    if (len == 0 || len > STEP_ID_MAX || !valid_utf8 (s, len))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f ||
+            (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] <= 0x9f))
+            return false;
+    }
+    return true;
 }
 
 static int hexval (char c)
@@ -151,7 +162,8 @@ int api_match_path (const char *pattern,
             if (!ok) {
                 static const char *const rules[] = {
                     "job ids are 1-128 characters of [A-Za-z0-9._-]",
-                    "step ids are 1-256 bytes of valid UTF-8, percent-encoded",
+                    "step ids are 1-256 bytes of valid UTF-8 without control characters, "
+                    "percent-encoded",
                     "node names are 1-64 characters of [A-Za-z0-9._-]",
                 };
                 int r = name[0] == 'j' ? 0 : name[0] == 's' ? 1 : 2;

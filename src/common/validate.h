@@ -15,7 +15,8 @@
 
 /* [A-Za-z0-9._-]{1,128}, and not "." or "..". */
 bool valid_job_id (const char *s);
-/* 1..256 bytes of valid UTF-8 (no overlongs, no surrogates), no NUL. */
+/* 1..256 bytes of valid UTF-8 (no overlongs, no surrogates), without
+ * control characters (C0, DEL, C1). */
 bool valid_step_id (const char *s, size_t len);
 /* A host name: [A-Za-z0-9._-]{1,64}, not starting with '.' or '-'. */
 bool valid_node_name (const char *s);

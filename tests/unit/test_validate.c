@@ -64,6 +64,15 @@ static void utf8_is_strict (void **state)
     assert_true (valid_step_id (step, 256));
     assert_false (valid_step_id (step, 257));
     assert_false (valid_step_id (step, 0));
+    /* no control characters: they would forge log lines */
+    assert_true (valid_step_id ("f2Zx/f3AB", 9));
+    assert_true (valid_step_id ("\xc2\xa0\xc3\xa9", 4)); /* U+00A0, U+00E9 */
+    assert_false (valid_step_id ("0\n<2>x", 6));
+    assert_false (valid_step_id ("0\r", 2));
+    assert_false (valid_step_id ("\t", 1));
+    assert_false (valid_step_id ("a\x7f", 2));
+    assert_false (valid_step_id ("a\xc2\x85", 3)); /* NEL */
+    assert_false (valid_step_id ("\xc2\x9b", 2));  /* CSI */
 }
 
 static void percent_decoding_is_strict (void **state)
