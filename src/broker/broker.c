@@ -463,10 +463,19 @@ json_t *broker_status (struct broker *b)
     if (b->fm_state == FM_DOWN)
         json_object_set_new (fm, "last_error", json_string (b->fm_error));
     json_t *outbox = json_pack ("{s:i}", "depth", (int)depth);
+    json_t *lock = json_pack ("{s:s, s:s, s:I, s:I}",
+                              "file",
+                              b->lock.path,
+                              "host",
+                              b->lock.host,
+                              "pid",
+                              (json_int_t)b->lock.pid,
+                              "since_ms",
+                              (json_int_t)b->lock.since_ms);
     if (have_next)
         json_object_set_new (outbox, "next_due_ms", json_integer (next));
     return json_pack (
-        "{s:s, s:s, s:I, s:o, s:o, s:{s:i, s:i, s:i, s:i},"
+        "{s:s, s:s, s:I, s:o, s:o, s:o, s:{s:i, s:i, s:i, s:i},"
         " s:{s:i, s:i, s:i, s:i, s:i}, s:{s:i, s:i, s:i, s:i}, s:{s:I}}",
         "version",
         FMB_VERSION,
@@ -476,6 +485,8 @@ json_t *broker_status (struct broker *b)
         (json_int_t)((now_wall () - b->started_ms) / 1000),
         "fabric_manager",
         fm,
+        "state_lock",
+        lock,
         "outbox",
         outbox,
         "jobs",

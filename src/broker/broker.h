@@ -24,6 +24,7 @@
 #include "fabric.h"
 #include "http.h"
 #include "ratelimit.h"
+#include "statelock.h"
 #include "store.h"
 
 #define OUTBOX_PARALLEL         64   /* FM operations from the outbox at once */
@@ -66,6 +67,7 @@ struct reservation; /* a reserve call in flight (jobs.c) */
 
 struct broker {
     struct fmb_config cfg;
+    struct statelock lock; /* held for the broker's whole life */
     struct store *st;
     struct fabric *fab; /* NULL: VNI-only */
     struct http *http;

@@ -53,6 +53,9 @@ static const char usage_text[] =
     "\n"
     "State: STATE_DIR/fmbroker.db (SQLite) and STATE_DIR/token.key (the key\n"
     "that encrypts session tokens at rest; back it up with the database).\n"
+    "One broker per state directory: it holds an fcntl lock on\n"
+    "STATE_DIR/fmbrokerd.lock (host and pid inside) for its whole life; a second\n"
+    "one exits at once naming the holder.  --check-config says who holds it.\n"
     "API: [api] socket (default /run/fmbroker/fmbroker.sock), see api/openapi.yaml.\n"
     "Signals: TERM/INT stop gracefully; HUP is logged and ignored.\n"
     "\n"
@@ -134,11 +137,37 @@ static int load_config (struct fmb_config *cfg, struct fmb_error *error)
     return 0;
 }
 
+/* The lock first: a second broker must not even open the database. */
+/* --check-config: the configuration, and who holds the state directory
+ * (a standby's administrator wants to know before starting it). */
+static int check_config (const struct fmb_config *cfg)
+{
+    struct fmb_error e;
+    char holder[STATELOCK_HOST_MAX + 64];
+    bool held;
+    printf ("%s: configuration OK\n", cfg->source[0] ? cfg->source : "built-in defaults");
+    if (statelock_probe (cfg->state_dir, &held, holder, sizeof (holder), &e) < 0) {
+        printf ("state directory %s: %s\n", cfg->state_dir, e.text);
+        return 0;
+    }
+    if (held)
+        printf ("state directory %s: locked by a running broker (%s)\n",
+                cfg->state_dir,
+                holder);
+    else
+        printf ("state directory %s: not locked (last holder: %s)\n",
+                cfg->state_dir,
+                holder);
+    return 0;
+}
+
 static int open_state (struct broker *b, struct fmb_error *error)
 {
     char db[PATH_MAX], key[PATH_MAX];
     if (fmb_mkdir_p (b->cfg.state_dir, 0700, error) < 0)
         return fmb_error_prefix (error, "[broker] state_dir");
+    if (statelock_acquire (&b->lock, b->cfg.state_dir, error) < 0)
+        return -1;
     snprintf (db, sizeof (db), "%s/fmbroker.db", b->cfg.state_dir);
     snprintf (key, sizeof (key), "%s/token.key", b->cfg.state_dir);
     if (store_open (db, key, &b->st, error) < 0)
@@ -271,7 +300,7 @@ static void shutdown_gracefully (struct broker *b, int sigfd)
 
 int main (int argc, char **argv)
 {
-    struct broker b = {0};
+    struct broker b = {.lock.fd = -1};
     struct fmb_error error;
     int rc = 1;
 
@@ -288,11 +317,8 @@ int main (int argc, char **argv)
         fmb_config_dump (&b.cfg, stdout);
         return 0;
     }
-    if (arg_.check_config) {
-        printf ("%s: configuration OK\n",
-                b.cfg.source[0] ? b.cfg.source : "built-in defaults");
-        return 0;
-    }
+    if (arg_.check_config)
+        return check_config (&b.cfg);
     if (!b.cfg.source[0])
         fmb_log (LOG_NOTICE, "no %s; using built-in defaults", FMB_CONFIG_PATH);
     if (b.cfg.fm_insecure)
@@ -365,6 +391,7 @@ done:
     jobs_free (&b);
     store_close (b.st);
     ratelimit_destroy (b.step_limit);
+    statelock_release (&b.lock); /* after the database is closed */
     close (sigfd);
     return rc;
 }

@@ -140,6 +140,12 @@ static int cmd_status (int argc, char **argv)
                 url ? ")" : "");
         if (json_object_get (fm, "last_error"))
             printf ("  last error: %s\n", str (fm, "last_error"));
+        json_t *lk = json_object_get (o, "state_lock");
+        if (lk)
+            printf ("state lock: %s held by host %s, pid %lld\n",
+                    str (lk, "file"),
+                    str (lk, "host"),
+                    num (lk, "pid"));
         printf ("jobs: %lld active, %lld releasing, %lld released, %lld lost\n",
                 num (j, "active"),
                 num (j, "releasing"),

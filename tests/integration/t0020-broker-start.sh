@@ -17,7 +17,7 @@ expect_ok 'first start creates a private state dir, database and key' '
     grep -q "VNI-only mode" broker.err
 '
 expect_ok 'a second broker on the same socket is refused' '
-    "$fmbrokerd" -c broker.conf 2>err2; test $? -eq 1 &&
+    "$fmbrokerd" -c broker.conf --set broker.state_dir="$T/state2" 2>err2; test $? -eq 1 &&
     grep -q "another broker is listening" err2
 '
 expect_ok 'a restart opens the same state' '
