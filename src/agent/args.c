@@ -88,6 +88,7 @@ static const struct {
     {"env", AGENT_ENV, true},
     {"list", AGENT_LIST, false},
     {"clean", AGENT_CLEAN, false},
+    {"report", AGENT_REPORT, false},
 };
 
 int agent_args_parse (int argc,
@@ -110,7 +111,8 @@ int agent_args_parse (int argc,
         O_LNX,
         O_JSON,
         O_NOREPORT,
-        O_ALL
+        O_ALL,
+        O_PENDING
     };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -129,6 +131,7 @@ int agent_args_parse (int argc,
         {"json", no_argument, NULL, O_JSON},
         {"no-report", no_argument, NULL, O_NOREPORT},
         {"all", no_argument, NULL, O_ALL},
+        {"pending", no_argument, NULL, O_PENDING},
         {"dry-run", no_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -229,6 +232,9 @@ int agent_args_parse (int argc,
         case O_ALL:
             a->all = true;
             break;
+        case O_PENDING:
+            a->pending = true;
+            break;
         case 'n':
             a->dry_run = true;
             break;
@@ -244,7 +250,7 @@ int agent_args_parse (int argc,
         }
     }
     if (!cmd)
-        return bad (error, "no command (prolog, epilog, env, list, clean)");
+        return bad (error, "no command (prolog, epilog, env, list, clean, report)");
     size_t i;
     for (i = 0; i < sizeof (commands) / sizeof (commands[0]); i++)
         if (strcmp (cmd, commands[i].name) == 0)
@@ -254,6 +260,8 @@ int agent_args_parse (int argc,
     a->cmd = commands[i].cmd;
     if (commands[i].needs_job && !a->job)
         return bad (error, "%s: --job ID is required", cmd);
+    if (a->cmd == AGENT_REPORT && !a->pending)
+        return bad (error, "report: --pending is required");
     if (have_uid != (vnis != NULL))
         return bad (error, "--uid and --vnis go together");
     a->have_facts = have_uid;

@@ -11,7 +11,14 @@
 #include "cxi_abi.h"
 #include "error.h"
 
-enum agent_cmd { AGENT_PROLOG, AGENT_EPILOG, AGENT_ENV, AGENT_LIST, AGENT_CLEAN };
+enum agent_cmd {
+    AGENT_PROLOG,
+    AGENT_EPILOG,
+    AGENT_ENV,
+    AGENT_LIST,
+    AGENT_CLEAN,
+    AGENT_REPORT
+};
 enum agent_format { AGENT_FORMAT_SHELL, AGENT_FORMAT_JSON, AGENT_FORMAT_SLURM };
 
 #define AGENT_RETRY_BUSY_MAX 3600 /* seconds; an epilog has its own timeout */
@@ -40,7 +47,8 @@ struct agent_args {
     bool json;
     bool lnx;
     bool no_report;
-    bool all; /* clean --all */
+    bool all;     /* clean --all */
+    bool pending; /* report --pending */
 };
 
 /* Parse argv (options before or after the command word).  0 with *a

@@ -10,11 +10,13 @@
  * set, never by service id.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,8 +29,10 @@
 #include "cxilib.h"
 #include "fileutil.h"
 #include "jobset.h"
+#include "spool.h"
 #include "jobrecord.h"
 #include "log.h"
+#include "monotime.h"
 #include "svc.h"
 #include "validate.h"
 
@@ -55,6 +59,9 @@ static const char usage_text[] =
     "         no broker, no token, no libcxi.  Only NICs with a service are\n"
     "         listed; none on this node: prints nothing, exit 1\n"
     "  list   [--json]   every NIC and its services\n"
+    "  report --pending  deliver the node reports the broker missed (kept in\n"
+    "                    STATE_DIR/reports; every prolog, epilog and clean also\n"
+    "                    delivers them); exit 1 while some are still kept\n"
     "  clean [--all]     destroy job services of VNIs in [vni] pool that no job\n"
     "                    the broker has not released (active, lost, releasing)\n"
     "                    can own; never id 1 or system services.  It reads every\n"
@@ -76,6 +83,8 @@ static const char usage_text[] =
     "  -h, --help\n"
     "\n"
     "No libcxi or no NICs: prolog and epilog succeed with nothing to do.\n"
+    "A report (created/destroyed/failed) the broker cannot take now is kept on\n"
+    "the node and delivered later, so no VNI stays quarantined for want of it.\n"
     "Exit status: 0 success, 1 failure (epilog: drain the node), 2 usage.\n";
 
 static struct agent_args arg_;
@@ -83,6 +92,7 @@ static struct agent_args arg_;
 static struct fmb_config cfg;
 static struct api_target target;
 static struct cxilib lib;
+static long broker_status; /* of the last broker call; 0: not reached */
 
 /* ---- the broker ---------------------------------------------------- */
 
@@ -94,9 +104,11 @@ static int broker_call (const char *method,
                         struct fmb_error *error)
 {
     struct api_reply r;
+    broker_status = 0;
     if (api_client_call (
             &target, BROKER_TIMEOUT_S, method, path, body, NULL, &r, error) < 0)
         return -1; /* errno EHOSTUNREACH */
+    broker_status = r.status;
     if (r.status < 200 || r.status > 299) {
         const char *detail = json_string_value (json_object_get (r.body, "detail"));
         fmb_errorf (error,
@@ -116,31 +128,188 @@ static int broker_call (const char *method,
     return 0;
 }
 
+/* ---- node reports, durable ---------------------------------------- */
+
+static bool broker_down; /* a report failed to get through in this run */
+
+static void this_node (char *node, size_t len)
+{
+    if (arg_.node)
+        snprintf (node, len, "%s", arg_.node);
+    else {
+        gethostname (node, len);
+        node[len - 1] = '\0';
+        node[strcspn (node, ".")] = '\0';
+    }
+}
+
+/* Serialises report delivery on this node: a spooled "created" sent by
+ * one run must never overtake the "destroyed" another run just sent. */
+static int spool_lock (void)
+{
+    char path[PATH_MAX];
+    struct fmb_error e;
+    snprintf (path, sizeof (path), "%s/reports", arg_.state_dir);
+    if (fmb_mkdir_p (path, 0700, &e) < 0)
+        return -1;
+    snprintf (path, sizeof (path), "%s/reports/.lock", arg_.state_dir);
+    int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0 && flock (fd, LOCK_EX) < 0) {
+        close (fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static void spool_unlock (int fd)
+{
+    if (fd >= 0)
+        close (fd);
+}
+
+enum sent { SENT, SEND_LATER, SEND_NEVER };
+
+/* PUT the report; SEND_LATER when the broker could not take it now
+ * (unreachable, 408, 429, 5xx), SEND_NEVER when it refused it for good. */
+static enum sent send_report (const struct spooled_report *r, struct fmb_error *e)
+{
+    char path[512];
+    snprintf (path, sizeof (path), "/v1/jobs/%s/nodes/%s", r->job, r->node);
+    json_t *o = json_pack ("{s:s}", "cxi", r->cxi);
+    if (r->detail[0])
+        json_object_set_new (o, "detail", json_string (r->detail));
+    char *body = json_dumps (o, JSON_COMPACT);
+    json_decref (o);
+    int rc = broker_call ("PUT", path, body, NULL, e);
+    free (body);
+    if (rc == 0)
+        return SENT;
+    if (broker_status == 0 || broker_status == 408 || broker_status == 429 ||
+        broker_status >= 500)
+        return SEND_LATER;
+    return SEND_NEVER;
+}
+
 static void report (const char *cxi, const char *detail)
 {
-    char path[512], node[HOST_NAME_MAX + 1];
+    struct spooled_report r;
     struct fmb_error e;
     if (arg_.no_report || arg_.dry_run)
         return;
-    if (arg_.node)
-        snprintf (node, sizeof (node), "%s", arg_.node);
-    else {
-        gethostname (node, sizeof (node));
-        node[strcspn (node, ".")] = '\0';
+    memset (&r, 0, sizeof (r));
+    snprintf (r.job, sizeof (r.job), "%s", arg_.job);
+    this_node (r.node, sizeof (r.node));
+    snprintf (r.cxi, sizeof (r.cxi), "%s", cxi);
+    snprintf (r.detail, sizeof (r.detail), "%s", detail ? detail : "");
+    r.at_ms = fmb_realtime_ms ();
+    int lock = spool_lock ();
+    enum sent sent = send_report (&r, &e);
+    if (sent == SEND_LATER) {
+        struct fmb_error se;
+        broker_down = true;
+        if (spool_put (arg_.state_dir, &r, &se) < 0)
+            fmb_log (LOG_ERR,
+                     "job %s: reporting '%s' to the broker failed (%s), and keeping "
+                     "it failed too: %s",
+                     r.job,
+                     cxi,
+                     e.text,
+                     se.text);
+        else
+            fmb_log (LOG_WARNING,
+                     "job %s: reporting '%s' to the broker failed: %s; kept in "
+                     "%s/reports for the next agent run or 'fmbroker-cxi report "
+                     "--pending'",
+                     r.job,
+                     cxi,
+                     e.text,
+                     arg_.state_dir);
+    } else {
+        if (sent == SEND_NEVER)
+            fmb_log (LOG_WARNING,
+                     "job %s: the broker refused the report '%s': %s",
+                     r.job,
+                     cxi,
+                     e.text);
+        /* Either way an older kept report of this job is superseded. */
+        if (spool_drop (arg_.state_dir, r.job, r.node, &e) < 0)
+            fmb_log (LOG_WARNING, "%s", e.text);
     }
-    snprintf (path, sizeof (path), "/v1/jobs/%s/nodes/%s", arg_.job, node);
-    json_t *o = json_pack ("{s:s}", "cxi", cxi);
-    if (detail)
-        json_object_set_new (o, "detail", json_string (detail));
-    char *body = json_dumps (o, JSON_COMPACT);
-    json_decref (o);
-    if (broker_call ("PUT", path, body, NULL, &e) < 0)
+    spool_unlock (lock);
+}
+
+struct pending_ctx {
+    unsigned delivered, refused, left;
+};
+
+static int deliver_one (const struct spooled_report *r, void *arg)
+{
+    struct pending_ctx *pc = arg;
+    struct fmb_error e;
+    enum sent sent = send_report (r, &e);
+    if (sent == SEND_LATER) {
         fmb_log (LOG_WARNING,
-                 "job %s: reporting '%s' to the broker failed: %s",
-                 arg_.job,
-                 cxi,
+                 "job %s: kept report '%s' of node %s still not delivered: %s",
+                 r->job,
+                 r->cxi,
+                 r->node,
                  e.text);
-    free (body);
+        return 1; /* the broker is away: the rest waits too */
+    }
+    if (sent == SENT) {
+        pc->delivered++;
+        fmb_log (LOG_NOTICE,
+                 "job %s: delivered the kept report '%s' of node %s",
+                 r->job,
+                 r->cxi,
+                 r->node);
+    } else {
+        pc->refused++;
+        fmb_log (LOG_WARNING,
+                 "job %s: the broker refused the kept report '%s' of node %s: %s; "
+                 "dropping it",
+                 r->job,
+                 r->cxi,
+                 r->node,
+                 e.text);
+    }
+    if (spool_drop (arg_.state_dir, r->job, r->node, &e) < 0)
+        fmb_log (LOG_WARNING, "%s", e.text);
+    return 0;
+}
+
+static int count_one (const struct spooled_report *r, void *arg)
+{
+    (void)r;
+    ((struct pending_ctx *)arg)->left++;
+    return 0;
+}
+
+/* Deliver the reports kept by earlier runs.  Returns how many are left. */
+static unsigned deliver_pending (void)
+{
+    struct pending_ctx pc = {0};
+    struct fmb_error e;
+    int lock = spool_lock ();
+    if (spool_each (arg_.state_dir, deliver_one, &pc, &e) < 0)
+        fmb_log (LOG_WARNING, "%s", e.text);
+    spool_each (arg_.state_dir, count_one, &pc, &e);
+    spool_unlock (lock);
+    return pc.left;
+}
+
+/* report --pending: for a timer or housekeeping. */
+static int cmd_report (void)
+{
+    unsigned left = deliver_pending ();
+    if (left) {
+        fmb_log (LOG_ERR,
+                 "%u node report(s) still not delivered (kept in %s/reports)",
+                 left,
+                 arg_.state_dir);
+        return EXIT_FAIL;
+    }
+    return 0;
 }
 
 /* ---- job facts ----------------------------------------------------- */
@@ -575,6 +744,9 @@ static int cmd_epilog (void)
             fmb_log (LOG_WARNING,
                      "%s; no record of the job on this node: nothing to destroy",
                      e.text);
+            /* Said, so that the broker does not wait for this node; kept
+             * for later if the broker is away. */
+            report ("destroyed", "no record of the job on this node: nothing was created");
             return 0;
         }
         fmb_log (LOG_ERR, "%s", e.text);
@@ -1142,7 +1314,16 @@ int main (int argc, char **argv)
     case AGENT_CLEAN:
         rc = cmd_clean ();
         break;
+    case AGENT_REPORT:
+        rc = cmd_report ();
+        break;
     }
+    /* Reports earlier runs could not deliver go now, unless this run
+     * already found the broker away. */
+    if ((arg_.cmd == AGENT_PROLOG || arg_.cmd == AGENT_EPILOG ||
+         arg_.cmd == AGENT_CLEAN) &&
+        !arg_.dry_run && !arg_.no_report && !broker_down)
+        deliver_pending ();
     cxilib_close (&lib);
     api_target_clear (&target);
     return rc;

@@ -154,8 +154,31 @@ static int node_report (const struct store_node *n, void *arg)
     return json_array_append_new (arg, o);
 }
 
+/* The nodes whose agent has not reported the job's services destroyed
+ * (pending, created or failed): who keeps its VNIs quarantined. */
+static int node_waited_for (const struct store_node *n, void *arg)
+{
+    if (n->cxi == STORE_CXI_DESTROYED)
+        return 0;
+    return json_array_append_new (arg, json_string (n->node));
+}
+
+static json_t *waiting_for (struct broker *b, const char *job)
+{
+    struct fmb_error e;
+    json_t *a = json_array ();
+    if (store_node_list (b->st, job, node_waited_for, a, &e) < 0) {
+        broker_log_store_error (b, "node reports", &e);
+        json_decref (a);
+        return NULL;
+    }
+    return a;
+}
+
 /* What each node's agent last reported, for GET of one job: which node
- * keeps the VNIs quarantined, and why.  Not in listings (a query each). */
+ * keeps the VNIs quarantined, and why.  Not in listings (a query each).
+ * Once the job is over and still holds VNIs, 'waiting_for' names the
+ * nodes that have not reported destroyed. */
 static void add_node_reports (struct broker *b, const struct store_job *j, json_t *view)
 {
     struct fmb_error e;
@@ -166,6 +189,11 @@ static void add_node_reports (struct broker *b, const struct store_job *j, json_
         return;
     }
     json_object_set_new (view, "node_reports", a);
+    if (j->nvnis && j->state != STORE_JOB_ACTIVE && j->state != STORE_JOB_LOST) {
+        json_t *w = waiting_for (b, j->id);
+        if (w)
+            json_object_set_new (view, "waiting_for", w);
+    }
 }
 
 /* Reply with the job as it is in the store now. */
@@ -1133,6 +1161,22 @@ void jobs_vni_list (struct broker *b, struct http_req *req)
         http_reply_problem (req, 503, "%s", e.text);
         return;
     }
+    /* After the listing (no query inside another): per quarantined VNI,
+     * the nodes it waits for, one query per job. */
+    json_t *per_job = json_object (), *v;
+    size_t i;
+    json_array_foreach (a, i, v)
+    {
+        const char *job = json_string_value (json_object_get (v, "job"));
+        if (strcmp (json_string_value (json_object_get (v, "state")), "quarantined"))
+            continue;
+        json_t *w = json_object_get (per_job, job);
+        if (!w && (w = waiting_for (b, job)))
+            json_object_set_new (per_job, job, w);
+        if (w)
+            json_object_set (v, "waiting_for", w);
+    }
+    json_decref (per_job);
     http_reply (req,
                 200,
                 json_pack ("{s:o, s:i, s:i}",

@@ -493,7 +493,7 @@ static int cmd_vni (int argc, char **argv)
     else {
         size_t i;
         json_t *v;
-        printf ("%-6s %-16s %-12s %s\n", "VNI", "JOB", "STATE", "UNTIL");
+        printf ("%-6s %-16s %-12s %-20s %s\n", "VNI", "JOB", "STATE", "UNTIL", "WAITING FOR");
         json_array_foreach (json_object_get (r, "vnis"), i, v)
         {
             char until[32] = "";
@@ -508,11 +508,24 @@ static int cmd_vni (int argc, char **argv)
                 else
                     snprintf (until, sizeof (until), "all nodes report");
             }
-            printf ("%-6lld %-16s %-12s %s\n",
+            char nodes[256] = "";
+            size_t k;
+            json_t *n;
+            json_array_foreach (json_object_get (v, "waiting_for"), k, n)
+            {
+                size_t used = strlen (nodes);
+                snprintf (nodes + used,
+                          sizeof (nodes) - used,
+                          "%s%s",
+                          k ? "," : "",
+                          json_string_value (n));
+            }
+            printf ("%-6lld %-16s %-12s %-20s %s\n",
                     num (v, "vni"),
                     str (v, "job"),
                     str (v, "state"),
-                    until);
+                    until,
+                    nodes[0] ? nodes : "-");
         }
     }
     json_decref (r);

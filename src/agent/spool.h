@@ -1,0 +1,43 @@
+/* spool.h: node reports the broker did not get yet.
+ *
+ * A report ("the services of job J on node N are created / destroyed /
+ * failed") that cannot be delivered is kept in STATE_DIR/reports/J@N.json
+ * (0600, in a 0700 directory), and the next agent run, or
+ * `fmbroker-cxi report --pending` from a timer, delivers it.  One file per
+ * job and node: a later report supersedes an earlier one, as it does at
+ * the broker.  Without this a VNI would stay quarantined until someone
+ * ran the epilog again by hand. */
+#ifndef FMB_AGENT_SPOOL_H
+#define FMB_AGENT_SPOOL_H
+
+#include <stdint.h>
+
+#include "error.h"
+
+struct spooled_report {
+    char job[129];
+    char node[65];
+    char cxi[16];     /* created, destroyed, failed */
+    char detail[513]; /* "" if none */
+    int64_t at_ms;    /* when the agent made it */
+};
+
+/* Keep 'r', replacing any report of the same job and node. */
+int spool_put (const char *state_dir,
+               const struct spooled_report *r,
+               struct fmb_error *error);
+
+/* Forget the report of job and node (delivered or superseded); 0 if
+ * there was none. */
+int spool_drop (const char *state_dir,
+                const char *job,
+                const char *node,
+                struct fmb_error *error);
+
+/* Call cb for each kept report, oldest first; stops when cb returns
+ * non-zero and returns that.  A file that is not a valid report is
+ * renamed to NAME.bad (kept for a look, never delivered) with a warning. */
+typedef int (*spool_f) (const struct spooled_report *r, void *arg);
+int spool_each (const char *state_dir, spool_f cb, void *arg, struct fmb_error *error);
+
+#endif
