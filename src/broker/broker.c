@@ -25,9 +25,16 @@ int64_t now_wall (void)
 
 /* ---- roles --------------------------------------------------------- */
 
+/* A name missing from the built-in default list (e.g. 'flux' on a Slurm
+ * site) is expected and logged at debug level only; one the site wrote
+ * itself is a warning. */
 static int resolve_list (
     const char *list, bool groups, unsigned *ids, int *n, const char *key)
 {
+    int missing_level =
+        strcmp (key, "rm_users") == 0 && strcmp (list, FMB_RM_USERS_DEFAULT) == 0
+            ? LOG_DEBUG
+            : LOG_WARNING;
     char buf[FMB_CFG_LIST_MAX];
     char *save = NULL;
     snprintf (buf, sizeof (buf), "%s", list);
@@ -43,13 +50,13 @@ static int resolve_list (
             if (g)
                 ids[(*n)++] = g->gr_gid;
             else
-                fmb_log (LOG_WARNING, "[api] %s: no group '%s', ignoring", key, name);
+                fmb_log (missing_level, "[api] %s: no group '%s', ignoring", key, name);
         } else {
             struct passwd *p = getpwnam (name);
             if (p)
                 ids[(*n)++] = p->pw_uid;
             else
-                fmb_log (LOG_WARNING, "[api] %s: no user '%s', ignoring", key, name);
+                fmb_log (missing_level, "[api] %s: no user '%s', ignoring", key, name);
         }
         if (*n == MAX_ROLE_IDS)
             break;

@@ -141,6 +141,18 @@ void broker_log_store_error (struct broker *b,
                              const char *what,
                              const struct fmb_error *e);
 
+/* ---- config_apply.c ----------------------------------------------- */
+
+/* What start needs beyond a parsed configuration (FM credentials, CA and
+ * client certificates, the TCP listener's files), checked without side
+ * effects: start and --check-config both call it. */
+int broker_check_config (const struct fmb_config *cfg, struct fmb_error *error);
+/* Reload: take 'next' (loaded and checked) as the running configuration.
+ * Keys that need a restart keep their old values (logged); returns how
+ * many of those changed, or -1 (nothing changed) if a file it re-reads
+ * (the tokens file) is bad. */
+int broker_apply_config (struct broker *b, struct fmb_config *next, struct fmb_error *error);
+
 /* ---- jobs.c -------------------------------------------------------- */
 
 /* A RUN request body, validated (borrowed pointers into the body). */

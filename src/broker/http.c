@@ -800,9 +800,14 @@ static int unix_listen (struct http *h, const char *path, struct fmb_error *erro
     return fd;
 }
 
-static int load_tokens (struct http *h, const char *path, struct fmb_error *error)
+/* Parse the tokens file into 'tokens' (MAX_STATIC_TOKENS); *n gets the count. */
+static int load_tokens_into (const char *path,
+                             struct static_token *tokens,
+                             int *n,
+                             struct fmb_error *error)
 {
     char *text;
+    *n = 0;
     if (fmb_check_private_file (path, error) < 0 ||
         fmb_read_file (path, TOKENS_FILE_MAX, false, &text, NULL, error) < 0)
         return fmb_error_prefix (error, "[api] tokens_file");
@@ -815,7 +820,7 @@ static int load_tokens (struct http *h, const char *path, struct fmb_error *erro
         if (line[0] == '#' || line[strspn (line, " \t")] == '\0')
             continue;
         if (sscanf (line, "%15s %255s", role, value) != 2 || strlen (value) < 16 ||
-            h->ntokens == MAX_STATIC_TOKENS ||
+            *n == MAX_STATIC_TOKENS ||
             (strcmp (role, "rm") && strcmp (role, "admin") && strcmp (role, "agent"))) {
             explicit_bzero (text, strlen (text));
             free (text);
@@ -827,16 +832,71 @@ static int load_tokens (struct http *h, const char *path, struct fmb_error *erro
                 path,
                 lineno);
         }
-        h->tokens[h->ntokens].roles = role[0] == 'r'   ? ROLE_RM
+        tokens[*n].roles = role[0] == 'r'   ? ROLE_RM
                                       : role[1] == 'd' ? ROLE_ADMIN
                                                        : ROLE_AGENT;
-        snprintf (
-            h->tokens[h->ntokens++].value, sizeof (h->tokens[0].value), "%s", value);
+        snprintf (tokens[(*n)++].value, sizeof (tokens[0].value), "%s", value);
         explicit_bzero (value, sizeof (value));
     }
     explicit_bzero (text, strlen (text));
     free (text);
     return 0;
+}
+
+static int load_tokens (struct http *h, const char *path, struct fmb_error *error)
+{
+    return load_tokens_into (path, h->tokens, &h->ntokens, error);
+}
+
+int http_reload_tokens (struct http *h, const char *path, struct fmb_error *error)
+{
+    if (h->n < 2)
+        return 0; /* no TCP listener: the file is not used */
+    struct static_token *tokens = calloc (MAX_STATIC_TOKENS, sizeof (*tokens));
+    int n = 0;
+    if (!tokens)
+        return fmb_errorf (error, "out of memory");
+    int rc = load_tokens_into (path, tokens, &n, error);
+    if (rc == 0) {
+        explicit_bzero (h->tokens, sizeof (h->tokens));
+        memcpy (h->tokens, tokens, sizeof (*tokens) * (size_t)n);
+        h->ntokens = n;
+    }
+    explicit_bzero (tokens, sizeof (*tokens) * MAX_STATIC_TOKENS);
+    free (tokens);
+    return rc;
+}
+
+int http_check_files (const struct fmb_config *cfg, struct fmb_error *error)
+{
+    if (!cfg->tcp[0])
+        return 0;
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    if (fmb_parse_hostport (cfg->tcp, &ss, &sslen) < 0) {
+        errno = EINVAL;
+        return fmb_errorf (error, "[api] tcp = %s: not an address", cfg->tcp);
+    }
+    struct static_token *tokens = calloc (MAX_STATIC_TOKENS, sizeof (*tokens));
+    int n = 0;
+    char *text = NULL;
+    if (!tokens)
+        return fmb_errorf (error, "out of memory");
+    int rc = load_tokens_into (cfg->tokens_file, tokens, &n, error);
+    explicit_bzero (tokens, sizeof (*tokens) * MAX_STATIC_TOKENS);
+    free (tokens);
+    if (rc == 0 &&
+        fmb_read_file (cfg->tls_cert, 1024 * 1024, false, &text, NULL, error) < 0)
+        rc = fmb_error_prefix (error, "[api] tls_cert");
+    free (text);
+    text = NULL;
+    if (rc == 0 && (fmb_check_private_file (cfg->tls_key, error) < 0 ||
+                    fmb_read_file (cfg->tls_key, 1024 * 1024, false, &text, NULL, error) < 0))
+        rc = fmb_error_prefix (error, "[api] tls_key");
+    if (text)
+        explicit_bzero (text, strlen (text));
+    free (text);
+    return rc;
 }
 
 /* The Unix listener has no listen socket of MHD's own: accept_unix()

@@ -68,6 +68,12 @@ int http_create (struct broker *b,
                  struct http **ret,
                  struct fmb_error *error);
 void http_destroy (struct http *h);
+/* What http_create will need from the files of the TCP listener (tokens
+ * file, TLS certificate and private key), checked without listening:
+ * --check-config and start share it. */
+int http_check_files (const struct fmb_config *cfg, struct fmb_error *error);
+/* Re-read [api] tokens_file (reload); on failure the old tokens stay. */
+int http_reload_tokens (struct http *h, const char *path, struct fmb_error *error);
 /* Stop accepting connections (shutdown); requests in progress finish. */
 void http_quiesce (struct http *h);
 

@@ -10,8 +10,8 @@
  * signalfd, then runs the periodic work (outbox, reconcile, probes,
  * quarantine expiry, long-poll timeouts).  SIGTERM/SIGINT: stop
  * accepting, give FM calls in flight their deadline, answer what waits,
- * commit, close.  SIGHUP: logs go to stderr (journald), so there is
- * nothing to reopen; it is logged and otherwise ignored.
+ * commit, close.  SIGHUP: reload the configuration (config_apply.c says
+ * what changes live and what waits for a restart).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -46,7 +46,8 @@ static const char usage_text[] =
     "                         e.g. --set broker.state_dir=/tmp/fmb\n"
     "  -f, --foreground       stay in the foreground (the only mode; systemd\n"
     "                         runs it this way)\n"
-    "      --check-config     validate the configuration and exit\n"
+    "      --check-config     run the checks start runs (keys, files, credentials)\n"
+    "                         and exit\n"
     "      --dump-config      print the effective configuration and exit\n"
     "  -V, --version          print the version and exit\n"
     "  -h, --help             print this help and exit\n"
@@ -56,8 +57,11 @@ static const char usage_text[] =
     "One broker per state directory: it holds an fcntl lock on\n"
     "STATE_DIR/fmbrokerd.lock (host and pid inside) for its whole life; a second\n"
     "one exits at once naming the holder.  --check-config says who holds it.\n"
-    "API: [api] socket (default /run/fmbroker/fmbroker.sock), see api/openapi.yaml.\n"
-    "Signals: TERM/INT stop gracefully; HUP is logged and ignored.\n"
+    "API: [api] socket (default /run/fmbroker/fmbroker.sock), described in\n"
+    "/usr/share/fmbroker/openapi.yaml.\n"
+    "Signals: TERM/INT stop gracefully; HUP reloads the configuration (socket,\n"
+    "state_dir, tcp, TLS files, FM url, auth and TLS settings, cluster_name and\n"
+    "the VNI pool need a restart; the rest takes effect at once).\n"
     "\n"
     "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
 
@@ -123,18 +127,41 @@ static int parse_args (int argc, char **argv)
 
 static int load_config (struct fmb_config *cfg, struct fmb_error *error)
 {
+    const char *path = arg_.config;
+    if (!path && access (FMB_CONFIG_PATH, F_OK) == 0)
+        path = FMB_CONFIG_PATH;
     fmb_config_defaults (cfg);
-    if (arg_.config) {
-        if (fmb_config_load (cfg, arg_.config, error) < 0)
-            return -1;
-    } else if (access (FMB_CONFIG_PATH, F_OK) == 0) {
-        if (fmb_config_load (cfg, FMB_CONFIG_PATH, error) < 0)
-            return -1;
+    return fmb_config_load_with_sets (cfg, path, arg_.sets, arg_.nsets, error);
+}
+
+/* SIGHUP: read the file again (with the same --set overrides on top) and
+ * take what can change live; a configuration that does not load or check
+ * leaves the running one in place. */
+static void reload_config (struct broker *b)
+{
+    struct fmb_config *next = malloc (sizeof (*next));
+    struct fmb_error error;
+    sd_notify (0, "RELOADING=1\nSTATUS=reloading the configuration");
+    if (!next)
+        fmb_log (LOG_ERR, "reload: out of memory; the configuration is unchanged");
+    else if (load_config (next, &error) < 0 || broker_check_config (next, &error) < 0)
+        fmb_log (LOG_ERR,
+                 "reload: %s; keeping the running configuration",
+                 error.text);
+    else {
+        int restart = broker_apply_config (b, next, &error);
+        if (restart < 0)
+            fmb_log (LOG_ERR,
+                     "reload: %s; keeping the running configuration",
+                     error.text);
+        else
+            fmb_log (LOG_NOTICE,
+                     "reload: configuration %s applied%s",
+                     b->cfg.source[0] ? b->cfg.source : "(built-in defaults)",
+                     restart ? "; some changes wait for a restart (see above)" : "");
     }
-    for (int i = 0; i < arg_.nsets; i++)
-        if (fmb_config_set (cfg, arg_.sets[i], error) < 0)
-            return -1;
-    return 0;
+    free (next);
+    sd_notify (0, "READY=1\nSTATUS=serving");
 }
 
 /* The lock first: a second broker must not even open the database. */
@@ -266,7 +293,7 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
         struct signalfd_siginfo si;
         while (read (sigfd, &si, sizeof (si)) == sizeof (si)) {
             if (si.ssi_signo == SIGHUP)
-                fmb_log (LOG_INFO, "SIGHUP: logs go to stderr; nothing to reopen");
+                reload_config (b);
             else {
                 fmb_log (
                     LOG_NOTICE, "%s: shutting down", strsignal ((int)si.ssi_signo));
@@ -316,6 +343,11 @@ int main (int argc, char **argv)
     if (arg_.dump_config) {
         fmb_config_dump (&b.cfg, stdout);
         return 0;
+    }
+    /* The same checks for --check-config and for start. */
+    if (broker_check_config (&b.cfg, &error) < 0) {
+        fmb_log (LOG_ERR, "%s", error.text);
+        return 2;
     }
     if (arg_.check_config)
         return check_config (&b.cfg);

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "fileutil.h"
+#include "netaddr.h"
 #include "log.h"
 
 #define CFG_FILE_MAX (1024 * 1024) /* a config file is a few KiB */
@@ -87,7 +88,7 @@ static const struct cfg_key cfg_keys[] = {
       F (tls_key), check_path_or_empty, NULL },
     { "api",            "tokens_file",        CFG_STRING,    0,   0,        "",
       F (tokens_file), check_path_or_empty, NULL },
-    { "api",            "rm_users",           CFG_STRING,    0,   0,        "root,slurm,flux",
+    { "api",            "rm_users",           CFG_STRING,    0,   0,        FMB_RM_USERS_DEFAULT,
       F (rm_users), check_names, NULL },
     { "api",            "admin_users",        CFG_STRING,    0,   0,        "root",
       F (admin_users), check_names, NULL },
@@ -302,6 +303,14 @@ static int check_hostport (char *value, struct fmb_error *error)
     unsigned long port = strtoul (colon + 1, &end, 10);
     if (errno || *end || colon[1] == '\0' || port > 65535)
         return fmb_errorf (error, "port must be 0..65535");
+    /* A listener binds an address: names are not looked up, here or at
+     * start, so both refuse them alike. */
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    if (fmb_parse_hostport (value, &ss, &sslen) < 0)
+        return fmb_errorf (error,
+                           "HOST must be a numeric IPv4 or [IPv6] address, not a "
+                           "host name");
     return 0;
 }
 
@@ -551,8 +560,8 @@ __attribute__ ((format (printf, 4, 5))) static int cfg_fail (
     int line = i >= 0 ? ctx->lines[i] : 0;
     if (line > 0)
         snprintf (where, sizeof (where), "%s:%d", ctx->name, line);
-    else
-        snprintf (where, sizeof (where), "%s", ctx->name);
+    else /* -1: the value came from the command line */
+        snprintf (where, sizeof (where), "%s", line < 0 ? "command line" : ctx->name);
     errno = EINVAL;
     return fmb_errorf (&ctx->error,
                        "%s: [%s] %s%s: %s",
@@ -766,10 +775,41 @@ static int finish_load (struct fmb_config *cfg,
     return 0;
 }
 
+/* Split "section.key=value" and feed it to the handler as if it were a
+ * line of the file (line 0: the command line). */
+static void apply_assignment (struct parse_ctx *ctx, const char *assignment)
+{
+    char section[64], key[64];
+    const char *dot = strchr (assignment, '.');
+    const char *eq = strchr (assignment, '=');
+    if (ctx->failed)
+        return;
+    if (!dot || !eq || dot > eq || (size_t)(dot - assignment) >= sizeof (section) ||
+        (size_t)(eq - dot - 1) >= sizeof (key)) {
+        ctx->failed = true;
+        fmb_errorf (&ctx->error, "'%s': expected SECTION.KEY=VALUE", assignment);
+        return;
+    }
+    snprintf (section, sizeof (section), "%.*s", (int)(dot - assignment), assignment);
+    snprintf (key, sizeof (key), "%.*s", (int)(eq - dot - 1), dot + 1);
+    const char *saved_name = ctx->name;
+    int saved_line = ctx->lineno;
+    ctx->name = "command line";
+    ctx->lineno = 0;
+    config_handler (ctx, section, key, eq + 1);
+    ctx->name = saved_name;
+    ctx->lineno = saved_line;
+}
+
+/* Parse 'text' (may be NULL: defaults only), apply the overrides in
+ * 'sets', then validate once: the rules that involve several keys see
+ * the final values, whatever the order of the overrides. */
 static int parse_text (struct fmb_config *cfg,
                        const char *name,
                        const char *source,
                        const char *text,
+                       const char *const *sets,
+                       int nsets,
                        struct fmb_error *error)
 {
     struct parse_ctx *ctx = calloc (1, sizeof (*ctx));
@@ -778,8 +818,10 @@ static int parse_text (struct fmb_config *cfg,
     fmb_config_defaults (&ctx->cfg);
     snprintf (ctx->cfg.source, sizeof (ctx->cfg.source), "%s", source);
     ctx->name = name;
-    ctx->text = text;
+    ctx->text = text ? text : "";
     int rc = ini_parse_stream (ini_reader_cb, ctx, config_handler, ctx);
+    for (int i = 0; rc == 0 && i < nsets; i++)
+        apply_assignment (ctx, sets[i]);
     rc = finish_load (cfg, ctx, rc, error);
     int saved = errno;
     free (ctx);
@@ -792,7 +834,7 @@ int fmb_config_load (struct fmb_config *cfg, const char *path, struct fmb_error 
     char *text;
     if (fmb_read_file (path, CFG_FILE_MAX, false, &text, NULL, error) < 0)
         return -1;
-    int rc = parse_text (cfg, path, path, text, error);
+    int rc = parse_text (cfg, path, path, text, NULL, 0, error);
     int saved = errno;
     free (text);
     errno = saved;
@@ -804,29 +846,36 @@ int fmb_config_load_string (struct fmb_config *cfg,
                             const char *text,
                             struct fmb_error *error)
 {
-    return parse_text (cfg, name, "", text, error);
+    return parse_text (cfg, name, "", text, NULL, 0, error);
+}
+
+int fmb_config_load_with_sets (struct fmb_config *cfg,
+                               const char *path,
+                               const char *const *sets,
+                               int nsets,
+                               struct fmb_error *error)
+{
+    char *text = NULL;
+    if (path && fmb_read_file (path, CFG_FILE_MAX, false, &text, NULL, error) < 0)
+        return -1;
+    int rc = parse_text (
+        cfg, path ? path : "built-in defaults", path ? path : "", text, sets, nsets, error);
+    int saved = errno;
+    free (text);
+    errno = saved;
+    return rc;
 }
 
 int fmb_config_set (struct fmb_config *cfg,
                     const char *assignment,
                     struct fmb_error *error)
 {
-    char section[64], key[64];
-    const char *dot = strchr (assignment, '.');
-    const char *eq = strchr (assignment, '=');
-    errno = EINVAL;
-    if (!dot || !eq || dot > eq || (size_t)(dot - assignment) >= sizeof (section) ||
-        (size_t)(eq - dot - 1) >= sizeof (key))
-        return fmb_errorf (error, "'%s': expected SECTION.KEY=VALUE", assignment);
-    snprintf (section, sizeof (section), "%.*s", (int)(dot - assignment), assignment);
-    snprintf (key, sizeof (key), "%.*s", (int)(eq - dot - 1), dot + 1);
     struct parse_ctx *ctx = calloc (1, sizeof (*ctx));
     if (!ctx)
         return fmb_errorf (error, "out of memory");
     ctx->cfg = *cfg;
     ctx->name = "command line";
-    ctx->lineno = 0; /* not from a file */
-    config_handler (ctx, section, key, eq + 1);
+    apply_assignment (ctx, assignment);
     int rc = finish_load (cfg, ctx, 0, error);
     int saved = errno;
     free (ctx);

@@ -18,6 +18,7 @@
 #include "error.h"
 
 #define FMB_CONFIG_PATH   "/etc/fmbroker/fmbroker.conf"
+#define FMB_RM_USERS_DEFAULT "root,slurm,flux"
 #define FMB_CFG_PATH_MAX  1024
 #define FMB_CFG_LIST_MAX  1024
 #define FMB_CLUSTER_MAX   64
@@ -126,6 +127,16 @@ int fmb_config_load_string (struct fmb_config *cfg,
 int fmb_config_set (struct fmb_config *cfg,
                     const char *assignment,
                     struct fmb_error *error);
+
+/* Read 'path' (NULL: none, built-in defaults), apply the "section.key=value"
+ * overrides in order, then validate the result once, so that rules which
+ * involve several keys see every override whatever their order.  This is
+ * what fmbrokerd does at start, on --check-config and on reload. */
+int fmb_config_load_with_sets (struct fmb_config *cfg,
+                               const char *path,
+                               const char *const *sets,
+                               int nsets,
+                               struct fmb_error *error);
 
 /* Print the effective configuration as an INI file. */
 void fmb_config_dump (const struct fmb_config *cfg, FILE *f);

@@ -111,9 +111,9 @@ expect_ok 'a broker whose certificate the node does not trust is not talked to' 
 expect_ok 'plain HTTP on the TLS port gets nowhere' '
     ! curl -sf --max-time 5 "http://127.0.0.1:$tcp_port/v1/status"
 '
-expect_ok 'a tokens file others can read stops start-up' '
+expect_ok 'a tokens file others can read stops start-up as a configuration error (2)' '
     stop_broker && chmod 644 "$T/tokens" &&
-    { timeout 10 "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" 2>err; test $? -eq 1; } &&
+    { timeout 10 "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" 2>err; test $? -eq 2; } &&
     grep -q "tokens_file.*lets group or others read it" err
 '
 expect_ok 'tokens never reach the log' '

@@ -311,6 +311,29 @@ static void command_line_override_is_validated (void **state)
     assert_string_equal (e.text, "command line: [broker] nope: unknown key");
 }
 
+static void overrides_are_validated_together (void **state)
+{
+    (void)state;
+    struct fmb_config c;
+    struct fmb_error e;
+    /* The TCP listener needs three other keys; given after it, they count. */
+    const char *sets[] = {"api.tcp=127.0.0.1:8443",
+                          "api.tls_cert=/c.pem",
+                          "api.tls_key=/c.key",
+                          "api.tokens_file=/tokens"};
+    assert_int_equal (fmb_config_load_with_sets (&c, NULL, sets, 4, &e), 0);
+    assert_string_equal (c.tcp, "127.0.0.1:8443");
+    assert_int_equal (fmb_config_load_with_sets (&c, NULL, sets, 3, &e), -1);
+    assert_string_equal (e.text,
+                         "command line: [api] tcp: the TCP listener needs tls_cert, "
+                         "tls_key and tokens_file");
+    const char *host[] = {"api.tcp=broker.example:8443"};
+    assert_int_equal (fmb_config_load_with_sets (&c, NULL, host, 1, &e), -1);
+    assert_string_equal (e.text,
+                         "command line: [api] tcp = broker.example:8443: HOST must be "
+                         "a numeric IPv4 or [IPv6] address, not a host name");
+}
+
 static void dump_round_trips (void **state)
 {
     (void)state;
@@ -349,6 +372,7 @@ int main (void)
         cmocka_unit_test (long_lines_are_refused_not_split),
         cmocka_unit_test (file_errors_name_the_file),
         cmocka_unit_test (command_line_override_is_validated),
+        cmocka_unit_test (overrides_are_validated_together),
         cmocka_unit_test (dump_round_trips),
     };
     return cmocka_run_group_tests_name ("config", tests, NULL, NULL);

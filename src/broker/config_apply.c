@@ -1,0 +1,132 @@
+/* config_apply.c: the checks start-up and --check-config share, and the
+ * live reload (SIGHUP).
+ *
+ * broker_check_config is the one place that decides whether a loaded
+ * configuration can start: beyond what the parser checks (syntax, types,
+ * rules between keys), it opens what start opens -- the FM credentials,
+ * CA and client certificate files, the TCP listener's tokens file,
+ * certificate and key -- without listening or calling the FM.  So a
+ * configuration that --check-config passes does not then fail at start
+ * for a reason it could have seen.
+ *
+ * Reload keeps the state directory, the listeners and the FM session:
+ * keys tied to them keep their old values and are logged as needing a
+ * restart.  Everything read at use time (log level, role users and
+ * groups, the tokens file, hwcoll sizing, intervals, timeouts of RUN,
+ * VNI counts per job, retention) takes effect at once.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "broker.h"
+#include "fileutil.h"
+#include "log.h"
+
+static int check_readable (const char *key, const char *path, bool secret, struct fmb_error *error)
+{
+    char *text = NULL;
+    if (!path[0])
+        return 0;
+    if ((secret && fmb_check_private_file (path, error) < 0) ||
+        fmb_read_file (path, 1024 * 1024, false, &text, NULL, error) < 0)
+        return fmb_error_prefix (error, "%s", key);
+    explicit_bzero (text, strlen (text));
+    free (text);
+    return 0;
+}
+
+static int check_fm (const struct fmb_config *cfg, struct fmb_error *error)
+{
+    if (!cfg->fm_url[0])
+        return 0;
+    if (cfg->fm_auth != FMB_AUTH_NONE) {
+        const char *dir = fmb_config_auth_dir (cfg);
+        struct stat st;
+        if (stat (dir, &st) < 0 || !S_ISDIR (st.st_mode)) {
+            int saved = stat (dir, &st) < 0 ? errno : ENOTDIR;
+            errno = saved;
+            return fmb_errorf (error,
+                               "[fabric_manager] auth_dir %s: %s",
+                               dir,
+                               strerror (saved));
+        }
+    }
+    if (check_readable ("[fabric_manager] ca_file", cfg->fm_ca_file, false, error) < 0 ||
+        check_readable ("[fabric_manager] mtls_cert", cfg->fm_mtls_cert, false, error) <
+            0 ||
+        check_readable ("[fabric_manager] mtls_key", cfg->fm_mtls_key, true, error) < 0)
+        return -1;
+    /* The same constructor start uses: credentials present, private, not empty. */
+    struct fabric *fab = NULL;
+    if (fabric_create (cfg, &fab, error) < 0)
+        return -1;
+    fabric_destroy (fab);
+    return 0;
+}
+
+int broker_check_config (const struct fmb_config *cfg, struct fmb_error *error)
+{
+    if (check_fm (cfg, error) < 0)
+        return -1;
+    return http_check_files (cfg, error);
+}
+
+/* Keys reload cannot change: they name what the running broker holds
+ * open (state, listeners, the FM session) or what its records mean. */
+#define RESTART_STR(field, key) {key, offsetof (struct fmb_config, field), sizeof (((struct fmb_config *)0)->field)}
+static const struct {
+    const char *key;
+    size_t offset;
+    size_t size;
+} restart_keys[] = {
+    RESTART_STR (cluster_name, "[broker] cluster_name"),
+    RESTART_STR (state_dir, "[broker] state_dir"),
+    RESTART_STR (socket, "[api] socket"),
+    RESTART_STR (tcp, "[api] tcp"),
+    RESTART_STR (tls_cert, "[api] tls_cert"),
+    RESTART_STR (tls_key, "[api] tls_key"),
+    RESTART_STR (fm_url, "[fabric_manager] url"),
+    RESTART_STR (fm_auth, "[fabric_manager] auth"),
+    RESTART_STR (fm_auth_dir, "[fabric_manager] auth_dir"),
+    RESTART_STR (fm_ca_file, "[fabric_manager] ca_file"),
+    RESTART_STR (fm_mtls_cert, "[fabric_manager] mtls_cert"),
+    RESTART_STR (fm_mtls_key, "[fabric_manager] mtls_key"),
+    RESTART_STR (fm_insecure, "[fabric_manager] insecure"),
+    RESTART_STR (fm_timeout_ms, "[fabric_manager] timeout_ms"),
+    RESTART_STR (fm_max_connections, "[fabric_manager] max_connections"),
+    RESTART_STR (vni_min, "[vni] pool"),
+    RESTART_STR (vni_max, "[vni] pool"),
+};
+
+int broker_apply_config (struct broker *b, struct fmb_config *next, struct fmb_error *error)
+{
+    int restart = 0;
+    for (size_t i = 0; i < sizeof (restart_keys) / sizeof (restart_keys[0]); i++) {
+        char *now = (char *)&b->cfg + restart_keys[i].offset;
+        char *want = (char *)next + restart_keys[i].offset;
+        if (memcmp (now, want, restart_keys[i].size) != 0) {
+            fmb_log (LOG_WARNING,
+                     "reload: %s changed; it takes effect at the next restart",
+                     restart_keys[i].key);
+            memcpy (want, now, restart_keys[i].size);
+            restart++;
+        }
+    }
+    if (strcmp (b->cfg.tokens_file, next->tokens_file) != 0 || b->cfg.tcp[0]) {
+        if (http_reload_tokens (b->http, next->tokens_file, error) < 0)
+            return -1;
+    }
+    if (next->reconcile_interval_s != b->cfg.reconcile_interval_s)
+        b->next_reconcile = next->reconcile_interval_s
+                                ? now_mono () + (int64_t)next->reconcile_interval_s * 1000
+                                : INT64_MAX;
+    b->cfg = *next;
+    broker_resolve_roles (b);
+    fmb_log_set_level (b->cfg.log_level);
+    return restart;
+}

@@ -1,0 +1,79 @@
+#!/bin/bash
+# t0030-check-config.sh: --check-config runs the checks start runs, so a
+# configuration it passes starts and one it refuses does not start, with
+# the same message; --set overrides apply before validation, whatever
+# their order.
+. "$(dirname "$0")/lib.sh"
+fmbrokerd="$FMB_BIN/fmbrokerd"
+write_broker_conf
+sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/certs" >/dev/null 2>&1 ||
+    bail_out "cannot make test certificates"
+chmod 600 certs/server.key
+printf 'rm %s\n' 0123456789abcdef0123 >tokens && chmod 600 tokens
+mkdir -p auth && echo id >auth/client-id && echo http://127.0.0.1:1/t >auth/endpoint &&
+    echo secret >auth/client-secret && chmod 600 auth/client-secret
+tls="--set api.tls_cert=$T/certs/server.pem --set api.tls_key=$T/certs/server.key --set api.tokens_file=$T/tokens"
+fm="--set fabric_manager.url=http://127.0.0.1:1 --set fabric_manager.auth=oauth"
+
+# agree 'PATTERN' ARGS...: --check-config and start both exit 2 naming
+# PATTERN, and start created nothing.
+agree () {
+    pattern=$1
+    shift
+    { "$fmbrokerd" -c broker.conf --check-config "$@" >out 2>check.err; test $? -eq 2; } &&
+        grep -q -- "$pattern" check.err &&
+        { timeout 10 "$fmbrokerd" -c broker.conf "$@" 2>start.err; test $? -eq 2; } &&
+        grep -q -- "$pattern" start.err && test ! -e state && test ! -e api.sock
+}
+
+expect_ok 'a host name as [api] tcp is refused by both' '
+    agree "\[api\] tcp = broker.example:8443: HOST must be a numeric" \
+        --set api.tcp=broker.example:8443 $tls
+'
+expect_ok 'a missing auth_dir is refused by both' '
+    agree "\[fabric_manager\] auth_dir $T/nope: No such file or directory" \
+        $fm --set fabric_manager.auth_dir=$T/nope
+'
+expect_ok 'a missing credential file is refused by both' '
+    mv auth/client-id auth/id.saved &&
+    agree "auth/client-id: No such file or directory" $fm --set fabric_manager.auth_dir=$T/auth;
+    rc=$?; mv auth/id.saved auth/client-id; return $rc
+'
+expect_ok 'a credential others can read is refused by both' '
+    chmod 644 auth/client-secret &&
+    agree "client-secret: mode 0644 lets group or others read it" \
+        $fm --set fabric_manager.auth_dir=$T/auth;
+    rc=$?; chmod 600 auth/client-secret; return $rc
+'
+expect_ok 'a missing CA file is refused by both' '
+    agree "\[fabric_manager\] ca_file.*nope.pem: No such file" \
+        $fm --set fabric_manager.auth_dir=$T/auth --set fabric_manager.ca_file=$T/nope.pem
+'
+expect_ok 'a missing TLS certificate is refused by both' '
+    agree "\[api\] tls_cert.*nope.pem: No such file" \
+        --set api.tcp=127.0.0.1:0 $tls --set api.tls_cert=$T/nope.pem
+'
+expect_ok 'a TLS key others can read is refused by both' '
+    chmod 644 certs/server.key &&
+    agree "server.key: mode 0644 lets group or others read it" --set api.tcp=127.0.0.1:0 $tls;
+    rc=$?; chmod 600 certs/server.key; return $rc
+'
+expect_ok 'a missing tokens file is refused by both' '
+    agree "\[api\] tokens_file.*nope: No such file" \
+        --set api.tcp=127.0.0.1:0 $tls --set api.tokens_file=$T/nope
+'
+expect_ok '--set before the keys it needs is fine: validation sees them all' '
+    "$fmbrokerd" -c broker.conf --check-config --set api.tcp=127.0.0.1:0 $tls >out &&
+    grep -q "configuration OK" out
+'
+expect_ok 'what --check-config passes starts' '
+    port=$(free_ports 1) &&
+    "$fmbrokerd" -c broker.conf --check-config --set api.tcp=127.0.0.1:$port $tls \
+        $fm --set fabric_manager.auth_dir=$T/auth >out &&
+    { "$fmbrokerd" -c broker.conf --set api.tcp=127.0.0.1:$port $tls \
+        $fm --set fabric_manager.auth_dir=$T/auth 2>>broker.err & broker_pid=$!; } &&
+    wait_for 100 0.05 rm_call GET /v1/health >/dev/null &&
+    curl -sf --cacert certs/ca.pem https://127.0.0.1:$port/v1/health >/dev/null &&
+    stop_broker
+'
+done_testing

@@ -1,0 +1,60 @@
+#!/bin/bash
+# t0040-reload.sh: SIGHUP reloads the configuration: a changed role takes
+# effect without a restart, a configuration that does not load keeps the
+# running one (and says why), and keys that need a restart say so.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root for setpriv"; exit 0; }
+user=65534
+run_as_user () {
+    as_user $user curl -s -o /dev/null -w "%{http_code}" --unix-socket "$T/api.sock" \
+        -X PUT --data-binary "{\"uid\":$user,\"node_count\":1}" "http://fmbroker/v1/jobs/$1"
+}
+reload () {
+    n=$(grep -c "reload:" broker.err)
+    kill -HUP "$broker_pid" &&
+        wait_for 100 0.05 eval "test \$(grep -c \"reload:\" broker.err) -gt $n"
+}
+chmod 755 "$T" # the unprivileged user reaches the socket
+write_broker_conf
+start_broker || bail_out "broker did not start"
+
+expect_ok 'before: an unprivileged user may not RUN' '
+    test "$(run_as_user 1)" = 403
+'
+expect_ok 'a role added to the file and reloaded takes effect without restart' '
+    pid=$broker_pid &&
+    sed -i "s/^rm_users = root$/rm_users = root,$user/" broker.conf &&
+    reload && grep -q "reload: configuration .*broker.conf applied" broker.err &&
+    test "$(run_as_user 2)" = 201 && test "$broker_pid" = "$pid" && kill -0 "$pid"
+'
+expect_ok 'a configuration that does not load keeps the running one, saying why' '
+    cp broker.conf good.conf &&
+    sed -i "s/^pool = .*/pool = 9-3/" broker.conf &&
+    reload &&
+    grep -q "reload: .*broker.conf:[0-9]*: \[vni\] pool = 9-3: MIN is above MAX; keeping the running configuration" broker.err &&
+    test "$(run_as_user 3)" = 201 && rm_call GET /v1/health >/dev/null
+'
+expect_ok 'a config whose files do not check keeps the running one too' '
+    cp good.conf broker.conf &&
+    printf "tcp = 127.0.0.1:1\ntls_cert = $T/nope.pem\ntls_key = $T/nope.key\ntokens_file = $T/nope\n" >extra &&
+    sed -i "/^\[api\]/r extra" broker.conf &&
+    reload && grep -q "reload: \[api\] tokens_file.*keeping the running configuration" broker.err &&
+    test "$(run_as_user 4)" = 201
+'
+expect_ok 'a role removed is gone after reload' '
+    cp good.conf broker.conf && sed -i "s/^rm_users = .*/rm_users = root/" broker.conf &&
+    reload && test "$(run_as_user 5)" = 403
+'
+expect_ok 'a key that needs a restart is named, the old value stays' '
+    sed -i "s|^socket = .*|socket = $T/other.sock|" broker.conf &&
+    reload &&
+    grep -q "reload: \[api\] socket changed; it takes effect at the next restart" broker.err &&
+    rm_call GET /v1/health >/dev/null && test ! -e other.sock
+'
+expect_ok 'the log level changes live' '
+    cp good.conf broker.conf && sed -i "s/^rm_users = .*/rm_users = root/" broker.conf &&
+    sed -i "/^\[broker\]/a log_level = debug" broker.conf &&
+    reload && grep -q "reload: configuration" broker.err
+'
+stop_broker
+done_testing
