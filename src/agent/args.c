@@ -89,6 +89,7 @@ static const struct {
     {"list", AGENT_LIST, false},
     {"clean", AGENT_CLEAN, false},
     {"report", AGENT_REPORT, false},
+    {"housekeeping", AGENT_HOUSEKEEPING, true},
 };
 
 int agent_args_parse (int argc,
@@ -137,14 +138,14 @@ int agent_args_parse (int argc,
         {NULL, 0, NULL, 0},
     };
     const char *cmd = NULL, *vnis = NULL;
-    bool have_uid = false;
+    bool have_uid = false, retry_given = false;
     unsigned long v;
     int c;
 
     memset (a, 0, sizeof (*a));
     a->ncores = -1;
     a->tcs = -1;
-    a->retry_busy = 5;
+    a->retry_busy = AGENT_RETRY_BUSY_EPILOG;
     a->format = AGENT_FORMAT_SHELL;
     optind = 0; /* glibc: start afresh (the fuzzer calls this many times) */
     opterr = 0; /* our own messages, naming the argument */
@@ -209,6 +210,7 @@ int agent_args_parse (int argc,
             if (!parse_ulong (optarg, 0, AGENT_RETRY_BUSY_MAX, &v))
                 return bad (error, "--retry-busy %.64s: seconds, 0..3600", optarg);
             a->retry_busy = (unsigned)v;
+            retry_given = true;
             break;
         case O_FORMAT:
             if (strcmp (optarg, "shell") == 0)
@@ -250,7 +252,7 @@ int agent_args_parse (int argc,
         }
     }
     if (!cmd)
-        return bad (error, "no command (prolog, epilog, env, list, clean, report)");
+        return bad (error, "no command (prolog, epilog, housekeeping, env, list, clean, report)");
     size_t i;
     for (i = 0; i < sizeof (commands) / sizeof (commands[0]); i++)
         if (strcmp (cmd, commands[i].name) == 0)
@@ -260,6 +262,8 @@ int agent_args_parse (int argc,
     a->cmd = commands[i].cmd;
     if (commands[i].needs_job && !a->job)
         return bad (error, "%s: --job ID is required", cmd);
+    if (a->cmd == AGENT_HOUSEKEEPING && !retry_given)
+        a->retry_busy = AGENT_RETRY_BUSY_HOUSEKEEPING;
     if (a->cmd == AGENT_REPORT && !a->pending)
         return bad (error, "report: --pending is required");
     if (have_uid != (vnis != NULL))

@@ -53,6 +53,11 @@ static const char usage_text[] =
     "  epilog --job ID [--retry-busy SECONDS] [--no-report]\n"
     "         destroy the job's services (retrying EBUSY once a second for\n"
     "         SECONDS, default 5) and report to the broker; exit 1 = drain\n"
+    "  housekeeping --job ID [--retry-busy SECONDS] [--no-report]\n"
+    "         the epilog's second phase, for Flux's housekeeping or a site's\n"
+    "         timer: retry destroying the job's leftover services for SECONDS\n"
+    "         (default 300); exit 1, reporting 'failed' so that the broker\n"
+    "         raises node_drain_requested, only if they are still there\n"
     "  env    --job ID [--format shell|json|slurm] [--lnx]\n"
     "         print the job's SLINGSHOT_* and FI_CXI_* variables from the record\n"
     "         the prolog wrote (STATE_DIR/JOB.env, readable by the job's user):\n"
@@ -702,13 +707,16 @@ static void sleep_s (unsigned s)
     nanosleep (&ts, NULL);
 }
 
+/* Until when EBUSY is retried: one window for the whole run, however
+ * many services are busy. */
+static int64_t retry_deadline_ms;
+
 /* Destroy one service, retrying EBUSY once a second within the window. */
 static int destroy_with_retry (struct cxil_dev *dev, unsigned svc, const char *job)
 {
-    time_t end = time (NULL) + arg_.retry_busy;
     for (;;) {
         int r = lib.destroy_svc (dev, svc);
-        if (r != -EBUSY || time (NULL) >= end)
+        if (r != -EBUSY || fmb_monotime_ms () >= retry_deadline_ms)
             return r;
         fmb_log (LOG_INFO,
                  "job %s: %s: service %u busy, retrying",
@@ -779,13 +787,19 @@ static int cmd_epilog (void)
             }
             r = destroy_with_retry (dev, d->svc_id, f.id);
             if (r < 0) {
+                char window[48] = "";
+                if (r == -EBUSY)
+                    snprintf (window,
+                              sizeof (window),
+                              " past the %u s retry window",
+                              arg_.retry_busy);
                 snprintf (why,
                           sizeof (why),
                           "%s: destroy service %u: %s%s",
                           dev->info.device_name,
                           d->svc_id,
                           errname (r),
-                          r == -EBUSY ? " past the retry window" : "");
+                          window);
                 fmb_log (LOG_ERR, "job %s: %s", f.id, why);
                 failures++;
             } else {
@@ -804,8 +818,12 @@ static int cmd_epilog (void)
     if (arg_.dry_run)
         return 0;
     if (failures) {
-        report ("failed", why);
-        return EXIT_FAIL; /* the node must be drained */
+        fmb_log (LOG_ERR,
+                 "job %s: %d service(s) left behind: this node should be drained",
+                 f.id,
+                 failures);
+        report ("failed", why); /* the broker raises node_drain_requested */
+        return EXIT_FAIL;
     }
     char path[PATH_MAX];
     record_path (path, sizeof (path));
@@ -1298,11 +1316,13 @@ int main (int argc, char **argv)
     /* libcurl initialises itself (and OpenSSL) at the first broker call:
      * prolog and epilog given all facts never pay for it. */
     int rc = EXIT_USAGE;
+    retry_deadline_ms = fmb_monotime_ms () + (int64_t)arg_.retry_busy * 1000;
     switch (arg_.cmd) {
     case AGENT_PROLOG:
         rc = cmd_prolog ();
         break;
     case AGENT_EPILOG:
+    case AGENT_HOUSEKEEPING:
         rc = cmd_epilog ();
         break;
     case AGENT_ENV:
@@ -1321,7 +1341,7 @@ int main (int argc, char **argv)
     /* Reports earlier runs could not deliver go now, unless this run
      * already found the broker away. */
     if ((arg_.cmd == AGENT_PROLOG || arg_.cmd == AGENT_EPILOG ||
-         arg_.cmd == AGENT_CLEAN) &&
+         arg_.cmd == AGENT_HOUSEKEEPING || arg_.cmd == AGENT_CLEAN) &&
         !arg_.dry_run && !arg_.no_report && !broker_down)
         deliver_pending ();
     cxilib_close (&lib);

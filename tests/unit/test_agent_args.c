@@ -69,6 +69,16 @@ static void defaults_and_names (void **state)
                &e),
         0);
     assert_int_equal (a.tcs, 0xa);
+    /* housekeeping: the same destruction, for minutes */
+    assert_int_equal (parse ("housekeeping --job 7", &a, &e), 0);
+    assert_int_equal (a.cmd, AGENT_HOUSEKEEPING);
+    assert_int_equal (a.retry_busy, 300);
+    assert_int_equal (parse ("housekeeping --retry-busy 2 --job 7", &a, &e), 0);
+    assert_int_equal (a.retry_busy, 2);
+    assert_int_equal (parse ("report --pending", &a, &e), 0);
+    assert_int_equal (a.cmd, AGENT_REPORT);
+    assert_int_equal (parse ("clean --all -n", &a, &e), 0);
+    assert_true (a.all && a.dry_run);
     assert_int_equal (parse ("list --json", &a, &e), 0);
     assert_int_equal (a.cmd, AGENT_LIST);
     assert_int_equal (parse ("--help", &a, &e), 0);
@@ -103,6 +113,8 @@ static void refuses_with_a_reason (void **state)
         {"prolog --job 42 --tcs FAST", "unknown traffic class"},
         {"epilog --job 42 --retry-busy 99999", "0..3600"},
         {"epilog --job 42 --retry-busy 5s", "--retry-busy"},
+        {"housekeeping", "--job ID is required"},
+        {"report", "--pending is required"},
         {"env --job 42 --format xml", "shell, json or slurm"},
         {"prolog --job 42 --node -bad", "not a host name"},
         {"prolog --job 42 --frobnicate", "unknown option '--frobnicate'"},
