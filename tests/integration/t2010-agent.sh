@@ -87,7 +87,7 @@ expect_ok 'EBUSY beyond the window: exit 1, the node must be drained' '
     agent e1 prolog --job 6 --uid 1000 --vnis 1201 --no-report &&
     cxi_set e1 "(.devices[0].services[] | select(.vnis == [1201]) | .busy) = 100" &&
     { agent e1 epilog --job 6 --retry-busy 1 --no-report 2>err; test $? = 1; } &&
-    grep -q "EBUSY past the retry window" err &&
+    grep -q "EBUSY past the 1 s retry window" err &&
     test -e "$T/e1.rec/6.json"
 '
 expect_ok 'EPERM (not root, or the driver says so) is named' '
