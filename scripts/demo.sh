@@ -28,12 +28,21 @@ addrs_per_job = 8
 min_nodes = 2
 CONF
 sock="$state/fmbroker.sock"
+# A job id of this run's own: the state (and so an earlier run's job,
+# released, its VNIs perhaps still quarantined) survives a re-run, and a
+# RUN of a released job id is refused.
+job=demo-$(date +%Y%m%d-%H%M%S)-$$
 cat <<HELP
 fmbroker demo: mock FM on http://127.0.0.1:$port, state in $state
-Try, in another shell:
-  curl -s --unix-socket $sock -X PUT -d '{"uid":1000,"nodes":["n1","n2"]}' http://fmbroker/v1/jobs/42
-  curl -s --unix-socket $sock -X DELETE http://fmbroker/v1/jobs/42
+Try, in another shell, in this order:
+  curl -s --unix-socket $sock -X PUT -d '{"uid":1000,"nodes":["n1","n2"]}' http://fmbroker/v1/jobs/$job
+  curl -s --unix-socket $sock -X DELETE http://fmbroker/v1/jobs/$job
+  curl -s --unix-socket $sock -X PUT -d '{"cxi":"destroyed"}' http://fmbroker/v1/jobs/$job/nodes/n1
+  curl -s --unix-socket $sock -X PUT -d '{"cxi":"destroyed"}' http://fmbroker/v1/jobs/$job/nodes/n2
+  curl -s --unix-socket $sock http://fmbroker/v1/vnis
   curl -s --unix-socket $sock http://fmbroker/v1/status
+(the two node reports are what each node's fmbroker-cxi epilog sends: the
+job's VNI leaves quarantine once both nodes said their services are gone)
 Ctrl-C stops the broker and the mock FM.
 HELP
 "$bin/fmbrokerd" -c "$state/demo.conf"
