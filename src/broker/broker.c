@@ -23,6 +23,20 @@ int64_t now_wall (void)
     return fmb_realtime_ms ();
 }
 
+void broker_note_stall (struct broker *b, int64_t us)
+{
+    struct metrics *m = &b->metrics;
+    int64_t now = now_mono ();
+    if (now - m->stall_window >= STALL_WINDOW_MS) {
+        /* a window with no pass at all leaves nothing to remember */
+        m->stall_us[1] = now - m->stall_window < 2 * STALL_WINDOW_MS ? m->stall_us[0] : 0;
+        m->stall_us[0] = 0;
+        m->stall_window = now;
+    }
+    if (us > m->stall_us[0])
+        m->stall_us[0] = us;
+}
+
 /* ---- roles --------------------------------------------------------- */
 
 /* A name missing from the built-in default list (e.g. 'flux' on a Slurm
@@ -440,6 +454,16 @@ char *broker_metrics_text (struct broker *b)
              "fmbroker_pruned_total{what=\"events\"} %lu\n",
              b->metrics.pruned_jobs,
              b->metrics.pruned_events);
+    int64_t stall = b->metrics.stall_us[0] > b->metrics.stall_us[1]
+                        ? b->metrics.stall_us[0]
+                        : b->metrics.stall_us[1];
+    fprintf (f,
+             "# TYPE fmbroker_prune_slices_total counter\n"
+             "fmbroker_prune_slices_total %lu\n"
+             "# TYPE fmbroker_loop_stall_seconds gauge\n"
+             "fmbroker_loop_stall_seconds %.6f\n",
+             b->metrics.prune_slices,
+             (double)stall / 1e6);
     fclose (f);
     return buf;
 }

@@ -35,6 +35,11 @@
 #define EVENT_WAIT_MAX_S        60
 #define STEP_WAIT_MAX_S         60
 #define MAX_ROLE_IDS            64
+/* Background work (retention, reconciliation) runs in slices of about
+ * this much time, one per loop pass, so that a request never waits long
+ * behind it. */
+#define BACKGROUND_SLICE_US 4000
+#define STALL_WINDOW_MS     60000 /* the stall metric covers 1-2 windows */
 
 /* Outbox kinds. */
 #define OUTBOX_FM_DELETE_JOB  "fm_delete_job"  /* target: FM job id */
@@ -61,6 +66,11 @@ struct metrics {
     unsigned long reservations_lost;
     unsigned long pruned_jobs; /* [broker] retain_days */
     unsigned long pruned_events;
+    unsigned long prune_slices; /* loop passes that pruned something */
+    /* The longest loop pass (time spent not waiting for input), in this
+     * window and the one before. */
+    int64_t stall_us[2];
+    int64_t stall_window; /* monotonic ms when the current window began */
 };
 
 struct reservation; /* a reserve call in flight (jobs.c) */
@@ -101,7 +111,9 @@ struct broker {
     struct http_req *event_waiters;
     struct http_req *step_waiters;
     int64_t next_expire; /* monotonic: next quarantine expiry pass */
-    int64_t next_prune;  /* monotonic: next retention batch */
+    int64_t next_prune;  /* monotonic: next retention slice */
+    bool background_more; /* a slice left work: come back soon */
+    unsigned long prune_round[2]; /* jobs, events deleted in this round */
     uint64_t pass;       /* loop passes; one transaction each */
 
     struct metrics metrics;
@@ -132,6 +144,8 @@ int broker_event (struct broker *b,
 /* Answer long-poll readers that have news, and those whose wait ran out. */
 void broker_events_wake (struct broker *b, bool all);
 void broker_record_fm (struct broker *b, const struct fabric_result *res);
+/* The loop spent 'us' in one pass: the stall metric. */
+void broker_note_stall (struct broker *b, int64_t us);
 char *broker_metrics_text (struct broker *b);
 json_t *broker_status (struct broker *b);
 /* store damage hook (store_set_damage_hook), and its events' pass */

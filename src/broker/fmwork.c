@@ -543,6 +543,7 @@ void fm_tick (struct broker *b)
 {
     int64_t mono = now_mono ();
     broker_report_damage (b);
+    b->background_more = false; /* each slice says again if it left work */
     if (mono >= b->next_expire) {
         jobs_expire_quarantine (b);
         b->next_expire = mono + 1000;

@@ -20,6 +20,7 @@
 #include "broker.h"
 #include "jsonutil.h"
 #include "log.h"
+#include "monotime.h"
 
 struct reservation {
     struct reservation *next;
@@ -630,11 +631,9 @@ struct collect_ids {
     size_t n, cap;
 };
 
-static int collect_reserving (const struct store_job *j, void *arg)
+static int collect_reserving (const char *id, void *arg)
 {
     struct collect_ids *c = arg;
-    if (j->hwcoll != STORE_HWCOLL_RESERVING)
-        return 0;
     if (c->n == c->cap) {
         size_t ncap = c->cap ? c->cap * 2 : 64;
         void *p = realloc (c->ids, ncap * sizeof (*c->ids));
@@ -643,21 +642,18 @@ static int collect_reserving (const struct store_job *j, void *arg)
         c->ids = p;
         c->cap = ncap;
     }
-    snprintf (c->ids[c->n++], JOB_ID_MAX + 1, "%s", j->id);
+    snprintf (c->ids[c->n++], JOB_ID_MAX + 1, "%s", id);
     return 0;
 }
 
+/* Reads the interrupted reservations through jobs_by_state: start-up
+ * costs the same with ten or ten million released jobs stored. */
 void jobs_recover (struct broker *b)
 {
     struct collect_ids c = {0};
     struct fmb_error e;
-    for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++) {
-        if (s == STORE_JOB_RELEASED)
-            continue;
-        struct store_job_filter f = {.state = s, .uid = -1};
-        if (store_job_list (b->st, &f, collect_reserving, &c, &e) < 0)
-            broker_log_store_error (b, "recovery", &e);
-    }
+    if (store_job_list_reserving (b->st, collect_reserving, &c, &e) < 0)
+        broker_log_store_error (b, "recovery", &e);
     for (size_t i = 0; i < c.n; i++) {
         if (find_reservation (b, c.ids[i]))
             continue;
@@ -1188,35 +1184,53 @@ void jobs_vni_list (struct broker *b, struct http_req *req)
                            (int)b->cfg.vni_max));
 }
 
-#define PRUNE_BATCH       500           /* rows per table per pass */
+#define PRUNE_ROWS        64            /* rows per table per statement */
 #define PRUNE_INTERVAL_MS (3600 * 1000) /* between rounds */
 #define PRUNE_FIRST_MS    (10 * 1000)   /* after start: reconcile first */
 #define DAY_MS            (86400LL * 1000)
 
+/* One slice of retention: batches of PRUNE_ROWS until the backlog is gone
+ * or the slice's time is up; the rest waits for the next pass.  Returns
+ * when to come back. */
 int64_t jobs_prune_history (struct broker *b, int64_t mono)
 {
-    unsigned jobs = 0, events = 0;
+    unsigned jobs = 0, events = 0, nj, ne;
     struct fmb_error e;
     if (b->next_prune == 0) /* first call: PRUNE_FIRST_MS after start */
         return mono + PRUNE_FIRST_MS;
     if (b->cfg.retain_days == 0)
         return mono + PRUNE_INTERVAL_MS;
     int64_t before = now_wall () - (int64_t)b->cfg.retain_days * DAY_MS;
-    if (store_prune (b->st, before, before, PRUNE_BATCH, &jobs, &events, &e) < 0) {
-        broker_log_store_error (b, "retention", &e);
-        return mono + PRUNE_INTERVAL_MS;
-    }
+    int64_t end = fmb_monotime_us () + BACKGROUND_SLICE_US;
+    bool more;
+    do {
+        if (store_prune (b->st, before, before, PRUNE_ROWS, &nj, &ne, &e) < 0) {
+            broker_log_store_error (b, "retention", &e);
+            return mono + PRUNE_INTERVAL_MS;
+        }
+        jobs += nj;
+        events += ne;
+        more = nj == PRUNE_ROWS || ne == PRUNE_ROWS; /* a full batch: more due */
+    } while (more && fmb_monotime_us () < end);
     b->metrics.pruned_jobs += jobs;
     b->metrics.pruned_events += events;
     if (jobs || events)
+        b->metrics.prune_slices++;
+    b->prune_round[0] += jobs;
+    b->prune_round[1] += events;
+    if (more) {
+        b->background_more = true;
+        return mono;
+    }
+    if (b->prune_round[0] || b->prune_round[1])
         fmb_log (LOG_INFO,
-                 "retention: deleted %u released jobs and %u events older than %u days",
-                 jobs,
-                 events,
+                 "retention: deleted %lu released jobs and %lu events older than %u "
+                 "days",
+                 b->prune_round[0],
+                 b->prune_round[1],
                  b->cfg.retain_days);
-    /* a full batch: more is due, take it on a later pass */
-    return jobs == PRUNE_BATCH || events == PRUNE_BATCH ? mono + 100
-                                                        : mono + PRUNE_INTERVAL_MS;
+    b->prune_round[0] = b->prune_round[1] = 0;
+    return mono + PRUNE_INTERVAL_MS;
 }
 
 void jobs_expire_quarantine (struct broker *b)

@@ -7,5 +7,7 @@
 
 int64_t fmb_monotime_ms (void);
 int64_t fmb_realtime_ms (void);
+/* Monotonic microseconds: for measuring short stretches of work. */
+int64_t fmb_monotime_us (void);
 
 #endif

@@ -86,9 +86,14 @@ static const char SQL_JOB_LIST[] =
     " WHERE (?1 IS NULL OR state = ?1) AND (?2 < 0 OR uid = ?2)"
     " AND updated_ms >= ?3 AND (?4 IS NULL OR id > ?4)"
     " ORDER BY id LIMIT ?5";
-static const char SQL_JOB_UNRELEASED[] =
+/* Both on jobs_by_state: they read the unreleased jobs only, however
+ * many released ones the store keeps (test_store checks the plans). */
+const char SQL_JOB_UNRELEASED[] =
     "SELECT id, fm_job_id, state, hwcoll, updated_ms FROM jobs"
     " WHERE state IN ('active', 'lost')";
+const char SQL_JOB_RESERVING[] =
+    "SELECT id FROM jobs WHERE state IN ('active', 'releasing', 'lost')"
+    " AND hwcoll = 'reserving'";
 static const char SQL_JOB_VNIS[] =
     "SELECT vni FROM vnis WHERE job_id = ?1 ORDER BY pos";
 static const char SQL_JOB_SET_STATE[] =
@@ -479,6 +484,29 @@ int store_job_list_unreleased (struct store *st,
     sqlite3_reset (s);
     if (rc != SQLITE_DONE)
         return store_fail (st, rc, error, "list unreleased jobs");
+    return 0;
+}
+
+int store_job_list_reserving (struct store *st,
+                              store_id_f cb,
+                              void *arg,
+                              struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_JOB_RESERVING, error);
+    if (!s)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step (s)) == SQLITE_ROW) {
+        if (cb ((const char *)sqlite3_column_text (s, 0), arg) < 0) {
+            int saved = errno;
+            sqlite3_reset (s);
+            errno = saved;
+            return fmb_errorf (error, "listing stopped: %s", strerror (errno));
+        }
+    }
+    sqlite3_reset (s);
+    if (rc != SQLITE_DONE)
+        return store_fail (st, rc, error, "list reserving jobs");
     return 0;
 }
 

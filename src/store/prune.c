@@ -5,20 +5,22 @@
 
 #include "store_private.h"
 
-/* The partial index jobs_released finds them; a job still holding
- * quarantined VNIs waits (the vnis foreign key would refuse it anyway). */
-static const char SQL_PRUNE_JOBS[] =
-    "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs"
+/* The partial index jobs_released finds them, oldest first, reading
+ * only the rows it deletes.  Left to itself the planner took jobs_by_state
+ * and sorted every released job for each batch (0.7 s at a million), so
+ * the index is named.  A job still holding quarantined VNIs waits (the
+ * vnis foreign key would refuse it anyway). */
+const char SQL_PRUNE_JOBS[] =
+    "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_released"
     " WHERE state = 'released' AND released_ms < ?1"
     " AND NOT EXISTS (SELECT 1 FROM vnis WHERE vnis.job_id = jobs.id)"
     " ORDER BY released_ms LIMIT ?2)";
-/* Sequence numbers grow with time, so the old events are the first
- * ones: the scan stops at the first young event. */
-static const char SQL_PRUNE_EVENTS[] =
-    "DELETE FROM events WHERE seq < coalesce("
-    " (SELECT seq FROM events WHERE at_ms >= ?1 ORDER BY seq LIMIT 1),"
-    " (SELECT max(seq) + 1 FROM events))"
-    " AND seq IN (SELECT seq FROM events ORDER BY seq LIMIT ?2)";
+/* Sequence numbers grow with time, so the old events are the first ones:
+ * of the first ?2 events, those that are old.  It reads at most ?2 rows
+ * (looking for the first young event read every old one). */
+const char SQL_PRUNE_EVENTS[] =
+    "DELETE FROM events WHERE seq IN (SELECT seq FROM events ORDER BY seq LIMIT ?2)"
+    " AND at_ms < ?1";
 
 static int prune_one (struct store *st,
                       const char *sql,

@@ -19,6 +19,7 @@
 #define FMB_STORE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -159,18 +160,31 @@ typedef int64_t (*store_clock_f) (void *arg);
 
 /* Open (creating if needed) the database at 'db_path' and the token key at
  * 'key_path' (created 0600 on first start).  Refuses, without changing the
- * file, one that is not SQLite, not ours, damaged, or newer than this code. */
+ * file, one that is not SQLite, not ours, newer than this code, or damaged
+ * as far as a check bounded in time sees: truncation, the schema, and the
+ * small tables (meta, vnis) in full.  It does not read the jobs, steps,
+ * nodes, outbox or events: damage there fails (EPROTO) the call that
+ * reads it, and store_check_full() finds it. */
+int store_open (const char *db_path,
+                const char *key_path,
+                struct store **ret,
+                struct fmb_error *error);
 /* Called (at most once per read of a row) when a job's stored token does
  * not decrypt; 'why' says how, never with the token.  The store goes on
  * as if the job had no token. */
 typedef void (*store_damage_f) (void *arg, const char *job_id, const char *why);
 void store_set_damage_hook (struct store *st, store_damage_f fn, void *arg);
-
-int store_open (const char *db_path,
-                const char *key_path,
-                struct store **ret,
-                struct fmb_error *error);
 void store_close (struct store *st);
+
+/* Every page and index of the database at 'db_path', read-only (safe
+ * beside a running broker): 0 if SQLite's integrity_check finds nothing;
+ * otherwise -1, errno EPROTO, 'error' naming the first problem and 'cb'
+ * called with each (at most 100).  Other failures: -1 with their errno. */
+typedef void (*store_problem_f) (const char *problem, void *arg);
+int store_check_full (const char *db_path,
+                      store_problem_f cb,
+                      void *arg,
+                      struct fmb_error *error);
 
 /* Timestamps come from this clock (default: wall clock ms). For tests. */
 void store_set_clock (struct store *st, store_clock_f now, void *arg);
@@ -178,6 +192,15 @@ void store_set_clock (struct store *st, store_clock_f now, void *arg);
 /* The schema version this code writes, and the one the open file has. */
 int store_schema_version (void);
 int store_file_version (struct store *st);
+
+/* Test support: SQLite's plan (EXPLAIN QUERY PLAN, the details joined by
+ * "; ") for one of the store's own queries named by 'query': "prune_jobs",
+ * "prune_events", "recover", "unreleased". */
+int store_query_plan (struct store *st,
+                      const char *query,
+                      char *out,
+                      size_t len,
+                      struct fmb_error *error);
 
 /* Test support: create a database whose schema stops at 'version'. */
 int store_create_at_version (const char *db_path, int version, struct fmb_error *error);
@@ -225,6 +248,13 @@ int store_job_list_unreleased (struct store *st,
                                store_job_brief_f cb,
                                void *arg,
                                struct fmb_error *error);
+/* The ids of jobs whose reservation a restart interrupted (hwcoll
+ * reserving, job not released): what recovery resumes. */
+typedef int (*store_id_f) (const char *id, void *arg);
+int store_job_list_reserving (struct store *st,
+                              store_id_f cb,
+                              void *arg,
+                              struct fmb_error *error);
 int store_job_count (struct store *st,
                      enum store_job_state state,
                      unsigned *ret,

@@ -47,4 +47,10 @@ int store_bind_text (sqlite3_stmt *s, int idx, const char *text);
 /* Copy of a column as a malloc'd string, or NULL for SQL NULL. */
 int store_column_strdup (sqlite3_stmt *s, int col, char **ret);
 
+/* The statements whose plans store_query_plan() shows. */
+extern const char SQL_JOB_UNRELEASED[];
+extern const char SQL_JOB_RESERVING[];
+extern const char SQL_PRUNE_JOBS[];
+extern const char SQL_PRUNE_EVENTS[];
+
 #endif

@@ -1,8 +1,9 @@
 #!/bin/bash
 # t1110-retention.sh: a broker running for months keeps its store small:
 # released jobs and events older than [broker] retain_days are deleted
-# (the first batch runs 10 s after start), active jobs are kept, and
-# event readers can tell that they missed pruned events.
+# (the first slice runs 10 s after start), a backlog in slices between
+# which the loop serves, active jobs are kept, and event readers can tell
+# that they missed pruned events.  Also: fmbrokerd --check-db.
 . "$(dirname "$0")/lib.sh"
 start_mockfm
 write_broker_conf "[broker]" "retain_days = 30"
@@ -23,15 +24,28 @@ expect_ok 'forty days pass for two of them and for the events so far' '
         UPDATE jobs SET released_ms = $(days_ago 40) WHERE id IN (\"old1\", \"old2\");
         INSERT INTO events (at_ms, type, detail) VALUES (0, \"old\", \"{}\");
         UPDATE events SET at_ms = $(days_ago 40);
-        INSERT INTO events (at_ms, type, detail) VALUES ($(days_ago 1), \"young\", \"{}\");" &&
+        INSERT INTO events (at_ms, type, detail) VALUES ($(days_ago 1), \"young\", \"{}\");
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+        INSERT INTO jobs (id, fm_job_id, uid, node_count, request, state, hwcoll,
+                          created_ms, updated_ms, released_ms)
+        SELECT \"b\" || i, \"c1-b\" || i, 1000, 1, \"{}\", \"released\", \"released\",
+               $(days_ago 41), $(days_ago 41), $(days_ago 41) FROM n;" &&
     start_broker
 '
-expect_ok 'a batch after start deletes the old history, and only that' '
+expect_ok 'slices after start delete the old history, and only that' '
     wait_for 300 0.1 sh -c "! curl -sf --unix-socket $T/api.sock http://fmbroker/v1/jobs/old1 >/dev/null" &&
+    wait_for 300 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/metrics | grep -qx \"fmbroker_pruned_total{what=\\\"jobs\\\"} 20002\"" &&
     ! rm_call GET /v1/jobs/old2 >/dev/null &&
     rm_call GET /v1/jobs/live | jq -e ".state == \"active\"" &&
-    rm_call GET /v1/jobs/recent | jq -e ".state == \"released\"" &&
-    rm_call GET /metrics | grep -qx "fmbroker_pruned_total{what=\"jobs\"} 2"
+    rm_call GET /v1/jobs/recent | jq -e ".state == \"released\""
+'
+expect_ok 'the backlog went in slices (the loop served between them), and says so' '
+    rm_call GET /metrics >m.txt &&
+    slices=$(awk "/^fmbroker_prune_slices_total / {print \$2}" m.txt) &&
+    echo "# 20002 jobs in $slices slices" &&
+    [ "$slices" -ge 4 ] &&
+    grep -q "^fmbroker_loop_stall_seconds [0-9.]*$" m.txt &&
+    grep -q "retention: deleted 20002 released jobs and [0-9]* events older than 30 days" "$T/broker.err"
 '
 expect_ok 'an event reader behind the pruned ones can tell' '
     rm_call GET "/v1/events?after=0" >ev.json &&
@@ -41,5 +55,16 @@ expect_ok 'an event reader behind the pruned ones can tell' '
 '
 expect_ok 'a released id whose job was pruned can be run again' '
     rm_call PUT /v1/jobs/old1 "$body" | jq -e ".state == \"active\""
+'
+expect_ok '--check-db reads the whole store beside the running broker' '
+    "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-db >out 2>err &&
+    grep -q "fmbroker.db: no damage found" out
+'
+expect_ok '--check-db on a damaged store says so and exits 1' '
+    stop_broker &&
+    size=$(stat -c %s "$T/state/fmbroker.db") &&
+    truncate -s $((size / 2)) "$T/state/fmbroker.db" &&
+    { "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-db >out 2>err; [ $? = 1 ]; } &&
+    grep -q "fmbroker.db: damaged database: truncated" err
 '
 done_testing

@@ -689,6 +689,68 @@ static void prune_takes_old_history_only (void **state)
     assert_int_equal (store_job_get (fx->st, "quar", &j, &e), -1);
 }
 
+/* The prune and the recovery read through their indexes: a plan that
+ * scans jobs or sorts them costs time with every job ever stored. */
+static void queries_use_their_indexes (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    char plan[1024];
+    static const struct {
+        const char *query, *index;
+    } want[] = {
+        {"prune_jobs", "USING INDEX jobs_released (released_ms<?)"},
+        {"recover", "USING INDEX jobs_by_state (state=?)"},
+        {"unreleased", "USING INDEX jobs_by_state (state=?)"},
+    };
+    for (size_t i = 0; i < sizeof (want) / sizeof (want[0]); i++) {
+        assert_int_equal (
+            store_query_plan (fx->st, want[i].query, plan, sizeof (plan), &e), 0);
+        if (!strstr (plan, want[i].index) || strstr (plan, "SCAN jobs") ||
+            strstr (plan, "TEMP B-TREE"))
+            fail_msg ("%s: plan '%s', wanted %s", want[i].query, plan, want[i].index);
+    }
+    /* the events prune reads the oldest events by their key, no sort */
+    assert_int_equal (store_query_plan (fx->st, "prune_events", plan, sizeof (plan), &e),
+                      0);
+    if (strstr (plan, "TEMP B-TREE") || !strstr (plan, "INTEGER PRIMARY KEY"))
+        fail_msg ("prune_events: plan '%s'", plan);
+    assert_int_equal (store_query_plan (fx->st, "nonsense", plan, sizeof (plan), &e),
+                      -1);
+}
+
+/* A backlog goes in slices of at most 'max' rows each, oldest first. */
+static void prune_of_a_backlog_goes_in_bounded_slices (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    unsigned nj, ne, slices = 0, total = 0;
+    assert_int_equal (store_begin (fx->st, &e), 0);
+    for (int i = 0; i < 1000; i++) {
+        char id[16];
+        snprintf (id, sizeof (id), "j%04d", i);
+        put_job (fx, id, 1000, NULL, NULL);
+        assert_int_equal (store_job_set_state (fx->st, id, STORE_JOB_RELEASED, &e), 0);
+        fx->clock.now_ms++;
+    }
+    assert_int_equal (store_commit (fx->st, &e), 0);
+    int64_t cut = fx->clock.now_ms - 100; /* the last 100 stay */
+    do {
+        assert_int_equal (store_prune (fx->st, cut, 0, 64, &nj, &ne, &e), 0);
+        assert_true (nj <= 64);
+        total += nj;
+        slices++;
+        /* oldest first: after each slice, the next job is the next oldest */
+        char next[16];
+        struct store_job *j;
+        snprintf (next, sizeof (next), "j%04u", total);
+        assert_int_equal (store_job_get (fx->st, next, &j, &e), 0);
+        store_job_free (j);
+    } while (nj == 64);
+    assert_int_equal (total, 900);
+    assert_int_equal (slices, (900 + 63) / 64);
+}
+
 /* ---- transactions -------------------------------------------------- */
 
 static void rolled_back_work_is_gone_and_savepoints_nest (void **state)
@@ -741,6 +803,8 @@ int main (void)
         T (outbox_runs_in_due_order_and_retries),
         T (events_are_ordered_and_sequence_survives_reopen),
         T (prune_takes_old_history_only),
+        T (queries_use_their_indexes),
+        T (prune_of_a_backlog_goes_in_bounded_slices),
         T (rolled_back_work_is_gone_and_savepoints_nest),
     };
     return cmocka_run_group_tests_name ("store", tests, NULL, NULL);

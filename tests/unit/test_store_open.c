@@ -38,6 +38,12 @@ static int teardown (void **state)
     return 0;
 }
 
+static void count_problem (const char *problem, void *arg)
+{
+    (void)problem;
+    (*(int *)arg)++;
+}
+
 static void raw_exec (const char *path, const char *sql)
 {
     sqlite3 *db;
@@ -186,6 +192,95 @@ static void truncated_database_is_refused_untouched (void **state)
     expect_refused (fx, EPROTO, "truncated SQLite header");
 }
 
+/* The page number of the rightmost leaf of table 'name': follow each
+ * interior page's right-most pointer down from the root. */
+static uint32_t rightmost_leaf (const char *db, const char *name)
+{
+    sqlite3 *h;
+    sqlite3_stmt *s;
+    uint32_t page = 0, page_size = 0;
+    assert_int_equal (sqlite3_open (db, &h), SQLITE_OK);
+    assert_int_equal (sqlite3_prepare_v2 (
+                          h, "SELECT rootpage FROM sqlite_schema WHERE name = ?1", -1, &s, NULL),
+                      SQLITE_OK);
+    sqlite3_bind_text (s, 1, name, -1, SQLITE_STATIC);
+    assert_int_equal (sqlite3_step (s), SQLITE_ROW);
+    page = (uint32_t)sqlite3_column_int (s, 0);
+    sqlite3_finalize (s);
+    sqlite3_close (h);
+    size_t len;
+    unsigned char *f = (unsigned char *)tu_slurp (db, &len);
+    page_size = (uint32_t)f[16] << 8 | f[17];
+    for (;;) {
+        const unsigned char *p = f + (size_t)(page - 1) * page_size;
+        assert_true ((size_t)page * page_size <= len);
+        if (p[0] == 0x0d) /* table leaf */
+            break;
+        assert_int_equal (p[0], 0x05); /* table interior */
+        page = (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 | (uint32_t)p[10] << 8 | p[11];
+    }
+    free (f);
+    return page;
+}
+
+/* Start-up reads a bounded part of the file (not the jobs), so damage in
+ * a page of the jobs table opens; but the job on that page is never
+ * served: SQLite checks every page it reads and the read fails as
+ * damage.  The full check finds it without starting anything. */
+static void damage_start_up_does_not_read_is_never_served (void **state)
+{
+    struct fx *fx = *state;
+    struct store *st;
+    struct store_job *j = NULL;
+    struct fmb_error e;
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
+    assert_int_equal (store_begin (st, &e), 0);
+    for (int i = 0; i < 2000; i++) {
+        struct store_job job = {.request = "{\"padding\":\"..........................\"}",
+                                .state = STORE_JOB_RELEASED,
+                                .hwcoll = STORE_HWCOLL_RELEASED};
+        snprintf (job.id, sizeof (job.id), "job-%04d", i);
+        snprintf (job.fm_job_id, sizeof (job.fm_job_id), "c1-job-%04d", i);
+        assert_int_equal (store_job_put (st, &job, &e), 0);
+    }
+    assert_int_equal (store_commit (st, &e), 0);
+    store_close (st); /* checkpoints the WAL into the file */
+    if (store_check_full (fx->db, NULL, NULL, &e) < 0)
+        fail_msg ("full check of a sound file: %s", e.text);
+
+    /* the last job inserted lives in the rightmost leaf: break its header */
+    uint32_t page = rightmost_leaf (fx->db, "jobs");
+    size_t len;
+    char *f = tu_slurp (fx->db, &len);
+    uint32_t page_size = (uint32_t)(unsigned char)f[16] << 8 | (unsigned char)f[17];
+    memset (f + (size_t)(page - 1) * page_size, 0x5a, 8);
+    FILE *out = fopen (fx->db, "r+b");
+    assert_non_null (out);
+    assert_int_equal (fwrite (f, 1, len, out), len);
+    fclose (out);
+    free (f);
+
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0); /* bounded */
+    assert_int_equal (store_job_get (st, "job-0000", &j, &e), 0); /* a sound page */
+    store_job_free (j);
+    j = NULL;
+    assert_int_equal (store_job_get (st, "job-1999", &j, &e), -1);
+    assert_int_equal (errno, EPROTO);
+    assert_null (j);
+    if (!strstr (e.text, "malformed"))
+        fail_msg ("message '%s' does not say the database is damaged", e.text);
+    store_close (st);
+
+    struct problems {
+        int n;
+    } seen = {0};
+    assert_int_equal (store_check_full (fx->db, count_problem, &seen, &e), -1);
+    assert_int_equal (errno, EPROTO);
+    assert_true (seen.n > 0);
+    if (!strstr (e.text, "damaged database"))
+        fail_msg ("check message '%s'", e.text);
+}
+
 static void directory_in_place_of_the_file_is_refused (void **state)
 {
     struct fx *fx = *state;
@@ -258,6 +353,7 @@ int main (void)
         T (newer_schema_is_refused_untouched),
         T (non_sqlite_file_is_refused_untouched),
         T (truncated_database_is_refused_untouched),
+        T (damage_start_up_does_not_read_is_never_served),
         T (directory_in_place_of_the_file_is_refused),
         T (unreadable_file_is_refused),
         T (lost_key_with_stored_tokens_is_refused),
