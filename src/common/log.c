@@ -89,17 +89,50 @@ void fmb_log_redact (char *line)
     }
 }
 
+size_t fmb_log_escape (char *out, size_t outsize, const char *in)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    if (outsize == 0)
+        return 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
+        /* C0 and DEL, and C1 (U+0080..U+009F, 0xc2 0x80..0x9f in UTF-8):
+         * both its bytes are escaped, so no terminal or parser sees it */
+        bool c1 = (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) ||
+                  (p > (const unsigned char *)in && p[-1] == 0xc2 && *p >= 0x80 &&
+                   *p <= 0x9f);
+        if (*p < 0x20 || *p == 0x7f || c1) {
+            if (o + 4 >= outsize)
+                break;
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        } else {
+            if (o + 1 >= outsize)
+                break;
+            out[o++] = (char)*p;
+        }
+    }
+    out[o] = '\0';
+    return o;
+}
+
 void fmb_log (int level, const char *fmt, ...)
 {
     if (level > log_level)
         return;
     int saved = errno;
-    char line[LOG_LINE_MAX];
+    char raw[LOG_LINE_MAX], line[LOG_LINE_MAX * 4];
     va_list ap;
     va_start (ap, fmt);
-    vsnprintf (line, sizeof (line), fmt, ap);
+    vsnprintf (raw, sizeof (raw), fmt, ap);
     va_end (ap);
-    fmb_log_redact (line);
+    fmb_log_redact (raw);
+    /* The one place untrusted text (step ids, node reports, FM errors,
+     * peers' requests) is made safe: a record is one line, whatever its
+     * arguments hold. */
+    fmb_log_escape (line, sizeof (line), raw);
     if (isatty (STDERR_FILENO))
         fprintf (stderr, "%s: %s: %s\n", log_ident, level_names[level & 7], line);
     else

@@ -24,6 +24,11 @@ int fmb_log_level_parse (const char *name);
 
 void fmb_log (int level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
+/* Copy 'in' to 'out' with control characters (C0, DEL, C1) written as
+ * \xNN, so that no logged string can start a line of its own or drive a
+ * terminal.  fmb_log applies it to every line.  Returns the length. */
+size_t fmb_log_escape (char *out, size_t outsize, const char *in);
+
 /* Mask secrets in 'line' in place; exposed for tests. */
 void fmb_log_redact (char *line);
 

@@ -681,12 +681,32 @@ static void describe_http_error (
               why ? why : "");
 }
 
+/* The token goes into every task's environment and into shell code the
+ * node agent prints: only characters that mean nothing to a shell or an
+ * environment file, in a length a bearer header carries. */
+bool fmc_token_is_safe (const char *token, size_t len)
+{
+    if (len < FMC_TOKEN_MIN || len > FMC_TOKEN_MAX || strlen (token) != len)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = token[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (c >= '0' && c <= '9') || strchr ("._~+/=:-", c)))
+            return false;
+    }
+    return true;
+}
+
 int fmc_reply_job (json_t *body, const char **token, long *mcast_limit)
 {
     json_t *tok = json_object_get (body, "sessionToken");
     json_t *limit = json_object_get (body, "mcastLimit");
     if (!json_is_string (tok) || json_string_length (tok) == 0) {
         errno = EPROTO;
+        return -1;
+    }
+    if (!fmc_token_is_safe (json_string_value (tok), json_string_length (tok))) {
+        errno = EBADMSG;
         return -1;
     }
     *token = json_string_value (tok);
@@ -731,11 +751,14 @@ static void job_answer (struct fmc_req *r,
 {
     if (fmc_reply_job (body, &res->session_token, &res->mcast_limit) < 0) {
         char text[FMC_ERROR_MAX];
+        /* never the token itself: it may be anything */
         snprintf (text,
                   sizeof (text),
-                  "malformed FM answer to %s %s: no sessionToken",
+                  "malformed FM answer to %s %s: %s",
                   r->method,
-                  r->path);
+                  r->path,
+                  errno == EBADMSG ? "unsafe sessionToken (not " FMC_TOKEN_RULE ")"
+                                   : "no sessionToken");
         finish (r, FMC_PERMANENT, http, text, res);
         return;
     }

@@ -167,8 +167,15 @@ const char *fmc_status_name (enum fmc_status s);
  * (borrowed from 'body') and mcastLimit (-1 if absent); EPROTO without a
  * token.  A jobs listing: the ids after "/fabric/collectives/jobs/" in
  * documentLinks, borrowed from 'body', in a malloc'd array (caller frees
- * the array); EPROTO without documentLinks. */
+ * the array); EPROTO without documentLinks.  A job's token must be safe
+ * (fmc_token_is_safe): EBADMSG if not. */
 int fmc_reply_job (json_t *body, const char **token, long *mcast_limit);
+/* A session token the broker hands out: FMC_TOKEN_RULE.  fmc_reply_job
+ * refuses any other with EBADMSG (the reservation is then unusable). */
+#define FMC_TOKEN_MIN  8
+#define FMC_TOKEN_MAX  255 /* a bearer token the broker's API accepts */
+#define FMC_TOKEN_RULE "8-255 characters of [A-Za-z0-9._~+/=:-]"
+bool fmc_token_is_safe (const char *token, size_t len);
 int fmc_reply_list (json_t *body, const char ***ids, size_t *n);
 
 #endif

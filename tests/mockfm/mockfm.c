@@ -26,8 +26,10 @@
  * ACTION is an HTTP status (answered with an error body), drop (close the
  * connection without an answer), garbage (200 with a non-JSON body),
  * wrong_types (the normal answer with fields of the wrong JSON type),
- * truncate (half the body, then close), slow_body (one byte each 200 ms)
- * or delay=MS (wait, then answer normally).
+ * truncate (half the body, then close), slow_body (one byte each 200 ms),
+ * delay=MS (wait, then answer normally), hostile_token (the normal answer
+ * with a sessionToken that injects shell code) or hostile_detail (500 with
+ * an error detail that tries to forge a log line).
  *
  * One thread per connection, so injected latency overlaps across
  * connections just as a real server's would; all state sits behind one
@@ -102,6 +104,8 @@ enum fault_action {
     FAULT_TRUNCATE,
     FAULT_SLOW_BODY,
     FAULT_DELAY,
+    FAULT_HOSTILE_TOKEN,
+    FAULT_HOSTILE_DETAIL,
 };
 
 struct fault_rule {
@@ -293,6 +297,8 @@ static int parse_rule (char *line, struct fault_rule *r, char *err, size_t errle
         {"wrong_types", FAULT_WRONG_TYPES},
         {"truncate", FAULT_TRUNCATE},
         {"slow_body", FAULT_SLOW_BODY},
+        {"hostile_token", FAULT_HOSTILE_TOKEN},
+        {"hostile_detail", FAULT_HOSTILE_DETAIL},
     };
     char *end;
     long status = strtol (action, &end, 10);
@@ -1146,7 +1152,9 @@ static enum MHD_Result access_cb (void *cls,
                   "%s",
                   rule.status == 507 ? "02: injected fault" : "injected fault");
         reply_error (&r, rule.status, msg);
-    } else if (!client_cert_ok (c))
+    } else if (faulted && rule.action == FAULT_HOSTILE_DETAIL)
+        reply_error (&r, 500, "injected\n<2>fmbrokerd: CRIT forged by the FM");
+    else if (!client_cert_ok (c))
         reply_error (&r, 403, "client certificate required");
     else if (req->too_large)
         reply_error (&r, 413, "request body too large");
@@ -1156,6 +1164,12 @@ static enum MHD_Result access_cb (void *cls,
             r.shape = rule.action;
             if (rule.action == FAULT_WRONG_TYPES && r.body)
                 make_wrong_types (r.body);
+            if (rule.action == FAULT_HOSTILE_TOKEN && r.body &&
+                json_object_get (r.body, "sessionToken"))
+                json_object_set_new (
+                    r.body,
+                    "sessionToken",
+                    json_string ("tok12345\nexport LD_PRELOAD=/tmp/evil.so"));
         }
     }
     enum MHD_Result ret;

@@ -78,6 +78,23 @@ static void log_lines_carry_journald_priority (void **state)
     tu_rmtree (dir);
 }
 
+static void escaping_keeps_a_record_on_one_line (void **state)
+{
+    (void)state;
+    char out[64];
+    fmb_log_escape (out, sizeof (out), "step 0\n<2>fmbrokerd: CRIT forged");
+    assert_string_equal (out, "step 0\\x0a<2>fmbrokerd: CRIT forged");
+    fmb_log_escape (out, sizeof (out), "a\rb\tc\x7f d\x1b[31m");
+    assert_string_equal (out, "a\\x0db\\x09c\\x7f d\\x1b[31m");
+    /* C1 controls (NEL, CSI) are escaped; other UTF-8 is kept */
+    fmb_log_escape (out, sizeof (out), "x\xc2\x85y \xc2\x9b \xc3\xa9\xc2\xa0");
+    assert_string_equal (out, "x\\xc2\\x85y \\xc2\\x9b \xc3\xa9\xc2\xa0");
+    /* never overflows, never cuts an escape in half */
+    char small[6];
+    assert_int_equal (fmb_log_escape (small, sizeof (small), "ab\ncd"), 2);
+    assert_string_equal (small, "ab");
+}
+
 static void read_file_caps_and_strips (void **state)
 {
     (void)state;
@@ -151,6 +168,7 @@ int main (void)
         cmocka_unit_test (error_prefix_keeps_the_root_cause_and_errno),
         cmocka_unit_test (redaction_masks_every_secret_form),
         cmocka_unit_test (log_lines_carry_journald_priority),
+        cmocka_unit_test (escaping_keeps_a_record_on_one_line),
         cmocka_unit_test (read_file_caps_and_strips),
         cmocka_unit_test (atomic_write_and_mkdir),
         cmocka_unit_test (json_loader_is_strict),

@@ -1,0 +1,53 @@
+#!/bin/bash
+# t1160-hostile-input.sh: strings from callers, nodes and the FM cannot
+# forge log lines, and an FM session token that would inject shell code
+# is never stored or handed out: the reservation is `unavailable` with the
+# reason, and released at the FM.
+. "$(dirname "$0")/lib.sh"
+if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
+    echo "ok 1 # SKIP needs root and setpriv to call as another uid"
+    echo "1..1"
+    exit 0
+fi
+chmod 755 "$T"
+start_mockfm
+write_broker_conf
+start_broker
+step_fail_hook () { tail -5 "$T/broker.err"; }
+body='{"uid":1000,"nodes":["n1","n2"]}'
+# no record may start a line of its own with a forged priority
+no_forged_lines () { ! grep -n "^<[0-7]>fmbrokerd: CRIT forged" "$T/broker.err"; }
+
+expect_ok 'the RM runs job A' '
+    rm_call PUT /v1/jobs/A "$body" >A.json && jq -e ".hwcoll.state == \"reserved\"" A.json
+'
+tokA=$(jq -r .hwcoll.session_token A.json)
+expect_ok 'step ids with control characters are refused with 400' '
+    for step in "0%0A%3C2%3Efmbrokerd%3A%20CRIT%20forged" "0%0D" "x%C2%85y" "x%7F"; do
+        out=$(as_user 1000 curl -s --unix-socket "$T/api.sock" -X DELETE \
+            -H "Authorization: Bearer $tokA" -w "\n%{http_code}" "http://fmbroker/v1/jobs/A/steps/$step") &&
+        echo "$step: $out" && test "${out##*$'"'"'\n'"'"'}" = 400 || return 1
+    done &&
+    ! grep -q "PATCH" "$T/fm.log" && no_forged_lines
+'
+expect_ok 'a node report'"'"'s detail is logged escaped, on one line' '
+    rm_call PUT /v1/jobs/A/nodes/n1 "{\"cxi\":\"failed\",\"detail\":\"oops\\n<2>fmbrokerd: CRIT forged by a node\"}" &&
+    grep -F "oops\x0a<2>fmbrokerd: CRIT forged by a node" "$T/broker.err" && no_forged_lines
+'
+expect_ok 'the FM'"'"'s error detail is logged escaped, on one line' '
+    mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs hostile_detail x1" &&
+    rm_call PUT /v1/jobs/F "$body" | jq -e ".hwcoll.state == \"unavailable\"" &&
+    grep -F "\x0a<2>fmbrokerd: CRIT forged by the FM" "$T/broker.err" && no_forged_lines
+'
+expect_ok 'an FM token that injects shell code makes the reservation unavailable, with the reason' '
+    mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs hostile_token x1" &&
+    rm_call PUT /v1/jobs/M "$body" >M.json && cat M.json &&
+    jq -e ".hwcoll.state == \"unavailable\" and (.hwcoll.reason | test(\"unsafe sessionToken\")) and
+        (.hwcoll.session_token == null)" M.json &&
+    ! grep -q LD_PRELOAD M.json && ! grep -q LD_PRELOAD "$T/broker.err" &&
+    rm_call GET /v1/jobs/M | jq -e ".hwcoll.session_token == null"
+'
+expect_ok 'and the reservation the FM made for it is released' '
+    wait_for 100 0.1 mockfm_lacks_job c1-M && mockfm_has_job c1-A
+'
+done_testing
