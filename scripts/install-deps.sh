@@ -5,7 +5,7 @@ set -eu
 export DEBIAN_FRONTEND=noninteractive
 packages="build-essential cmake pkg-config clang libclang-rt-14-dev clang-format cppcheck
   libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev libsqlite3-dev
-  libssl-dev libcmocka-dev libinih-dev libsystemd-dev
+  libssl-dev libcmocka-dev libinih-dev libsystemd-dev libsmartcols-dev
   libgnutls28-dev sqlite3 jq curl openssl file man-db python3 python3-jsonschema python3-yaml
   slurmctld slurmd slurm-client munge systemd"
 missing=

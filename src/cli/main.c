@@ -2,20 +2,30 @@
  * socket; tables for people, --json for programs.
  *
  * Exit status: 0 success; 1 the broker refused (its problem detail is
- * printed); 2 usage; 3 the broker could not be reached.  Hooks (run-job,
- * end-job, step-clean) use a short timeout and are meant to be called so
- * that a failure never holds a job (the deploy/ hooks ignore it).
+ * printed); 2 usage; 3 the broker could not be reached.  `status` is a
+ * monitoring check instead: 0 all well, 1 degraded, 2 cannot reach the
+ * broker.  Hooks (run-job, end-job, step-clean) use a short timeout and
+ * are meant to be called so that a failure never holds a job (the
+ * deploy/ hooks ignore it).
+ *
+ * "--help" anywhere in a subcommand's arguments prints its usage and
+ * exits 0 before anything is parsed or sent.  Numbers are parsed whole
+ * (no "12abc", no "1e3", no empty string) and job ids checked, so a bad
+ * argument is refused before any request.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <libsmartcols.h>
 
 #include "apiclient.h"
 #include "config.h"
@@ -26,11 +36,16 @@
 #define EXIT_USAGE       2
 #define EXIT_UNREACHABLE 3
 
+/* `fmbroker status` as a monitoring check (Nagios-style). */
+#define STATUS_OK          0
+#define STATUS_DEGRADED    1
+#define STATUS_UNREACHABLE 2
+
 static struct {
     const char *config;
     const char *socket;
     bool json;
-    long timeout;
+    long long timeout;
 } g = {.timeout = 10};
 
 static struct fmb_config cfg;
@@ -112,16 +127,83 @@ static void join_ints (json_t *a, char *out, size_t len)
         snprintf (out, len, "-");
 }
 
+/* A whole decimal number in [min, max]: no sign unless min < 0, no
+ * leading or trailing junk, not empty.  Prints what is wrong. */
+static bool parse_number (const char *what,
+                          const char *text,
+                          long long min,
+                          long long max,
+                          long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll (text, &end, 10);
+    if (text[0] == '\0' || *end || errno || (text[0] == '-' && min >= 0) ||
+        text[0] == '+' || text[0] == ' ' || v < min || v > max) {
+        fprintf (stderr,
+                 "fmbroker: %s '%s': expected a whole number %lld..%lld\n",
+                 what,
+                 text,
+                 min,
+                 max);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* A job id the broker could accept, and that cannot be taken for an
+ * option. */
+static bool check_job_id (const char *cmd, const char *job)
+{
+    if (job && job[0] != '-' && valid_job_id (job))
+        return true;
+    fprintf (stderr,
+             "fmbroker %s: '%s' is not a job id ([A-Za-z0-9._-], 1-%d characters, "
+             "not starting with '-')\n",
+             cmd,
+             job ? job : "",
+             JOB_ID_MAX);
+    return false;
+}
+
+/* ISO 8601 local time with its offset, e.g. 2026-11-23T10:15:00+01:00. */
+static void iso_time (long long ms, char *out, size_t len)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    char zone[8];
+    if (!localtime_r (&t, &tm) ||
+        strftime (out, len, "%Y-%m-%dT%H:%M:%S", &tm) == 0 ||
+        strftime (zone, sizeof (zone), "%z", &tm) != 5) {
+        snprintf (out, len, "-");
+        return;
+    }
+    size_t n = strlen (out);
+    snprintf (out + n, len - n, "%.3s:%.2s", zone, zone + 3);
+}
+
 /* ---- subcommands --------------------------------------------------- */
+
+/* Degraded: the FM session is not up (connecting or down) although one
+ * is configured. */
+static bool status_degraded (json_t *o)
+{
+    const char *fm = json_string_value (
+        json_object_get (json_object_get (o, "fabric_manager"), "state"));
+    return !fm || (strcmp (fm, "up") != 0 && strcmp (fm, "disabled") != 0);
+}
 
 static int cmd_status (int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
     json_t *o;
-    int rc = call ("GET", "/v1/status", NULL, NULL, &o);
-    if (rc)
-        return rc;
+    if (argc > 1) {
+        fprintf (stderr, "fmbroker status: unexpected argument '%s'\n", argv[1]);
+        return STATUS_UNREACHABLE;
+    }
+    if (call ("GET", "/v1/status", NULL, NULL, &o))
+        return STATUS_UNREACHABLE;
+    int rc = status_degraded (o) ? STATUS_DEGRADED : STATUS_OK;
     if (g.json)
         print_json (o);
     else {
@@ -166,24 +248,132 @@ static int cmd_status (int argc, char **argv)
         printf ("outbox: %lld pending FM operations\n",
                 num (json_object_get (o, "outbox"), "depth"));
         printf ("events: last %lld\n", num (json_object_get (o, "events"), "last_seq"));
+        if (rc == STATUS_DEGRADED)
+            printf ("degraded: the fabric-manager session is not up\n");
     }
     json_decref (o);
-    return 0;
+    return rc;
 }
 
-static void print_job_row (json_t *j)
+/* Job ids in a natural order: numeric ids by value (before the others),
+ * the others as text. */
+static int job_id_cmp (const void *a, const void *b)
 {
-    char vnis[64];
-    join_ints (json_object_get (j, "vnis"), vnis, sizeof (vnis));
+    const char *x = str (*(json_t *const *)a, "id");
+    const char *y = str (*(json_t *const *)b, "id");
+    bool nx = x[strspn (x, "0123456789")] == '\0';
+    bool ny = y[strspn (y, "0123456789")] == '\0';
+    if (nx != ny)
+        return nx ? -1 : 1;
+    if (nx) {
+        x += strspn (x, "0");
+        y += strspn (y, "0");
+        size_t lx = strlen (x), ly = strlen (y);
+        if (lx != ly)
+            return lx < ly ? -1 : 1;
+    }
+    return strcmp (x, y);
+}
+
+/* The columns of `fmbroker jobs`; -o picks and orders them. */
+enum job_col { JC_JOB, JC_STATE, JC_UID, JC_USER, JC_NODES, JC_VNIS, JC_HWCOLL, JC_REASON };
+static const char *const job_cols[] = {
+    "JOB", "STATE", "UID", "USER", "NODES", "VNIS", "HWCOLL", "REASON", NULL};
+#define JOBS_DEFAULT_COLS "JOB,STATE,UID,USER,NODES,VNIS,HWCOLL,REASON"
+
+static void job_cell (json_t *j, enum job_col c, char *out, size_t len)
+{
     json_t *hw = json_object_get (j, "hwcoll");
-    printf ("%-16s %-9s %-8lld %-6lld %-12s %-12s %s\n",
-            str (j, "id"),
-            str (j, "state"),
-            num (j, "uid"),
-            num (j, "node_count"),
-            vnis,
-            str (hw, "state"),
-            json_object_get (hw, "reason") ? str (hw, "reason") : "");
+    switch (c) {
+    case JC_JOB:
+        snprintf (out, len, "%s", str (j, "id"));
+        break;
+    case JC_STATE:
+        snprintf (out, len, "%s", str (j, "state"));
+        break;
+    case JC_UID:
+        snprintf (out, len, "%lld", num (j, "uid"));
+        break;
+    case JC_USER:
+        snprintf (out, len, "%s", str (j, "user"));
+        break;
+    case JC_NODES:
+        snprintf (out, len, "%lld", num (j, "node_count"));
+        break;
+    case JC_VNIS:
+        join_ints (json_object_get (j, "vnis"), out, len);
+        break;
+    case JC_HWCOLL:
+        snprintf (out, len, "%s", str (hw, "state"));
+        break;
+    case JC_REASON:
+        snprintf (out, len, "%s", json_object_get (hw, "reason") ? str (hw, "reason") : "");
+        break;
+    }
+}
+
+/* "JOB,STATE" -> column indexes; prints what is wrong. */
+static int parse_job_cols (const char *list, int *cols, int max)
+{
+    char buf[256];
+    char *save = NULL;
+    int n = 0;
+    snprintf (buf, sizeof (buf), "%s", list);
+    for (char *name = strtok_r (buf, ",", &save); name;
+         name = strtok_r (NULL, ",", &save)) {
+        int k = 0;
+        while (job_cols[k] && strcasecmp (job_cols[k], name) != 0)
+            k++;
+        if (!job_cols[k] || n == max) {
+            fprintf (stderr,
+                     "fmbroker jobs: -o: unknown column '%s' (columns: %s)\n",
+                     name,
+                     JOBS_DEFAULT_COLS);
+            return -1;
+        }
+        cols[n++] = k;
+    }
+    if (n == 0)
+        fprintf (stderr, "fmbroker jobs: -o: no column given\n");
+    return n ? n : -1;
+}
+
+static int print_jobs_table (json_t *jobs, const int *cols, int ncols, bool noheader)
+{
+    struct libscols_table *tb = scols_new_table ();
+    if (!tb)
+        return -1;
+    scols_table_enable_noheadings (tb, noheader);
+    for (int c = 0; c < ncols; c++) {
+        int flags = cols[c] == JC_REASON ? SCOLS_FL_TRUNC : 0;
+        if (cols[c] == JC_UID || cols[c] == JC_NODES)
+            flags |= SCOLS_FL_RIGHT;
+        if (!scols_table_new_column (tb, job_cols[cols[c]], 0, flags)) {
+            scols_unref_table (tb);
+            return -1;
+        }
+    }
+    size_t n = json_array_size (jobs);
+    json_t **rows = calloc (n ? n : 1, sizeof (*rows));
+    if (!rows) {
+        scols_unref_table (tb);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        rows[i] = json_array_get (jobs, i);
+    qsort (rows, n, sizeof (*rows), job_id_cmp);
+    for (size_t i = 0; i < n; i++) {
+        struct libscols_line *ln = scols_table_new_line (tb, NULL);
+        for (int c = 0; ln && c < ncols; c++) {
+            char cell[512];
+            job_cell (rows[i], (enum job_col)cols[c], cell, sizeof (cell));
+            scols_line_set_data (ln, (size_t)c, cell);
+        }
+    }
+    free (rows);
+    scols_print_table (tb);
+    scols_unref_table (tb);
+    return 0;
 }
 
 static int cmd_jobs (int argc, char **argv)
@@ -191,12 +381,16 @@ static int cmd_jobs (int argc, char **argv)
     static const struct option o[] = {{"state", 1, 0, 's'},
                                       {"user", 1, 0, 'u'},
                                       {"limit", 1, 0, 'l'},
-                                      {"help", 0, 0, 'h'},
+                                      {"output", 1, 0, 'o'},
+                                      {"noheader", 0, 0, 'n'},
                                       {0}};
     char q[512] = "";
-    int c;
+    int c, cols[16], ncols = 0;
+    bool noheader = false;
+    long long limit;
+    const char *colspec = JOBS_DEFAULT_COLS;
     optind = 0; /* 0: glibc restarts its scan (main used "+") */
-    while ((c = getopt_long (argc, argv, "s:u:l:h", o, NULL)) != -1) {
+    while ((c = getopt_long (argc, argv, "s:u:l:o:n", o, NULL)) != -1) {
         char *v = optarg ? escape (optarg) : NULL;
         switch (c) {
         case 's':
@@ -206,20 +400,30 @@ static int cmd_jobs (int argc, char **argv)
             snprintf (q + strlen (q), sizeof (q) - strlen (q), "&user=%s", v);
             break;
         case 'l':
-            snprintf (q + strlen (q), sizeof (q) - strlen (q), "&limit=%s", v);
+            if (!parse_number ("jobs --limit", optarg, 1, 100000, &limit)) {
+                free (v);
+                return EXIT_USAGE;
+            }
+            snprintf (q + strlen (q), sizeof (q) - strlen (q), "&limit=%lld", limit);
             break;
-        case 'h':
-            puts (
-                "Usage: fmbroker jobs [--state S] [--user U] [--limit N]\nList jobs, "
-                "oldest id first.");
-            free (v);
-            return 0;
+        case 'o':
+            colspec = optarg;
+            break;
+        case 'n':
+            noheader = true;
+            break;
         default:
             free (v);
             return EXIT_USAGE;
         }
         free (v);
     }
+    if (optind < argc) {
+        fprintf (stderr, "fmbroker jobs: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if ((ncols = parse_job_cols (colspec, cols, 16)) < 0)
+        return EXIT_USAGE;
     char path[600];
     snprintf (path, sizeof (path), "/v1/jobs%s%s", q[0] ? "?" : "", q[0] ? q + 1 : "");
     json_t *r;
@@ -229,22 +433,10 @@ static int cmd_jobs (int argc, char **argv)
     if (g.json)
         print_json (r);
     else {
-        size_t i;
-        json_t *j;
-        printf ("%-16s %-9s %-8s %-6s %-12s %-12s %s\n",
-                "JOB",
-                "STATE",
-                "UID",
-                "NODES",
-                "VNIS",
-                "HWCOLL",
-                "REASON");
-        json_array_foreach (json_object_get (r, "jobs"), i, j)
-        {
-            print_job_row (j);
-        }
+        if (print_jobs_table (json_object_get (r, "jobs"), cols, ncols, noheader) < 0)
+            fprintf (stderr, "fmbroker: out of memory\n");
         if (json_object_get (r, "next_after"))
-            printf ("(more: --limit, or the API's after=%s)\n", str (r, "next_after"));
+            fprintf (stderr, "(more: --limit, or the API's after=%s)\n", str (r, "next_after"));
     }
     json_decref (r);
     return 0;
@@ -252,11 +444,22 @@ static int cmd_jobs (int argc, char **argv)
 
 static int cmd_job (int argc, char **argv)
 {
-    if (argc < 3 || strcmp (argv[1], "--help") == 0 || !valid_job_id (argv[2])) {
-        fprintf (argc >= 2 && strcmp (argv[1], "--help") == 0 ? stdout : stderr,
+    if (argc < 3) {
+        fprintf (stderr,
                  "Usage: fmbroker job show JOB\n       fmbroker job release JOB "
                  "[--force]\n");
-        return argc >= 2 && strcmp (argv[1], "--help") == 0 ? 0 : EXIT_USAGE;
+        return EXIT_USAGE;
+    }
+    if (!check_job_id ("job", argv[2]))
+        return EXIT_USAGE;
+    bool force = false;
+    for (int i = 3; i < argc; i++) {
+        if (strcmp (argv[1], "release") == 0 && strcmp (argv[i], "--force") == 0)
+            force = true;
+        else {
+            fprintf (stderr, "fmbroker job %s: unexpected argument '%s'\n", argv[1], argv[i]);
+            return EXIT_USAGE;
+        }
     }
     char path[256];
     json_t *r;
@@ -305,7 +508,6 @@ static int cmd_job (int argc, char **argv)
         return 0;
     }
     if (strcmp (argv[1], "release") == 0) {
-        bool force = argc > 3 && strcmp (argv[3], "--force") == 0;
         snprintf (
             path, sizeof (path), "/v1/jobs/%s%s", argv[2], force ? "?force=1" : "");
         if ((rc = call ("DELETE", path, NULL, NULL, &r)))
@@ -333,14 +535,9 @@ static int cmd_step_clean (int argc, char **argv)
     const char *step = argc > 2 ? argv[2] : getenv ("FI_CXI_COLL_JOB_STEP_ID");
     const char *token = getenv ("FI_CXI_COLL_MCAST_TOKEN");
     char jobbuf[256];
-    if (argc > 1 && strcmp (argv[1], "--help") == 0) {
-        puts (
-            "Usage: fmbroker step-clean [JOB STEP]\n"
-            "Release a step's multicast trees.  Without arguments: the job and step "
-            "of\n"
-            "FI_CXI_COLL_JOB_ID / FI_CXI_COLL_JOB_STEP_ID, authorised by "
-            "FI_CXI_COLL_MCAST_TOKEN.");
-        return 0;
+    if (argc == 2 || argc > 3) {
+        fprintf (stderr, "fmbroker step-clean: give JOB and STEP, or neither\n");
+        return EXIT_USAGE;
     }
     if (!job && fmid) {
         /* FI_CXI_COLL_JOB_ID is "cluster-job"; cluster names have no '-' */
@@ -348,7 +545,14 @@ static int cmd_step_clean (int argc, char **argv)
         snprintf (jobbuf, sizeof (jobbuf), "%s", dash ? dash + 1 : fmid);
         job = jobbuf;
     }
-    if (!job || !step || !valid_job_id (job)) {
+    if (job && !check_job_id ("step-clean", job))
+        return EXIT_USAGE;
+    if (step && !valid_step_id (step, strlen (step))) {
+        fprintf (stderr, "fmbroker step-clean: the step id is not 1-%d bytes of UTF-8 "
+                         "without control characters\n", STEP_ID_MAX);
+        return EXIT_USAGE;
+    }
+    if (!job || !step) {
         fprintf (stderr,
                  "fmbroker step-clean: give JOB STEP, or run inside the job "
                  "(FI_CXI_COLL_JOB_ID, "
@@ -373,11 +577,9 @@ static int cmd_step_clean (int argc, char **argv)
 
 static void print_event (json_t *ev)
 {
-    time_t t = (time_t)(num (ev, "time_ms") / 1000);
-    struct tm tm;
-    char when[32], *detail = json_dumps (json_object_get (ev, "detail"),
+    char when[40], *detail = json_dumps (json_object_get (ev, "detail"),
                                          JSON_COMPACT | JSON_SORT_KEYS);
-    strftime (when, sizeof (when), "%Y-%m-%dT%H:%M:%S", localtime_r (&t, &tm));
+    iso_time (num (ev, "time_ms"), when, sizeof (when));
     printf ("%-6lld %s %-22s %-12s %s\n",
             num (ev, "seq"),
             when,
@@ -392,32 +594,31 @@ static int cmd_events (int argc, char **argv)
     static const struct option o[] = {{"follow", 0, 0, 'f'},
                                       {"after", 1, 0, 'a'},
                                       {"count", 1, 0, 'n'},
-                                      {"help", 0, 0, 'h'},
                                       {0}};
     bool follow = false;
     long long after = 0, count = -1, seen = 0;
     int c;
     optind = 0; /* 0: glibc restarts its scan (main used "+") */
-    while ((c = getopt_long (argc, argv, "fa:n:h", o, NULL)) != -1) {
+    while ((c = getopt_long (argc, argv, "fa:n:", o, NULL)) != -1) {
         switch (c) {
         case 'f':
             follow = true;
             break;
         case 'a':
-            after = atoll (optarg);
+            if (!parse_number ("events --after", optarg, 0, INT64_MAX, &after))
+                return EXIT_USAGE;
             break;
         case 'n':
-            count = atoll (optarg);
+            if (!parse_number ("events --count", optarg, 1, INT64_MAX, &count))
+                return EXIT_USAGE;
             break;
-        case 'h':
-            puts (
-                "Usage: fmbroker events [--after SEQ] [--follow] [--count N]\n"
-                "Print events after SEQ; --follow waits for more (stop after N with "
-                "--count).");
-            return 0;
         default:
             return EXIT_USAGE;
         }
+    }
+    if (optind < argc) {
+        fprintf (stderr, "fmbroker events: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_USAGE;
     }
     if (follow && g.timeout < 40)
         g.timeout = 40; /* the long poll below waits 30 s */
@@ -463,8 +664,10 @@ static int cmd_events (int argc, char **argv)
 
 static int cmd_reconcile (int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    if (argc > 1) {
+        fprintf (stderr, "fmbroker reconcile: unexpected argument '%s'\n", argv[1]);
+        return EXIT_USAGE;
+    }
     json_t *r;
     int rc = call ("POST", "/v1/reconcile", NULL, NULL, &r);
     if (rc == 0) {
@@ -480,7 +683,7 @@ static int cmd_reconcile (int argc, char **argv)
 
 static int cmd_vni (int argc, char **argv)
 {
-    if (argc < 2 || strcmp (argv[1], "list") != 0) {
+    if (argc != 2 || strcmp (argv[1], "list") != 0) {
         fprintf (stderr, "Usage: fmbroker vni list\n");
         return EXIT_USAGE;
     }
@@ -493,18 +696,13 @@ static int cmd_vni (int argc, char **argv)
     else {
         size_t i;
         json_t *v;
-        printf ("%-6s %-16s %-12s %-20s %s\n", "VNI", "JOB", "STATE", "UNTIL", "WAITING FOR");
+        printf ("%-6s %-16s %-12s %-25s %s\n", "VNI", "JOB", "STATE", "UNTIL", "WAITING FOR");
         json_array_foreach (json_object_get (r, "vnis"), i, v)
         {
-            char until[32] = "";
+            char until[40] = "";
             if (json_object_get (v, "until_ms")) {
-                time_t t = (time_t)(num (v, "until_ms") / 1000);
-                struct tm tm;
-                if (t)
-                    strftime (until,
-                              sizeof (until),
-                              "%Y-%m-%dT%H:%M:%S",
-                              localtime_r (&t, &tm));
+                if (num (v, "until_ms") / 1000)
+                    iso_time (num (v, "until_ms"), until, sizeof (until));
                 else
                     snprintf (until, sizeof (until), "all nodes report");
             }
@@ -520,7 +718,7 @@ static int cmd_vni (int argc, char **argv)
                           k ? "," : "",
                           json_string_value (n));
             }
-            printf ("%-6lld %-16s %-12s %-20s %s\n",
+            printf ("%-6lld %-16s %-12s %-25s %s\n",
                     num (v, "vni"),
                     str (v, "job"),
                     str (v, "state"),
@@ -545,17 +743,19 @@ static int cmd_run_job (int argc, char **argv)
                                       {"hwcoll", 1, 0, 'H'},
                                       {"vni-count", 1, 0, 'v'},
                                       {"quiet", 0, 0, 'q'},
-                                      {"help", 0, 0, 'h'},
                                       {0}};
     json_t *body = json_object ();
     struct fmb_error e;
     bool quiet = false;
     int c;
+    long long v;
     optind = 0; /* 0: glibc restarts its scan (main used "+") */
-    while ((c = getopt_long (argc, argv, "u:U:N:c:C:H:v:qh", o, NULL)) != -1) {
+    while ((c = getopt_long (argc, argv, "u:U:N:c:C:H:v:q", o, NULL)) != -1) {
         switch (c) {
         case 'u':
-            json_object_set_new (body, "uid", json_integer (atoll (optarg)));
+            if (!parse_number ("run-job --uid", optarg, 0, UID_MAX_VALID, &v))
+                goto usage;
+            json_object_set_new (body, "uid", json_integer (v));
             break;
         case 'U':
             json_object_set_new (body, "user", json_string (optarg));
@@ -572,42 +772,40 @@ static int cmd_run_job (int argc, char **argv)
             break;
         }
         case 'c':
-            json_object_set_new (body, "node_count", json_integer (atoll (optarg)));
+            if (!parse_number ("run-job --node-count", optarg, 1, NODES_MAX, &v))
+                goto usage;
+            json_object_set_new (body, "node_count", json_integer (v));
             break;
         case 'C':
-            json_object_set_new (body, "ncores", json_integer (atoll (optarg)));
+            if (!parse_number ("run-job --ncores", optarg, 1, 1 << 20, &v))
+                goto usage;
+            json_object_set_new (body, "ncores", json_integer (v));
             break;
         case 'H':
             json_object_set_new (body, "hwcoll", json_string (optarg));
             break;
         case 'v':
-            json_object_set_new (body, "vni_count", json_integer (atoll (optarg)));
+            if (!parse_number ("run-job --vni-count", optarg, 0, 4, &v))
+                goto usage;
+            json_object_set_new (body, "vni_count", json_integer (v));
             break;
         case 'q':
             quiet = true;
             break;
-        case 'h':
-            puts (
-                "Usage: fmbroker run-job JOB --uid UID [--user NAME] (--nodes HOSTLIST "
-                "| --node-count N)\n"
-                "                        [--ncores N] [--hwcoll auto|on|off] "
-                "[--vni-count N] [--quiet]\n"
-                "RUN a job (resource-manager hook); prints its environment as export "
-                "lines.\n"
-                "HOSTLIST may be compressed: nid[001-004],login1.");
-            json_decref (body);
-            return 0;
         default:
-            json_decref (body);
-            return EXIT_USAGE;
+            goto usage;
         }
     }
-    if (optind >= argc || !valid_job_id (argv[optind]) ||
-        !json_object_get (body, "uid")) {
+    if (optind >= argc || !json_object_get (body, "uid")) {
         fprintf (stderr, "fmbroker run-job: JOB and --uid are required\n");
-        json_decref (body);
-        return EXIT_USAGE;
+        goto usage;
     }
+    if (optind + 1 < argc) {
+        fprintf (stderr, "fmbroker run-job: unexpected argument '%s'\n", argv[optind + 1]);
+        goto usage;
+    }
+    if (!check_job_id ("run-job", argv[optind]))
+        goto usage;
     char path[256], *text = json_dumps (body, JSON_COMPACT);
     snprintf (path, sizeof (path), "/v1/jobs/%s", argv[optind]);
     json_decref (body);
@@ -620,24 +818,27 @@ static int cmd_run_job (int argc, char **argv)
         print_json (r);
     else if (!quiet) {
         const char *k;
-        json_t *v;
-        json_object_foreach (json_object_get (r, "env"), k, v)
+        json_t *val;
+        json_object_foreach (json_object_get (r, "env"), k, val)
         {
-            printf ("export %s=%s\n", k, json_string_value (v));
+            printf ("export %s=%s\n", k, json_string_value (val));
         }
     }
     json_decref (r);
     return 0;
+usage:
+    json_decref (body);
+    return EXIT_USAGE;
 }
 
 static int cmd_end_job (int argc, char **argv)
 {
-    if (argc < 2 || !valid_job_id (argv[1])) {
-        fprintf (stderr,
-                 "Usage: fmbroker end-job JOB\nCLEANUP a job (resource-manager hook); "
-                 "404 is fine.\n");
-        return argc >= 2 && strcmp (argv[1], "--help") == 0 ? 0 : EXIT_USAGE;
+    if (argc != 2) {
+        fprintf (stderr, "Usage: fmbroker end-job JOB\n");
+        return EXIT_USAGE;
     }
+    if (!check_job_id ("end-job", argv[1]))
+        return EXIT_USAGE;
     char path[256];
     json_t *r;
     snprintf (path, sizeof (path), "/v1/jobs/%s", argv[1]);
@@ -654,19 +855,80 @@ static const struct {
     const char *name;
     int (*fn) (int, char **);
     const char *help;
+    const char *usage; /* printed by "fmbroker NAME --help" */
 } cmds[] = {
-    {"status", cmd_status, "the broker's state"},
-    {"jobs", cmd_jobs, "list jobs [--state S] [--user U] [--limit N]"},
-    {"job", cmd_job, "job show JOB | job release JOB [--force]"},
-    {"step-clean", cmd_step_clean, "release a step's multicast trees [JOB STEP]"},
-    {"events", cmd_events, "the event log [--after SEQ] [--follow] [--count N]"},
-    {"reconcile", cmd_reconcile, "reconcile with the fabric manager now (admin)"},
-    {"vni", cmd_vni, "vni list: VNIs held or quarantined"},
+    {"status",
+     cmd_status,
+     "the broker's state (a monitoring check: exit 0, 1, 2)",
+     "Usage: fmbroker status\n"
+     "The broker's state: FM session, jobs, VNIs, hwcoll, outbox, events.\n"
+     "Exit status (for monitoring): 0 all well; 1 degraded (the fabric-manager\n"
+     "session is not up); 2 cannot reach the broker (or it refused).\n"},
+    {"jobs",
+     cmd_jobs,
+     "list jobs [--state S] [--user U] [--limit N] [-o COLS] [--noheader]",
+     "Usage: fmbroker jobs [--state S] [--user U] [--limit N] [-o COLS] [--noheader]\n"
+     "List jobs (numeric ids by value, then the others by name).\n"
+     "  -s, --state S     active, releasing, released or lost\n"
+     "  -u, --user U      only this user's jobs (name or uid)\n"
+     "  -l, --limit N     at most N jobs (1-100000)\n"
+     "  -o, --output COLS the columns, comma-separated, from\n"
+     "                    " JOBS_DEFAULT_COLS "\n"
+     "  -n, --noheader    no header line\n"},
+    {"job",
+     cmd_job,
+     "job show JOB | job release JOB [--force]",
+     "Usage: fmbroker job show JOB\n"
+     "       fmbroker job release JOB [--force]\n"
+     "Show one job (VNIs, hwcoll, environment, node reports), or release it\n"
+     "(CLEANUP); --force frees its VNIs without waiting for node reports.\n"},
+    {"step-clean",
+     cmd_step_clean,
+     "release a step's multicast trees [JOB STEP]",
+     "Usage: fmbroker step-clean [JOB STEP]\n"
+     "Release a step's multicast trees.  Without arguments: the job and step of\n"
+     "FI_CXI_COLL_JOB_ID / FI_CXI_COLL_JOB_STEP_ID, authorised by\n"
+     "FI_CXI_COLL_MCAST_TOKEN.\n"},
+    {"events",
+     cmd_events,
+     "the event log [--after SEQ] [--follow] [--count N]",
+     "Usage: fmbroker events [--after SEQ] [--follow] [--count N]\n"
+     "Print events after SEQ (times in ISO 8601 with the offset); --follow waits\n"
+     "for more (stop after N with --count).\n"},
+    {"reconcile",
+     cmd_reconcile,
+     "reconcile with the fabric manager now (admin)",
+     "Usage: fmbroker reconcile\n"
+     "Ask the broker to reconcile with the fabric manager now (admin).\n"},
+    {"vni",
+     cmd_vni,
+     "vni list: VNIs held or quarantined",
+     "Usage: fmbroker vni list\n"
+     "VNIs held or quarantined, with the nodes a quarantine waits for.\n"},
     {"run-job",
      cmd_run_job,
-     "RUN hook: run-job JOB --uid U (--nodes L | --node-count N)"},
-    {"end-job", cmd_end_job, "CLEANUP hook: end-job JOB"},
+     "RUN hook: run-job JOB --uid U (--nodes L | --node-count N)",
+     "Usage: fmbroker run-job JOB --uid UID [--user NAME] (--nodes HOSTLIST | "
+     "--node-count N)\n"
+     "                        [--ncores N] [--hwcoll auto|on|off] [--vni-count N] "
+     "[--quiet]\n"
+     "RUN a job (resource-manager hook); prints its environment as export lines.\n"
+     "HOSTLIST may be compressed: nid[001-004],login1.\n"},
+    {"end-job",
+     cmd_end_job,
+     "CLEANUP hook: end-job JOB",
+     "Usage: fmbroker end-job JOB\n"
+     "CLEANUP a job (resource-manager hook); 404 is fine.\n"},
 };
+
+/* "--help" or "-h" among a subcommand's arguments (before "--"). */
+static bool wants_help (int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
+        if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
+            return true;
+    return false;
+}
 
 static void usage (FILE *f)
 {
@@ -680,7 +942,8 @@ static void usage (FILE *f)
     fprintf (
         f,
         "\n'fmbroker COMMAND --help' for a command's options.\n"
-        "Exit status: 0 ok, 1 the broker refused, 2 usage, 3 broker unreachable.\n");
+        "Exit status: 0 ok, 1 the broker refused, 2 usage, 3 broker unreachable;\n"
+        "'status' instead: 0 all well, 1 degraded, 2 cannot reach the broker.\n");
 }
 
 int main (int argc, char **argv)
@@ -706,7 +969,8 @@ int main (int argc, char **argv)
             g.json = true;
             break;
         case 't':
-            g.timeout = atol (optarg);
+            if (!parse_number ("--timeout", optarg, 1, 3600, &g.timeout))
+                return EXIT_USAGE;
             break;
         case 'h':
             usage (stdout);
@@ -723,6 +987,18 @@ int main (int argc, char **argv)
         usage (stderr);
         return EXIT_USAGE;
     }
+    size_t which = 0, ncmds = sizeof (cmds) / sizeof (cmds[0]);
+    while (which < ncmds && strcmp (argv[optind], cmds[which].name) != 0)
+        which++;
+    if (which == ncmds) {
+        fprintf (stderr, "fmbroker: unknown command '%s'\n", argv[optind]);
+        usage (stderr);
+        return EXIT_USAGE;
+    }
+    if (wants_help (argc - optind, argv + optind)) {
+        fputs (cmds[which].usage, stdout);
+        return 0;
+    }
     fmb_config_defaults (&cfg);
     const char *path =
         g.config ? g.config
@@ -736,15 +1012,7 @@ int main (int argc, char **argv)
         return EXIT_USAGE;
     }
     curl_global_init (CURL_GLOBAL_DEFAULT);
-    int rc = -1;
-    for (size_t i = 0; i < sizeof (cmds) / sizeof (cmds[0]); i++)
-        if (strcmp (argv[optind], cmds[i].name) == 0)
-            rc = cmds[i].fn (argc - optind, argv + optind);
-    if (rc < 0) {
-        fprintf (stderr, "fmbroker: unknown command '%s'\n", argv[optind]);
-        usage (stderr);
-        rc = EXIT_USAGE;
-    }
+    int rc = cmds[which].fn (argc - optind, argv + optind);
     curl_global_cleanup ();
     api_target_clear (&target);
     return rc;

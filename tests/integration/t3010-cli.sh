@@ -19,7 +19,7 @@ expect_ok 'status: a summary for people, the document with --json' '
 expect_ok 'jobs: a table, filters, and --json' '
     fmb run-job 43 --uid 1001 --node-count 1 --quiet &&
     fmb jobs >j.txt && head -1 j.txt | grep -q "^JOB  *STATE  *UID" &&
-    grep -q "^42  *active  *1000  *2 .* reserved" j.txt && grep -q "^43 .*not_eligible" j.txt &&
+    grep -q "^42  *active  *1000  *root  *2 .* reserved" j.txt && grep -q "^43 .*not_eligible" j.txt &&
     fmb jobs --user 1001 | grep -c "^4[0-9] " | grep -qx 1 &&
     fmb --json jobs --state active | jq -e ".jobs | length == 2"
 '
@@ -65,7 +65,7 @@ expect_ok 'exit codes: 1 refused, 2 usage, 3 unreachable' '
     { fmb bogus 2>/dev/null; test $? = 2; } &&
     { fmb run-job 9 2>/dev/null; test $? = 2; } &&
     { fmb run-job 9 --uid 1 --nodes "n[1-" 2>/dev/null; test $? = 2; } &&
-    { "$FMB_BIN/fmbroker" --socket "$T/nowhere.sock" status 2>err; test $? = 3; } && grep -q "nowhere.sock" err
+    { "$FMB_BIN/fmbroker" --socket "$T/nowhere.sock" jobs 2>err; test $? = 3; } && grep -q "nowhere.sock" err
 '
 expect_ok 'every subcommand has --help' '
     for c in jobs job step-clean events run-job; do fmb $c --help | grep -q "^Usage: fmbroker $c" || { echo "$c"; return 1; }; done &&
