@@ -134,7 +134,8 @@ bool broker_job_token_matches (struct broker *b, const char *job, const char *to
     bool ok = false;
     if (store_job_get (b->st, job, &j, &e) < 0)
         return false;
-    if (j->token) {
+    /* A released job's token opens nothing any more. */
+    if (j->token && j->state != STORE_JOB_RELEASED) {
         size_t a = strlen (j->token), t = strlen (token);
         /* constant time in the token's content; lengths are not secret */
         ok = a == t && CRYPTO_memcmp (j->token, token, a) == 0;

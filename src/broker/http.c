@@ -332,6 +332,55 @@ const char *http_query (struct http_req *req, const char *name)
     return req->query_buf;
 }
 
+/* Every query value must decode (no bad or %00 escapes) to text without
+ * control characters; a bad one is an error, never taken as absent. */
+struct query_check {
+    char *buf;
+    size_t size;
+    const char *bad; /* the first bad key */
+};
+
+static enum MHD_Result check_query_arg (void *cls,
+                                        enum MHD_ValueKind kind,
+                                        const char *key,
+                                        const char *value)
+{
+    struct query_check *qc = cls;
+    (void)kind;
+    const char *parts[2] = {key, value};
+    for (int i = 0; i < 2; i++) {
+        if (!parts[i])
+            continue;
+        long n = percent_decode (parts[i], strlen (parts[i]), qc->buf, qc->size);
+        for (long k = 0; k < n; k++)
+            if ((unsigned char)qc->buf[k] < 0x20 || qc->buf[k] == 0x7f)
+                n = -1;
+        if (n < 0) {
+            qc->bad = key ? key : "";
+            return MHD_NO;
+        }
+    }
+    return MHD_YES;
+}
+
+static bool query_is_clean (struct http_req *req, char *why, size_t whylen)
+{
+    char buf[1024];
+    struct query_check qc = {.buf = buf, .size = sizeof (buf)};
+    MHD_get_connection_values (req->conn, MHD_GET_ARGUMENT_KIND, check_query_arg, &qc);
+    if (!qc.bad)
+        return true;
+    char shown[64];
+    fmb_log_escape (shown, sizeof (shown), qc.bad);
+    snprintf (why,
+              whylen,
+              "query parameter '%s': bad percent-encoding, control characters or "
+              "too long (at most %zu bytes)",
+              shown,
+              sizeof (buf) - 1);
+    return false;
+}
+
 /* ---- identity ------------------------------------------------------ */
 
 static void identify (struct http *h, struct http_req *req)
@@ -401,6 +450,11 @@ static void dispatch (struct http *h, struct http_req *req, const char *url)
             http_reply_problem (req, 400, "%s", why);
         else
             http_reply_problem (req, 404, "no such resource: %.200s", url);
+        return;
+    }
+    char qwhy[200];
+    if (!query_is_clean (req, qwhy, sizeof (qwhy))) {
+        http_reply_problem (req, 400, "%s", qwhy);
         return;
     }
     identify (h, req);

@@ -753,6 +753,10 @@ void jobs_cleanup (struct broker *b, struct http_req *req)
         force_arg && (strcmp (force_arg, "1") == 0 || strcmp (force_arg, "true") == 0);
     struct store_job *j;
     struct fmb_error e;
+    if (force_arg && !force && strcmp (force_arg, "0") && strcmp (force_arg, "false")) {
+        http_reply_problem (req, 400, "force: 1, true, 0 or false");
+        return;
+    }
     if (force && !(http_caller (req)->roles & ROLE_ADMIN)) {
         http_reply_problem (req, 403, "force=1 is for admins");
         return;
@@ -855,9 +859,11 @@ void jobs_get (struct broker *b, struct http_req *req)
         http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
         return;
     }
+    /* The same answer as for a job that does not exist, word for word:
+     * a plain user learns nothing about other users' job ids. */
     if (!(c->roles & (ROLE_RM | ROLE_ADMIN | ROLE_AGENT)) && !c->job_token_ok &&
         !(c->local && c->uid == j->uid))
-        http_reply_problem (req, 403, "job '%s' belongs to another user", j->id);
+        http_reply_problem (req, 404, "job '%s' not found", j->id);
     else {
         json_t *view = job_view (b, j, c);
         add_node_reports (b, j, view);

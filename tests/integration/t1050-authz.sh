@@ -44,7 +44,9 @@ expect_ok 'a plain user lists only their own jobs' '
     ucall 1000 GET /v1/jobs >l && test "$(status_of <l)" = 200 &&
     cut -d" " -f2- l | jq -e "[.jobs[].id] == [\"A\"]" &&
     test "$(ucall 1000 GET "/v1/jobs?user=1001" | status_of)" = 403 &&
-    test "$(ucall 1000 GET /v1/jobs/B | status_of)" = 403
+    ucall 1000 GET /v1/jobs/B >b && ucall 1000 GET /v1/jobs/NOPE >n &&
+    test "$(status_of <b)" = 404 &&
+    test "$(cut -d" " -f2- b | jq -r .detail | sed s/B/X/)" = "$(cut -d" " -f2- n | jq -r .detail | sed s/NOPE/X/)"
 '
 expect_ok 'tokens reach only the owner, the RM and admins' '
     ucall 1000 GET /v1/jobs/A | cut -d" " -f2- | jq -e --arg t "$tokA" ".hwcoll.session_token == \$t" &&
@@ -63,7 +65,7 @@ expect_ok 'the job'"'"'s token lets anyone clean that job'"'"'s steps, and only 
 expect_ok 'a token of job A shows job A, not job B' '
     ucall 1002 GET /v1/jobs/A "" "$tokA" >/dev/null &&
     test "$(ucall 1005 GET /v1/jobs/A "" "$tokA" | status_of)" = 200 &&
-    test "$(ucall 1005 GET /v1/jobs/B "" "$tokA" | status_of)" = 403
+    test "$(ucall 1005 GET /v1/jobs/B "" "$tokA" | status_of)" = 404
 '
 expect_ok 'an rm user that is not an admin cannot force a release' '
     test "$(ucall 1002 DELETE "/v1/jobs/B?force=1" | status_of)" = 403 &&

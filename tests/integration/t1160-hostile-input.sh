@@ -50,4 +50,22 @@ expect_ok 'an FM token that injects shell code makes the reservation unavailable
 expect_ok 'and the reservation the FM made for it is released' '
     wait_for 100 0.1 mockfm_lacks_job c1-M && mockfm_has_job c1-A
 '
+expect_ok 'bad percent-encoding or control characters in a query value answer 400' '
+    for q in "state=%00" "state=%zz" "state=%0a" "state=%" "limit=1%"; do
+        r=$(api_call GET "/v1/jobs?$q") && echo "$q: $r" &&
+        test "${r%% *}" = 400 && echo "${r#* }" | jq -e ".status == 400" || return 1
+    done &&
+    test "$(api_call DELETE "/v1/jobs/A?force=maybe" | cut -d" " -f1)" = 400 &&
+    test "$(job_field A .state)" = active
+'
+expect_ok 'a released job'"'"'s token opens nothing any more' '
+    rm_call DELETE /v1/jobs/A >/dev/null &&
+    wait_for 100 0.1 sh -c "test \"\$(curl -sf --unix-socket $T/api.sock http://x/v1/jobs/A | jq -r .state)\" = released" &&
+    out=$(as_user 1001 curl -s --unix-socket "$T/api.sock" -X DELETE -H "Authorization: Bearer $tokA" \
+        -w "\n%{http_code}" http://fmbroker/v1/jobs/A/steps/late) && echo "$out" &&
+    test "${out##*$'"'"'\n'"'"'}" = 403 &&
+    out=$(as_user 1001 curl -s --unix-socket "$T/api.sock" -H "Authorization: Bearer $tokA" \
+        -w "\n%{http_code}" http://fmbroker/v1/jobs/A) && echo "$out" &&
+    test "${out##*$'"'"'\n'"'"'}" = 404
+'
 done_testing
