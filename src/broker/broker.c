@@ -446,6 +446,13 @@ char *broker_metrics_text (struct broker *b)
              "counter\nfmbroker_orphans_released_total %lu\n",
              b->metrics.orphans_released);
     fprintf (f,
+             "# TYPE fmbroker_foreign_reservations gauge\n"
+             "fmbroker_foreign_reservations %lu\n"
+             "# TYPE fmbroker_foreign_reaped_total counter\n"
+             "fmbroker_foreign_reaped_total %lu\n",
+             b->metrics.foreign_reservations,
+             b->metrics.foreign_reaped);
+    fprintf (f,
              "# TYPE fmbroker_reservations_lost_total "
              "counter\nfmbroker_reservations_lost_total %lu\n",
              b->metrics.reservations_lost);

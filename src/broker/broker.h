@@ -63,6 +63,8 @@ struct metrics {
     unsigned long http_by_class[6]; /* 1xx..5xx */
     unsigned long reconcile_runs;
     unsigned long orphans_released;
+    unsigned long foreign_reservations; /* at the last reconciliation */
+    unsigned long foreign_reaped;
     unsigned long reservations_lost;
     unsigned long pruned_jobs; /* [broker] retain_days */
     unsigned long pruned_events;
@@ -102,6 +104,8 @@ struct broker {
     int64_t next_reconcile; /* monotonic */
     bool reconcile_inflight;
     bool reconcile_wanted;
+    bool reap_foreign_wanted; /* an admin asked: the next listing reaps them */
+    json_t *foreign_seen;     /* FM ids reported foreign at the last pass */
 
     int64_t outbox_due; /* wall clock ms of the earliest entry, INT64_MAX: none */
     int64_t outbox_inflight[OUTBOX_PARALLEL];
@@ -222,7 +226,9 @@ void fm_start (struct broker *b);
 void fm_tick (struct broker *b);
 /* Something was added to the outbox: run it as soon as possible. */
 void fm_outbox_changed (struct broker *b);
-void fm_reconcile_now (struct broker *b);
+/* 'reap_foreign': that pass also deletes reservations with our prefix
+ * that this broker has no record of (normally only reported). */
+void fm_reconcile_now (struct broker *b, bool reap_foreign);
 /* A call came back without an HTTP answer (or with one): session state. */
 void fm_note_result (struct broker *b, const struct fabric_result *res);
 /* Answer step-cleanup waiters of outbox entry 'id' (or whose wait ran out). */

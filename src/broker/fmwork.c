@@ -385,18 +385,46 @@ static int scan_unreleased (const struct store_job_brief *j, void *arg)
     return 0;
 }
 
+/* An FM reservation with our prefix that this broker never reserved: a
+ * broker with the same cluster_name and other state made it, or this is a
+ * standby started on empty state.  Deleting it could end another
+ * broker's job's collectives, so it is reported (once per broker run
+ * while it stays listed) and left for an admin (promise 9). */
+static int report_foreign (struct broker *b, const char *fmid, struct fmb_error *e)
+{
+    fmb_log (LOG_WARNING,
+             "reconcile: FM reservation %s has this cluster's prefix but this broker "
+             "has no record of it; left alone (another broker with cluster_name "
+             "'%s'?). fmbroker reconcile --reap-foreign deletes it",
+             fmid,
+             b->cfg.cluster_name);
+    return broker_event (
+        b,
+        "foreign_reservation",
+        NULL,
+        json_pack ("{s:s, s:s}",
+                   "fm_job_id",
+                   fmid,
+                   "reason",
+                   "this cluster's prefix, but no record of it in this broker's state"),
+        e);
+}
+
 /* One pass over the store's unreleased jobs and one over the FM's list,
  * matched in memory: at tens of thousands of jobs a read per FM entry
  * held the loop for a tenth of a second. */
 static void reconcile_apply (struct broker *b,
                              const struct fabric_result *res,
-                             int64_t listed_at)
+                             int64_t listed_at,
+                             bool reap_foreign)
 {
     struct fmb_error e;
     struct lost_scan s = {listed_at, json_object (), json_object ()};
-    json_t *fm_ids = json_object (); /* set of FM ids listed */
-    json_t *lost = json_array ();    /* job ids */
-    unsigned orphans = 0;
+    json_t *fm_ids = json_object ();      /* set of FM ids listed */
+    json_t *lost = json_array ();         /* job ids */
+    json_t *foreign_now = json_object (); /* set of FM ids left as foreign */
+    unsigned orphans = 0, foreign = 0, reaped = 0;
+    reap_foreign = reap_foreign || b->cfg.reap_foreign;
     if (store_begin (b->st, &e) < 0)
         goto store_error;
     if (store_job_list_unreleased (b->st, scan_unreleased, &s, &e) < 0)
@@ -409,6 +437,24 @@ static void reconcile_apply (struct broker *b,
             continue; /* another cluster's: never ours to touch */
         if (json_object_get (s.holding, fmid) || jobs_reserving (b, job))
             continue;
+        bool known;
+        if (store_job_known (b->st, job, fmid, &known, &e) < 0)
+            goto rollback;
+        if (!known) {
+            foreign++;
+            if (!reap_foreign) {
+                json_object_set_new (foreign_now, fmid, json_true ());
+                if (!json_object_get (b->foreign_seen, fmid) &&
+                    report_foreign (b, fmid, &e) < 0)
+                    goto rollback;
+                continue;
+            }
+            fmb_log (LOG_NOTICE,
+                     "reconcile: deleting FM reservation %s, which this broker has no "
+                     "record of (reap_foreign)",
+                     fmid);
+            reaped++;
+        }
         if (store_outbox_put (
                 b->st, OUTBOX_FM_DELETE_JOB, fmid, NULL, now_wall (), NULL, &e) < 0)
             goto rollback;
@@ -451,6 +497,10 @@ static void reconcile_apply (struct broker *b,
         goto store_error;
     b->metrics.reconcile_runs++;
     b->metrics.orphans_released += orphans;
+    b->metrics.foreign_reservations = foreign - reaped;
+    b->metrics.foreign_reaped += reaped;
+    json_decref (b->foreign_seen);
+    b->foreign_seen = json_incref (foreign_now);
     if (orphans)
         fmb_log (LOG_NOTICE,
                  "reconcile: %u FM reservations belong to no live job; releasing",
@@ -466,12 +516,14 @@ done:
     json_decref (s.judged);
     json_decref (fm_ids);
     json_decref (lost);
+    json_decref (foreign_now);
 }
 
 struct listing {
     struct broker *b;
     int64_t started;
     bool probe;
+    bool reap_foreign;
 };
 
 static void listing_done (const struct fabric_result *res, void *arg)
@@ -484,15 +536,17 @@ static void listing_done (const struct fabric_result *res, void *arg)
         b->reconcile_inflight = false;
     fm_note_result (b, res);
     if (res->status == FABRIC_OK) {
-        reconcile_apply (b, res, l->started);
+        reconcile_apply (b, res, l->started, l->reap_foreign);
         b->reconcile_wanted = false;
         b->next_reconcile =
             b->cfg.reconcile_interval_s
                 ? now_mono () + (int64_t)b->cfg.reconcile_interval_s * 1000
                 : INT64_MAX;
     } else {
-        /* Try again later, not in a loop against an FM that answers errors. */
+        /* Try again later, not in a loop against an FM that answers errors;
+         * an admin's request to reap stays for the next listing. */
         b->reconcile_wanted = false;
+        b->reap_foreign_wanted = b->reap_foreign_wanted || l->reap_foreign;
         b->next_reconcile = now_mono () + 5000;
         if (res->http_status != 0)
             fmb_log (LOG_ERR, "reconcile: %s", res->error);
@@ -509,6 +563,8 @@ static void start_listing (struct broker *b, bool probe)
     l->b = b;
     l->probe = probe;
     l->started = now_wall ();
+    l->reap_foreign = b->reap_foreign_wanted; /* asked before this listing */
+    b->reap_foreign_wanted = false;
     if (probe)
         b->fm_probe_inflight = true;
     else
@@ -520,9 +576,11 @@ static void start_listing (struct broker *b, bool probe)
     }
 }
 
-void fm_reconcile_now (struct broker *b)
+void fm_reconcile_now (struct broker *b, bool reap_foreign)
 {
     b->reconcile_wanted = true;
+    if (reap_foreign)
+        b->reap_foreign_wanted = true;
 }
 
 void fm_start (struct broker *b)

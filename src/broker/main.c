@@ -466,6 +466,7 @@ done:
     http_destroy (b.http);
     fabric_destroy (b.fab);
     jobs_free (&b);
+    json_decref (b.foreign_seen);
     store_close (b.st);
     ratelimit_destroy (b.step_limit);
     statelock_release (&b.lock); /* after the database is closed */

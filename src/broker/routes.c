@@ -75,9 +75,16 @@ static void reconcile_cb (struct broker *b, struct http_req *req)
         http_reply_problem (req, 409, "no fabric manager configured (VNI-only mode)");
         return;
     }
-    fm_reconcile_now (b);
-    http_reply (
-        req, 202, json_pack ("{s:s}", "fabric_manager", fm_state_name (b->fm_state)));
+    const char *arg = http_query (req, "reap_foreign");
+    bool reap = arg && (strcmp (arg, "1") == 0 || strcmp (arg, "true") == 0);
+    fm_reconcile_now (b, reap);
+    http_reply (req,
+                202,
+                json_pack ("{s:s, s:b}",
+                           "fabric_manager",
+                           fm_state_name (b->fm_state),
+                           "reap_foreign",
+                           reap || b->cfg.reap_foreign));
 }
 
 /* clang-format off */

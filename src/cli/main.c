@@ -664,18 +664,34 @@ static int cmd_events (int argc, char **argv)
 
 static int cmd_reconcile (int argc, char **argv)
 {
-    if (argc > 1) {
-        fprintf (stderr, "fmbroker reconcile: unexpected argument '%s'\n", argv[1]);
+    static const struct option o[] = {{"reap-foreign", 0, 0, 'r'}, {0}};
+    bool reap = false;
+    int c;
+    optind = 0; /* 0: glibc restarts its scan (main used "+") */
+    while ((c = getopt_long (argc, argv, "r", o, NULL)) != -1) {
+        if (c != 'r')
+            return EXIT_USAGE;
+        reap = true;
+    }
+    if (optind < argc) {
+        fprintf (stderr, "fmbroker reconcile: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
     json_t *r;
-    int rc = call ("POST", "/v1/reconcile", NULL, NULL, &r);
+    int rc = call ("POST",
+                   reap ? "/v1/reconcile?reap_foreign=1" : "/v1/reconcile",
+                   NULL,
+                   NULL,
+                   &r);
     if (rc == 0) {
         if (g.json)
             print_json (r);
         else
-            printf ("reconciliation scheduled (fabric manager %s)\n",
-                    str (r, "fabric_manager"));
+            printf ("reconciliation scheduled (fabric manager %s)%s\n",
+                    str (r, "fabric_manager"),
+                    json_is_true (json_object_get (r, "reap_foreign"))
+                        ? "; it deletes foreign reservations too"
+                        : "");
         json_decref (r);
     }
     return rc;
@@ -897,9 +913,12 @@ static const struct {
      "for more (stop after N with --count).\n"},
     {"reconcile",
      cmd_reconcile,
-     "reconcile with the fabric manager now (admin)",
-     "Usage: fmbroker reconcile\n"
-     "Ask the broker to reconcile with the fabric manager now (admin).\n"},
+     "reconcile with the fabric manager now [--reap-foreign] (admin)",
+     "Usage: fmbroker reconcile [--reap-foreign]\n"
+     "Ask the broker to reconcile with the fabric manager now (admin).  FM\n"
+     "reservations with this cluster's prefix that the broker has no record of\n"
+     "are only reported (foreign_reservation events); --reap-foreign deletes\n"
+     "them in this pass.\n"},
     {"vni",
      cmd_vni,
      "vni list: VNIs held or quarantined",

@@ -77,6 +77,10 @@ static const struct cfg_key cfg_keys[] = {
     /* 0 keeps every released job and event forever. */
     { "broker",         "retain_days",        CFG_UINT,    0,   36500,    "30",
       F (retain_days), NULL, NULL },
+    /* false: FM reservations with our prefix that this broker has no
+     * record of are reported (foreign_reservation), not deleted. */
+    { "broker",         "reap_foreign",       CFG_BOOL,    0,   1,        "false",
+      F (reap_foreign), NULL, NULL },
 
     { "api",            "socket",             CFG_STRING,    0,   0,        "/run/fmbroker/fmbroker.sock",
       F (socket), check_abs_path, NULL },

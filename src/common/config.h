@@ -51,6 +51,7 @@ struct fmb_config {
     int log_level; /* LOG_ERR..LOG_DEBUG */
     unsigned reconcile_interval_s;
     unsigned retain_days; /* released jobs and events; 0: forever */
+    bool reap_foreign;    /* reconciliation deletes ids it has no record of */
 
     /* [api] */
     char socket[FMB_UNIX_PATH_MAX];

@@ -332,6 +332,27 @@ int store_job_get (struct store *st,
     return 0;
 }
 
+int store_job_known (struct store *st,
+                     const char *id,
+                     const char *fm_job_id,
+                     bool *known,
+                     struct fmb_error *error)
+{
+    sqlite3_stmt *s =
+        store_stmt (st, "SELECT 1 FROM jobs WHERE id = ? AND fm_job_id = ?"
+                      " AND hwcoll != 'not_eligible'", error);
+    if (!s)
+        return -1;
+    sqlite3_bind_text (s, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text (s, 2, fm_job_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step (s);
+    sqlite3_reset (s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return store_fail (st, rc, error, "look up job");
+    *known = rc == SQLITE_ROW;
+    return 0;
+}
+
 static int update_one (struct store *st,
                        sqlite3_stmt *s,
                        const char *id,

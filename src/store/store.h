@@ -234,6 +234,15 @@ int store_job_set_hwcoll (struct store *st,
                           unsigned mcast_limit,
                           const char *token,
                           struct fmb_error *error);
+/* Has this store a record of the job 'id' with FM id 'fm_job_id' in any
+ * state, other than one never eligible for hardware collectives (that is,
+ * an intent to reserve may have been written for it)?  Reconciliation deletes only FM
+ * reservations it has a record of (promise 9). */
+int store_job_known (struct store *st,
+                     const char *id,
+                     const char *fm_job_id,
+                     bool *known,
+                     struct fmb_error *error);
 /* Remove a job with its steps and nodes (a released job whose id the RM
  * reuses).  EBUSY while it still holds or quarantines VNIs. */
 int store_job_delete (struct store *st, const char *id, struct fmb_error *error);

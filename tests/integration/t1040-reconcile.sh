@@ -11,11 +11,33 @@ expect_ok 'two active jobs hold reservations' '
     rm_call PUT /v1/jobs/1 "$body" | jq -e ".hwcoll.state == \"reserved\"" &&
     rm_call PUT /v1/jobs/2 "$body" | jq -e ".hwcoll.state == \"reserved\""
 '
-expect_ok 'orphans with our prefix are deleted; other clusters'"'"' are not' '
-    fm_post c1-999 && fm_post c10-5 && fm_post other-7 &&
+# An orphan this broker has a record of: job 8 was released, and its
+# reservation is back at the FM (a late POST the FM answered after the
+# release's DELETE).
+expect_ok 'orphans with our prefix that we have a record of are deleted; other clusters'"'"' are not' '
+    rm_call PUT /v1/jobs/8 "$body" | jq -e ".hwcoll.state == \"reserved\"" &&
+    rm_call DELETE /v1/jobs/8 >/dev/null &&
+    wait_for 100 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/v1/jobs/8 | jq -e \".state == \\\"released\\\"\"" &&
+    fm_post c1-8 && fm_post c10-5 && fm_post other-7 &&
     rm_call POST /v1/reconcile >/dev/null &&
-    wait_for 100 0.1 mockfm_lacks_job c1-999 &&
+    wait_for 100 0.1 mockfm_lacks_job c1-8 &&
     mockfm_has_job c10-5 && mockfm_has_job other-7 &&
+    mockfm_has_job c1-1 && mockfm_has_job c1-2
+'
+expect_ok 'one with our prefix that we never reserved is reported, not deleted' '
+    fm_post c1-999 &&
+    rm_call POST /v1/reconcile >/dev/null &&
+    wait_for 100 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/metrics | grep -qx \"fmbroker_foreign_reservations 1\"" &&
+    mockfm_has_job c1-999 &&
+    rm_call GET "/v1/events?after=0" | jq -e "[.events[] | select(.type == \"foreign_reservation\")] | length == 1 and .[0].detail.fm_job_id == \"c1-999\" and (.[0] | has(\"job\") | not)" &&
+    grep -q "FM reservation c1-999 has this cluster.s prefix but this broker has no record of it" broker.err
+'
+expect_ok 'reported once per broker run, reaped when the admin says so' '
+    rm_call POST /v1/reconcile >/dev/null && sleep 0.5 && mockfm_has_job c1-999 &&
+    rm_call GET "/v1/events?after=0" | jq -e "[.events[] | select(.type == \"foreign_reservation\")] | length == 1" &&
+    "$FMB_BIN/fmbroker" --socket "$T/api.sock" reconcile --reap-foreign | grep -q "deletes foreign reservations too" &&
+    wait_for 100 0.1 mockfm_lacks_job c1-999 &&
+    rm_call GET /metrics | grep -qx "fmbroker_foreign_reaped_total 1" &&
     mockfm_has_job c1-1 && mockfm_has_job c1-2
 '
 expect_ok 'an FM restart that loses its state: active jobs become lost' '
@@ -40,8 +62,14 @@ expect_ok 'the lost job'"'"'s env no longer offers collectives' '
 '
 expect_ok 'periodic reconciliation runs by itself' '
     stop_broker && reconcile_s=1 write_broker_conf && start_broker &&
-    fm_post c1-555 &&
-    wait_for 100 0.1 mockfm_lacks_job c1-555 &&
+    fm_post c1-8 &&
+    wait_for 100 0.1 mockfm_lacks_job c1-8 &&
     rm_call GET /metrics | grep -q "^fmbroker_orphans_released_total [1-9]"
+'
+expect_ok '[broker] reap_foreign = true reaps ids we have no record of at every pass' '
+    stop_broker && reconcile_s=1 write_broker_conf "[broker]" "reap_foreign = true" &&
+    start_broker && fm_post c1-777 &&
+    wait_for 100 0.1 mockfm_lacks_job c1-777 &&
+    grep -q "deleting FM reservation c1-777, which this broker has no record of (reap_foreign)" broker.err
 '
 done_testing
