@@ -77,6 +77,10 @@ static void reconcile_cb (struct broker *b, struct http_req *req)
     }
     const char *arg = http_query (req, "reap_foreign");
     bool reap = arg && (strcmp (arg, "1") == 0 || strcmp (arg, "true") == 0);
+    if (arg && !reap && strcmp (arg, "0") && strcmp (arg, "false")) {
+        http_reply_problem (req, 400, "reap_foreign: 1, true, 0 or false");
+        return;
+    }
     fm_reconcile_now (b, reap);
     http_reply (req,
                 202,

@@ -34,6 +34,7 @@ expect_ok 'one with our prefix that we never reserved is reported, not deleted' 
 '
 expect_ok 'reported once per broker run, reaped when the admin says so' '
     rm_call POST /v1/reconcile >/dev/null && sleep 0.5 && mockfm_has_job c1-999 &&
+    test "$(api_call POST "/v1/reconcile?reap_foreign=yes" | cut -d" " -f1)" = 400 &&
     rm_call GET "/v1/events?after=0" | jq -e "[.events[] | select(.type == \"foreign_reservation\")] | length == 1" &&
     "$FMB_BIN/fmbroker" --socket "$T/api.sock" reconcile --reap-foreign | grep -q "deletes foreign reservations too" &&
     wait_for 100 0.1 mockfm_lacks_job c1-999 &&
