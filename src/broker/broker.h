@@ -121,6 +121,10 @@ struct broker {
     uint64_t pass;       /* loop passes; one transaction each */
 
     struct metrics metrics;
+    /* The last pass that tried to write could not commit: /v1/health says
+     * "degraded" until a writing pass commits again. */
+    bool commits_failing;
+    char commit_error[256];
     struct ratelimit *step_limit; /* step cleanups per job ([api] step_cleanup_*) */
 
     /* Jobs whose stored token did not decrypt: logged at once, an event

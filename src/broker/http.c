@@ -111,6 +111,7 @@ struct http_req {
     char query_buf[1024];
     struct http_wait wait;
     bool held;
+    bool no_hold;
     struct http_req *held_next;
 };
 
@@ -228,7 +229,7 @@ void http_reply_text (struct http_req *req, int status, const char *ctype, char 
     req->status = status;
     req->ctype = ctype;
     req->resp = text ? text : strdup ("");
-    if (req->h->holding)
+    if (req->h->holding && !req->no_hold)
         hold (req);
     else
         resume (req);
@@ -277,6 +278,11 @@ void http_reply_uncommitted (struct http_req *req)
 {
     http_reply_problem (
         req, 503, "the broker could not commit this change; repeat the request");
+}
+
+void http_no_hold (struct http_req *req)
+{
+    req->no_hold = true;
 }
 
 void http_retry_after (struct http_req *req, unsigned seconds)

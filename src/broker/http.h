@@ -112,6 +112,9 @@ void http_reply_uncommitted (struct http_req *req);
 int http_status_of_errno (int errnum);
 /* Answer later: the handler returns; a later http_reply resumes it. */
 void http_suspend (struct http_req *req);
+/* This answer claims no change: send it without waiting for the pass's
+ * commit (call before replying). */
+void http_no_hold (struct http_req *req);
 /* Add "Retry-After: SECONDS" to the answer (429, 503). */
 void http_retry_after (struct http_req *req, unsigned seconds);
 

@@ -264,6 +264,11 @@ static void run_pass (struct broker *b, const struct pollfd *fab_fds, int nf, bo
     struct fmb_error e;
     b->pass++;
     bool grouped = store_begin (b->st, &e) == 0;
+    int64_t changes = store_changes (b->st);
+    if (!grouped) {
+        b->commits_failing = true;
+        snprintf (b->commit_error, sizeof (b->commit_error), "%s", e.text);
+    }
     /* Without the pass's transaction each request commits on its own (and
      * answers 503 if it cannot): say so once, not every pass. */
     static bool ungrouped;
@@ -286,7 +291,11 @@ static void run_pass (struct broker *b, const struct pollfd *fab_fds, int nf, bo
     if (b->fab)
         fabric_hold (b->fab, false);
     bool committed = !grouped || store_commit (b->st, &e) == 0;
+    if (committed && grouped && store_changes (b->st) != changes)
+        b->commits_failing = false;
     if (!committed) {
+        b->commits_failing = true;
+        snprintf (b->commit_error, sizeof (b->commit_error), "%s", e.text);
         fmb_log (LOG_ERR, "store: commit failed: %s", e.text);
         jobs_abort_pass (b);
         fm_steps_abort_pass (b);

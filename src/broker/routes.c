@@ -12,20 +12,37 @@ static void status_cb (struct broker *b, struct http_req *req)
 
 static void health_cb (struct broker *b, struct http_req *req)
 {
-    /* Healthy means serving and able to use the store; the FM's state is
-     * reported, not judged (the broker serves VNI-only through an outage). */
+    /* Serving, and able to read the store: 200.  "degraded" (still 200:
+     * RUN and CLEANUP answer) while changes cannot commit or a configured
+     * FM is not up, with the reasons.  The answer claims no change, so it
+     * does not wait for the pass's commit (which may be what fails). */
     unsigned depth;
     struct fmb_error e;
-    if (store_outbox_depth (b->st, &depth, &e) < 0)
+    http_no_hold (req);
+    if (store_outbox_depth (b->st, &depth, &e) < 0) {
         http_reply_problem (req, 503, "store: %s", e.text);
+        return;
+    }
+    json_t *reasons = json_array ();
+    if (b->commits_failing)
+        json_array_append_new (
+            reasons, json_sprintf ("store: changes do not commit: %s", b->commit_error));
+    if (b->fab && b->fm_state != FM_UP)
+        json_array_append_new (reasons,
+                               json_sprintf ("fabric manager %s%s%s",
+                                             fm_state_name (b->fm_state),
+                                             b->fm_error[0] ? ": " : "",
+                                             b->fm_error));
+    json_t *o = json_pack ("{s:s, s:s}",
+                           "status",
+                           json_array_size (reasons) ? "degraded" : "ok",
+                           "fabric_manager",
+                           fm_state_name (b->fm_state));
+    if (json_array_size (reasons))
+        json_object_set_new (o, "reasons", reasons);
     else
-        http_reply (req,
-                    200,
-                    json_pack ("{s:s, s:s}",
-                               "status",
-                               "ok",
-                               "fabric_manager",
-                               fm_state_name (b->fm_state)));
+        json_decref (reasons);
+    http_reply (req, 200, o);
 }
 
 static void metrics_cb (struct broker *b, struct http_req *req)

@@ -249,6 +249,11 @@ int64_t store_now (struct store *st)
     return st->now (st->now_arg);
 }
 
+int64_t store_changes (struct store *st)
+{
+    return sqlite3_total_changes64 (st->db);
+}
+
 void store_set_damage_hook (struct store *st, store_damage_f fn, void *arg)
 {
     st->damage = fn;

@@ -174,6 +174,9 @@ int store_open (const char *db_path,
  * as if the job had no token. */
 typedef void (*store_damage_f) (void *arg, const char *job_id, const char *why);
 void store_set_damage_hook (struct store *st, store_damage_f fn, void *arg);
+
+/* Rows changed so far (never decreases): a commit that moved it wrote. */
+int64_t store_changes (struct store *st);
 void store_close (struct store *st);
 
 /* Every page and index of the database at 'db_path', read-only (safe

@@ -49,13 +49,17 @@ expect_ok 'CLEANUP while the FM is down answers at once' '
     test "$code" = 202 && test "$ms" -lt 500 &&
     rm_call GET /v1/status | jq -e ".outbox.depth >= 1"
 '
+expect_ok 'health says degraded while the FM is down, and why' '
+    rm_call GET /v1/health | jq -e ".status == \"degraded\" and (.reasons[0] | test(\"fabric manager down\"))"
+'
 expect_ok 'with the FM down and a release pending, the broker sleeps between probes' '
     broker_sleeps_when_idle
 '
 expect_ok 'the release happens after the FM returns (with its state)' '
     start_mockfm && mockfm_has_job c1-4 &&
     wait_for 300 0.1 mockfm_lacks_job c1-4 &&
-    wait_for 100 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/v1/jobs/4 | jq -e \".state == \\\"released\\\"\""
+    wait_for 100 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/v1/jobs/4 | jq -e \".state == \\\"released\\\"\"" &&
+    rm_call GET /v1/health | jq -e ".status == \"ok\" and (has(\"reasons\") | not)"
 '
 expect_ok 'the outage is in the event log' '
     rm_call GET "/v1/events?after=0" >ev.json &&

@@ -37,6 +37,9 @@ expect_ok 'with a bad disk, RUN, CLEANUP and a waited step cleanup answer 503 an
 expect_ok 'the broker keeps answering what needs no write' '
     rm_call GET /v1/health >/dev/null && rm_call GET /v1/jobs/1 | jq -e ".state == \"active\""
 '
+expect_ok 'health says degraded while changes do not commit, and why' '
+    rm_call GET /v1/health | jq -e ".status == \"degraded\" and (.reasons[0] | test(\"do not commit\"))"
+'
 # The release of job 1 was queued in the pass that could not commit, and
 # job 2's reservation had only asked (GET) when that commit failed: neither
 # may change the FM, or it would lose job 1 or hold an orphan for job 2.
@@ -52,7 +55,8 @@ expect_ok 'the disk comes back: nothing half-done, and the requests can be repea
     rm_call DELETE /v1/jobs/1 >/dev/null &&
     wait_for 100 0.1 mockfm_lacks_job c1-1 &&
     rm_call POST /v1/reconcile >/dev/null &&
-    wait_for 50 0.1 fm_holds_only_job_2
+    wait_for 50 0.1 fm_holds_only_job_2 &&
+    rm_call GET /v1/health | jq -e ".status == \"ok\""
 '
 expect_ok 'a restart finds the same' '
     stop_broker && start_broker_failing &&
