@@ -1,8 +1,9 @@
 #!/bin/sh
-# Flux per-node epilog (root): destroy the job's CXI services; exit 1
-# (drain) only when some could not be destroyed.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-timeout 120 fmbroker-cxi epilog --job "$FLUX_JOB_ID" --retry-busy 30 --node "$(hostname -s)"
-rc=$?
-[ $rc = 1 ] && exit 1
+# Flux per-node epilog (epilog.d, root): first phase, seconds only; the
+# job's resources are not held for a busy NIC.  It does not report:
+# housekeeping (fmbroker-cxi-housekeeping.sh) retries and reports.
+. "$(dirname "$0")/common.sh"
+timeout 30 "$FMBROKER_SBINDIR/fmbroker-cxi" -c "$FMBROKER_CONF" $FMBROKER_CXI_ARGS epilog \
+    --job "$(fmb_jobid)" --node "$(fmb_node)" --retry-busy 5 --no-report ||
+    fmb_log "job $(fmb_jobid): services still busy after the epilog; housekeeping retries"
 exit 0

@@ -1,6 +1,8 @@
 #!/bin/sh
-# Flux per-node prolog (root): the job's CXI services on this node.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-timeout 60 fmbroker-cxi prolog --job "$FLUX_JOB_ID" --node "$(hostname -s)" ||
-    logger -t fmbroker-flux "job $FLUX_JOB_ID: fmbroker-cxi prolog failed"
+# Flux per-node prolog (prolog.d, root): the job's CXI services on this
+# node and the job's record for its tasks.
+. "$(dirname "$0")/common.sh"
+timeout 60 "$FMBROKER_SBINDIR/fmbroker-cxi" -c "$FMBROKER_CONF" $FMBROKER_CXI_ARGS prolog \
+    --job "$(fmb_jobid)" --node "$(fmb_node)" ||
+    fmb_log "job $(fmb_jobid): fmbroker-cxi prolog failed (exit $?)"
 exit 0

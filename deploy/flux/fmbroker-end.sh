@@ -1,6 +1,24 @@
 #!/bin/sh
-# Flux job-manager epilog: CLEANUP the job at fmbrokerd.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-timeout 6 fmbroker --timeout 5 end-job "$FLUX_JOB_ID" >/dev/null 2>&1 ||
-    logger -t fmbroker-flux "job $FLUX_JOB_ID: end-job failed"
+# Flux job-manager epilog, at every instance level (the job's CLEANUP).
+# System instance: CLEANUP at fmbrokerd (the whole reservation, its trees
+# with it).  Sub-instance: delete the job's multicast trees through the
+# broker's step route, with the session token inherited from the
+# enclosing job (the step id is the job's id path).  Bounded, never fatal.
+. "$(dirname "$0")/common.sh"
+if [ "$(fmb_level)" = 0 ]; then
+    timeout $((FMBROKER_HOOK_TIMEOUT + 1)) "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
+        --timeout "$FMBROKER_HOOK_TIMEOUT" end-job "$(fmb_jobid)" >/dev/null 2>&1 ||
+        fmb_log "job $(fmb_jobid): end-job failed (exit $?)"
+    exit 0
+fi
+step=$(fmb_job_path)
+# Only our variables, read as data (never sourced).
+vars=$(fmb_inherited | LC_ALL=C grep -E '^FI_CXI_COLL_(JOB_ID|MCAST_TOKEN)=')
+jobid=$(printf '%s\n' "$vars" | sed -n 's/^FI_CXI_COLL_JOB_ID=//p')
+token=$(printf '%s\n' "$vars" | sed -n 's/^FI_CXI_COLL_MCAST_TOKEN=//p')
+[ -n "$jobid" ] && [ -n "$token" ] || exit 0 # no reservation above us: no trees
+FI_CXI_COLL_JOB_ID=$jobid FI_CXI_COLL_MCAST_TOKEN=$token FI_CXI_COLL_JOB_STEP_ID=$step \
+    timeout $((FMBROKER_HOOK_TIMEOUT + 1)) "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
+    --timeout "$FMBROKER_HOOK_TIMEOUT" step-clean >/dev/null 2>&1 ||
+    fmb_log "job step $step: step-clean failed (exit $?); its trees go with the enclosing job"
 exit 0

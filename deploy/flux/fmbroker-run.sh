@@ -1,8 +1,21 @@
 #!/bin/sh
-# Flux job-manager prolog: RUN the job at fmbrokerd.  Never fails the job.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-nodes=$(flux job info "$FLUX_JOB_ID" R 2>/dev/null | flux R decode --nodelist 2>/dev/null)
-timeout 6 fmbroker --timeout 5 run-job "$FLUX_JOB_ID" --uid "$FLUX_JOB_USERID" \
-    ${nodes:+--nodes "$nodes"} ${nodes:---node-count 1} --quiet ||
-    logger -t fmbroker-flux "job $FLUX_JOB_ID: run-job failed; no hardware collectives"
+# Flux job-manager prolog (system instance): RUN the job at fmbrokerd with
+# its real node list and cores per node, from R.  Never fails the job.
+. "$(dirname "$0")/common.sh"
+id=$(fmb_jobid)
+R=$(flux job info "$FLUX_JOB_ID" R 2>/dev/null)
+nodes=$(printf '%s' "$R" | flux R decode --nodelist 2>/dev/null)
+nnodes=$(printf '%s' "$R" | flux R decode --count=node 2>/dev/null)
+cores=$(printf '%s' "$R" | flux R decode --count=core 2>/dev/null)
+if [ -z "$nodes" ]; then
+    fmb_log "job $id: cannot read its node list (R); it runs without VNIs or hardware collectives"
+    exit 0
+fi
+ncores=
+[ "${nnodes:-0}" -gt 0 ] 2>/dev/null && [ "${cores:-0}" -gt 0 ] 2>/dev/null &&
+    ncores=$((cores / nnodes))
+timeout $((FMBROKER_HOOK_TIMEOUT + 1)) "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
+    --timeout "$FMBROKER_HOOK_TIMEOUT" run-job "$id" --uid "$FLUX_JOB_USERID" --nodes "$nodes" \
+    ${ncores:+--ncores "$ncores"} --quiet ||
+    fmb_log "job $id: run-job failed (exit $?); it runs without hardware collectives"
 exit 0

@@ -1,0 +1,16 @@
+#!/bin/sh
+# fmbroker-env.sh: the task environment of a Flux job, as NAME=value
+# lines, for the job shell plugin (fmbroker.lua), run as the job's user.
+# System instance: the job's record on this node (fmbroker-cxi env: no
+# broker call).  Sub-instance: what the instance inherited from its
+# enclosing job (no broker call).  Both: FI_CXI_COLL_JOB_STEP_ID, the
+# job's id path.
+. "$(dirname "$0")/common.sh"
+if [ "$(fmb_level)" = 0 ]; then
+    timeout "$FMBROKER_HOOK_TIMEOUT" "$FMBROKER_SBINDIR/fmbroker-cxi" -c "$FMBROKER_CONF" \
+        $FMBROKER_CXI_ARGS env --job "$(fmb_jobid)" --format slurm 2>/dev/null |
+        sed -n 's/^export //p'
+else
+    fmb_inherited
+fi
+echo "FI_CXI_COLL_JOB_STEP_ID=$(fmb_job_path)"
