@@ -12,6 +12,7 @@
 #include "broker.h"
 #include "log.h"
 #include "monotime.h"
+#include "nsscache.h"
 
 int64_t now_mono (void)
 {
@@ -101,16 +102,9 @@ static bool in_groups (struct broker *b, uid_t uid, gid_t gid)
             return true;
     if (b->n_admin_gids == 0)
         return false;
-    struct passwd *p = getpwuid (uid);
-    gid_t groups[256];
-    int ng = 256;
-    if (!p || getgrouplist (p->pw_name, gid, groups, &ng) < 0)
-        return false;
-    for (int i = 0; i < ng; i++)
-        for (int j = 0; j < b->n_admin_gids; j++)
-            if (groups[i] == b->admin_gids[j])
-                return true;
-    return false;
+    /* asked at every accept: the name service (maybe LDAP) is asked at
+     * most once per NSS_CACHE_MS and user */
+    return nss_in_groups (uid, gid, b->admin_gids, b->n_admin_gids, now_mono ());
 }
 
 unsigned broker_roles_of (struct broker *b, uid_t uid, gid_t gid)

@@ -19,6 +19,7 @@
 
 #include "broker.h"
 #include "jsonutil.h"
+#include "nsscache.h"
 #include "log.h"
 #include "monotime.h"
 
@@ -902,12 +903,16 @@ void jobs_list (struct broker *b, struct http_req *req)
     if ((v = http_query (req, "user"))) {
         char *end;
         unsigned long uid = strtoul (v, &end, 10);
-        struct passwd *pw = *end ? getpwnam (v) : NULL;
-        if (*end && !pw) {
+        uid_t named = 0;
+        if (!*v) {
+            http_reply_problem (req, 400, "user: a user name or uid");
+            return;
+        }
+        if (*end && !nss_uid_of (v, &named, now_mono ())) {
             http_reply_problem (req, 400, "user: no such user '%.64s'", v);
             return;
         }
-        f.uid = pw ? (int64_t)pw->pw_uid : (int64_t)uid;
+        f.uid = *end ? (int64_t)named : (int64_t)uid;
     }
     if ((v = http_query (req, "since"))) {
         char *end;

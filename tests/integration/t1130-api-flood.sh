@@ -2,7 +2,7 @@
 # t1130-api-flood.sh: promise 7, no local user can starve the RM.  An
 # unprivileged uid floods the Unix socket with connections that trickle a
 # header byte every 2 s and never finish; meanwhile the RM's RUNs answer
-# within reserve_timeout_ms and health answers at once.  Bounded: 1100
+# within reserve_timeout_ms and health within a second.  Bounded: 1100
 # connections for 14 s.
 . "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
@@ -35,9 +35,9 @@ stop_flood () { [ -n "${flood_pid:-}" ] && kill "$flood_pid" 2>/dev/null; wait "
 on_exit stop_flood
 sleep 3 # the flood has taken what it can
 
-expect_ok 'during the flood, health answers within 500 ms, even for another plain user' '
+expect_ok 'during the flood, health answers within 1000 ms, even for another plain user' '
     r=$(rm_call_timed GET /v1/health) && echo "health: $r" &&
-    test "${r% *}" = 200 && test "${r#* }" -lt 500 &&
+    test "${r% *}" = 200 && test "${r#* }" -lt 1000 &&
     out=$(ucurl 1001 /v1/health) && echo "uid 1001: $out" && test "${out%% *}" = 200
 '
 expect_ok 'during the flood, RM RUNs answer within reserve_timeout_ms' '
