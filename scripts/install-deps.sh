@@ -7,7 +7,7 @@ packages="build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
   libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev libsqlite3-dev
   libssl-dev libcmocka-dev libinih-dev libsystemd-dev libsmartcols-dev
   libgnutls28-dev sqlite3 jq curl openssl file man-db python3 python3-jsonschema python3-yaml
-  slurmctld slurmd slurm-client munge systemd lua5.4"
+  slurmctld slurmd slurm-client libslurm-dev munge systemd lua5.4"
 missing=
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

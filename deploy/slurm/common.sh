@@ -6,11 +6,16 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 FMBROKER_BINDIR=${FMBROKER_BINDIR:-/usr/bin}
 FMBROKER_SBINDIR=${FMBROKER_SBINDIR:-/usr/sbin}
 FMBROKER_CONF=${FMBROKER_CONF:-/etc/fmbroker/fmbroker.conf}
-# How long a hook may wait for the broker before letting the job go on
-# without hardware collectives.
+# How long a controller hook may wait for the broker.
 FMBROKER_HOOK_TIMEOUT=${FMBROKER_HOOK_TIMEOUT:-5}
 # Extra fmbroker-cxi options (e.g. --libcxi PATH --state-dir DIR).
 FMBROKER_CXI_ARGS=${FMBROKER_CXI_ARGS:-}
-fmb_log () { logger -t fmbroker-slurm "$*" 2>/dev/null || echo "fmbroker-slurm: $*" >&2; }
+# Slurm drops the controller hooks' output: their reasons go to syslog,
+# and to FMBROKER_HOOK_LOG too when that names a file.
+fmb_log () {
+    [ -n "${FMBROKER_HOOK_LOG:-}" ] &&
+        printf '%s fmbroker-slurm: %s\n' "$(date '+%Y-%m-%dT%H:%M:%S')" "$*" >>"$FMBROKER_HOOK_LOG"
+    logger -t fmbroker-slurm -p daemon.err -- "$*" 2>/dev/null || echo "fmbroker-slurm: $*" >&2
+}
 # The first number of SLURM_JOB_CPUS_PER_NODE ("4(x2),2" -> 4)
 fmb_ncores () { echo "${SLURM_JOB_CPUS_PER_NODE:-0}" | sed 's/[^0-9].*//'; }

@@ -46,7 +46,8 @@ static const char usage_text[] =
     "Create and destroy a job's CXI services on this node's Slingshot NICs.\n"
     "\n"
     "Commands:\n"
-    "  prolog --job ID [--uid UID --vnis V[,V...] [--ncores N] [--tcs MASK]]\n"
+    "  prolog --job ID [--ncores N] [--tcs MASK] [--uid UID --vnis V[,V...]]\n"
+    "         (--tcs: the job's traffic classes instead of the broker's)\n"
     "         one service per NIC for the job; on -ENOSPC the reservations are\n"
     "         scaled back to what is free, with a warning; then writes the\n"
     "         job's environment record for env (owned by the job's uid, 0400)\n"
@@ -382,6 +383,8 @@ static int job_facts (struct job_facts *f, json_t **env, struct fmb_error *error
     int rc = facts_from_json (job, f);
     if (arg_.ncores > 0)
         f->ncores = (unsigned)arg_.ncores;
+    if (arg_.tcs >= 0) /* the job's own choice (Slurm: --fmb-tcs) */
+        f->tcs = (unsigned)arg_.tcs;
     if (env)
         *env = json_incref (json_object_get (job, "env"));
     json_decref (job);

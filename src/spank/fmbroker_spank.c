@@ -1,0 +1,387 @@
+/* fmbroker_spank.c: the Slurm SPANK plugin of fmbroker.
+ *
+ * One shared object runs in several Slurm processes (spank(7)); each
+ * callback below checks the context it is in:
+ *
+ *   srun / sbatch / salloc  options --fmb-hwcoll, --fmb-vnis, --fmb-tcs,
+ *                           checked at submission and handed to
+ *                           PrologSlurmctld as SPANK_FMB_* (RUN's flags)
+ *   job prolog / epilog     run the node hooks (CXI services) with their
+ *   (root, once per node)   output in slurmd's log; a prolog that failed
+ *                           without a record leaves one with its reason
+ *   slurmstepd (per step    reads the job's record once per step per node
+ *   per node)               (no broker, no FM call), sets the tasks'
+ *                           SLINGSHOT_* / FI_CXI_* and the step id, applies
+ *                           the failure policy; at the step's end, node 0
+ *                           of a step of a job with a multicast reservation
+ *                           asks the broker to release the step's trees
+ *
+ * plugstack.conf arguments: see spankcore.h and the README.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "apiclient.h"
+#include "config.h"
+#include "jobrecord.h"
+#include "spankcore.h"
+
+SPANK_PLUGIN (fmbroker, 1);
+
+#define STEP_NAME_MAX 32
+
+static struct spank_conf conf;
+
+/* The user's options, as this process saw them. */
+static struct {
+    bool have_hwcoll, have_vnis, have_tcs;
+    char hwcoll[SPANK_HWCOLL_MAX];
+    unsigned vnis;
+    unsigned tcs;
+} opt;
+
+/* slurmstepd: this step on this node. */
+static struct {
+    bool failed; /* no isolation and the policy is fail_closed */
+    bool clean;  /* node 0 of a step of a job with a reservation */
+    char job[16];
+    char step[STEP_NAME_MAX];
+    char state_dir[1024];
+} step;
+
+static int option_cb (int val, const char *optarg, int remote);
+
+static char tcs_usage[256];
+static struct spank_option options[] = {
+    {"fmb-hwcoll",
+     "on|off|auto",
+     "Hardware collectives for the job: on (ask for them), off, or auto (the "
+     "site's rule) [fmbroker]",
+     1,
+     'H',
+     option_cb},
+    {"fmb-vnis",
+     "N",
+     "VNIs for the job, 0..4 (0: no VNI, the job runs without fabric isolation) "
+     "[fmbroker]",
+     1,
+     'V',
+     option_cb},
+    {"fmb-tcs", "LIST", tcs_usage, 1, 'T', option_cb},
+    SPANK_OPTIONS_TABLE_END};
+
+static int option_cb (int val, const char *optarg, int remote)
+{
+    struct fmb_error e;
+    int rc = -1;
+    switch (val) {
+    case 'H':
+        rc = spank_parse_hwcoll (optarg, opt.hwcoll, &e);
+        opt.have_hwcoll = rc == 0;
+        break;
+    case 'V':
+        rc = spank_parse_vni_count (optarg, &opt.vnis, &e);
+        opt.have_vnis = rc == 0;
+        break;
+    case 'T':
+        rc = spank_parse_tcs (optarg, conf.allowed_tcs, &opt.tcs, &e);
+        opt.have_tcs = rc == 0;
+        break;
+    default:
+        snprintf (e.text, sizeof (e.text), "unknown option %d", val);
+    }
+    if (rc < 0)
+        slurm_error ("fmbroker: %s", e.text);
+    (void)remote; /* the same check at submission and on the nodes */
+    return rc;
+}
+
+static bool user_context (spank_context_t ctx)
+{
+    return ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR || ctx == S_CTX_REMOTE;
+}
+
+int slurm_spank_init (spank_t sp, int ac, char **av)
+{
+    struct fmb_error e;
+    spank_context_t ctx = spank_context ();
+    if (spank_conf_parse (&conf, ac, av, &e) < 0) {
+        slurm_error ("fmbroker: %s", e.text);
+        return -1;
+    }
+    if (!user_context (ctx))
+        return 0;
+    char names[128];
+    spank_tcs_names (conf.allowed_tcs, names, sizeof (names));
+    snprintf (tcs_usage,
+              sizeof (tcs_usage),
+              "Traffic classes for the job's CXI services, a comma list of %s "
+              "[fmbroker]",
+              names);
+    for (struct spank_option *o = options; o->name; o++)
+        if (spank_option_register (sp, o) != ESPANK_SUCCESS) {
+            slurm_error ("fmbroker: cannot register --%s", o->name);
+            return -1;
+        }
+    return 0;
+}
+
+/* srun, sbatch, salloc: the options go with the job to PrologSlurmctld
+ * (SPANK_FMB_*), which passes them to RUN, and to the node prolog. */
+int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
+{
+    (void)ac;
+    (void)av;
+    spank_context_t ctx = spank_context ();
+    char v[16];
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR)
+        return 0;
+    /* An srun inside an allocation cannot change its job: ignored there. */
+    if (opt.have_hwcoll)
+        spank_job_control_setenv (sp, "FMB_HWCOLL", opt.hwcoll, 1);
+    if (opt.have_vnis) {
+        snprintf (v, sizeof (v), "%u", opt.vnis);
+        spank_job_control_setenv (sp, "FMB_VNIS", v, 1);
+    }
+    if (opt.have_tcs) {
+        snprintf (v, sizeof (v), "0x%x", opt.tcs);
+        spank_job_control_setenv (sp, "FMB_TCS", v, 1);
+    }
+    return 0;
+}
+
+/* ---- job prolog and epilog: the node hooks ----------------------- */
+
+struct hook_log {
+    const char *what;
+    uint32_t job;
+};
+
+static void log_hook_line (void *arg, const char *line)
+{
+    const struct hook_log *h = arg;
+    char clean[512];
+    size_t i;
+    /* the hook's words go to slurmd's log: no control characters */
+    for (i = 0; line[i] && i < sizeof (clean) - 1; i++)
+        clean[i] = (unsigned char)line[i] < 0x20 || line[i] == 0x7f ? '?' : line[i];
+    clean[i] = '\0';
+    slurm_info ("fmbroker: job %u: %s: %s", h->job, h->what, clean);
+}
+
+/* conf.state_dir with "%n" replaced by this node's name (several
+ * emulated nodes on one host keep their records apart). */
+static void node_state_dir (char *out, size_t len)
+{
+    const char *node = getenv ("SLURMD_NODENAME");
+    char host[256] = "";
+    if (!node || !*node) {
+        gethostname (host, sizeof (host) - 1);
+        host[strcspn (host, ".")] = '\0';
+        node = host;
+    }
+    const char *pct = strstr (conf.state_dir, "%n");
+    if (!pct)
+        snprintf (out, len, "%s", conf.state_dir);
+    else
+        snprintf (out,
+                  len,
+                  "%.*s%s%s",
+                  (int)(pct - conf.state_dir),
+                  conf.state_dir,
+                  node,
+                  pct + 2);
+}
+
+/* The prolog failed and wrote no record: leave one that says why, so
+ * that the job's steps can tell the user. */
+static void record_failure (const char *job, uid_t uid, const char *reason)
+{
+    char dir[1024], path[1200];
+    struct jobrecord r;
+    struct fmb_error e;
+    node_state_dir (dir, sizeof (dir));
+    if (jobrecord_path (path, sizeof (path), dir, job) < 0 || access (path, F_OK) == 0)
+        return;
+    memset (&r, 0, sizeof (r));
+    snprintf (r.job, sizeof (r.job), "%s", job);
+    r.uid = (uint32_t)uid;
+    r.env = json_object ();
+    snprintf (r.reason, sizeof (r.reason), "%s", reason);
+    for (char *c = r.reason; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    if (jobrecord_write (dir, &r, &e) < 0)
+        slurm_error ("fmbroker: job %s: %s", job, e.text);
+    jobrecord_clear (&r);
+}
+
+/* Run a node hook; its exit status, or -1 if it did not finish. */
+static int run_node_hook (spank_t sp, const char *what, const char *path, char *why, size_t len)
+{
+    struct hook_log h = {what, 0};
+    struct fmb_error e;
+    char last[256];
+    spank_get_item (sp, S_JOB_ID, &h.job);
+    int st = spank_run_hook (path, conf.hook_timeout_s, log_hook_line, &h, last, sizeof (last), &e);
+    if (st == 0)
+        return 0;
+    if (st < 0)
+        snprintf (why, len, "%s", e.text);
+    else if (last[0])
+        snprintf (why, len, "%s", last);
+    else
+        snprintf (why, len, "%s exited with status %d", path, st);
+    slurm_error ("fmbroker: job %u: %s %s failed (%d): %s", h.job, what, path, st, why);
+    return st < 0 ? -1 : st;
+}
+
+int slurm_spank_job_prolog (spank_t sp, int ac, char **av)
+{
+    char why[256], job[16];
+    uint32_t jobid = 0;
+    uid_t uid = 0;
+    if (spank_conf_parse (&conf, ac, av, NULL) < 0 || strcmp (conf.prolog, "none") == 0)
+        return 0;
+    if (run_node_hook (sp, "prolog", conf.prolog, why, sizeof (why)) == 0)
+        return 0;
+    spank_get_item (sp, S_JOB_ID, &jobid);
+    spank_get_item (sp, S_JOB_UID, &uid);
+    snprintf (job, sizeof (job), "%u", jobid);
+    record_failure (job, uid, why);
+    /* Not a node fault: the job's steps fail (or run, fail_open) instead. */
+    return 0;
+}
+
+int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
+{
+    char why[256];
+    if (spank_conf_parse (&conf, ac, av, NULL) < 0 || strcmp (conf.epilog, "none") == 0)
+        return 0;
+    /* Exit 1 from the epilog: services left behind, drain this node. */
+    return run_node_hook (sp, "epilog", conf.epilog, why, sizeof (why)) == 0 ? 0 : -1;
+}
+
+/* ---- slurmstepd: the step's environment ---------------------------- */
+
+static void step_name (uint32_t id, char *out, size_t len)
+{
+    if (id == SLURM_BATCH_SCRIPT)
+        snprintf (out, len, "batch");
+    else if (id == SLURM_INTERACTIVE_STEP)
+        snprintf (out, len, "interactive");
+    else
+        snprintf (out, len, "%u", id);
+}
+
+static void set_step_env (spank_t sp, const struct jobrecord *r)
+{
+    const char *name;
+    json_t *value;
+    json_object_foreach (r->env, name, value)
+    {
+        if (spank_setenv (sp, name, json_string_value (value), 1) != ESPANK_SUCCESS)
+            slurm_error ("fmbroker: job %s: cannot set %s", step.job, name);
+    }
+    spank_setenv (sp, "FI_CXI_COLL_JOB_STEP_ID", step.step, 1);
+}
+
+int slurm_spank_user_init (spank_t sp, int ac, char **av)
+{
+    uint32_t jobid = 0, stepid = 0, nodeid = 0;
+    struct jobrecord r;
+    struct fmb_error e;
+    (void)ac;
+    (void)av;
+    if (!spank_remote (sp) || spank_get_item (sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
+        spank_get_item (sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
+        stepid == SLURM_EXTERN_CONT)
+        return 0;
+    spank_get_item (sp, S_JOB_NODEID, &nodeid);
+    snprintf (step.job, sizeof (step.job), "%u", jobid);
+    step_name (stepid, step.step, sizeof (step.step));
+    node_state_dir (step.state_dir, sizeof (step.state_dir));
+    bool no_vnis = opt.have_vnis && opt.vnis == 0;
+    int rc = spank_step_record (step.state_dir, step.job, no_vnis, &r, &e);
+    if (rc > 0) {
+        set_step_env (sp, &r);
+        step.clean = nodeid == 0 && json_object_get (r.env, "FI_CXI_COLL_MCAST_TOKEN");
+    } else if (rc < 0 && conf.policy == SPANK_FAIL_CLOSED) {
+        /* from user_init on, this reaches the user (task 0's stderr) and
+         * slurmd's log */
+        slurm_error ("fmbroker: job %s step %s: no VNI isolation: %s; the step does "
+                     "not start (policy fail_closed)",
+                     step.job,
+                     step.step,
+                     e.text);
+        step.failed = true;
+    } else if (rc < 0)
+        slurm_info ("fmbroker: job %s step %s: running without VNI isolation "
+                    "(policy fail_open): %s",
+                    step.job,
+                    step.step,
+                    e.text);
+    jobrecord_clear (&r);
+    return 0;
+}
+
+/* A failure here fails the task (user_init's would not, or would drain
+ * the node for a batch step). */
+int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
+{
+    (void)ac;
+    (void)av;
+    return spank_remote (sp) && step.failed ? -1 : 0;
+}
+
+/* ---- slurmstepd: the step's end ---------------------------------- */
+
+static void clean_step (void)
+{
+    struct fmb_config cfg;
+    struct api_target t;
+    struct api_reply r = {0};
+    struct fmb_error e;
+    char path[512];
+    fmb_config_defaults (&cfg);
+    if ((access (conf.config, R_OK) == 0 && fmb_config_load (&cfg, conf.config, &e) < 0) ||
+        api_target_init (&t, &cfg, NULL, &e) < 0) {
+        slurm_error ("fmbroker: job %s step %s: step cleanup: %s", step.job, step.step, e.text);
+        return;
+    }
+    char *estep = curl_easy_escape (NULL, step.step, 0);
+    snprintf (path, sizeof (path), "/v1/jobs/%s/steps/%s", step.job, estep ? estep : "");
+    curl_free (estep);
+    int rc = api_client_call (&t, (long)conf.step_timeout_s, "DELETE", path, NULL, NULL, &r, &e);
+    api_target_clear (&t);
+    if (rc < 0)
+        slurm_error ("fmbroker: job %s step %s: step cleanup: %s", step.job, step.step, e.text);
+    else if (r.status < 200 || r.status > 299) {
+        const char *detail = json_string_value (json_object_get (r.body, "detail"));
+        slurm_error ("fmbroker: job %s step %s: step cleanup refused by the broker: %ld %s",
+                     step.job,
+                     step.step,
+                     r.status,
+                     detail ? detail : "");
+    } else
+        slurm_debug ("fmbroker: job %s step %s: multicast trees released", step.job, step.step);
+    json_decref (r.body);
+}
+
+int slurm_spank_exit (spank_t sp, int ac, char **av)
+{
+    (void)ac;
+    (void)av;
+    if (spank_remote (sp) && step.clean)
+        clean_step ();
+    return 0;
+}

@@ -1,0 +1,79 @@
+/* spankcore.h: the Slurm-independent part of the fmbroker SPANK plugin,
+ * so that it can be unit-tested without Slurm: the plugstack.conf
+ * arguments, the user options, what a step gets from the node's job
+ * record, and running a node hook with its output captured.
+ *
+ * The plugin itself (fmbroker_spank.c) only moves values between these
+ * functions and Slurm.
+ */
+#ifndef FMB_SPANKCORE_H
+#define FMB_SPANKCORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+#include "jobrecord.h"
+
+enum spank_policy { SPANK_FAIL_CLOSED, SPANK_FAIL_OPEN };
+
+#define SPANK_HWCOLL_MAX 8 /* "auto" */
+
+/* plugstack.conf: "required fmbroker_spank.so [KEY=VALUE ...]" */
+struct spank_conf {
+    enum spank_policy policy;     /* policy=fail_closed|fail_open */
+    unsigned allowed_tcs;         /* tcs=LIST: classes users may ask for */
+    char config[1024];            /* config=FILE: fmbroker.conf (step cleanup) */
+    char state_dir[1024];         /* state_dir=DIR: the node's job records */
+    unsigned step_timeout_s;      /* step_timeout=S: step cleanup, 1..30 */
+    char prolog[1024];            /* prolog=PATH|none: node prolog hook */
+    char epilog[1024];            /* epilog=PATH|none: node epilog hook */
+    unsigned hook_timeout_s;      /* hook_timeout=S: each hook, 1..3600 */
+};
+
+#define SPANK_DEFAULT_TCS 0xe /* LOW_LATENCY, BULK_DATA, BEST_EFFORT */
+#define SPANK_HOOK_DIR    "/usr/share/fmbroker/slurm"
+
+/* Defaults, then each "key=value" of argv; -1 with EINVAL and a message
+ * naming the argument for an unknown key or a bad value. */
+int spank_conf_parse (struct spank_conf *c, int argc, char **argv, struct fmb_error *e);
+
+/* The user options.  Each returns -1 with EINVAL and a message that says
+ * what the option takes. */
+int spank_parse_hwcoll (const char *arg, char out[SPANK_HWCOLL_MAX], struct fmb_error *e);
+int spank_parse_vni_count (const char *arg, unsigned *count, struct fmb_error *e);
+/* A traffic-class list ("LOW_LATENCY,BEST_EFFORT", as [cxi] tcs) that
+ * must lie within 'allowed'; *mask gets the classes. */
+int spank_parse_tcs (const char *arg,
+                     unsigned allowed,
+                     unsigned *mask,
+                     struct fmb_error *e);
+/* "LOW_LATENCY,BEST_EFFORT" for a mask, for messages. */
+void spank_tcs_names (unsigned mask, char *out, size_t len);
+
+/* What the step gets on this node.  Reads the job's record into *r:
+ *   1  the job has its CXI services here: r->env is the environment;
+ *   0  the job has no VNIs because the user asked for none (vni_count_zero);
+ *  -1  no isolation (no record, a bad one, or no service here): 'e' says
+ *      why, naming the file or giving the prolog's reason.
+ * The caller clears *r in every case. */
+int spank_step_record (const char *state_dir,
+                       const char *job,
+                       bool vni_count_zero,
+                       struct jobrecord *r,
+                       struct fmb_error *e);
+
+/* Run 'path' (no arguments, this environment) with stdout and stderr
+ * captured; each line, without a journald "<N>" prefix, goes to
+ * line_cb.  Killed (its process group) after timeout_s.  Returns its exit
+ * status (0..255), 128+N for a signal, or -1 with a message when it could
+ * not run or timed out; 'last' gets its last line. */
+int spank_run_hook (const char *path,
+                    unsigned timeout_s,
+                    void (*line_cb) (void *arg, const char *line),
+                    void *arg,
+                    char *last,
+                    size_t lastlen,
+                    struct fmb_error *e);
+
+#endif

@@ -1,0 +1,284 @@
+/* test_spankcore.c: the SPANK plugin's Slurm-free part: its plugstack
+ * arguments, the users' options, what a step gets from the node's job
+ * record (and the clear error when it gets nothing), and node hooks run
+ * with their output captured. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "spankcore.h"
+#include "testutil.h"
+
+static void conf_defaults_and_arguments (void **state)
+{
+    (void)state;
+    struct spank_conf c;
+    struct fmb_error e;
+    assert_int_equal (spank_conf_parse (&c, 0, NULL, &e), 0);
+    assert_int_equal (c.policy, SPANK_FAIL_CLOSED); /* the safe default */
+    assert_int_equal (c.allowed_tcs, SPANK_DEFAULT_TCS);
+    assert_string_equal (c.state_dir, JOBRECORD_DIR_DEFAULT);
+    assert_int_equal (c.step_timeout_s, 2);
+    char *args[] = {"policy=fail_open", "tcs=BEST_EFFORT", "step_timeout=5",
+                    "state_dir=/run/x-%n", "prolog=none"};
+    assert_int_equal (spank_conf_parse (&c, 5, args, &e), 0);
+    assert_int_equal (c.policy, SPANK_FAIL_OPEN);
+    assert_int_equal (c.allowed_tcs, 0x8);
+    assert_int_equal (c.step_timeout_s, 5);
+    assert_string_equal (c.state_dir, "/run/x-%n");
+    assert_string_equal (c.prolog, "none");
+}
+
+static void conf_bad_arguments_are_named (void **state)
+{
+    (void)state;
+    struct spank_conf c;
+    struct fmb_error e;
+    struct {
+        char *arg;
+        const char *says;
+    } bad[] = {
+        {"policy=maybe", "policy=maybe: fail_closed or fail_open"},
+        {"tcs=FAST", "tcs=FAST: unknown traffic class 'FAST'"},
+        {"step_timeout=0", "step_timeout=0: seconds, 1..30"},
+        {"step_timeout=31", "step_timeout=31: seconds, 1..30"},
+        {"step_timeout=2s", "step_timeout=2s: seconds"},
+        {"hook_timeout=", "hook_timeout=: seconds"},
+        {"config=", "config=: a path"},
+        {"colour=blue", "'colour=blue': unknown"},
+        {"fail_open", "'fail_open': expected KEY=VALUE"},
+    };
+    for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
+        errno = 0;
+        assert_int_equal (spank_conf_parse (&c, 1, &bad[i].arg, &e), -1);
+        assert_int_equal (errno, EINVAL);
+        if (!strstr (e.text, bad[i].says))
+            fail_msg ("%s: got '%s'", bad[i].arg, e.text);
+    }
+}
+
+static void options_hwcoll_and_vnis (void **state)
+{
+    (void)state;
+    char hw[SPANK_HWCOLL_MAX];
+    unsigned n = 99;
+    struct fmb_error e;
+    assert_int_equal (spank_parse_hwcoll ("off", hw, &e), 0);
+    assert_string_equal (hw, "off");
+    assert_int_equal (spank_parse_hwcoll ("on", hw, &e), 0);
+    assert_int_equal (spank_parse_hwcoll ("auto", hw, &e), 0);
+    const char *bad_hw[] = {"ON", "yes", "", "autox", NULL};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal (spank_parse_hwcoll (bad_hw[i], hw, &e), -1);
+        assert_non_null (strstr (e.text, "on, off or auto"));
+    }
+    for (unsigned v = 0; v <= 4; v++) {
+        char s[4];
+        snprintf (s, sizeof (s), "%u", v);
+        assert_int_equal (spank_parse_vni_count (s, &n, &e), 0);
+        assert_int_equal (n, v);
+    }
+    const char *bad_n[] = {"5", "-1", "", "2x", " 2", "99999999999", NULL};
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal (spank_parse_vni_count (bad_n[i], &n, &e), -1);
+        assert_non_null (strstr (e.text, "the job's VNI count, 0..4"));
+    }
+}
+
+static void options_tcs_within_the_allowed_set (void **state)
+{
+    (void)state;
+    unsigned m = 0;
+    struct fmb_error e;
+    char names[128];
+    assert_int_equal (spank_parse_tcs ("BULK_DATA", SPANK_DEFAULT_TCS, &m, &e), 0);
+    assert_int_equal (m, 0x4);
+    assert_int_equal (spank_parse_tcs ("low_latency,TC_BEST_EFFORT", 0xe, &m, &e), 0);
+    assert_int_equal (m, 0xa);
+    assert_int_equal (spank_parse_tcs ("DEDICATED_ACCESS", 0xe, &m, &e), -1);
+    assert_string_equal (
+        e.text,
+        "--fmb-tcs=DEDICATED_ACCESS: this cluster allows only LOW_LATENCY,BULK_DATA,BEST_EFFORT");
+    assert_int_equal (spank_parse_tcs ("FAST", 0xe, &m, &e), -1);
+    assert_non_null (strstr (e.text, "unknown traffic class 'FAST'"));
+    assert_int_equal (spank_parse_tcs ("", 0xe, &m, &e), -1);
+    spank_tcs_names (0x9, names, sizeof (names));
+    assert_string_equal (names, "DEDICATED_ACCESS,BEST_EFFORT");
+    spank_tcs_names (0, names, sizeof (names));
+    assert_string_equal (names, "none");
+}
+
+/* ---- the step's record ---------------------------------------------- */
+
+static int setup_dir (void **state)
+{
+    char *dir = tu_mkdtemp ();
+    chmod (dir, 0755);
+    *state = dir;
+    return 0;
+}
+
+static int teardown_dir (void **state)
+{
+    tu_rmtree (*state);
+    return 0;
+}
+
+static void write_record (const char *dir, unsigned nservices, const char *reason)
+{
+    struct jobrecord r;
+    struct fmb_error e;
+    memset (&r, 0, sizeof (r));
+    snprintf (r.job, sizeof (r.job), "42");
+    r.uid = (uint32_t)geteuid ();
+    r.nservices = nservices;
+    r.env = nservices ? json_pack ("{s:s, s:s, s:s}",
+                                   "SLINGSHOT_VNIS",
+                                   "1024",
+                                   "SLINGSHOT_DEVICES",
+                                   "cxi0",
+                                   "SLINGSHOT_SVC_IDS",
+                                   "5")
+                      : json_object ();
+    if (reason)
+        snprintf (r.reason, sizeof (r.reason), "%s", reason);
+    assert_int_equal (jobrecord_write (dir, &r, &e), 0);
+    jobrecord_clear (&r);
+}
+
+static void record_with_services_gives_the_env (void **state)
+{
+    struct jobrecord r;
+    struct fmb_error e;
+    write_record (*state, 1, NULL);
+    assert_int_equal (spank_step_record (*state, "42", false, &r, &e), 1);
+    assert_string_equal (json_string_value (json_object_get (r.env, "SLINGSHOT_SVC_IDS")), "5");
+    jobrecord_clear (&r);
+}
+
+static void missing_record_is_a_clear_failure (void **state)
+{
+    struct jobrecord r;
+    struct fmb_error e;
+    errno = 0;
+    assert_int_equal (spank_step_record (*state, "42", false, &r, &e), -1);
+    assert_int_equal (errno, ENOENT);
+    char *path = tu_path (*state, "42.env");
+    if (!strstr (e.text, path) || !strstr (e.text, "the node prolog did not set up"))
+        fail_msg ("got '%s'", e.text);
+    free (path);
+    jobrecord_clear (&r);
+    /* a job that asked for no VNI needs none */
+    assert_int_equal (spank_step_record (*state, "42", true, &r, &e), 0);
+    jobrecord_clear (&r);
+}
+
+static void record_without_service_gives_the_prologs_reason (void **state)
+{
+    struct jobrecord r;
+    struct fmb_error e;
+    write_record (*state, 0, "broker at https://b:8443: Couldn't connect to server");
+    assert_int_equal (spank_step_record (*state, "42", false, &r, &e), -1);
+    assert_string_equal (e.text,
+                         "no CXI service for job 42 on this node: broker at "
+                         "https://b:8443: Couldn't connect to server");
+    jobrecord_clear (&r);
+    assert_int_equal (spank_step_record (*state, "42", true, &r, &e), 0);
+    jobrecord_clear (&r);
+}
+
+static void bad_record_is_a_failure_naming_the_file (void **state)
+{
+    struct jobrecord r;
+    struct fmb_error e;
+    char *path = tu_path (*state, "42.env");
+    tu_write (path, "{\"version\":1,\"job\":\"42\",\"uid\":0,\"services\":1,\"env\":{\"bad name\":\"x\"}}", 0400);
+    assert_int_equal (spank_step_record (*state, "42", false, &r, &e), -1);
+    if (!strstr (e.text, path))
+        fail_msg ("got '%s'", e.text);
+    jobrecord_clear (&r);
+    /* even a job without VNIs does not run on a record that lies */
+    unlink (path);
+    tu_write (path, "not json", 0400);
+    assert_int_equal (spank_step_record (*state, "42", true, &r, &e), -1);
+    assert_non_null (strstr (e.text, path));
+    jobrecord_clear (&r);
+    free (path);
+}
+
+/* ---- node hooks ------------------------------------------------------ */
+
+struct lines {
+    int n;
+    char text[4][128];
+};
+
+static void collect (void *arg, const char *line)
+{
+    struct lines *l = arg;
+    if (l->n < 4)
+        snprintf (l->text[l->n++], sizeof (l->text[0]), "%s", line);
+}
+
+static void hook_output_and_status (void **state)
+{
+    char *script = tu_path (*state, "hook.sh");
+    char last[64];
+    struct lines l = {0};
+    struct fmb_error e;
+    tu_write (script, "#!/bin/sh\necho one\necho '<3>fmbroker-cxi: two' >&2\nprintf three\nexit 3\n", 0755);
+    assert_int_equal (spank_run_hook (script, 5, collect, &l, last, sizeof (last), &e), 3);
+    assert_int_equal (l.n, 3);
+    assert_string_equal (l.text[0], "one");
+    assert_string_equal (l.text[1], "fmbroker-cxi: two"); /* journald prefix gone */
+    assert_string_equal (l.text[2], "three");
+    assert_string_equal (last, "three");
+    free (script);
+}
+
+static void hook_that_hangs_is_killed (void **state)
+{
+    char *script = tu_path (*state, "hang.sh");
+    struct fmb_error e;
+    tu_write (script, "#!/bin/sh\nsleep 30\n", 0755);
+    errno = 0;
+    assert_int_equal (spank_run_hook (script, 1, NULL, NULL, NULL, 0, &e), -1);
+    assert_int_equal (errno, ETIMEDOUT);
+    assert_non_null (strstr (e.text, "killed after 1 s"));
+    free (script);
+}
+
+static void hook_that_is_missing_says_so (void **state)
+{
+    char *script = tu_path (*state, "none.sh");
+    char last[128];
+    struct fmb_error e;
+    assert_int_equal (spank_run_hook (script, 5, NULL, NULL, last, sizeof (last), &e), 127);
+    assert_non_null (strstr (last, "cannot run"));
+    assert_non_null (strstr (last, "No such file"));
+    free (script);
+}
+
+int main (void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (conf_defaults_and_arguments),
+        cmocka_unit_test (conf_bad_arguments_are_named),
+        cmocka_unit_test (options_hwcoll_and_vnis),
+        cmocka_unit_test (options_tcs_within_the_allowed_set),
+        cmocka_unit_test_setup_teardown (record_with_services_gives_the_env, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (missing_record_is_a_clear_failure, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (
+            record_without_service_gives_the_prologs_reason, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (
+            bad_record_is_a_failure_naming_the_file, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (hook_output_and_status, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (hook_that_hangs_is_killed, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (hook_that_is_missing_says_so, setup_dir, teardown_dir),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
