@@ -32,6 +32,12 @@
 #include "peers.h"
 
 #define HTTP_CONN_TIMEOUT_S  30
+/* Our own limits answer 414 and 431 as problem documents; libmicrohttpd's
+ * (a larger memory pool per connection) only catch what is far beyond
+ * them, with its own HTML page. */
+#define HTTP_MAX_TARGET      8192
+#define HTTP_MAX_HEADERS     16384
+#define HTTP_MEMORY_LIMIT    (64 * 1024)
 #define ACCEPTS_PER_PASS     64 /* a flood of connects cannot hold the loop */
 #define TOKENS_FILE_MAX      (64 * 1024)
 #define MAX_STATIC_TOKENS    64
@@ -96,6 +102,7 @@ struct http_req {
     char *body;
     size_t len;
     bool too_large;
+    int early_status; /* 414 or 431, found with the headers */
     bool handled;
     bool want_suspend;
     bool suspended;
@@ -134,10 +141,14 @@ static const char *reason_phrase (int status)
         return "Conflict";
     case 413:
         return "Content Too Large";
+    case 414:
+        return "URI Too Long";
     case 415:
         return "Unsupported Media Type";
     case 429:
         return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
     case 500:
         return "Internal Server Error";
     case 503:
@@ -707,6 +718,27 @@ static enum MHD_Result queue (struct http_req *req)
     return ret;
 }
 
+static enum MHD_Result add_length (void *cls,
+                                   enum MHD_ValueKind kind,
+                                   const char *key,
+                                   const char *value)
+{
+    size_t *total = cls;
+    (void)kind;
+    *total += (key ? strlen (key) : 0) + (value ? strlen (value) : 0) + 4;
+    return MHD_YES;
+}
+
+static int oversize_status (struct MHD_Connection *conn, const char *url)
+{
+    size_t target = strlen (url), headers = 0;
+    MHD_get_connection_values (conn, MHD_GET_ARGUMENT_KIND, add_length, &target);
+    if (target > HTTP_MAX_TARGET)
+        return 414;
+    MHD_get_connection_values (conn, MHD_HEADER_KIND, add_length, &headers);
+    return headers > HTTP_MAX_HEADERS ? 431 : 0;
+}
+
 static enum MHD_Result access_cb (void *cls,
                                   struct MHD_Connection *conn,
                                   const char *url,
@@ -728,6 +760,7 @@ static enum MHD_Result access_cb (void *cls,
         req->l = l;
         req->conn = conn;
         snprintf (req->method, sizeof (req->method), "%s", method);
+        req->early_status = oversize_status (conn, url);
         *con_cls = req;
         return MHD_YES;
     }
@@ -749,7 +782,14 @@ static enum MHD_Result access_cb (void *cls,
     if (!req->handled) {
         req->handled = true;
         conn_disarm (conn);
-        dispatch (h, req, url);
+        if (req->early_status == 414)
+            http_reply_problem (
+                req, 414, "request target longer than %d bytes", HTTP_MAX_TARGET);
+        else if (req->early_status == 431)
+            http_reply_problem (
+                req, 431, "request headers larger than %d bytes", HTTP_MAX_HEADERS);
+        else
+            dispatch (h, req, url);
     }
     if (req->replied && req->held) {
         /* answered in this pass: goes out after the pass's commit */
@@ -1007,6 +1047,8 @@ static struct MHD_Daemon *start_daemon (struct listener *l,
         NULL,
         MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)HTTP_CONN_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)HTTP_MEMORY_LIMIT,
         MHD_OPTION_CONNECTION_LIMIT,
         h->limits.max_total + 1, /* the peers table is the real limit */
         MHD_OPTION_ARRAY,

@@ -58,6 +58,15 @@ expect_ok 'bad percent-encoding or control characters in a query value answer 40
     test "$(api_call DELETE "/v1/jobs/A?force=maybe" | cut -d" " -f1)" = 400 &&
     test "$(job_field A .state)" = active
 '
+expect_ok 'oversized headers and targets answer 431 and 414 as problem documents' '
+    big=$(head -c 20000 /dev/zero | tr "\\0" a) &&
+    curl -s -i --unix-socket "$T/api.sock" -H "X-Big: $big" http://fmbroker/v1/health >h431 &&
+    head -1 h431 | grep -q " 431 " && grep -qi "^content-type: application/problem+json" h431 &&
+    tail -1 h431 | jq -e ".status == 431" &&
+    curl -s -i --unix-socket "$T/api.sock" "http://fmbroker/v1/jobs?after=$big" >h414 &&
+    head -1 h414 | grep -q " 414 " && grep -qi "^content-type: application/problem+json" h414 &&
+    tail -1 h414 | jq -e ".status == 414"
+'
 expect_ok 'a released job'"'"'s token opens nothing any more' '
     rm_call DELETE /v1/jobs/A >/dev/null &&
     wait_for 100 0.1 sh -c "test \"\$(curl -sf --unix-socket $T/api.sock http://x/v1/jobs/A | jq -r .state)\" = released" &&
