@@ -308,8 +308,9 @@ static const char *const fm_result_names[FM_RESULTS] = {
 static const unsigned lat_bounds_ms[LAT_BUCKETS] = {
     1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000};
 
-void broker_record_fm (struct broker *b, const struct fabric_result *res)
+void broker_observe_fm (const struct fabric_result *res, void *arg)
 {
+    struct broker *b = arg;
     int op;
     for (op = 0; op < FM_OPS; op++)
         if (strcmp (fm_op_names[op], res->op) == 0)
@@ -368,6 +369,7 @@ char *broker_metrics_text (struct broker *b)
         held,
         quarantined);
     fprintf (f,
+             "# HELP fmbroker_vni_pool_size VNIs in the configured pool.\n"
              "# TYPE fmbroker_vni_pool_size gauge\nfmbroker_vni_pool_size %u\n",
              b->cfg.vni_max - b->cfg.vni_min + 1);
     unsigned rjobs = 0, addrs = 0;
@@ -381,12 +383,16 @@ char *broker_metrics_text (struct broker *b)
              addrs);
     fprintf (
         f,
+        "# HELP fmbroker_mcast_reservations Live jobs holding a multicast "
+        "reservation at the FM.\n"
         "# TYPE fmbroker_mcast_reservations gauge\nfmbroker_mcast_reservations %u\n",
         rjobs);
     fprintf (f, "# HELP fmbroker_fm_up 1 when the fabric manager session is up.\n");
     fprintf (
         f, "# TYPE fmbroker_fm_up gauge\nfmbroker_fm_up %d\n", b->fm_state == FM_UP);
-    fprintf (f, "# HELP fmbroker_fm_requests_total FM calls by call and result.\n");
+    fprintf (f,
+             "# HELP fmbroker_fm_requests_total FM HTTP calls by call and result (each "
+             "call of a reservation counts).\n");
     fprintf (f, "# TYPE fmbroker_fm_requests_total counter\n");
     for (int op = 0; op < FM_OPS; op++)
         for (int r = 0; r < FM_RESULTS; r++)
@@ -425,32 +431,44 @@ char *broker_metrics_text (struct broker *b)
                  fm_op_names[op],
                  cum);
     }
-    fprintf (f, "# TYPE fmbroker_http_responses_total counter\n");
+    fprintf (f,
+             "# HELP fmbroker_http_responses_total API responses by status class.\n"
+             "# TYPE fmbroker_http_responses_total counter\n");
     for (int c = 1; c <= 5; c++)
         fprintf (f,
                  "fmbroker_http_responses_total{code=\"%dxx\"} %lu\n",
                  c,
                  b->metrics.http_by_class[c]);
     fprintf (f,
+             "# HELP fmbroker_reconcile_runs_total Reconciliations with the FM's "
+             "job list.\n"
              "# TYPE fmbroker_reconcile_runs_total "
              "counter\nfmbroker_reconcile_runs_total %lu\n",
              b->metrics.reconcile_runs);
     fprintf (f,
+             "# HELP fmbroker_orphans_released_total FM reservations of this cluster "
+             "released because no live job owned them.\n"
              "# TYPE fmbroker_orphans_released_total "
              "counter\nfmbroker_orphans_released_total %lu\n",
              b->metrics.orphans_released);
     fprintf (f,
+             "# HELP fmbroker_foreign_reservations FM reservations with this "
+             "cluster's prefix that the broker has no record of creating.\n"
              "# TYPE fmbroker_foreign_reservations gauge\n"
              "fmbroker_foreign_reservations %lu\n"
+             "# HELP fmbroker_foreign_reaped_total Foreign reservations deleted.\n"
              "# TYPE fmbroker_foreign_reaped_total counter\n"
              "fmbroker_foreign_reaped_total %lu\n",
              b->metrics.foreign_reservations,
              b->metrics.foreign_reaped);
     fprintf (f,
+             "# HELP fmbroker_reservations_lost_total Active jobs whose FM "
+             "reservation vanished.\n"
              "# TYPE fmbroker_reservations_lost_total "
              "counter\nfmbroker_reservations_lost_total %lu\n",
              b->metrics.reservations_lost);
     fprintf (f,
+             "# HELP fmbroker_pruned_total History deleted by [broker] retain_days.\n"
              "# TYPE fmbroker_pruned_total counter\n"
              "fmbroker_pruned_total{what=\"jobs\"} %lu\n"
              "fmbroker_pruned_total{what=\"events\"} %lu\n",
@@ -460,12 +478,21 @@ char *broker_metrics_text (struct broker *b)
                         ? b->metrics.stall_us[0]
                         : b->metrics.stall_us[1];
     fprintf (f,
+             "# HELP fmbroker_prune_slices_total Retention slices that deleted "
+             "something.\n"
              "# TYPE fmbroker_prune_slices_total counter\n"
              "fmbroker_prune_slices_total %lu\n"
+             "# HELP fmbroker_loop_stall_seconds Longest single pass of the broker's "
+             "loop over the last one to two minutes.\n"
              "# TYPE fmbroker_loop_stall_seconds gauge\n"
              "fmbroker_loop_stall_seconds %.6f\n",
              b->metrics.prune_slices,
              (double)stall / 1e6);
+    fprintf (f,
+             "# HELP fmbroker_build_info The running fmbrokerd's version (always 1).\n"
+             "# TYPE fmbroker_build_info gauge\n"
+             "fmbroker_build_info{version=\"%s\"} 1\n",
+             FMB_VERSION);
     fclose (f);
     return buf;
 }

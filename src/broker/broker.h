@@ -151,7 +151,8 @@ int broker_event (struct broker *b,
                   struct fmb_error *error);
 /* Answer long-poll readers that have news, and those whose wait ran out. */
 void broker_events_wake (struct broker *b, bool all);
-void broker_record_fm (struct broker *b, const struct fabric_result *res);
+/* The fabric's observer: every FM call, counted by call and result. */
+void broker_observe_fm (const struct fabric_result *res, void *arg);
 /* The loop spent 'us' in one pass: the stall metric. */
 void broker_note_stall (struct broker *b, int64_t us);
 char *broker_metrics_text (struct broker *b);
@@ -211,6 +212,10 @@ void jobs_recover (struct broker *b);
 void jobs_shutdown (struct broker *b);
 /* Free what jobs_shutdown left, once no FM callback can come. */
 void jobs_free (struct broker *b);
+/* Does hwcoll state 's' stand for a reservation (made or being made),
+ * which CLEANUP turns into 'released'?  The other states keep their
+ * reason in the job's history. */
+bool jobs_hwcoll_held (enum store_hwcoll_state s);
 /* "cluster-job" for a job id. */
 void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len);
 /* Free quarantined VNIs whose time came; log, event. */

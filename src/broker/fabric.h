@@ -48,6 +48,10 @@ int fabric_create (const struct fmb_config *cfg,
                    struct fmb_error *error);
 void fabric_destroy (struct fabric *f);
 
+/* Call 'fn' for every request the fabric completes (each HTTP call of a
+ * reservation, token fetches), for metrics. */
+void fabric_set_observer (struct fabric *f, fabric_done_f fn, void *arg);
+
 /* The URL applications use for their multicast trees (env). */
 const char *fabric_app_url (struct fabric *f);
 

@@ -10,6 +10,8 @@
 struct fabric {
     struct fmc *fmc;
     char app_url[FMB_CFG_PATH_MAX + 64];
+    fabric_done_f observer;
+    void *observer_arg;
 };
 
 struct call {
@@ -63,9 +65,8 @@ const char *fabric_app_url (struct fabric *f)
     return f->app_url;
 }
 
-static void done (const struct fmc_result *r, void *arg)
+static void to_fabric_result (const struct fmc_result *r, struct fabric_result *out)
 {
-    struct call *c = arg;
     struct fabric_result res = {
         .status = (enum fabric_status)r->status, /* same order by design */
         .op = r->op,
@@ -77,6 +78,29 @@ static void done (const struct fmc_result *r, void *arg)
         .job_ids = r->job_ids,
         .njob_ids = r->njob_ids,
     };
+    *out = res;
+}
+
+static void observe (const struct fmc_result *r, void *arg)
+{
+    struct fabric *f = arg;
+    struct fabric_result res;
+    to_fabric_result (r, &res);
+    f->observer (&res, f->observer_arg);
+}
+
+void fabric_set_observer (struct fabric *f, fabric_done_f fn, void *arg)
+{
+    f->observer = fn;
+    f->observer_arg = arg;
+    fmc_set_observer (f->fmc, fn ? observe : NULL, f);
+}
+
+static void done (const struct fmc_result *r, void *arg)
+{
+    struct call *c = arg;
+    struct fabric_result res;
+    to_fabric_result (r, &res);
     fabric_done_f cb = c->cb;
     void *cbarg = c->arg;
     free (c);

@@ -97,7 +97,7 @@ void fm_note_result (struct broker *b, const struct fabric_result *res)
 {
     if (res->status == FABRIC_NOT_SENT)
         return; /* says nothing about the FM */
-    broker_record_fm (b, res);
+    /* counted in metrics by the fabric's observer, call by call */
     if (res->status != FABRIC_OK && res->http_status == 0)
         set_state (b, FM_DOWN, res->error);
     else if (b->fm_state != FM_UP)
@@ -228,9 +228,11 @@ static void outbox_done (const struct fabric_result *res, void *arg)
                 int rc = 0;
                 if (j->state == STORE_JOB_RELEASING)
                     rc = store_job_set_state (b->st, job, STORE_JOB_RELEASED, &e);
+                /* Only a reservation becomes 'released': 'unavailable',
+                 * 'lost' and 'not_eligible' keep their reason in the
+                 * job's history. */
                 if (rc == 0 && j->state != STORE_JOB_ACTIVE &&
-                    j->state != STORE_JOB_LOST &&
-                    j->hwcoll != STORE_HWCOLL_NOT_ELIGIBLE)
+                    j->state != STORE_JOB_LOST && jobs_hwcoll_held (j->hwcoll))
                     rc = store_job_set_hwcoll (b->st,
                                                job,
                                                STORE_HWCOLL_RELEASED,

@@ -32,6 +32,11 @@ struct reservation {
     bool aborted;  /* that pass did not commit: no job owns it any more */
 };
 
+bool jobs_hwcoll_held (enum store_hwcoll_state s)
+{
+    return s == STORE_HWCOLL_RESERVED || s == STORE_HWCOLL_RESERVING;
+}
+
 void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len)
 {
     snprintf (out, len, "%s-%s", b->cfg.cluster_name, job);
@@ -776,7 +781,7 @@ void jobs_cleanup (struct broker *b, struct http_req *req)
                 b->st, id, fm ? STORE_JOB_RELEASING : STORE_JOB_RELEASED, &e) < 0 ||
             store_node_count (b->st, id, &total, &destroyed, &e) < 0)
             goto rollback;
-        if (!fm && j->hwcoll != STORE_HWCOLL_NOT_ELIGIBLE &&
+        if (!fm && jobs_hwcoll_held (j->hwcoll) &&
             store_job_set_hwcoll (b->st, id, STORE_HWCOLL_RELEASED, NULL, 0, NULL, &e) <
                 0)
             goto rollback;

@@ -428,6 +428,8 @@ int main (int argc, char **argv)
         fmb_log (LOG_ERR, "%s", error.text);
         goto done;
     }
+    if (b.fab)
+        fabric_set_observer (b.fab, broker_observe_fm, &b);
     if (!b.fab)
         fmb_log (
             LOG_NOTICE,

@@ -88,6 +88,8 @@ struct fmc {
     bool holding;      /* fmc_hold: calls that change the FM wait */
     struct fmc_req *held, *held_tail;
     unsigned inflight;
+    fmc_observer_f observer;
+    void *observer_arg;
 };
 
 const char *fmc_status_name (enum fmc_status s)
@@ -347,6 +349,8 @@ static void complete (struct fmc_req *r, struct fmc_result *res)
     if (r->op != OP_TOKEN) /* token fetches serve calls; they are not calls */
         fmc->inflight--;
     r->arg_free = NULL; /* the callback owns 'arg' from here */
+    if (fmc->observer && r->op != OP_LOGIN && res->status != FMC_NOT_SENT)
+        fmc->observer (res, fmc->observer_arg);
     if (r->cb)
         r->cb (res, r->arg);
     req_free (r);
@@ -1297,6 +1301,12 @@ int fmc_create (const struct fmc_config *cfg, struct fmc **ret, struct fmb_error
 error:
     fmc_destroy (fmc);
     return -1;
+}
+
+void fmc_set_observer (struct fmc *fmc, fmc_observer_f fn, void *arg)
+{
+    fmc->observer = fn;
+    fmc->observer_arg = arg;
 }
 
 void fmc_destroy (struct fmc *fmc)

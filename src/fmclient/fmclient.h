@@ -88,6 +88,13 @@ int fmc_create (const struct fmc_config *cfg,
 /* In-flight calls are abandoned without their callbacks. */
 void fmc_destroy (struct fmc *fmc);
 
+/* Called for every FM request that completes (token fetches included;
+ * not for calls withdrawn before they left, nor for the internal "login"
+ * wait), before its own callback: a reservation's GET that answered 404
+ * and the POST after it are two calls.  For metrics. */
+typedef void (*fmc_observer_f) (const struct fmc_result *res, void *arg);
+void fmc_set_observer (struct fmc *fmc, fmc_observer_f fn, void *arg);
+
 int fmc_job_get (struct fmc *fmc,
                  const char *fm_job_id,
                  fmc_done_f cb,
