@@ -1,5 +1,5 @@
 #!/bin/bash
-# t1130-metrics.sh: /metrics passes a strict exposition-format lint (HELP
+# t1190-metrics.sh: /metrics passes a strict exposition-format lint (HELP
 # and TYPE for every family, counters end in _total, histograms
 # cumulative...; promtool too when installed), every FM HTTP call is
 # counted by call and result (a reservation's GET included), the build
