@@ -30,6 +30,7 @@
 #include "fileutil.h"
 #include "log.h"
 #include "monotime.h"
+#include "slurmconf.h"
 
 #define MAX_SETS    32
 #define MAX_POLLFDS 1100
@@ -51,7 +52,9 @@ static const char usage_text[] =
     "  -f, --foreground       stay in the foreground (the only mode; systemd\n"
     "                         runs it this way)\n"
     "      --check-config     run the checks start runs (keys, files, credentials)\n"
-    "                         and exit\n"
+    "                         and exit; warns when slurm.conf ($SLURM_CONF or\n"
+    "                         /etc/slurm/slurm.conf) lets switch/hpe_slingshot\n"
+    "                         hand out VNIs from [vni] pool too\n"
     "      --dump-config      print the effective configuration and exit\n"
     "      --check-db         read every page of STATE_DIR/fmbroker.db (SQLite's\n"
     "                         integrity_check, read-only: safe beside a running\n"
@@ -187,6 +190,14 @@ static int check_config (const struct fmb_config *cfg)
     char holder[STATELOCK_HOST_MAX + 64];
     bool held;
     printf ("%s: configuration OK\n", cfg->source[0] ? cfg->source : "built-in defaults");
+    const char *slurm_conf = getenv ("SLURM_CONF");
+    char warning[1024];
+    if (slurmconf_check (slurm_conf && *slurm_conf ? slurm_conf : SLURMCONF_DEFAULT_PATH,
+                         cfg->vni_min,
+                         cfg->vni_max,
+                         warning,
+                         sizeof (warning)) == 1)
+        printf ("warning: %s\n", warning);
     if (statelock_probe (cfg->state_dir, &held, holder, sizeof (holder), &e) < 0) {
         printf ("state directory %s: %s\n", cfg->state_dir, e.text);
         return 0;
