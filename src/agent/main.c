@@ -520,11 +520,13 @@ static int write_env_record (const struct job_facts *f,
         bool printable = s != NULL;
         for (const char *c = s; c && *c; c++)
             printable &= (unsigned char)*c >= 0x20 && *c != 0x7f;
+        /* SLINGSHOT_* are this node's, set below. */
+        if (strncmp (name, "SLINGSHOT_", 10) == 0)
+            continue;
         /* The step id is the launcher's; anything unprintable is dropped
          * rather than trusted into a shell line. */
         if (!printable || !jobrecord_valid_name (name) ||
-            strcmp (name, "FI_CXI_COLL_JOB_STEP_ID") == 0 ||
-            strncmp (name, "SLINGSHOT_", 10) == 0) {
+            strcmp (name, "FI_CXI_COLL_JOB_STEP_ID") == 0) {
             fmb_log (LOG_WARNING,
                      "job %s: not passing the broker's variable '%.64s' on",
                      f->id,

@@ -157,7 +157,8 @@ int spool_each (const char *state_dir, spool_f cb, void *arg, struct fmb_error *
         rename (path, bad);
     }
     closedir (d);
-    qsort (all, n, sizeof (*all), older_first);
+    if (n > 1)
+        qsort (all, n, sizeof (*all), older_first);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = cb (&all[i], arg);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t3030-demo.sh: README command 1's demo can be run again on the same
+# t3040-demo.sh: README command 1's demo can be run again on the same
 # state, and every curl line it prints works, both times, in order.
 . "$(dirname "$0")/lib.sh"
 demo_pid=
