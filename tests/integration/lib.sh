@@ -205,6 +205,16 @@ api_call () {
         -w '\n%{http_code}' "http://fmbroker$2")
     echo "${_out##*$'\n'} ${_out%$'\n'*}"
 }
+# tls_and_agent_token: what a broker with compute nodes needs: a
+# throw-away CA and server certificate in $T/certs, an agent token in
+# $T/tokens (the broker's tokens_file) and alone in $T/agent.token (a
+# node's client_token_file), both 0600.  Sets agent_tok.
+tls_and_agent_token () {
+    sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/certs" >/dev/null &&
+    agent_tok=agent-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n") &&
+    printf "agent %s\n" "$agent_tok" >"$T/tokens" && chmod 600 "$T/tokens" &&
+    printf "%s\n" "$agent_tok" >"$T/agent.token" && chmod 600 "$T/agent.token"
+}
 # as_user UID COMMAND...: run as an unprivileged uid (needs root).
 as_user () {
     uid=$1

@@ -9,10 +9,7 @@
 [ "$(id -u)" = 0 ] || { echo "ok 1 # SKIP needs root (setpriv)"; echo "1..1"; exit 0; }
 export MOCKCXI_SYSTEM_SVC=1
 chmod 755 "$T"
-sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/certs" >/dev/null
-agent_tok=agent-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
-printf "agent %s\n" "$agent_tok" >"$T/tokens" && chmod 600 "$T/tokens"
-printf "%s\n" "$agent_tok" >"$T/agent.token" && chmod 600 "$T/agent.token"
+tls_and_agent_token || bail_out "no certificates or token"
 start_mockfm
 for try in 1 2 3 4 5; do
     tcp_port=$(free_ports 1) || bail_out "no free port"

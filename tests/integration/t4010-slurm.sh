@@ -56,10 +56,7 @@ slurm_diag () {
 step_fail_hook=slurm_diag
 
 # The broker: socket for the controller's hooks, TLS + tokens for nodes.
-sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/certs" >/dev/null
-agent_tok=agent-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
-printf "agent %s\n" "$agent_tok" >"$T/tokens" && chmod 600 "$T/tokens"
-printf "%s\n" "$agent_tok" >"$T/agent.token" && chmod 600 "$T/agent.token"
+tls_and_agent_token || bail_out "no certificates or token"
 start_mockfm
 for try in 1 2 3 4 5; do
     tcp_port=$(free_ports 1) || break
