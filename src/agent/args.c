@@ -100,6 +100,7 @@ int agent_args_parse (int argc,
     enum {
         O_LIBCXI = 256,
         O_SOCKET,
+        O_BROKER_URL,
         O_STATE,
         O_NODE,
         O_JOB,
@@ -119,6 +120,7 @@ int agent_args_parse (int argc,
         {"config", required_argument, NULL, 'c'},
         {"libcxi", required_argument, NULL, O_LIBCXI},
         {"socket", required_argument, NULL, O_SOCKET},
+        {"broker-url", required_argument, NULL, O_BROKER_URL},
         {"state-dir", required_argument, NULL, O_STATE},
         {"node", required_argument, NULL, O_NODE},
         {"job", required_argument, NULL, O_JOB},
@@ -165,6 +167,9 @@ int agent_args_parse (int argc,
             break;
         case O_SOCKET:
             a->socket = optarg;
+            break;
+        case O_BROKER_URL:
+            a->broker_url = optarg;
             break;
         case O_STATE:
             a->state_dir = optarg;

@@ -34,6 +34,7 @@ struct agent_args {
     const char *config;
     const char *libcxi;
     const char *socket;
+    const char *broker_url; /* replaces [api] broker_url: URL[,URL...] */
     const char *state_dir;
     const char *node;
     const char *job;

@@ -82,6 +82,9 @@ static const char usage_text[] =
     "      --libcxi PATH     libcxi to load (default [cxi] libcxi)\n"
     "      --socket PATH     the broker's socket (default [api] broker_url if set,\n"
     "                        else [api] socket)\n"
+    "      --broker-url URL[,URL...]  replaces [api] broker_url: the broker's TLS\n"
+    "                        listener, or an ordered list (active, standby) tried\n"
+    "                        in turn when one cannot be reached\n"
     "      --state-dir DIR   this node's job records (default " AGENT_STATE_DIR
     ")\n"
     "      --node NAME       this node's name for reports (default: host name)\n"
@@ -1312,7 +1315,8 @@ int main (int argc, char **argv)
     fmb_log_set_level (cfg.log_level);
     if (!arg_.libcxi)
         arg_.libcxi = cfg.cxi_libcxi;
-    if (api_target_init (&target, &cfg, arg_.socket, &e) < 0) {
+    if ((arg_.broker_url && api_config_broker_url (&cfg, arg_.broker_url, &e) < 0) ||
+        api_target_init (&target, &cfg, arg_.socket, &e) < 0) {
         fmb_log (LOG_ERR, "%s", e.text);
         return EXIT_USAGE;
     }

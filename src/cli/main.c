@@ -44,6 +44,7 @@
 static struct {
     const char *config;
     const char *socket;
+    const char *broker_url; /* --broker-url: replaces [api] broker_url */
     bool json;
     long long timeout;
 } g = {.timeout = 10};
@@ -953,9 +954,11 @@ static void usage (FILE *f)
 {
     fprintf (
         f,
-        "Usage: fmbroker [-c CONFIG] [--socket PATH] [--json] [--timeout S] COMMAND "
-        "[ARGS]\n"
-        "Administer fmbrokerd and call it from resource-manager hooks.\n\nCommands:\n");
+        "Usage: fmbroker [-c CONFIG] [--socket PATH | --broker-url URL[,URL...]]\n"
+        "                [--json] [--timeout S] COMMAND [ARGS]\n"
+        "Administer fmbrokerd and call it from resource-manager hooks.\n"
+        "--broker-url (or [api] broker_url): the broker's TLS listener, or an ordered\n"
+        "list of brokers (active, standby) tried in turn within the timeout.\n\nCommands:\n");
     for (size_t i = 0; i < sizeof (cmds) / sizeof (cmds[0]); i++)
         fprintf (f, "  %-11s %s\n", cmds[i].name, cmds[i].help);
     fprintf (
@@ -969,6 +972,7 @@ int main (int argc, char **argv)
 {
     static const struct option o[] = {{"config", 1, 0, 'c'},
                                       {"socket", 1, 0, 's'},
+                                      {"broker-url", 1, 0, 'b'},
                                       {"json", 0, 0, 'j'},
                                       {"timeout", 1, 0, 't'},
                                       {"help", 0, 0, 'h'},
@@ -976,10 +980,13 @@ int main (int argc, char **argv)
                                       {0}};
     struct fmb_error e;
     int c;
-    while ((c = getopt_long (argc, argv, "+c:s:jt:hV", o, NULL)) != -1) {
+    while ((c = getopt_long (argc, argv, "+c:s:b:jt:hV", o, NULL)) != -1) {
         switch (c) {
         case 'c':
             g.config = optarg;
+            break;
+        case 'b':
+            g.broker_url = optarg;
             break;
         case 's':
             g.socket = optarg;
@@ -1026,7 +1033,8 @@ int main (int argc, char **argv)
         fprintf (stderr, "fmbroker: %s\n", e.text);
         return EXIT_USAGE;
     }
-    if (api_target_init (&target, &cfg, g.socket, &e) < 0) {
+    if ((g.broker_url && api_config_broker_url (&cfg, g.broker_url, &e) < 0) ||
+        api_target_init (&target, &cfg, g.socket, &e) < 0) {
         fprintf (stderr, "fmbroker: %s\n", e.text);
         return EXIT_USAGE;
     }

@@ -9,6 +9,7 @@
 
 #include "apiclient.h"
 #include "fileutil.h"
+#include "monotime.h"
 
 #define API_REPLY_MAX (16 * 1024 * 1024) /* a listing of 1000 jobs is ~1 MiB */
 
@@ -73,9 +74,114 @@ int api_target_init (struct api_target *t,
     return 0;
 }
 
+int api_config_broker_url (struct fmb_config *cfg,
+                           const char *urls,
+                           struct fmb_error *error)
+{
+    char set[FMB_CFG_PATH_MAX + 32];
+    if (strlen (urls) >= FMB_CFG_PATH_MAX) {
+        errno = EINVAL;
+        return fmb_errorf (error, "--broker-url: too long");
+    }
+    snprintf (set, sizeof (set), "api.broker_url=%s", urls);
+    if (fmb_config_set (cfg, set, error) < 0)
+        return fmb_error_prefix (error, "--broker-url");
+    return 0;
+}
+
 void api_target_clear (struct api_target *t)
 {
     explicit_bzero (t->token, sizeof (t->token));
+}
+
+/* One attempt at one broker ('url', or the target's socket when NULL).
+ * *cc is curl's verdict; *reached says whether a connection was made. */
+static int call_one (const struct api_target *t,
+                     const char *base,
+                     long timeout_ms,
+                     long connect_ms,
+                     const char *method,
+                     const char *path,
+                     const char *body,
+                     const char *bearer,
+                     struct api_reply *ret,
+                     CURLcode *cc)
+{
+    CURL *e = curl_easy_init ();
+    struct buf b = {0};
+    struct curl_slist *h = curl_slist_append (NULL, "Content-Type: application/json");
+    char url[2048], auth[API_TOKEN_MAX + 32];
+    long code = 0;
+    *cc = CURLE_OUT_OF_MEMORY;
+    if (!e || !h) {
+        curl_slist_free_all (h);
+        curl_easy_cleanup (e);
+        return -1;
+    }
+    if (bearer && *bearer) {
+        snprintf (auth, sizeof (auth), "Authorization: Bearer %s", bearer);
+        struct curl_slist *with_auth = curl_slist_append (h, auth);
+        explicit_bzero (auth, sizeof (auth));
+        if (!with_auth) { /* h is still whole: never send without the token */
+            curl_slist_free_all (h);
+            curl_easy_cleanup (e);
+            return -1;
+        }
+        h = with_auth;
+    }
+    if (base) {
+        snprintf (url, sizeof (url), "%s%s", base, path);
+        /* TLS verification stays on: only the CA is ours to choose */
+        if (t->ca_file)
+            curl_easy_setopt (e, CURLOPT_CAINFO, t->ca_file);
+        curl_easy_setopt (e, CURLOPT_PROTOCOLS_STR, "https");
+        curl_easy_setopt (e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+    } else {
+        snprintf (url, sizeof (url), "http://fmbroker%s", path);
+        curl_easy_setopt (e, CURLOPT_UNIX_SOCKET_PATH, t->socket);
+    }
+    curl_easy_setopt (e, CURLOPT_URL, url);
+    curl_easy_setopt (e, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt (e, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt (e, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt (e, CURLOPT_WRITEDATA, &b);
+    if (body)
+        curl_easy_setopt (e, CURLOPT_POSTFIELDS, body);
+    *cc = curl_easy_perform (e);
+    curl_easy_getinfo (e, CURLINFO_RESPONSE_CODE, &code);
+    for (struct curl_slist *p = h; p; p = p->next) /* the token's copy */
+        explicit_bzero (p->data, strlen (p->data));
+    curl_slist_free_all (h);
+    curl_easy_cleanup (e);
+    if (*cc != CURLE_OK) {
+        free (b.p);
+        return -1;
+    }
+    ret->status = code;
+    ret->body = b.p ? json_loads (b.p, 0, NULL) : NULL;
+    free (b.p);
+    return 0;
+}
+
+/* Failures after which the next broker of the list is tried: no
+ * connection, no TLS session, or a connection that died before an answer
+ * (the broker was killed; every API call may be repeated, promise 5). */
+static bool try_next (CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+        return true;
+    default:
+        return false;
+    }
 }
 
 int api_client_call (const struct api_target *t,
@@ -91,65 +197,70 @@ int api_client_call (const struct api_target *t,
         errno = EACCES;
         return fmb_errorf (error, "%s", t->token_problem);
     }
-    CURL *e = curl_easy_init ();
-    struct buf b = {0};
-    struct curl_slist *h = curl_slist_append (NULL, "Content-Type: application/json");
-    char url[2048], auth[API_TOKEN_MAX + 32];
-    long code = 0;
-    if (!e || !h) {
-        curl_slist_free_all (h);
-        curl_easy_cleanup (e);
-        errno = ENOMEM;
-        return fmb_errorf (error, "out of memory");
-    }
     if (!bearer || !*bearer)
         bearer = t->url ? t->token : NULL;
-    if (bearer && *bearer) {
-        snprintf (auth, sizeof (auth), "Authorization: Bearer %s", bearer);
-        struct curl_slist *with_auth = curl_slist_append (h, auth);
-        explicit_bzero (auth, sizeof (auth));
-        if (!with_auth) { /* h is still whole: never send without the token */
-            curl_slist_free_all (h);
-            curl_easy_cleanup (e);
-            errno = ENOMEM;
-            return fmb_errorf (error, "out of memory");
+    CURLcode cc;
+    if (!t->url) {
+        if (call_one (t, NULL, timeout_s * 1000, 0, method, path, body, bearer, ret, &cc) == 0)
+            return 0;
+        errno = cc == CURLE_OUT_OF_MEMORY ? ENOMEM : EHOSTUNREACH;
+        return fmb_errorf (error, "broker at %s: %s", t->socket, curl_easy_strerror (cc));
+    }
+    /* An ordered list: each broker in turn, within the one timeout.  A
+     * broker whose host is gone may never refuse the connection, so each
+     * gets an equal share of what is left to connect; the last one gets
+     * all of it. */
+    int64_t deadline = fmb_monotime_ms () + (timeout_s > 0 ? timeout_s : 300) * 1000;
+    char why[FMB_ERROR_TEXT_MAX] = "";
+    unsigned n = api_target_url_count (t);
+    for (unsigned i = 0; i < n; i++) {
+        char base[FMB_CFG_PATH_MAX];
+        api_target_url (t, i, base, sizeof (base));
+        int64_t left = deadline - fmb_monotime_ms ();
+        if (left <= 0) {
+            cc = CURLE_OPERATION_TIMEDOUT;
+            break;
         }
-        h = with_auth;
+        long connect_ms = (long)(left / (int64_t)(n - i));
+        if (call_one (t, base, (long)left, connect_ms > 0 ? connect_ms : 1, method, path,
+                      body, bearer, ret, &cc) == 0)
+            return 0;
+        size_t used = strlen (why);
+        snprintf (why + used, sizeof (why) - used, "%s%s: %s", used ? "; " : "", base,
+                  curl_easy_strerror (cc));
+        if (!try_next (cc))
+            break;
     }
-    if (t->url) {
-        snprintf (url, sizeof (url), "%s%s", t->url, path);
-        /* TLS verification stays on: only the CA is ours to choose */
-        if (t->ca_file)
-            curl_easy_setopt (e, CURLOPT_CAINFO, t->ca_file);
-        curl_easy_setopt (e, CURLOPT_PROTOCOLS_STR, "https");
-    } else {
-        snprintf (url, sizeof (url), "http://fmbroker%s", path);
-        curl_easy_setopt (e, CURLOPT_UNIX_SOCKET_PATH, t->socket);
+    errno = cc == CURLE_OUT_OF_MEMORY ? ENOMEM : EHOSTUNREACH;
+    return fmb_errorf (error, "broker at %s", why[0] ? why : t->url);
+}
+
+unsigned api_target_url_count (const struct api_target *t)
+{
+    if (!t->url || !t->url[0])
+        return 0;
+    unsigned n = 1;
+    for (const char *p = t->url; *p; p++)
+        n += *p == ',';
+    return n;
+}
+
+int api_target_url (const struct api_target *t, unsigned i, char *out, size_t len)
+{
+    const char *p = t->url;
+    for (unsigned k = 0; p && k < i; k++) {
+        p = strchr (p, ',');
+        if (p)
+            p++;
     }
-    curl_easy_setopt (e, CURLOPT_URL, url);
-    curl_easy_setopt (e, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt (e, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt (e, CURLOPT_TIMEOUT, timeout_s);
-    curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt (e, CURLOPT_WRITEDATA, &b);
-    if (body)
-        curl_easy_setopt (e, CURLOPT_POSTFIELDS, body);
-    CURLcode cc = curl_easy_perform (e);
-    curl_easy_getinfo (e, CURLINFO_RESPONSE_CODE, &code);
-    for (struct curl_slist *p = h; p; p = p->next) /* the token's copy */
-        explicit_bzero (p->data, strlen (p->data));
-    curl_slist_free_all (h);
-    curl_easy_cleanup (e);
-    if (cc != CURLE_OK) {
-        free (b.p);
-        errno = EHOSTUNREACH;
-        return fmb_errorf (error,
-                           "broker at %s: %s",
-                           t->url ? t->url : t->socket,
-                           curl_easy_strerror (cc));
+    if (!p || !len) {
+        errno = ENOENT;
+        return -1;
     }
-    ret->status = code;
-    ret->body = b.p ? json_loads (b.p, 0, NULL) : NULL;
-    free (b.p);
+    size_t n = strcspn (p, ",");
+    if (n >= len)
+        n = len - 1;
+    memcpy (out, p, n);
+    out[n] = '\0';
     return 0;
 }

@@ -14,7 +14,9 @@
 /* Where the broker is. */
 struct api_target {
     const char *socket;  /* the Unix socket, unless url is set */
-    const char *url;     /* https://HOST:PORT, or NULL */
+    /* https://HOST:PORT, or an ordered comma-separated list of them (an
+     * active broker and its standbys; config.c normalised it), or NULL */
+    const char *url;
     const char *ca_file; /* verifies the broker's certificate; NULL: system CAs */
     char token[API_TOKEN_MAX + 1]; /* for url: [api] client_token_file */
     /* Why there is no token: a user who may not read the file can still
@@ -30,6 +32,11 @@ int api_target_init (struct api_target *t,
                      const struct fmb_config *cfg,
                      const char *socket,
                      struct fmb_error *error);
+/* A --broker-url option: 'urls' (one https URL or an ordered comma list)
+ * replaces [api] broker_url in 'cfg', checked as the configuration is. */
+int api_config_broker_url (struct fmb_config *cfg,
+                           const char *urls,
+                           struct fmb_error *error);
 /* Wipe the token. */
 void api_target_clear (struct api_target *t);
 
@@ -40,7 +47,10 @@ struct api_reply {
 
 /* 0 when the broker answered (any status: the caller judges it); -1 with
  * EHOSTUNREACH and a message naming the socket or URL when it could not
- * be reached.  'bearer' (may be NULL) is sent as Authorization: Bearer,
+ * be reached.  With a list of URLs, the brokers are tried in order within
+ * the one timeout: the next after a failure to connect (or a connection
+ * that died before the answer), each with an equal share of the time left
+ * to connect; the message names every one tried.  'bearer' (may be NULL) is sent as Authorization: Bearer,
  * in place of the target's token. */
 int api_client_call (const struct api_target *t,
                      long timeout_s,
@@ -50,5 +60,9 @@ int api_client_call (const struct api_target *t,
                      const char *bearer,
                      struct api_reply *ret,
                      struct fmb_error *error);
+
+/* How many URLs the target's list holds (0 for the socket), and the i-th. */
+unsigned api_target_url_count (const struct api_target *t);
+int api_target_url (const struct api_target *t, unsigned i, char *out, size_t len);
 
 #endif

@@ -58,6 +58,7 @@ static int check_url (char *value, struct fmb_error *error);
 static int check_names (char *value, struct fmb_error *error);
 static int check_hostport (char *value, struct fmb_error *error);
 static int check_https_url (char *value, struct fmb_error *error);
+static int check_https_urls (char *value, struct fmb_error *error);
 
 static const char *const auth_values[] = {"oauth", "basic", "none", NULL};
 static const char *const hwcoll_mode_values[] = {"auto", "request", NULL};
@@ -117,7 +118,7 @@ static const struct cfg_key cfg_keys[] = {
       F (api_step_cleanup_burst), NULL, NULL },
     /* Clients (fmbroker-cxi, fmbroker) on hosts without the socket. */
     { "api",            "broker_url",         CFG_STRING,    0,   0,        "",
-      F (broker_url), check_https_url, NULL },
+      F (broker_url), check_https_urls, NULL },
     { "api",            "client_token_file",  CFG_STRING,    0,   0,        "",
       F (client_token_file), check_path_or_empty, NULL },
     { "api",            "client_ca_file",     CFG_STRING,    0,   0,        "",
@@ -249,6 +250,39 @@ static int check_https_url (char *value, struct fmb_error *error)
         return fmb_errorf (error,
                            "not an https URL (the broker's TCP listener is TLS only)");
     return check_url (value, error);
+}
+
+/* One https URL, or an ordered comma-separated list of them (an active
+ * broker and its standbys), rewritten as "URL,URL" without blanks or
+ * trailing slashes. */
+static int check_https_urls (char *value, struct fmb_error *error)
+{
+    char out[FMB_CFG_PATH_MAX] = "", one[FMB_CFG_PATH_MAX];
+    unsigned n = 0;
+    if (!value[0])
+        return 0;
+    for (const char *p = value;; p++) {
+        size_t len = strcspn (p, ",");
+        while (len && isspace ((unsigned char)*p))
+            p++, len--;
+        while (len && isspace ((unsigned char)p[len - 1]))
+            len--;
+        if (len == 0)
+            return fmb_errorf (error, "an empty URL in the list");
+        if (++n > FMB_BROKER_URLS_MAX)
+            return fmb_errorf (error, "more than %d URLs", FMB_BROKER_URLS_MAX);
+        memcpy (one, p, len);
+        one[len] = '\0';
+        if (check_https_url (one, error) < 0) /* name the culprit in a list */
+            return strchr (value, ',') ? fmb_error_prefix (error, "%s", one) : -1;
+        size_t used = strlen (out);
+        snprintf (out + used, sizeof (out) - used, "%s%s", used ? "," : "", one);
+        p = strchr (p, ',');
+        if (!p)
+            break;
+    }
+    strcpy (value, out);
+    return 0;
 }
 
 static int check_url (char *value, struct fmb_error *error)

@@ -20,6 +20,7 @@
 #define FMB_CONFIG_PATH   "/etc/fmbroker/fmbroker.conf"
 #define FMB_RM_USERS_DEFAULT "root,slurm,flux"
 #define FMB_CFG_PATH_MAX  1024
+#define FMB_BROKER_URLS_MAX 8 /* [api] broker_url: an active broker and standbys */
 #define FMB_CFG_LIST_MAX  1024
 #define FMB_CLUSTER_MAX   64
 #define FMB_UNIX_PATH_MAX 108 /* sizeof (sun_path) */

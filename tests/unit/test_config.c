@@ -311,6 +311,31 @@ static void command_line_override_is_validated (void **state)
     assert_string_equal (e.text, "command line: [broker] nope: unknown key");
 }
 
+static void broker_url_lists_are_normalised (void **state)
+{
+    (void)state;
+    struct fmb_config c;
+    struct fmb_error e;
+    fmb_config_defaults (&c);
+    assert_int_equal (fmb_config_set (&c, "api.client_token_file=/etc/t", &e), 0);
+    assert_int_equal (
+        fmb_config_set (&c, "api.broker_url=https://a:1/ ,  https://b:2//", &e), 0);
+    assert_string_equal (c.broker_url, "https://a:1,https://b:2");
+    assert_int_equal (fmb_config_set (&c, "api.broker_url=https://a:1", &e), 0);
+    assert_string_equal (c.broker_url, "https://a:1");
+    assert_int_equal (fmb_config_set (&c, "api.broker_url=https://a:1,http://b:2", &e), -1);
+    assert_non_null (strstr (e.text, "http://b:2: not an https URL"));
+    assert_int_equal (fmb_config_set (&c, "api.broker_url=https://a:1,,https://b", &e), -1);
+    assert_non_null (strstr (e.text, "an empty URL in the list"));
+    assert_int_equal (
+        fmb_config_set (&c, "api.broker_url=https://1,https://2,https://3,https://4,"
+                            "https://5,https://6,https://7,https://8,https://9",
+                        &e),
+        -1);
+    assert_non_null (strstr (e.text, "more than 8 URLs"));
+    assert_string_equal (c.broker_url, "https://a:1"); /* unchanged by a refusal */
+}
+
 static void overrides_are_validated_together (void **state)
 {
     (void)state;
@@ -372,6 +397,7 @@ int main (void)
         cmocka_unit_test (long_lines_are_refused_not_split),
         cmocka_unit_test (file_errors_name_the_file),
         cmocka_unit_test (command_line_override_is_validated),
+        cmocka_unit_test (broker_url_lists_are_normalised),
         cmocka_unit_test (overrides_are_validated_together),
         cmocka_unit_test (dump_round_trips),
     };

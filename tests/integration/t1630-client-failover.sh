@@ -1,0 +1,93 @@
+#!/bin/bash
+# t1630-client-failover.sh: clients follow the active broker.  [api]
+# broker_url (or --broker-url) takes an ordered list; the CLI and the node
+# agent move to the next broker when one cannot be reached -- refused, or a
+# host that never answers -- within their usual timeout, over TLS with the
+# agent token, as compute nodes run.
+. "$(dirname "$0")/lib.sh"
+sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/certs" >/dev/null
+rm_tok=rm-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
+agent_tok=agent-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
+printf "rm %s\nagent %s\n" "$rm_tok" "$agent_tok" >"$T/tokens" && chmod 600 "$T/tokens"
+printf "%s\n" "$agent_tok" >"$T/agent.token" && chmod 600 "$T/agent.token"
+start_mockfm
+node_conf () { # BROKER_URL: a compute node's configuration
+    printf "[api]\nsocket = %s\nbroker_url = %s\nclient_token_file = %s\nclient_ca_file = %s\n" \
+        "$T/no-such.sock" "$1" "$T/agent.token" "$T/certs/ca.pem" >"$T/node.conf"
+}
+node_agent () { # NODE ARGS...
+    n=$1
+    shift
+    MOCKCXI_STATE="$T/$n.cxi.json" MOCKCXI_DEVICES=2 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" \
+        --libcxi "$FMB_BIN/../mockcxi/new/libcxi.so.1" --state-dir "$T/$n.rec" --node "$n" "$@"
+}
+broker_on () { # PORT: the broker's TLS listener on PORT
+    write_broker_conf "[api]" "tcp = 127.0.0.1:$1" "tls_cert = $T/certs/server.pem" \
+        "tls_key = $T/certs/server.key" "tokens_file = $T/tokens" && start_broker
+}
+# A host that accepts and then says nothing (a dead broker's address that
+# still takes connections, a hung host): only a timeout gets past it.
+start_silent () { # PORT
+    python3 -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16); open(sys.argv[2], "w").close()
+conns=[]
+t=time.time()
+while time.time() - t < 120:
+    c,_=s.accept(); conns.append(c)' "$1" "$T/silent.up" &
+    silent_pid=$!
+    wait_for 100 0.05 test -e "$T/silent.up"
+}
+stop_silent () { [ -n "${silent_pid:-}" ] && kill "$silent_pid" 2>/dev/null && wait "$silent_pid" 2>/dev/null; silent_pid=; }
+on_exit stop_silent
+
+expect_ok 'a broker on the second address of the list' '
+    p=$(free_ports 3) && first=$p && second=$((p + 1)) && third=$((p + 2)) &&
+    broker_on "$second" &&
+    rm_call PUT /v1/jobs/1 "{\"uid\":1000,\"nodes\":[\"a\",\"b\"]}" | jq -e ".hwcoll.state == \"reserved\""
+'
+expect_ok 'the list is checked and normalised like one URL' '
+    node_conf "https://127.0.0.1:$first/ ,  https://127.0.0.1:$second" &&
+    "$FMB_BIN/fmbroker" -c "$T/node.conf" --json job show 1 >/dev/null &&
+    node_conf "https://127.0.0.1:$first,http://127.0.0.1:$second" &&
+    { "$FMB_BIN/fmbroker" -c "$T/node.conf" status 2>err; test $? = 2; } &&
+    grep -q "broker_url.*http://127.0.0.1:$second.*not an https URL" err &&
+    node_conf "https://127.0.0.1:$first,,https://127.0.0.1:$second" &&
+    { "$FMB_BIN/fmbroker" -c "$T/node.conf" status 2>err; test $? = 2; } &&
+    grep -q "broker_url.*an empty URL in the list" err
+'
+expect_ok 'the first refuses: the CLI and the agent use the second' '
+    node_conf "https://127.0.0.1:$first,https://127.0.0.1:$second" &&
+    "$FMB_BIN/fmbroker" -c "$T/node.conf" --json job show 1 | jq -e ".id == \"1\"" &&
+    node_agent a prolog --job 1 &&
+    jq -e "[.devices[].services[] | select(.id >= 2)] | length == 2" "$T/a.cxi.json" &&
+    rm_call GET /v1/jobs/1 | jq -e "[.node_reports[] | select(.node == \"a\" and .cxi == \"created\")] | length == 1"
+'
+expect_ok 'the first accepts and never answers: both still get through in their timeout' '
+    start_silent "$first" &&
+    "$FMB_BIN/fmbroker" -c "$T/node.conf" --timeout 6 --json job show 1 | jq -e ".id == \"1\"" &&
+    node_agent b prolog --job 1 &&
+    rm_call GET /v1/jobs/1 | jq -e "[.node_reports[] | select(.cxi == \"created\")] | length == 2"
+'
+expect_ok '--broker-url replaces [api] broker_url, in the CLI and the agent' '
+    node_conf "https://127.0.0.1:$third" &&
+    { "$FMB_BIN/fmbroker" -c "$T/node.conf" --timeout 2 job show 1 2>err; test $? = 3; } &&
+    "$FMB_BIN/fmbroker" -c "$T/node.conf" --timeout 6 --broker-url "https://127.0.0.1:$third,https://127.0.0.1:$second" \
+        --json job show 1 | jq -e ".id == \"1\"" &&
+    rm_call DELETE /v1/jobs/1 >/dev/null &&
+    node_agent a epilog --job 1 --broker-url "https://127.0.0.1:$third,https://127.0.0.1:$second" &&
+    rm_call GET /v1/jobs/1 | jq -e "[.node_reports[] | select(.node == \"a\" and .cxi == \"destroyed\")] | length == 1"
+'
+expect_ok 'nobody answers: the error names every broker tried, exit 3' '
+    stop_silent && stop_broker &&
+    node_conf "https://127.0.0.1:$first,https://127.0.0.1:$second" &&
+    { "$FMB_BIN/fmbroker" -c "$T/node.conf" --timeout 3 job show 1 2>err; test $? = 3; } && cat err &&
+    grep -q "127.0.0.1:$first: .*127.0.0.1:$second: " err
+'
+expect_ok 'the standby takes over on the first address: the same list follows it' '
+    broker_on "$first" &&
+    "$FMB_BIN/fmbroker" -c "$T/node.conf" --json job show 1 | jq -e ".state == \"releasing\" or .state == \"released\"" &&
+    node_agent b epilog --job 1 &&
+    rm_call GET /v1/jobs/1 | jq -e "[.node_reports[] | select(.cxi == \"destroyed\")] | length == 2"
+'
+done_testing
