@@ -482,11 +482,16 @@ char *broker_metrics_text (struct broker *b)
              "something.\n"
              "# TYPE fmbroker_prune_slices_total counter\n"
              "fmbroker_prune_slices_total %lu\n"
+             "# HELP fmbroker_reconcile_slices_total Slices of matching the FM's "
+             "listing.\n"
+             "# TYPE fmbroker_reconcile_slices_total counter\n"
+             "fmbroker_reconcile_slices_total %lu\n"
              "# HELP fmbroker_loop_stall_seconds Longest single pass of the broker's "
              "loop over the last one to two minutes.\n"
              "# TYPE fmbroker_loop_stall_seconds gauge\n"
              "fmbroker_loop_stall_seconds %.6f\n",
              b->metrics.prune_slices,
+             b->metrics.reconcile_slices,
              (double)stall / 1e6);
     fprintf (f,
              "# HELP fmbroker_build_info The running fmbrokerd's version (always 1).\n"

@@ -68,7 +68,8 @@ struct metrics {
     unsigned long reservations_lost;
     unsigned long pruned_jobs; /* [broker] retain_days */
     unsigned long pruned_events;
-    unsigned long prune_slices; /* loop passes that pruned something */
+    unsigned long prune_slices;     /* loop passes that pruned something */
+    unsigned long reconcile_slices; /* loop passes that matched a listing */
     /* The longest loop pass (time spent not waiting for input), in this
      * window and the one before. */
     int64_t stall_us[2];
@@ -76,6 +77,7 @@ struct metrics {
 };
 
 struct reservation; /* a reserve call in flight (jobs.c) */
+struct reconcile;   /* a listing being matched (fmwork.c) */
 
 struct broker {
     struct fmb_config cfg;
@@ -102,6 +104,7 @@ struct broker {
     bool fm_probe_inflight;
 
     int64_t next_reconcile; /* monotonic */
+    struct reconcile *reconcile; /* a listing being matched, in slices */
     bool reconcile_inflight;
     bool reconcile_wanted;
     bool reap_foreign_wanted; /* an admin asked: the next listing reaps them */
@@ -246,6 +249,8 @@ void fm_steps_wake (struct broker *b, int64_t id, bool all);
  * entries get 503. */
 void fm_steps_abort_pass (struct broker *b);
 const char *fm_state_name (enum fm_state s);
+/* Free what a reconciliation in progress holds (at exit). */
+void fm_free (struct broker *b);
 
 /* Monotonic and wall clocks. */
 int64_t now_mono (void);

@@ -25,6 +25,7 @@
 
 #include "broker.h"
 #include "log.h"
+#include "monotime.h"
 
 #define OUTBOX_BATCH 256
 
@@ -368,23 +369,102 @@ void fm_outbox_changed (struct broker *b)
 
 /* ---- reconciliation ------------------------------------------------ */
 
-struct lost_scan {
+/* A reconciliation in progress: the FM's listing, matched against the
+ * store a slice at a time (BACKGROUND_SLICE_US each, one per loop pass),
+ * so that 100,000 FM entries never hold the loop.  The store may change
+ * between slices: whatever the scan at the start did not see as live is
+ * read again before anything is done to it. */
+struct reconcile {
     int64_t listed_at;
-    json_t *holding; /* FM ids of jobs that hold or are making a reservation */
+    char **fm_ids; /* the listing, copied */
+    size_t n, pos;
+    json_t *holding; /* FM ids of jobs that held or were making a reservation */
     json_t *judged;  /* job id -> FM id: reserved before the listing was asked for */
+    json_t *listed;  /* set of the FM ids listed (filled by the first phase) */
+    void *judge_at;  /* second phase: position in 'judged' */
+    bool reap_foreign;
+    json_t *foreign_now; /* set of FM ids left as foreign */
+    unsigned orphans, foreign, reaped;
 };
+
+static void reconcile_free (struct reconcile *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        free (r->fm_ids[i]);
+    free (r->fm_ids);
+    json_decref (r->holding);
+    json_decref (r->judged);
+    json_decref (r->listed);
+    json_decref (r->foreign_now);
+    free (r);
+}
 
 static int scan_unreleased (const struct store_job_brief *j, void *arg)
 {
-    struct lost_scan *s = arg;
+    struct reconcile *r = arg;
     if (j->hwcoll == STORE_HWCOLL_RESERVED || j->hwcoll == STORE_HWCOLL_RESERVING)
-        json_object_set_new (s->holding, j->fm_job_id, json_true ());
+        json_object_set_new (r->holding, j->fm_job_id, json_true ());
     /* Only reservations recorded before the listing was asked for can be
      * judged by it. */
     if (j->state == STORE_JOB_ACTIVE && j->hwcoll == STORE_HWCOLL_RESERVED &&
-        j->updated_ms < s->listed_at)
-        json_object_set_new (s->judged, j->id, json_string (j->fm_job_id));
+        j->updated_ms < r->listed_at)
+        json_object_set_new (r->judged, j->id, json_string (j->fm_job_id));
     return 0;
+}
+
+/* Start matching a listing: copy it and take the store's unreleased jobs
+ * in brief (one indexed query; the store keeps few of them). */
+static struct reconcile *reconcile_begin (struct broker *b,
+                                          const struct fabric_result *res,
+                                          int64_t listed_at,
+                                          bool reap_foreign)
+{
+    struct fmb_error e;
+    struct reconcile *r = calloc (1, sizeof (*r));
+    if (!r)
+        return NULL;
+    r->listed_at = listed_at;
+    r->holding = json_object ();
+    r->judged = json_object ();
+    r->listed = json_object ();
+    r->foreign_now = json_object ();
+    r->reap_foreign = reap_foreign || b->cfg.reap_foreign;
+    r->fm_ids = calloc (res->njob_ids ? res->njob_ids : 1, sizeof (*r->fm_ids));
+    if (!r->holding || !r->judged || !r->listed || !r->foreign_now || !r->fm_ids)
+        goto nomem;
+    for (; r->n < res->njob_ids; r->n++)
+        if (!(r->fm_ids[r->n] = strdup (res->job_ids[r->n])))
+            goto nomem;
+    if (store_job_list_unreleased (b->st, scan_unreleased, r, &e) < 0) {
+        broker_log_store_error (b, "reconcile", &e);
+        reconcile_free (r);
+        return NULL;
+    }
+    return r;
+nomem:
+    fmb_log (LOG_ERR, "reconcile: out of memory for %zu FM entries", res->njob_ids);
+    reconcile_free (r);
+    return NULL;
+}
+
+/* Does job 'job' hold (or make) the reservation 'fmid' now?  For entries
+ * the scan did not see as live: a RUN may have come since. */
+static bool live_now (struct broker *b, const char *job, const char *fmid)
+{
+    struct store_job *j;
+    struct fmb_error e;
+    if (jobs_reserving (b, job))
+        return true;
+    if (store_job_get (b->st, job, &j, &e) < 0)
+        return errno != ENOENT; /* unsure: leave it to the next round */
+    bool live = (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST) &&
+                (j->hwcoll == STORE_HWCOLL_RESERVED ||
+                 j->hwcoll == STORE_HWCOLL_RESERVING) &&
+                strcmp (j->fm_job_id, fmid) == 0;
+    store_job_free (j);
+    return live;
 }
 
 /* An FM reservation with our prefix that this broker never reserved: a
@@ -412,113 +492,146 @@ static int report_foreign (struct broker *b, const char *fmid, struct fmb_error 
         e);
 }
 
-/* One pass over the store's unreleased jobs and one over the FM's list,
- * matched in memory: at tens of thousands of jobs a read per FM entry
- * held the loop for a tenth of a second. */
-static void reconcile_apply (struct broker *b,
-                             const struct fabric_result *res,
-                             int64_t listed_at,
-                             bool reap_foreign)
+/* First phase, one entry: an FM job of ours that no live job holds is
+ * released through the outbox; one this broker has no record of is
+ * foreign (left alone unless reaping). */
+static int match_entry (struct broker *b,
+                        struct reconcile *r,
+                        const char *fmid,
+                        struct fmb_error *e)
 {
+    const char *job = local_job (b, fmid);
+    json_object_set_new (r->listed, fmid, json_true ());
+    if (!job)
+        return 0; /* another cluster's: never ours to touch */
+    if (json_object_get (r->holding, fmid) || live_now (b, job, fmid))
+        return 0;
+    bool known;
+    if (store_job_known (b->st, job, fmid, &known, e) < 0)
+        return -1;
+    if (!known) {
+        r->foreign++;
+        if (!r->reap_foreign) {
+            json_object_set_new (r->foreign_now, fmid, json_true ());
+            if (!json_object_get (b->foreign_seen, fmid))
+                return report_foreign (b, fmid, e);
+            return 0;
+        }
+        fmb_log (LOG_NOTICE,
+                 "reconcile: deleting FM reservation %s, which this broker has no "
+                 "record of (reap_foreign)",
+                 fmid);
+        r->reaped++;
+    }
+    if (store_outbox_put (b->st, OUTBOX_FM_DELETE_JOB, fmid, NULL, now_wall (), NULL, e) <
+        0)
+        return -1;
+    r->orphans++;
+    return 0;
+}
+
+/* Second phase, one job: reserved before the listing was asked for, not
+ * listed, and still so now -- the FM lost it. */
+static int judge_job (struct broker *b,
+                      struct reconcile *r,
+                      const char *job,
+                      const char *fmid,
+                      struct fmb_error *e)
+{
+    struct store_job *j;
+    if (json_object_get (r->listed, fmid))
+        return 0;
+    if (store_job_get (b->st, job, &j, e) < 0)
+        return errno == ENOENT ? 0 : -1;
+    bool still = j->state == STORE_JOB_ACTIVE && j->hwcoll == STORE_HWCOLL_RESERVED &&
+                 j->updated_ms < r->listed_at;
+    store_job_free (j);
+    if (!still)
+        return 0;
+    static const char why[] = "the fabric manager no longer holds the reservation";
+    fmb_log (LOG_ERR, "job %s: the fabric manager lost its multicast reservation", job);
+    if (store_job_set_state (b->st, job, STORE_JOB_LOST, e) < 0 ||
+        store_job_set_hwcoll (b->st, job, STORE_HWCOLL_LOST, why, 0, NULL, e) < 0 ||
+        broker_event (b, "reservation_lost", job, json_pack ("{s:s}", "reason", why), e) <
+            0)
+        return -1;
+    b->metrics.reservations_lost++;
+    return 0;
+}
+
+/* One slice of the reconciliation in progress; true when it is done
+ * (or abandoned after a store error). */
+static bool reconcile_slice (struct broker *b)
+{
+    struct reconcile *r = b->reconcile;
     struct fmb_error e;
-    struct lost_scan s = {listed_at, json_object (), json_object ()};
-    json_t *fm_ids = json_object ();      /* set of FM ids listed */
-    json_t *lost = json_array ();         /* job ids */
-    json_t *foreign_now = json_object (); /* set of FM ids left as foreign */
-    unsigned orphans = 0, foreign = 0, reaped = 0;
-    reap_foreign = reap_foreign || b->cfg.reap_foreign;
+    int64_t end = fmb_monotime_us () + BACKGROUND_SLICE_US;
+    unsigned k = 0;
+    b->metrics.reconcile_slices++;
     if (store_begin (b->st, &e) < 0)
         goto store_error;
-    if (store_job_list_unreleased (b->st, scan_unreleased, &s, &e) < 0)
-        goto rollback;
-    for (size_t i = 0; i < res->njob_ids; i++) {
-        const char *fmid = res->job_ids[i];
-        const char *job = local_job (b, fmid);
-        json_object_set_new (fm_ids, fmid, json_true ());
-        if (!job)
-            continue; /* another cluster's: never ours to touch */
-        if (json_object_get (s.holding, fmid) || jobs_reserving (b, job))
-            continue;
-        bool known;
-        if (store_job_known (b->st, job, fmid, &known, &e) < 0)
-            goto rollback;
-        if (!known) {
-            foreign++;
-            if (!reap_foreign) {
-                json_object_set_new (foreign_now, fmid, json_true ());
-                if (!json_object_get (b->foreign_seen, fmid) &&
-                    report_foreign (b, fmid, &e) < 0)
-                    goto rollback;
-                continue;
-            }
-            fmb_log (LOG_NOTICE,
-                     "reconcile: deleting FM reservation %s, which this broker has no "
-                     "record of (reap_foreign)",
-                     fmid);
-            reaped++;
+    if (!r->judge_at && r->pos < r->n) {
+        while (r->pos < r->n) {
+            if (match_entry (b, r, r->fm_ids[r->pos], &e) < 0)
+                goto rollback;
+            r->pos++;
+            if (++k % 32 == 0 && fmb_monotime_us () >= end)
+                goto more;
         }
-        if (store_outbox_put (
-                b->st, OUTBOX_FM_DELETE_JOB, fmid, NULL, now_wall (), NULL, &e) < 0)
-            goto rollback;
-        orphans++;
     }
-    const char *id;
-    json_t *fmid;
-    json_object_foreach (s.judged, id, fmid)
-    {
-        if (!json_object_get (fm_ids, json_string_value (fmid)))
-            json_array_append_new (lost, json_string (id));
-    }
-    size_t i;
-    json_t *v;
-    json_array_foreach (lost, i, v)
-    {
-        const char *job = json_string_value (v);
-        fmb_log (
-            LOG_ERR, "job %s: the fabric manager lost its multicast reservation", job);
-        if (store_job_set_state (b->st, job, STORE_JOB_LOST, &e) < 0 ||
-            store_job_set_hwcoll (b->st,
-                                  job,
-                                  STORE_HWCOLL_LOST,
-                                  "the fabric manager no longer holds the reservation",
-                                  0,
-                                  NULL,
-                                  &e) < 0 ||
-            broker_event (
-                b,
-                "reservation_lost",
-                job,
-                json_pack ("{s:s}",
-                           "reason",
-                           "the fabric manager no longer holds the reservation"),
-                &e) < 0)
+    if (!r->judge_at)
+        r->judge_at = json_object_iter (r->judged);
+    while (r->judge_at) {
+        if (judge_job (b,
+                       r,
+                       json_object_iter_key (r->judge_at),
+                       json_string_value (json_object_iter_value (r->judge_at)),
+                       &e) < 0)
             goto rollback;
-        b->metrics.reservations_lost++;
+        r->judge_at = json_object_iter_next (r->judged, r->judge_at);
+        if (++k % 32 == 0 && fmb_monotime_us () >= end && r->judge_at)
+            goto more;
     }
     if (store_commit (b->st, &e) < 0)
         goto store_error;
     b->metrics.reconcile_runs++;
-    b->metrics.orphans_released += orphans;
-    b->metrics.foreign_reservations = foreign - reaped;
-    b->metrics.foreign_reaped += reaped;
+    b->metrics.orphans_released += r->orphans;
+    b->metrics.foreign_reservations = r->foreign - r->reaped;
+    b->metrics.foreign_reaped += r->reaped;
     json_decref (b->foreign_seen);
-    b->foreign_seen = json_incref (foreign_now);
-    if (orphans)
+    b->foreign_seen = json_incref (r->foreign_now);
+    if (r->orphans)
         fmb_log (LOG_NOTICE,
                  "reconcile: %u FM reservations belong to no live job; releasing",
-                 orphans);
+                 r->orphans);
     fm_outbox_changed (b);
-    goto done;
+    return true;
+more:
+    if (store_commit (b->st, &e) < 0)
+        goto store_error;
+    fm_outbox_changed (b); /* the orphans found so far go now */
+    b->background_more = true;
+    return false;
 rollback:
     store_rollback (b->st);
 store_error:
     broker_log_store_error (b, "reconcile", &e);
-done:
-    json_decref (s.holding);
-    json_decref (s.judged);
-    json_decref (fm_ids);
-    json_decref (lost);
-    json_decref (foreign_now);
+    return true;
+}
+
+/* Run the next slice of a reconciliation, if one is in progress. */
+static void reconcile_step (struct broker *b)
+{
+    if (!b->reconcile || !reconcile_slice (b))
+        return;
+    reconcile_free (b->reconcile);
+    b->reconcile = NULL;
+}
+
+void fm_free (struct broker *b)
+{
+    reconcile_free (b->reconcile);
+    b->reconcile = NULL;
 }
 
 struct listing {
@@ -538,8 +651,14 @@ static void listing_done (const struct fabric_result *res, void *arg)
         b->reconcile_inflight = false;
     fm_note_result (b, res);
     if (res->status == FABRIC_OK) {
-        reconcile_apply (b, res, l->started, l->reap_foreign);
-        b->reconcile_wanted = false;
+        /* While one still runs, this listing is not used: ask for a new
+         * one when that is done (and keep an admin's request to reap). */
+        bool busy = b->reconcile != NULL;
+        if (!busy)
+            b->reconcile = reconcile_begin (b, res, l->started, l->reap_foreign);
+        else
+            b->reap_foreign_wanted = b->reap_foreign_wanted || l->reap_foreign;
+        b->reconcile_wanted = busy;
         b->next_reconcile =
             b->cfg.reconcile_interval_s
                 ? now_mono () + (int64_t)b->cfg.reconcile_interval_s * 1000
@@ -614,6 +733,9 @@ void fm_tick (struct broker *b)
     broker_events_wake (b, false);
     if (!b->fab || b->stopping)
         return;
+    /* Matching goes on while the session is down: it only writes the
+     * store (the outbox waits for the FM). */
+    reconcile_step (b);
     if (b->fm_state == FM_DOWN && !b->fm_probe_inflight && mono >= b->fm_next_probe) {
         b->fm_next_probe = 0;
         start_listing (b, true);
@@ -621,7 +743,7 @@ void fm_tick (struct broker *b)
     }
     if (b->fm_state != FM_UP)
         return;
-    if (!b->reconcile_inflight && !b->fm_probe_inflight &&
+    if (!b->reconcile_inflight && !b->fm_probe_inflight && !b->reconcile &&
         (b->reconcile_wanted || mono >= b->next_reconcile))
         start_listing (b, false);
     if (now_wall () >= b->outbox_due)

@@ -489,6 +489,7 @@ done:
     fabric_destroy (b.fab);
     jobs_free (&b);
     json_decref (b.foreign_seen);
+    fm_free (&b);
     store_close (b.st);
     ratelimit_destroy (b.step_limit);
     statelock_release (&b.lock); /* after the database is closed */

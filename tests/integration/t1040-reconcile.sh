@@ -73,4 +73,20 @@ expect_ok '[broker] reap_foreign = true reaps ids we have no record of at every 
     wait_for 100 0.1 mockfm_lacks_job c1-777 &&
     grep -q "deleting FM reservation c1-777, which this broker has no record of (reap_foreign)" broker.err
 '
+expect_ok '3000 orphans are matched in slices, the loop serving between them' '
+    stop_broker && reconcile_s=3600 write_broker_conf "[broker]" "reap_foreign = true" && start_broker &&
+    for i in $(seq 3000); do
+        printf "url = %s/fabric/collectives/jobs\njson = {\"jobID\":\"c1-o%d\",\"mcastLimit\":2}\noutput = /dev/null\nnext\n" "$fm_url" "$i"
+    done | sed "\$d" >posts.cfg &&
+    curl -sfS --parallel --parallel-max 16 --no-progress-meter -K posts.cfg &&
+    n=$(mockfm_jobs | grep -c "^c1-o") && echo "# $n orphans at the FM" && [ "$n" = 3000 ] &&
+    before=$(rm_call GET /metrics | awk "/^fmbroker_reconcile_slices_total / {print \$2}") &&
+    rm_call POST /v1/reconcile >/dev/null &&
+    rm_call GET /v1/health >/dev/null &&
+    wait_for 300 0.1 sh -c "! curl -sf $fm_url/_mock/state | jq -r \".jobs | keys[]\" | grep -q ^c1-o" &&
+    after=$(rm_call GET /metrics | awk "/^fmbroker_reconcile_slices_total / {print \$2}") &&
+    echo "# 3000 orphans matched in $((after - before)) slices" &&
+    [ $((after - before)) -ge 3 ] &&
+    mockfm_has_job c1-3
+'
 done_testing
