@@ -1,6 +1,7 @@
 #!/bin/bash
-# t3020-deploy.sh: the unit passes systemd-analyze verify; the .deb has the
-# right dependencies, files and maintainer scripts, and its programs run;
+# t3020-deploy.sh: the unit passes systemd-analyze verify; the two .debs
+# (fmbroker, fmbroker-node) and the two RPMs have the right dependencies,
+# files and maintainer scripts, and their programs run;
 # the man pages list every key, command and subcommand the code has.
 . "$(dirname "$0")/lib.sh"
 src=$FMB_SRC
@@ -17,30 +18,76 @@ expect_ok 'the unit is hardened: notify, watchdog, own user, no capabilities, no
              ConfigurationDirectory=fmbroker ProtectSystem=strict NoNewPrivileges=yes "CapabilityBoundingSet=$" \
              LimitCORE=0 ; do grep -q "^$l" "$src/deploy/fmbrokerd.service" || { echo "missing $l"; return 1; }; done
 '
-expect_ok 'cpack builds a .deb with the libraries it links as dependencies' '
-    (cd "$FMB_BIN/.." && cpack -G DEB -B "$T/pkg" >/dev/null) && deb=$(ls "$T"/pkg/fmbroker_*.deb) &&
+expect_ok 'cpack builds two .debs with the libraries they link as dependencies' '
+    (cd "$FMB_BIN/.." && cpack -G DEB -B "$T/pkg" >/dev/null) &&
+    deb=$(ls "$T"/pkg/fmbroker_*.deb) && node=$(ls "$T"/pkg/fmbroker-node_*.deb) &&
     dpkg-deb -f "$deb" Depends >deps &&
-    for d in libcurl4 libmicrohttpd12 libjansson4 libsqlite3-0 libssl3 libinih1 libsystemd0 adduser; do
-        grep -q "$d" deps || { echo "Depends lacks $d: $(cat deps)"; return 1; }
+    for d in libcurl4 libmicrohttpd12 libjansson4 libsqlite3-0 libssl3 libinih1 libsystemd0 adduser "fmbroker-node (= "; do
+        grep -qF "$d" deps || { echo "fmbroker Depends lacks $d: $(cat deps)"; return 1; }
+    done &&
+    dpkg-deb -f "$node" Depends >ndeps &&
+    for d in libcurl4 libjansson4 libinih1 libsmartcols1; do
+        grep -q "$d" ndeps || { echo "fmbroker-node Depends lacks $d: $(cat ndeps)"; return 1; }
+    done &&
+    ! grep -q -e libmicrohttpd -e libsqlite3 -e adduser ndeps &&
+    for p in "$deb" "$node"; do
+        dpkg-deb -f "$p" Maintainer | grep -q "^fmbroker maintainers <maintainers@" &&
+        ! dpkg-deb -f "$p" Maintainer | grep -q localhost || { echo "$p: bad Maintainer"; return 1; }
     done
 '
-expect_ok 'the .deb holds programs, unit, man pages, hooks and maintainer scripts' '
-    deb=$(ls "$T"/pkg/fmbroker_*.deb) && dpkg-deb -c "$deb" | awk "{print \$6}" >files &&
-    for f in ./usr/sbin/fmbrokerd ./usr/sbin/fmbroker-cxi ./usr/bin/fmbroker ./usr/lib/systemd/system/fmbrokerd.service \
-             ./usr/lib/sysusers.d/fmbroker.conf ./usr/lib/tmpfiles.d/fmbroker.conf ./usr/share/man/man8/fmbrokerd.8 \
-             ./usr/share/man/man5/fmbroker.conf.5 ./usr/share/man/man1/fmbroker.1 ./usr/share/man/man8/fmbroker-cxi.8 \
-             ./usr/share/fmbroker/slurm/prolog_slurmctld.sh ./usr/share/doc/fmbroker/examples/fmbroker.conf.example; do
-        grep -qx "$f" files || { echo "missing $f"; return 1; }
-    done &&
-    ! grep -q -e mockfm -e mockcxi -e "/test_" files &&
-    dpkg-deb -e "$deb" ctl && test -x ctl/postinst && test -x ctl/prerm && grep -q sysusers ctl/postinst
+# has LIST DEB-OR-RPM PATHS...: each path is in the list, or say which is not
+has () {
+    list=$1; shift
+    for f in "$@"; do grep -qx "$f" "$list" || { echo "missing $f"; return 1; }; done
+}
+broker_files="/usr/sbin/fmbrokerd /usr/lib/systemd/system/fmbrokerd.service
+    /usr/lib/sysusers.d/fmbroker.conf /usr/lib/tmpfiles.d/fmbroker.conf /usr/share/man/man8/fmbrokerd.8.gz
+    /usr/share/fmbroker/openapi.yaml /usr/share/doc/fmbroker/examples/fmbroker.conf.example
+    /usr/share/doc/fmbroker/copyright"
+node_files="/usr/sbin/fmbroker-cxi /usr/bin/fmbroker /etc/default/fmbroker
+    /usr/lib/systemd/system/fmbroker-cxi-report.timer /usr/lib/systemd/system/fmbroker-cxi-report.service
+    /usr/share/man/man1/fmbroker.1.gz /usr/share/man/man5/fmbroker.conf.5.gz /usr/share/man/man8/fmbroker-cxi.8.gz
+    /usr/share/fmbroker/slurm/prolog_slurmctld.sh /usr/share/fmbroker/slurm/prolog.sh
+    /usr/share/fmbroker/flux/fmbroker-run.sh /usr/share/doc/fmbroker-node/copyright"
+# Slurm's plugin directory on Debian (where the README says it is)
+[ -e "$FMB_BIN/../lib/fmbroker_spank.so" ] &&
+    node_files="$node_files /usr/lib/$(gcc -print-multiarch)/slurm-wlm/fmbroker_spank.so"
+expect_ok 'fmbroker holds the broker host, fmbroker-node the rest, each with copyright and gzipped man pages' '
+    dpkg-deb -c "$T"/pkg/fmbroker_*.deb | awk "{print substr(\$6, 2)}" >files &&
+    dpkg-deb -c "$T"/pkg/fmbroker-node_*.deb | awk "{print substr(\$6, 2)}" >nfiles &&
+    has files $broker_files && has nfiles $node_files &&
+    ! grep -q -e fmbroker-cxi -e /usr/bin/fmbroker -e slurm -e flux files &&
+    ! grep -q -e fmbrokerd -e sysusers nfiles &&
+    ! grep -q "/man/.*[0-9]$" files nfiles &&
+    ! cat files nfiles | grep -q -e mockfm -e mockcxi -e "/test_" &&
+    dpkg-deb -x "$T"/pkg/fmbroker_*.deb root && dpkg-deb -x "$T"/pkg/fmbroker-node_*.deb root &&
+    gzip -t root/usr/share/man/man8/fmbrokerd.8.gz && zcat root/usr/share/man/man1/fmbroker.1.gz | grep -q "^.TH FMBROKER 1" &&
+    grep -q "^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" root/usr/share/doc/fmbroker/copyright &&
+    grep -q "^License: " root/usr/share/doc/fmbroker-node/copyright
+'
+expect_ok 'maintainer scripts: sysusers, restart on upgrade, /etc/default/fmbroker a conffile' '
+    dpkg-deb -e "$T"/pkg/fmbroker_*.deb ctl && test -x ctl/postinst && test -x ctl/prerm &&
+    grep -q sysusers ctl/postinst && grep -q "try-restart fmbrokerd.service" ctl/postinst &&
+    dpkg-deb -e "$T"/pkg/fmbroker-node_*.deb nctl && grep -qx /etc/default/fmbroker nctl/conffiles &&
+    test -x nctl/postinst && test -x nctl/prerm &&
+    sh -n ctl/postinst && sh -n ctl/prerm && sh -n nctl/postinst && sh -n nctl/prerm &&
+    . root/etc/default/fmbroker
 '
 expect_ok 'the packaged programs run' '
-    deb=$(ls "$T"/pkg/fmbroker_*.deb) && dpkg-deb -x "$deb" root &&
     root/usr/sbin/fmbrokerd --version | grep -q "^fmbrokerd 0\." &&
     root/usr/bin/fmbroker --version | grep -q "^fmbroker 0\." &&
     root/usr/sbin/fmbroker-cxi --help | grep -q "^Usage: fmbroker-cxi" &&
     root/usr/sbin/fmbrokerd -c "$src/deploy/fmbroker.conf.example" --check-config
+'
+expect_ok 'the RPMs (cpack RPM) hold the same files, the unit, the user and a config file' '
+    if ! command -v rpmbuild >/dev/null; then echo "skipped: no rpmbuild (Debian package rpm)"; return 0; fi
+    (cd "$FMB_BIN/.." && cpack -G RPM -B "$T/rpm" >/dev/null) &&
+    rpm -qlp "$T"/rpm/fmbroker-0*.rpm >rfiles && rpm -qlp "$T"/rpm/fmbroker-node-0*.rpm >rnfiles &&
+    has rfiles $broker_files && has rnfiles $node_files &&
+    ! grep -qx -e /usr/sbin -e /usr/bin -e /etc rfiles rnfiles &&
+    rpm -qp --scripts "$T"/rpm/fmbroker-0*.rpm | grep -q "systemd-sysusers fmbroker.conf" &&
+    rpm -qp --requires "$T"/rpm/fmbroker-0*.rpm | grep -q "^fmbroker-node = " &&
+    rpm -qp --configfiles "$T"/rpm/fmbroker-node-0*.rpm | grep -qx /etc/default/fmbroker
 '
 expect_ok 'the man pages render cleanly' '
     for p in "$src"/doc/*.[158]; do
@@ -60,6 +107,12 @@ expect_ok 'fmbroker(1) and fmbroker-cxi(8) describe every command' '
     done &&
     for c in prolog epilog env list clean; do
         grep -q "^\\.B $c" "$src/doc/fmbroker-cxi.8" || { echo "fmbroker-cxi.8 lacks $c"; return 1; }
+    done
+'
+expect_ok 'the README is self-contained: no path outside the repository, links that exist' '
+    ! grep -n "\.\./[a-z]" "$src/README.md" &&
+    for f in $(grep -o "](\([a-zA-Z0-9_./-]*\))" "$src/README.md" | sed "s/^](//; s/)$//" | grep -v "^http"); do
+        test -e "$src/$f" || { echo "README links to missing $f"; return 1; }
     done
 '
 done_testing
