@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -418,6 +419,12 @@ int main (int argc, char **argv)
         return check_db (&b.cfg);
     if (!b.cfg.source[0])
         fmb_log (LOG_NOTICE, "no %s; using built-in defaults", FMB_CONFIG_PATH);
+    if (b.cfg.fm_allow_plain_http && strncasecmp (b.cfg.fm_url, "http://", 7) == 0 &&
+        b.cfg.fm_auth != FMB_AUTH_NONE)
+        fmb_log (LOG_WARNING,
+                 "[fabric_manager] allow_plain_http = true: FM credentials and "
+                 "tokens travel in clear to %s",
+                 b.cfg.fm_url);
     if (b.cfg.fm_insecure)
         fmb_log (LOG_WARNING,
                  "[fabric_manager] insecure = true: the FM's TLS certificate is not "

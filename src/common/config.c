@@ -140,6 +140,10 @@ static const struct cfg_key cfg_keys[] = {
       F (fm_mtls_key), check_path_or_empty, NULL },
     { "fabric_manager", "insecure",           CFG_BOOL,      0,   1,        "false",
       F (fm_insecure), NULL, NULL },
+    /* auth = oauth or basic over an http:// url sends credentials and
+     * tokens in clear: refused unless this says so (and then warned of). */
+    { "fabric_manager", "allow_plain_http",   CFG_BOOL,      0,   1,        "false",
+      F (fm_allow_plain_http), NULL, NULL },
     { "fabric_manager", "timeout_ms",         CFG_UINT,      100, 600000,   "10000",
       F (fm_timeout_ms), NULL, NULL },
     { "fabric_manager", "reserve_timeout_ms", CFG_UINT,      1,   60000,    "2000",
@@ -641,6 +645,15 @@ static int cfg_validate (struct parse_ctx *ctx)
                          "fabric_manager",
                          c->fm_mtls_cert[0] ? "mtls_cert" : "mtls_key",
                          "mtls_cert and mtls_key must be set together");
+    if (strncasecmp (c->fm_url, "http://", 7) == 0 && c->fm_auth != FMB_AUTH_NONE &&
+        !c->fm_allow_plain_http)
+        return cfg_fail (ctx,
+                         "fabric_manager",
+                         "url",
+                         "%s is plain http: auth = %s would send credentials and "
+                         "tokens in clear; use https, or set allow_plain_http = true",
+                         c->fm_url,
+                         auth_values[c->fm_auth]);
     if (c->fm_insecure && c->fm_ca_file[0])
         return cfg_fail (ctx,
                          "fabric_manager",

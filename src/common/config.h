@@ -83,6 +83,7 @@ struct fmb_config {
     char fm_mtls_cert[FMB_CFG_PATH_MAX];
     char fm_mtls_key[FMB_CFG_PATH_MAX];
     bool fm_insecure;
+    bool fm_allow_plain_http; /* credentials over an http:// url */
     unsigned fm_timeout_ms;
     unsigned fm_reserve_timeout_ms;
     unsigned fm_max_connections;

@@ -57,6 +57,7 @@ expect_ok 'FM credentials others can read stop start-up' '
     echo http://127.0.0.1:1/token >auth/endpoint && chmod 644 auth/client-secret &&
     { timeout 10 "$fmbrokerd" -c broker.conf --set fabric_manager.url=http://127.0.0.1:1 \
         --set fabric_manager.auth=oauth --set fabric_manager.auth_dir="$T/auth" \
+        --set fabric_manager.allow_plain_http=true \
         --set hwcoll.addrs_per_job=4 2>err; test $? -eq 2; } &&
     grep -q "client-secret: mode 0644 lets group or others read it" err
 '

@@ -13,7 +13,7 @@ printf 'rm %s\n' 0123456789abcdef0123 >tokens && chmod 600 tokens
 mkdir -p auth && echo id >auth/client-id && echo http://127.0.0.1:1/t >auth/endpoint &&
     echo secret >auth/client-secret && chmod 600 auth/client-secret
 tls="--set api.tls_cert=$T/certs/server.pem --set api.tls_key=$T/certs/server.key --set api.tokens_file=$T/tokens"
-fm="--set fabric_manager.url=http://127.0.0.1:1 --set fabric_manager.auth=oauth"
+fm="--set fabric_manager.url=http://127.0.0.1:1 --set fabric_manager.auth=oauth --set fabric_manager.allow_plain_http=true"
 
 # agree 'PATTERN' ARGS...: --check-config and start both exit 2 naming
 # PATTERN, and start created nothing.
@@ -29,6 +29,14 @@ agree () {
 expect_ok 'a host name as [api] tcp is refused by both' '
     agree "\[api\] tcp = broker.example:8443: HOST must be a numeric" \
         --set api.tcp=broker.example:8443 $tls
+'
+expect_ok 'credentials over plain http are refused by both unless allowed' '
+    agree "\[fabric_manager\] url: http://127.0.0.1:1 is plain http: auth = oauth would send credentials" \
+        --set fabric_manager.url=http://127.0.0.1:1 --set fabric_manager.auth=oauth \
+        --set fabric_manager.auth_dir=$T/auth &&
+    agree "\[fabric_manager\] url: http://127.0.0.1:1 is plain http: auth = basic" \
+        --set fabric_manager.url=http://127.0.0.1:1 --set fabric_manager.auth=basic &&
+    "$fmbrokerd" -c broker.conf --check-config $fm --set fabric_manager.auth_dir=$T/auth
 '
 expect_ok 'a missing auth_dir is refused by both' '
     agree "\[fabric_manager\] auth_dir $T/nope: No such file or directory" \

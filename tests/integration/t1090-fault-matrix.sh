@@ -10,7 +10,7 @@ mkdir -p "$T/auth" && echo slurm >"$T/auth/client-id" && echo s3cret >"$T/auth/c
 start_mockfm --auth oauth --auth-dir "$T/auth"
 echo "$fm_url/oauth/token" >"$T/auth/endpoint"
 write_broker_conf
-sed -i "s|^auth = none$|auth = oauth\nauth_dir = $T/auth|" "$T/broker.conf"
+sed -i "s|^auth = none$|auth = oauth\nauth_dir = $T/auth\nallow_plain_http = true|" "$T/broker.conf"
 start_broker
 
 declare -A call=(

@@ -121,7 +121,7 @@ static void hpe_formula_sizes_the_reservation (void **state)
     struct fmb_error e;
     /* El Capitan: M=4086, S=11136, s=64, j=1 gives 23 addresses per job */
     const char *text =
-        "[fabric_manager]\nurl = http://127.0.0.1:1\n"
+        "[fabric_manager]\nurl = https://127.0.0.1:1\n"
         "[hwcoll]\nsystem_nodes = 11136\nmin_nodes = 64\n";
     assert_int_equal (fmb_config_load_string (&c, "t.conf", text, &e), 0);
     assert_int_equal (fmb_config_mcast_limit (&c), 23);
@@ -227,13 +227,16 @@ static const struct bad_case bad_cases[] = {
      "not verify"},
     {"[api]\ntcp = 127.0.0.1:1\n",
      "t.conf:2: [api] tcp: the TCP listener needs tls_cert, tls_key and tokens_file"},
+    {"[fabric_manager]\nurl = http://fm\nauth = basic\n[hwcoll]\naddrs_per_job = 4\n",
+     "t.conf:2: [fabric_manager] url: http://fm is plain http: auth = basic would send "
+     "credentials and tokens in clear; use https, or set allow_plain_http = true"},
     {"[hwcoll]\nsystem_nodes = 10\nmin_nodes = 20\n",
      "t.conf:3: [hwcoll] min_nodes: 20 exceeds [hwcoll] system_nodes (10)"},
-    {"[fabric_manager]\nurl = http://fm\n",
+    {"[fabric_manager]\nurl = https://fm\n",
      "t.conf: [hwcoll] addrs_per_job (default): 0 needs [hwcoll] system_nodes for "
      "HPE's "
      "sizing formula; set one of them"},
-    {"[fabric_manager]\nurl = http://fm\n[hwcoll]\ntotal_addrs = 10\nsystem_nodes = "
+    {"[fabric_manager]\nurl = https://fm\n[hwcoll]\ntotal_addrs = 10\nsystem_nodes = "
      "1000\nmin_nodes = 2\n",
      "t.conf:5: [hwcoll] system_nodes: HPE's formula (10 / (1000 / 2)) / 1 gives 0 "
      "addresses per job; set addrs_per_job"},
