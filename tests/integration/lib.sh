@@ -215,6 +215,15 @@ tls_and_agent_token () {
     printf "agent %s\n" "$agent_tok" >"$T/tokens" && chmod 600 "$T/tokens" &&
     printf "%s\n" "$agent_tok" >"$T/agent.token" && chmod 600 "$T/agent.token"
 }
+# skip_unless_root: end the script as skipped where it cannot act as
+# other uids (not root, or no setpriv).
+skip_unless_root () {
+    if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
+        echo "ok 1 # SKIP needs root and setpriv to call as other uids"
+        echo "1..1"
+        exit 0
+    fi
+}
 # as_user UID COMMAND...: run as an unprivileged uid (needs root).
 as_user () {
     uid=$1

@@ -3,11 +3,7 @@
 # Callers are real uids on the Unix socket (SO_PEERCRED), so this needs
 # root to act as others (setpriv); elsewhere it is skipped.
 . "$(dirname "$0")/lib.sh"
-if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
-    echo "ok 1 # SKIP needs root and setpriv to call as other uids"
-    echo "1..1"
-    exit 0
-fi
+skip_unless_root
 chmod 755 "$T"
 start_mockfm
 write_broker_conf

@@ -5,11 +5,7 @@
 # within reserve_timeout_ms and health within a second.  Bounded: 1100
 # connections for 14 s.
 . "$(dirname "$0")/lib.sh"
-if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
-    echo "ok 1 # SKIP needs root and setpriv to call as another uid"
-    echo "1..1"
-    exit 0
-fi
+skip_unless_root
 chmod 755 "$T"
 flood="$FMB_SRC/tests/integration/flood.py"
 start_mockfm

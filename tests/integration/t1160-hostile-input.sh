@@ -4,11 +4,7 @@
 # is never stored or handed out: the reservation is `unavailable` with the
 # reason, and released at the FM.
 . "$(dirname "$0")/lib.sh"
-if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
-    echo "ok 1 # SKIP needs root and setpriv to call as another uid"
-    echo "1..1"
-    exit 0
-fi
+skip_unless_root
 chmod 755 "$T"
 start_mockfm
 write_broker_conf
