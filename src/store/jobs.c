@@ -531,6 +531,34 @@ int store_job_list_reserving (struct store *st,
     return 0;
 }
 
+int store_fill_released (struct store *st,
+                         int64_t count,
+                         int64_t from_ms,
+                         int64_t to_ms,
+                         struct fmb_error *error)
+{
+    static const char sql[] =
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1)"
+        " INSERT INTO jobs (id, fm_job_id, uid, node_count, request, state, hwcoll,"
+        " created_ms, updated_ms, released_ms)"
+        " SELECT printf('r%09d', i), printf('c1-r%09d', i), 1000, 64, '{}', 'released', 'released',"
+        " t - 3600000, t, t FROM (SELECT i, ?2 + (?3 - ?2) * i / max(?1, 1) AS t FROM n)";
+    sqlite3_stmt *s;
+    if (count <= 0)
+        return 0;
+    int rc = sqlite3_prepare_v2 (st->db, sql, -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail (st, rc, error, "fill");
+    sqlite3_bind_int64 (s, 1, count);
+    sqlite3_bind_int64 (s, 2, from_ms);
+    sqlite3_bind_int64 (s, 3, to_ms);
+    rc = sqlite3_step (s);
+    sqlite3_finalize (s);
+    if (rc != SQLITE_DONE)
+        return store_fail (st, sqlite3_extended_errcode (st->db), error, "fill");
+    return 0;
+}
+
 int store_job_count (struct store *st,
                      enum store_job_state state,
                      unsigned *ret,

@@ -205,6 +205,15 @@ int store_query_plan (struct store *st,
                       size_t len,
                       struct fmb_error *error);
 
+/* Benchmark support: add 'count' released jobs (ids "r000000000"...),
+ * released at times spread evenly from 'from_ms' to 'to_ms' in id order,
+ * in one statement (millions a minute). */
+int store_fill_released (struct store *st,
+                         int64_t count,
+                         int64_t from_ms,
+                         int64_t to_ms,
+                         struct fmb_error *error);
+
 /* Test support: create a database whose schema stops at 'version'. */
 int store_create_at_version (const char *db_path, int version, struct fmb_error *error);
 
