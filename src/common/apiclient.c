@@ -199,7 +199,7 @@ int api_client_call (const struct api_target *t,
     }
     if (!bearer || !*bearer)
         bearer = t->url ? t->token : NULL;
-    CURLcode cc;
+    CURLcode cc = CURLE_COULDNT_CONNECT; /* stays if no URL is tried */
     if (!t->url) {
         if (call_one (t, NULL, timeout_s * 1000, 0, method, path, body, bearer, ret, &cc) == 0)
             return 0;
@@ -226,8 +226,10 @@ int api_client_call (const struct api_target *t,
                       body, bearer, ret, &cc) == 0)
             return 0;
         size_t used = strlen (why);
-        snprintf (why + used, sizeof (why) - used, "%s%s: %s", used ? "; " : "", base,
-                  curl_easy_strerror (cc));
+        /* a long list is cut short: the message still names the first ones */
+        if (snprintf (why + used, sizeof (why) - used, "%s%s: %s", used ? "; " : "", base,
+                      curl_easy_strerror (cc)) < 0)
+            why[used] = '\0';
         if (!try_next (cc))
             break;
     }

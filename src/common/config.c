@@ -280,7 +280,9 @@ static int check_https_urls (char *value, struct fmb_error *error)
         if (check_https_url (one, error) < 0) /* name the culprit in a list */
             return strchr (value, ',') ? fmb_error_prefix (error, "%s", one) : -1;
         size_t used = strlen (out);
-        snprintf (out + used, sizeof (out) - used, "%s%s", used ? "," : "", one);
+        int w = snprintf (out + used, sizeof (out) - used, "%s%s", used ? "," : "", one);
+        if (w < 0 || (size_t)w >= sizeof (out) - used)
+            return fmb_errorf (error, "the list is too long");
         p = strchr (p, ',');
         if (!p)
             break;
