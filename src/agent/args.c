@@ -257,7 +257,9 @@ int agent_args_parse (int argc,
         }
     }
     if (!cmd)
-        return bad (error, "no command (prolog, epilog, housekeeping, env, list, clean, report)");
+        return bad (
+            error,
+            "no command (prolog, epilog, housekeeping, env, list, clean, report)");
     size_t i;
     for (i = 0; i < sizeof (commands) / sizeof (commands[0]); i++)
         if (strcmp (cmd, commands[i].name) == 0)

@@ -22,10 +22,10 @@ enum agent_cmd {
 };
 enum agent_format { AGENT_FORMAT_SHELL, AGENT_FORMAT_JSON, AGENT_FORMAT_SLURM };
 
-#define AGENT_RETRY_BUSY_MAX 3600 /* seconds; an epilog has its own timeout */
-#define AGENT_RETRY_BUSY_EPILOG       5   /* the epilog never holds the node long */
-#define AGENT_RETRY_BUSY_HOUSEKEEPING 300 /* housekeeping: minutes, then drain */
-#define AGENT_NCORES_MAX     1048576
+#define AGENT_RETRY_BUSY_MAX          3600 /* seconds; an epilog has its own timeout */
+#define AGENT_RETRY_BUSY_EPILOG       5    /* the epilog never holds the node long */
+#define AGENT_RETRY_BUSY_HOUSEKEEPING 300  /* housekeeping: minutes, then drain */
+#define AGENT_NCORES_MAX              1048576
 
 struct agent_args {
     enum agent_cmd cmd;

@@ -19,9 +19,9 @@ static int job_from_json (const json_t *o, struct job_facts *f)
     size_t i;
     const json_t *v;
     memset (f, 0, sizeof (*f));
-    if (!json_is_string (id) || !json_is_integer (uid) || json_integer_value (uid) < 0 ||
-        json_integer_value (uid) > UID_MAX_VALID || !json_is_array (vnis) ||
-        json_array_size (vnis) > CXI_SVC_MAX_VNIS)
+    if (!json_is_string (id) || !json_is_integer (uid) ||
+        json_integer_value (uid) < 0 || json_integer_value (uid) > UID_MAX_VALID ||
+        !json_is_array (vnis) || json_array_size (vnis) > CXI_SVC_MAX_VNIS)
         return -1;
     snprintf (f->id, sizeof (f->id), "%s", json_string_value (id));
     f->uid = (uint32_t)json_integer_value (uid);
@@ -59,7 +59,8 @@ int job_set_add_page (struct job_set *set,
     json_array_foreach (jobs, i, job)
     {
         if (job_from_json (job, &set->jobs[set->n]) < 0)
-            return bad (error, "the broker's job list has a job without a valid uid or vnis");
+            return bad (error,
+                        "the broker's job list has a job without a valid uid or vnis");
         set->n++;
     }
     if (!next) {

@@ -611,11 +611,8 @@ static int create_on_device (const struct job_facts *f,
         return r;
     }
     if (!why[0])
-        snprintf (why,
-                  whylen,
-                  "%s: cxil_alloc_svc: %s",
-                  dev->info.device_name,
-                  errname (r));
+        snprintf (
+            why, whylen, "%s: cxil_alloc_svc: %s", dev->info.device_name, errname (r));
     lib.close_device (dev);
     return -1;
 }
@@ -668,8 +665,8 @@ static int cmd_prolog (void)
     if (rc == 0 && !arg_.dry_run) {
         write_record (&f, services);
         /* The tasks' environment only once every service exists. */
-        if (write_env_record (&f, broker_env, made, nmade, "no NIC could be opened",
-                              &e) < 0) {
+        if (write_env_record (
+                &f, broker_env, made, nmade, "no NIC could be opened", &e) < 0) {
             snprintf (why, sizeof (why), "%s", e.text);
             rc = EXIT_FAIL;
         }
@@ -762,7 +759,8 @@ static int cmd_epilog (void)
                      e.text);
             /* Said, so that the broker does not wait for this node; kept
              * for later if the broker is away. */
-            report ("destroyed", "no record of the job on this node: nothing was created");
+            report ("destroyed",
+                    "no record of the job on this node: nothing was created");
             return 0;
         }
         fmb_log (LOG_ERR, "%s", e.text);
@@ -936,10 +934,8 @@ static int cmd_env (void)
         return EXIT_FAIL;
     }
     if (r.nservices == 0) {
-        fmb_log (LOG_ERR,
-                 "job %s has no CXI service on this node: %s",
-                 arg_.job,
-                 r.reason);
+        fmb_log (
+            LOG_ERR, "job %s has no CXI service on this node: %s", arg_.job, r.reason);
         jobrecord_clear (&r);
         return EXIT_FAIL;
     }
@@ -1262,7 +1258,8 @@ static int cmd_clean (void)
     for (unsigned i = 0; i < dl->count; i++)
         if (lib.open_device (dl->info[i].dev_id, &devs[i]) < 0 ||
             lib.get_svc_list (devs[i], &before[i]) < 0) {
-            fmb_log (LOG_WARNING, "clean: %s: cannot list services, skipping",
+            fmb_log (LOG_WARNING,
+                     "clean: %s: cannot list services, skipping",
                      dl->info[i].device_name);
             before[i] = NULL;
         }

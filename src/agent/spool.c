@@ -31,8 +31,8 @@ static int report_path (char *out,
         errno = EINVAL;
         return fmb_errorf (error, "report: bad job id or node name");
     }
-    if ((size_t)snprintf (out, len, "%s/" SPOOL_DIR "/%s@%s.json", state_dir, job, node) >=
-        len) {
+    if ((size_t)snprintf (
+            out, len, "%s/" SPOOL_DIR "/%s@%s.json", state_dir, job, node) >= len) {
         errno = ENAMETOOLONG;
         return fmb_errorf (error, "%s/" SPOOL_DIR ": path too long", state_dir);
     }
@@ -103,7 +103,8 @@ static int load_report (const char *path, struct spooled_report *r)
     json_t *at = json_object_get (o, "at_ms");
     int rc = -1;
     if (job && node && cxi && valid_job_id (job) && valid_node_name (node) &&
-        (!strcmp (cxi, "created") || !strcmp (cxi, "destroyed") || !strcmp (cxi, "failed")) &&
+        (!strcmp (cxi, "created") || !strcmp (cxi, "destroyed") ||
+         !strcmp (cxi, "failed")) &&
         json_is_integer (at) && (!detail || strlen (detail) < sizeof (r->detail))) {
         memset (r, 0, sizeof (*r));
         snprintf (r->job, sizeof (r->job), "%s", job);

@@ -48,7 +48,9 @@ static size_t list_items (const char *s)
 }
 
 /* The device and service lists name the same devices, in one order. */
-static int check_lists (const struct jobrecord *r, const char *file, struct fmb_error *e)
+static int check_lists (const struct jobrecord *r,
+                        const char *file,
+                        struct fmb_error *e)
 {
     json_t *devs = json_object_get (r->env, "SLINGSHOT_DEVICES");
     json_t *ids = json_object_get (r->env, "SLINGSHOT_SVC_IDS");
@@ -79,7 +81,9 @@ static int check_lists (const struct jobrecord *r, const char *file, struct fmb_
 }
 
 /* Everything a reader relies on; the writer applies it too. */
-static int check_record (const struct jobrecord *r, const char *file, struct fmb_error *e)
+static int check_record (const struct jobrecord *r,
+                         const char *file,
+                         struct fmb_error *e)
 {
     if (!valid_job_id (r->job))
         return bad (e, "%s: bad job id", file);
@@ -105,16 +109,18 @@ static int check_record (const struct jobrecord *r, const char *file, struct fmb
                         printable (name, strlen (name)) ? name : "(unprintable)",
                         JOBRECORD_NAME_MAX);
         if (strcmp (name, "FI_CXI_COLL_JOB_STEP_ID") == 0)
-            return bad (e,
-                        "%s: FI_CXI_COLL_JOB_STEP_ID is per step, not per job",
-                        file);
+            return bad (
+                e, "%s: FI_CXI_COLL_JOB_STEP_ID is per step, not per job", file);
         if (!json_is_string (value))
             return bad (e, "%s: %s: the value is not a string", file, name);
         const char *s = json_string_value (value);
         size_t len = json_string_length (value);
         if (len > JOBRECORD_VALUE_MAX)
-            return bad (
-                e, "%s: %s: value longer than %d bytes", file, name, JOBRECORD_VALUE_MAX);
+            return bad (e,
+                        "%s: %s: value longer than %d bytes",
+                        file,
+                        name,
+                        JOBRECORD_VALUE_MAX);
         if (strlen (s) != len || !printable (s, len))
             return bad (e,
                         "%s: %s: the value holds a control character (newline?)",
@@ -137,16 +143,14 @@ int jobrecord_path (char *out, size_t len, const char *state_dir, const char *jo
     return 0;
 }
 
-static int path_or_error (char *out,
-                          size_t len,
-                          const char *state_dir,
-                          const char *job,
-                          struct fmb_error *e)
+static int path_or_error (
+    char *out, size_t len, const char *state_dir, const char *job, struct fmb_error *e)
 {
     if (jobrecord_path (out, len, state_dir, job) < 0) {
         if (errno == EINVAL)
             return fmb_errorf (e, "job record: bad job id '%.64s'", job);
-        return fmb_errorf (e, "job record: %s/%.64s.env: path too long", state_dir, job);
+        return fmb_errorf (
+            e, "job record: %s/%.64s.env: path too long", state_dir, job);
     }
     return 0;
 }
@@ -162,11 +166,14 @@ static int state_dir_ready (const char *state_dir, struct fmb_error *e)
         return fmb_errorf (e, "job record: %s: %s", state_dir, strerror (errno));
     /* An older agent created the directory 0700: job users need x. */
     if ((st.st_mode & 0755) != 0755 && chmod (state_dir, 0755) < 0)
-        return fmb_errorf (e, "job record: chmod 0755 %s: %s", state_dir, strerror (errno));
+        return fmb_errorf (
+            e, "job record: chmod 0755 %s: %s", state_dir, strerror (errno));
     return 0;
 }
 
-static int check_state_dir (const char *state_dir, const char *file, struct fmb_error *e)
+static int check_state_dir (const char *state_dir,
+                            const char *file,
+                            struct fmb_error *e)
 {
     struct stat st;
     if (stat (state_dir, &st) < 0)
@@ -243,8 +250,8 @@ static int fill_record (json_t *o,
         return bad (e, "%s: \"services\" is not a service count", file);
     if (!json_is_object (env))
         return bad (e, "%s: \"env\" is not an object", file);
-    if (reason && (!json_is_string (reason) ||
-                   json_string_length (reason) >= sizeof (r->reason)))
+    if (reason &&
+        (!json_is_string (reason) || json_string_length (reason) >= sizeof (r->reason)))
         return bad (e, "%s: \"reason\" is not a string of < 256 bytes", file);
     snprintf (r->job, sizeof (r->job), "%s", job);
     r->uid = (uint32_t)json_integer_value (uid);
@@ -278,7 +285,9 @@ static int open_record (const char *path, struct stat *st, struct fmb_error *e)
         close (fd);
         if (!S_ISREG (st->st_mode) || st->st_size > JOBRECORD_FILE_MAX) {
             errno = EINVAL;
-            return fmb_errorf (e, "%s: not a regular file of at most %d bytes", path,
+            return fmb_errorf (e,
+                               "%s: not a regular file of at most %d bytes",
+                               path,
                                JOBRECORD_FILE_MAX);
         }
         if (st->st_mode & 077) {

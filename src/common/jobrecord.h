@@ -28,13 +28,13 @@
 
 #include "error.h"
 
-#define JOBRECORD_DIR_DEFAULT "/run/fmbroker-cxi"
-#define JOBRECORD_VERSION     1
-#define JOBRECORD_VARS_MAX    64    /* variables in env */
-#define JOBRECORD_NAME_MAX    64    /* bytes of a variable name */
-#define JOBRECORD_VALUE_MAX   4096  /* bytes of a value */
-#define JOBRECORD_FILE_MAX    65536 /* bytes of the whole file */
-#define JOBRECORD_SERVICES_MAX 64   /* NICs on a node */
+#define JOBRECORD_DIR_DEFAULT  "/run/fmbroker-cxi"
+#define JOBRECORD_VERSION      1
+#define JOBRECORD_VARS_MAX     64    /* variables in env */
+#define JOBRECORD_NAME_MAX     64    /* bytes of a variable name */
+#define JOBRECORD_VALUE_MAX    4096  /* bytes of a value */
+#define JOBRECORD_FILE_MAX     65536 /* bytes of the whole file */
+#define JOBRECORD_SERVICES_MAX 64    /* NICs on a node */
 
 struct jobrecord {
     char job[129];

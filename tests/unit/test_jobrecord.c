@@ -13,8 +13,8 @@
 #include "testutil.h"
 
 struct fixture {
-    char *dir;   /* the state dir */
-    char *path;  /* dir/42.env */
+    char *dir;  /* the state dir */
+    char *path; /* dir/42.env */
 };
 
 static int setup (void **state)
@@ -176,8 +176,8 @@ static void expect_refused (struct fixture *f, int err, const char *says)
     struct fmb_error e;
     assert_int_equal (jobrecord_read (f->dir, "42", &r, &e), -1);
     if (errno != err || !strstr (e.text, says))
-        fail_msg ("errno %d (want %d), '%s' does not say '%s'", errno, err, e.text,
-                  says);
+        fail_msg (
+            "errno %d (want %d), '%s' does not say '%s'", errno, err, e.text, says);
     assert_null (r.env);
 }
 

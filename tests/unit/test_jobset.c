@@ -20,8 +20,9 @@ static void pages_add_up_until_the_last (void **state)
     struct job_set set = {0};
     struct fmb_error e;
     char after[JOB_ID_MAX + 1] = "";
-    json_t *p = page ("{\"jobs\":[{\"id\":\"1\",\"uid\":5,\"vnis\":[1024]},"
-                      "{\"id\":\"2\",\"uid\":6,\"vnis\":[]}],\"next_after\":\"2\"}");
+    json_t *p = page (
+        "{\"jobs\":[{\"id\":\"1\",\"uid\":5,\"vnis\":[1024]},"
+        "{\"id\":\"2\",\"uid\":6,\"vnis\":[]}],\"next_after\":\"2\"}");
     assert_int_equal (job_set_add_page (&set, p, after, &e), 0);
     assert_string_equal (after, "2");
     json_decref (p);
