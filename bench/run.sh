@@ -5,9 +5,10 @@
 #   BENCH_ROUNDS (3)        repetitions of benchmark 1, for each FM latency
 #   BENCH_SLURM_JOBS (1000) jobs in benchmark 2 (the Slurm pattern takes
 #                           about 0.2 s per job: 1000 jobs ~ 3.5 minutes)
-#   BENCH_ONLY              "1-4", "5" or "6": only that part
+#   BENCH_ONLY              "1-4", "5", "6" or "7": only that part
 #   BENCH_STORE_DIR (/tmp)  where benchmark 5 keeps its generated stores
 #   BENCH_STORE_SIZES       stored jobs in benchmark 5 ("1000000 10000000")
+#   BENCH_TAKEOVER_SIZES    stored jobs in benchmark 7 ("100000 1000000")
 set -u
 build=$(cd "${1:-$(dirname "$0")/../build}" && pwd)
 export FMB_BIN=$build/bin FMB_SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -195,4 +196,49 @@ stats () { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {printf "%.2f | 
 printf "| command | median ms | max ms | target |\n|---|---|---|---|\n"
 printf "| prolog (4 services) | %s | <= 10 ms |\n" "$(stats "${pro[@]}")"
 printf "| epilog (4 services) | %s | <= 10 ms |\n" "$(stats "${epi[@]}")"
+fi
+if want 7; then
+# ---- 7. take-over: the active broker dies, a standby starts on its state ------
+# A store of N jobs (1,000 active, the FM holding their reservations), an
+# active broker serving it, SIGKILLed; a standby fmbrokerd started at once
+# on the same state directory (what Pacemaker does once the volume has
+# moved: the mount and the address are not timed here).  Reading: from
+# the SIGKILL to the first RUN (a new job, reserved at the FM) answered
+# 201 by the standby, polled every 5 ms.
+STORE_DIR=${BENCH_STORE_DIR:-/tmp}
+echo "## 7. Take-over: from the active broker's SIGKILL to a RUN answered by the standby on its state (target: <= 1 s)"
+printf "| stored jobs | load | kill to RUN answered | of which: start to serving |\n|---|---|---|---|\n"
+body='{"uid":1000,"nodes":["n1","n2"]}'
+run_ok () { [ "$(curl -s -o /dev/null -w "%{http_code}" --max-time 2 --unix-socket "$T/api.sock" -X PUT \
+    --data-binary "$body" "http://fmbroker/v1/jobs/$1")" = 201 ]; }
+for n in ${BENCH_TAKEOVER_SIZES:-100000 1000000}; do
+    src=$STORE_DIR/fmbench-store-$n.db
+    if [ ! -s "$src" ]; then
+        rm -f "$src" "$src-wal" "$src-shm"
+        "$FMB_BIN/fmbench-mkstore" "$src" "$STORE_DIR/fmbench-store.key" "$n" 1000 || exit 1
+    fi
+    rm -rf "$T/state" && mkdir -p "$T/state" && chmod 700 "$T/state"
+    cp "$src" "$T/state/fmbroker.db" && cp "$STORE_DIR/fmbench-store.key" "$T/state/token.key"
+    awk 'BEGIN { printf "{\"trees\":[],\"jobs\":{"
+        for (i = 0; i < 1000; i++) printf "%s\"c1-%d\":{\"jobID\":\"c1-%d\",\"mcastLimit\":4,\"sessionToken\":\"t%d\",\"jobSteps\":{}}", (i ? "," : ""), i, i, i
+        printf "}}" }' >"$T/fm.state"
+    fm_state_file="--state-file=$T/fm.state" start_mockfm
+    write_broker_conf "[broker]" "retain_days = 0"
+    start_broker && run_ok first$n || { echo "| $n | the active broker did not serve |"; exit 1; }
+    sync
+    ld=$(awk '{print $1}' /proc/loadavg)
+    t0=$(ms_now)
+    kill -9 "$broker_pid" && wait "$broker_pid" 2>/dev/null
+    t1=$(ms_now)
+    "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" 2>>"$T/broker.err" &
+    broker_pid=$!
+    wait_for 4000 0.005 rm_call GET /v1/health >/dev/null
+    t2=$(ms_now)
+    wait_for 1000 0.005 run_ok standby$n
+    t3=$(ms_now)
+    stop_broker
+    stop_mockfm
+    printf "| %s | %s | **%d ms** | %d ms |\n" "$n" "$ld" $((t3 - t0)) $((t2 - t1))
+done
+echo
 fi
