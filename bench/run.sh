@@ -23,6 +23,18 @@ ratio () { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }
 minus () { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
 median3 () { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 ms_now () { date +%s%3N; }
+# state_from_store N: $T/state holds a copy of a generated store of N jobs
+# (1,000 active), built once and kept in BENCH_STORE_DIR (/tmp) as
+# fmbench-store-N.db (benchmarks 5 and 7).
+state_from_store () {
+    local dir=${BENCH_STORE_DIR:-/tmp} src=${BENCH_STORE_DIR:-/tmp}/fmbench-store-$1.db
+    if [ ! -s "$src" ]; then
+        rm -f "$src" "$src-wal" "$src-shm"
+        "$FMB_BIN/fmbench-mkstore" "$src" "$dir/fmbench-store.key" "$1" 1000 || return 1
+    fi
+    rm -rf "$T/state" && mkdir -p "$T/state" && chmod 700 "$T/state" &&
+        cp "$src" "$T/state/fmbroker.db" && cp "$dir/fmbench-store.key" "$T/state/token.key"
+}
 
 echo "# fmbroker benchmarks, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), kernel $(uname -r)"
@@ -111,20 +123,13 @@ if want 5; then
 # stall and RUN latency while retention prunes the backlog.
 # The stores are built once and kept in BENCH_STORE_DIR (/tmp) as
 # fmbench-store-N.db: 10M rows take minutes and ~2 GB.
-STORE_DIR=${BENCH_STORE_DIR:-/tmp}
 STORE_SIZES=${BENCH_STORE_SIZES:-1000000 10000000}
 load () { awk '{print $1}' /proc/loadavg; }
 metric () { curl -sf --unix-socket "$T/api.sock" http://fmbroker/metrics | awk -v k="$1" '$1 == k {print $2}'; }
 echo "## 5. Scale: N stored jobs (1,000 active), 100,000 entries at the FM (99,000 to release), retain_days = 30"
 printf "| stored jobs | load | start until serving | until the FM holds only active jobs | longest loop stall during reconcile+prune | RUN p99 during prune / after (1 client) | pruned (from start) | resident MiB |\n|---|---|---|---|---|---|---|---|\n"
 for n in $STORE_SIZES; do
-    src=$STORE_DIR/fmbench-store-$n.db
-    if [ ! -s "$src" ]; then
-        rm -f "$src" "$src-wal" "$src-shm"
-        "$FMB_BIN/fmbench-mkstore" "$src" "$STORE_DIR/fmbench-store.key" "$n" 1000 || exit 1
-    fi
-    rm -rf "$T/state" && mkdir -p "$T/state" && chmod 700 "$T/state"
-    cp "$src" "$T/state/fmbroker.db" && cp "$STORE_DIR/fmbench-store.key" "$T/state/token.key"
+    state_from_store "$n" || exit 1
     # the FM: the active jobs, and the newest 99,000 released ones
     awk -v n="$n" 'BEGIN { printf "{\"trees\":[],\"jobs\":{"
         for (i = 0; i < 1000; i++) printf "%s\"c1-%d\":{\"jobID\":\"c1-%d\",\"mcastLimit\":4,\"sessionToken\":\"t%d\",\"jobSteps\":{}}", (i ? "," : ""), i, i, i
@@ -205,20 +210,13 @@ if want 7; then
 # moved: the mount and the address are not timed here).  Reading: from
 # the SIGKILL to the first RUN (a new job, reserved at the FM) answered
 # 201 by the standby, polled every 5 ms.
-STORE_DIR=${BENCH_STORE_DIR:-/tmp}
 echo "## 7. Take-over: from the active broker's SIGKILL to a RUN answered by the standby on its state (target: <= 1 s)"
 printf "| stored jobs | load | kill to RUN answered | of which: start to serving |\n|---|---|---|---|\n"
 body='{"uid":1000,"nodes":["n1","n2"]}'
 run_ok () { [ "$(curl -s -o /dev/null -w "%{http_code}" --max-time 2 --unix-socket "$T/api.sock" -X PUT \
     --data-binary "$body" "http://fmbroker/v1/jobs/$1")" = 201 ]; }
 for n in ${BENCH_TAKEOVER_SIZES:-100000 1000000}; do
-    src=$STORE_DIR/fmbench-store-$n.db
-    if [ ! -s "$src" ]; then
-        rm -f "$src" "$src-wal" "$src-shm"
-        "$FMB_BIN/fmbench-mkstore" "$src" "$STORE_DIR/fmbench-store.key" "$n" 1000 || exit 1
-    fi
-    rm -rf "$T/state" && mkdir -p "$T/state" && chmod 700 "$T/state"
-    cp "$src" "$T/state/fmbroker.db" && cp "$STORE_DIR/fmbench-store.key" "$T/state/token.key"
+    state_from_store "$n" || exit 1
     awk 'BEGIN { printf "{\"trees\":[],\"jobs\":{"
         for (i = 0; i < 1000; i++) printf "%s\"c1-%d\":{\"jobID\":\"c1-%d\",\"mcastLimit\":4,\"sessionToken\":\"t%d\",\"jobSteps\":{}}", (i ? "," : ""), i, i, i
         printf "}}" }' >"$T/fm.state"
