@@ -253,7 +253,9 @@ static void outbox_done (const struct fabric_result *res, void *arg)
             errno != ENOENT)
             goto rollback;
         if (c->attempts + 1 == OUTBOX_ALERT_ATTEMPTS) {
-            fmb_log (LOG_ERR,
+            fmb_logf (LOG_ERR,
+                     &(struct fmb_log_fields){.step = c->step ? c->arg : NULL,
+                                              .fm_call = c->step ? "patch" : "delete"},
                      "%s %s%s%s: still failing after %u attempts: %s",
                      c->step ? "step cleanup" : "release",
                      c->target,
@@ -549,7 +551,10 @@ static int judge_job (struct broker *b,
     if (!still)
         return 0;
     static const char why[] = "the fabric manager no longer holds the reservation";
-    fmb_log (LOG_ERR, "job %s: the fabric manager lost its multicast reservation", job);
+    fmb_logf (LOG_ERR,
+              &(struct fmb_log_fields){.job = job},
+              "job %s: the fabric manager lost its multicast reservation",
+              job);
     if (store_job_set_state (b->st, job, STORE_JOB_LOST, e) < 0 ||
         store_job_set_hwcoll (b->st, job, STORE_HWCOLL_LOST, why, 0, NULL, e) < 0 ||
         broker_event (b, "reservation_lost", job, json_pack ("{s:s}", "reason", why), e) <

@@ -465,10 +465,11 @@ static void reserve_done (const struct fabric_result *res, void *arg)
                           &e) < 0)
             goto rollback;
         queued = true;
-        fmb_log (LOG_WARNING,
-                 "job %s: hardware collectives unavailable: %s",
-                 rv->job,
-                 res->error);
+        fmb_logf (LOG_WARNING,
+                  &(struct fmb_log_fields){.job = rv->job, .fm_call = res->op},
+                  "job %s: hardware collectives unavailable: %s",
+                  rv->job,
+                  res->error);
     }
     if (store_commit (b->st, &e) < 0)
         goto store_error;
@@ -613,7 +614,7 @@ void jobs_run (struct broker *b, struct http_req *req)
     if (rc < 0) {
         int status = http_status_of_errno (errno);
         if (errno == ENOSPC)
-            fmb_log (LOG_ERR, "job %s: %s", id, e.text);
+            fmb_logf (LOG_ERR, &(struct fmb_log_fields){.job = id}, "job %s: %s", id, e.text);
         http_reply_problem (req, status, "job '%s': %s", id, e.text);
         return;
     }
@@ -835,7 +836,8 @@ void jobs_cleanup (struct broker *b, struct http_req *req)
                     "{s:o, s:s}", "vnis", vni_array (j), "why", "forced by an admin"),
                 &e) < 0)
             goto rollback;
-        fmb_log (LOG_NOTICE,
+        fmb_logf (LOG_NOTICE,
+                 &(struct fmb_log_fields){.job = id},
                  "job %s: VNIs released by force (uid %u)",
                  id,
                  (unsigned)http_caller (req)->uid);
@@ -1101,7 +1103,8 @@ void jobs_node_report (struct broker *b, struct http_req *req)
     if (store_node_put (b->st, id, node, state, dtext, &e) < 0)
         goto rollback;
     if (state == STORE_CXI_FAILED) {
-        fmb_log (LOG_WARNING,
+        fmb_logf (LOG_WARNING,
+                 &(struct fmb_log_fields){.job = id, .node = node},
                  "job %s: node %s failed to %s its CXI services: %s",
                  id,
                  node,

@@ -1,14 +1,20 @@
-/* log.c: stderr logging with journald priority prefixes; see log.h. */
+/* log.c: journald records with fields under systemd, plain stderr lines
+ * otherwise; see log.h. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <systemd/sd-journal.h>
 
 #include "log.h"
 
-#define LOG_LINE_MAX 2048
+#define LOG_LINE_MAX   2048
+#define JOB_FIELD_MAX  1040 /* a step id (256 bytes) escaped, with room */
 
 static char log_ident[64] = "fmbroker";
 static int log_level = LOG_INFO;
@@ -118,24 +124,85 @@ size_t fmb_log_escape (char *out, size_t outsize, const char *in)
     return o;
 }
 
-void fmb_log (int level, const char *fmt, ...)
+/* Is stderr the journal stream systemd connected ($JOURNAL_STREAM is
+ * "DEV:INO" of it)?  Checked once: a program's stderr does not change. */
+static bool to_journal (void)
+{
+    static int known = -1;
+    if (known < 0) {
+        const char *js = getenv ("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        struct stat st;
+        known = js && sscanf (js, "%llu:%llu", &dev, &ino) == 2 &&
+                fstat (STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+                (unsigned long long)st.st_ino == ino;
+    }
+    return known;
+}
+
+/* One journald record; -1 if journald did not take it. */
+static int journal_send (int level, const struct fmb_log_fields *f, const char *line)
+{
+    char job[JOB_FIELD_MAX], step[JOB_FIELD_MAX], node[JOB_FIELD_MAX], call[64];
+    const char *v[4] = {f ? f->job : NULL, f ? f->step : NULL, f ? f->node : NULL,
+                        f ? f->fm_call : NULL};
+    char *out[4] = {job, step, node, call};
+    size_t len[4] = {sizeof (job), sizeof (step), sizeof (node), sizeof (call)};
+    static const char *const names[4] = {"JOB", "STEP", "NODE", "FM_CALL"};
+    char field[4][JOB_FIELD_MAX + 16];
+    const char *extra[4] = {NULL, NULL, NULL, NULL};
+    int n = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!v[i])
+            continue;
+        fmb_log_escape (out[i], len[i], v[i]); /* untrusted: one line */
+        snprintf (field[n], sizeof (field[n]), "%s=%s", names[i], out[i]);
+        extra[n] = field[n];
+        n++;
+    }
+    /* sd_journal_send takes its fields as arguments; absent ones repeat
+     * a harmless one (an empty list ends at the first NULL). */
+    return sd_journal_send ("MESSAGE=%s", line,
+                            "PRIORITY=%d", level & 7,
+                            "SYSLOG_IDENTIFIER=%s", log_ident,
+                            extra[0] ? "%s" : NULL, extra[0],
+                            extra[1] ? "%s" : NULL, extra[1],
+                            extra[2] ? "%s" : NULL, extra[2],
+                            extra[3] ? "%s" : NULL, extra[3],
+                            NULL) < 0
+               ? -1
+               : 0;
+}
+
+static void log_va (int level, const struct fmb_log_fields *f, const char *fmt, va_list ap)
 {
     if (level > log_level)
         return;
     int saved = errno;
     char raw[LOG_LINE_MAX], line[LOG_LINE_MAX * 4];
-    va_list ap;
-    va_start (ap, fmt);
     vsnprintf (raw, sizeof (raw), fmt, ap);
-    va_end (ap);
     fmb_log_redact (raw);
     /* The one place untrusted text (step ids, node reports, FM errors,
      * peers' requests) is made safe: a record is one line, whatever its
      * arguments hold. */
     fmb_log_escape (line, sizeof (line), raw);
-    if (isatty (STDERR_FILENO))
+    if (!to_journal () || journal_send (level, f, line) < 0)
         fprintf (stderr, "%s: %s: %s\n", log_ident, level_names[level & 7], line);
-    else
-        fprintf (stderr, "<%d>%s: %s\n", level & 7, log_ident, line);
     errno = saved;
+}
+
+void fmb_log (int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start (ap, fmt);
+    log_va (level, NULL, fmt, ap);
+    va_end (ap);
+}
+
+void fmb_logf (int level, const struct fmb_log_fields *fields, const char *fmt, ...)
+{
+    va_list ap;
+    va_start (ap, fmt);
+    log_va (level, fields, fmt, ap);
+    va_end (ap);
 }

@@ -1,9 +1,11 @@
 /* log.h: logging for the programs (fmbrokerd, fmbroker-cxi, fmbroker).
  *
- * Libraries never log; they return errors.  Lines go to stderr.  When
- * stderr is not a terminal (journald, a file, a pipe) each line starts
- * with a syslog priority prefix such as "<3>" that journald turns into
- * the record's priority; on a terminal the level is spelled out instead.
+ * Libraries never log; they return errors.  Under systemd (stderr is the
+ * stream named by $JOURNAL_STREAM) records go to journald through
+ * sd_journal_send, with PRIORITY and, when the caller gives them, the
+ * fields JOB=, STEP=, NODE= and FM_CALL= (`journalctl JOB=42`).
+ * Otherwise (a terminal, a file, a pipe) a plain line goes to stderr:
+ * "IDENT: LEVEL: message".
  *
  * Secrets: callers must not pass tokens or passwords, and as a second
  * line of defence the logger masks anything that follows "Bearer ",
@@ -23,6 +25,17 @@ void fmb_log_set_level (int level);
 int fmb_log_level_parse (const char *name);
 
 void fmb_log (int level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
+/* Structured fields of a record (NULL: absent).  Outside journald they
+ * are not printed: the message itself should name what it is about. */
+struct fmb_log_fields {
+    const char *job;
+    const char *step;
+    const char *node;
+    const char *fm_call;
+};
+void fmb_logf (int level, const struct fmb_log_fields *fields, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
 
 /* Copy 'in' to 'out' with control characters (C0, DEL, C1) written as
  * \xNN, so that no logged string can start a line of its own or drive a

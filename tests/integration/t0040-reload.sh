@@ -56,5 +56,10 @@ expect_ok 'the log level changes live' '
     sed -i "/^\[broker\]/a log_level = debug" broker.conf &&
     reload && grep -q "reload: configuration" broker.err
 '
+expect_ok 'logs outside journald are plain lines, without <N> prefixes' '
+    grep -q "^fmbrokerd: notice: reload: configuration" broker.err &&
+    grep -q "^fmbrokerd: error: reload: " broker.err &&
+    ! grep -q "^<[0-7]>" broker.err
+'
 stop_broker
 done_testing

@@ -53,7 +53,7 @@ static void redaction_masks_every_secret_form (void **state)
     }
 }
 
-static void log_lines_carry_journald_priority (void **state)
+static void log_lines_are_plain_outside_journald (void **state)
 {
     (void)state;
     char *dir = tu_mkdtemp ();
@@ -70,9 +70,10 @@ static void log_lines_carry_journald_priority (void **state)
     dup2 (saved, 2);
     close (saved);
     char *text = tu_slurp (path, NULL);
+    /* plain lines, no "<N>" prefix, outside journald */
     assert_string_equal (text,
-                         "<3>unit: store: disk full\n"
-                         "<4>unit: token Bearer *** rejected\n");
+                         "unit: error: store: disk full\n"
+                         "unit: warning: token Bearer *** rejected\n");
     free (text);
     free (path);
     tu_rmtree (dir);
@@ -167,7 +168,7 @@ int main (void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (error_prefix_keeps_the_root_cause_and_errno),
         cmocka_unit_test (redaction_masks_every_secret_form),
-        cmocka_unit_test (log_lines_carry_journald_priority),
+        cmocka_unit_test (log_lines_are_plain_outside_journald),
         cmocka_unit_test (escaping_keeps_a_record_on_one_line),
         cmocka_unit_test (read_file_caps_and_strips),
         cmocka_unit_test (atomic_write_and_mkdir),
