@@ -19,40 +19,16 @@ if [ "$(id -u)" != 0 ] || ! command -v slurmctld >/dev/null || ! command -v mung
     exit 0
 fi
 chmod 755 "$T"
-export SLURM_CONF="$T/slurm/slurm.conf"
-S="$T/slurm"
 D="$T/out" # the job user's files
 mkdir -p "$D" && chown nobody "$D"
-ctld_port=$(free_ports 3) || { echo "Bail out! no free ports"; exit 1; }
-node_port=$((ctld_port + 1))
-we_started_munge=
 events_pid=
-
-slurm_down () {
+jobs_down () { # before Slurm stops: no job left running, no consumer
     [ -n "$events_pid" ] && kill -- "-$events_pid" 2>/dev/null
     touch "$D/stop" && scancel -u nobody 2>/dev/null && wait_for 50 0.1 sh -c "! squeue -h | grep -q ."
-    for f in "$S"/slurmd-*.pid "$S/slurmctld.pid"; do
-        [ -s "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
-    done
-    for _ in $(seq 50); do pgrep -f "slurm.*$S" >/dev/null || break; sleep 0.1; done
-    pkill -KILL -f "slurm.*$S" 2>/dev/null
-    [ -n "$we_started_munge" ] && [ -s /run/munge/munged.pid ] && kill "$(cat /run/munge/munged.pid)" 2>/dev/null
     return 0
 }
-on_exit slurm_down
-
-slurm_diag () {
-    echo "--- squeue / sinfo"
-    squeue -a 2>&1 | head -20
-    sinfo 2>&1 | head -5
-    for f in "$S"/log/*; do
-        [ -s "$f" ] || continue
-        echo "--- $f (last 25 lines)"
-        tail -n 25 "$f"
-    done
-    echo "--- broker.err (last 15 lines)"
-    tail -n 15 "$T/broker.err" 2>/dev/null
-}
+on_exit jobs_down
+. "$(dirname "$0")/slurm.sh"
 step_fail_hook=slurm_diag
 
 # The broker: socket for the controller's hooks, TLS + tokens for nodes.
@@ -78,13 +54,7 @@ plugstack () { # EXTRA ARGS: the plugin line (re-read at every launch)
 as_nobody () { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 
 expect_ok 'munge and Slurm come up with the plugin and the controller hooks' '
-    if [ ! -s /etc/munge/munge.key ]; then runuser -u munge -- mungekey --create --keyfile=/etc/munge/munge.key; fi
-    install -d -o munge -g munge -m 0755 /run/munge &&
-    if ! munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
-        runuser -u munge -- /usr/sbin/munged && we_started_munge=1
-    fi
-    munge -n </dev/null | unmunge >/dev/null &&
-    mkdir -p "$S/state" "$S/log" "$S/hooks" "$S/spool/n1" "$S/spool/n2" &&
+    mkdir -p "$S/hooks" &&
     for h in prolog_slurmctld epilog_slurmctld; do
         cat >"$S/hooks/$h.sh" <<HOOK
 #!/bin/sh
@@ -104,50 +74,11 @@ exec $FMB_SRC/deploy/slurm/$h.sh
 HOOK
     done &&
     chmod 755 "$S"/hooks/*.sh && plugstack &&
-    cat >"$SLURM_CONF" <<CONF &&
-ClusterName=c1
-SlurmctldHost=localhost
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-MpiDefault=none
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
-ReturnToService=2
-MailProg=/bin/true
-SchedulerParameters=batch_sched_delay=0
-SlurmdParameters=config_overrides
-SlurmctldPort=$ctld_port
-StateSaveLocation=$S/state
-SlurmdSpoolDir=$S/spool/%n
-SlurmctldPidFile=$S/slurmctld.pid
-SlurmdPidFile=$S/slurmd-%n.pid
-SlurmctldLogFile=$S/log/slurmctld.log
-SlurmdLogFile=$S/log/slurmd-%n.log
-PlugStackConfig=$S/plugstack.conf
-PrologSlurmctld=$S/hooks/prolog_slurmctld.sh
+    slurm_up "PrologSlurmctld=$S/hooks/prolog_slurmctld.sh
 EpilogSlurmctld=$S/hooks/epilog_slurmctld.sh
-PrologFlags=Alloc
-SwitchType=switch/none
-NodeName=n[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$node_port-$((node_port + 1)) CPUs=2 RealMemory=1000 State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-CONF
-    # slurmd 22.05 loads a cgroup plugin even with linuxproc/task none:
-    # give it v1 at a directory of its own, whatever the host has.
-    mkdir -p "$S/cgroup" &&
-    printf "CgroupPlugin=cgroup/v1\nCgroupMountpoint=%s\n" "$S/cgroup" >"$S/cgroup.conf" ||
-        return 1
-    setsid /usr/sbin/slurmctld -D -f "$SLURM_CONF" >"$S/log/slurmctld.out" 2>&1 </dev/null &
-    for n in n1 n2; do setsid /usr/sbin/slurmd -D -f "$SLURM_CONF" -N $n >"$S/log/slurmd-$n.out" 2>&1 </dev/null & done
-    wait_for 300 0.1 sh -c "test \"\$(sinfo -h -o \"%t %D\" 2>/dev/null)\" = \"idle 2\""
+PrologFlags=Alloc"
 ' || bail_out "Slurm did not come up; later steps would only wait"
-all_idle () { ! squeue -h | grep -q . && sinfo -h -o "%t" | sort -u | grep -qx idle; }
+all_idle () { slurm_all_idle; }
 job_gone () { ! squeue -h -j "$1" 2>/dev/null | grep -q .; }
 
 expect_ok 'srun, sbatch and salloc list the plugin'"'"'s options' '
