@@ -52,9 +52,8 @@ bool peers_admit (struct peers *p, uid_t uid, bool privileged, const char **why)
 {
     const char *no = NULL;
     struct peer_entry *e = find (p, uid);
-    unsigned shared = p->lim.max_total > p->lim.reserved
-                          ? p->lim.max_total - p->lim.reserved
-                          : 0;
+    unsigned shared =
+        p->lim.max_total > p->lim.reserved ? p->lim.max_total - p->lim.reserved : 0;
     if (p->total >= p->lim.max_total)
         no = "max_connections";
     else if (!privileged && p->unprivileged >= shared)

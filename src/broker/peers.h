@@ -13,9 +13,9 @@
 #include <sys/types.h>
 
 struct peer_limits {
-    unsigned max_total;    /* every connection of the socket */
-    unsigned per_user;     /* one unprivileged uid */
-    unsigned reserved;     /* kept for privileged uids */
+    unsigned max_total; /* every connection of the socket */
+    unsigned per_user;  /* one unprivileged uid */
+    unsigned reserved;  /* kept for privileged uids */
 };
 
 struct peers;

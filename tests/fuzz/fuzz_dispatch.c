@@ -29,7 +29,10 @@ static struct broker b;
 static char sock_path[108];
 static char tmp_dir[64];
 
-static int remove_one (const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+static int remove_one (const char *path,
+                       const struct stat *sb,
+                       int flag,
+                       struct FTW *ftw)
 {
     (void)sb;
     (void)flag;
