@@ -30,7 +30,8 @@ void broker_note_stall (struct broker *b, int64_t us)
     int64_t now = now_mono ();
     if (now - m->stall_window >= STALL_WINDOW_MS) {
         /* a window with no pass at all leaves nothing to remember */
-        m->stall_us[1] = now - m->stall_window < 2 * STALL_WINDOW_MS ? m->stall_us[0] : 0;
+        m->stall_us[1] =
+            now - m->stall_window < 2 * STALL_WINDOW_MS ? m->stall_us[0] : 0;
         m->stall_us[0] = 0;
         m->stall_window = now;
     }
@@ -177,7 +178,10 @@ void broker_token_damaged (void *arg, const char *job, const char *why)
     for (unsigned i = 0; i < kept; i++)
         if (strcmp (b->damaged_seen[i], job) == 0)
             return;
-    snprintf (b->damaged_seen[b->n_damaged_seen++ % 64], sizeof (b->damaged_seen[0]), "%s", job);
+    snprintf (b->damaged_seen[b->n_damaged_seen++ % 64],
+              sizeof (b->damaged_seen[0]),
+              "%s",
+              job);
     /* Never the token (it did not decrypt anyway), nor the blob. */
     fmb_log (LOG_ERR,
              "job %s: its stored session token does not decrypt (%s); the job "
@@ -185,7 +189,8 @@ void broker_token_damaged (void *arg, const char *job, const char *why)
              job,
              why);
     if (b->n_damaged_new < 16)
-        snprintf (b->damaged_new[b->n_damaged_new++], sizeof (b->damaged_new[0]), "%s", job);
+        snprintf (
+            b->damaged_new[b->n_damaged_new++], sizeof (b->damaged_new[0]), "%s", job);
 }
 
 /* Outside any read of the jobs table: the events are written in the
@@ -194,13 +199,13 @@ void broker_report_damage (struct broker *b)
 {
     for (int i = 0; i < b->n_damaged_new; i++) {
         struct fmb_error e;
-        if (broker_event (b,
-                          "token_damaged",
-                          b->damaged_new[i],
-                          json_pack ("{s:s}",
-                                     "detail",
-                                     "the stored session token does not decrypt"),
-                          &e) < 0)
+        if (broker_event (
+                b,
+                "token_damaged",
+                b->damaged_new[i],
+                json_pack (
+                    "{s:s}", "detail", "the stored session token does not decrypt"),
+                &e) < 0)
             broker_log_store_error (b, "token_damaged event", &e);
     }
     b->n_damaged_new = 0;

@@ -119,7 +119,7 @@ struct broker {
     struct http_req *step_waiters;
     int64_t next_expire; /* monotonic: next quarantine expiry pass */
     int64_t next_prune;  /* monotonic: next retention slice */
-    bool background_more; /* a slice left work: come back soon */
+    bool background_more;         /* a slice left work: come back soon */
     unsigned long prune_round[2]; /* jobs, events deleted in this round */
     uint64_t pass;       /* loop passes; one transaction each */
 
@@ -177,7 +177,9 @@ int broker_check_config (const struct fmb_config *cfg, struct fmb_error *error);
  * Keys that need a restart keep their old values (logged); returns how
  * many of those changed, or -1 (nothing changed) if a file it re-reads
  * (the tokens file) is bad. */
-int broker_apply_config (struct broker *b, struct fmb_config *next, struct fmb_error *error);
+int broker_apply_config (struct broker *b,
+                         struct fmb_config *next,
+                         struct fmb_error *error);
 
 /* ---- jobs.c -------------------------------------------------------- */
 

@@ -75,13 +75,13 @@ struct http {
     struct listener l[2];
     int n;
     char sock_path[FMB_UNIX_PATH_MAX];
-    int unix_fd;          /* accepted here, so SO_PEERCRED decides first */
-    struct peers *peers;  /* the Unix socket's connections per uid */
+    int unix_fd;         /* accepted here, so SO_PEERCRED decides first */
+    struct peers *peers; /* the Unix socket's connections per uid */
     struct peer_limits limits;
     unsigned request_timeout_ms;
     unsigned backlog;
     struct http_conn *conns;
-    struct {              /* the accepted socket being handed to MHD */
+    struct { /* the accepted socket being handed to MHD */
         bool valid;
         int fd;
         uid_t uid;
@@ -883,7 +883,8 @@ static int unix_listen (struct http *h, const char *path, struct fmb_error *erro
             close (probe);
         unlink (path);
     }
-    if (bind (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0 || listen (fd, (int)h->backlog) < 0) {
+    if (bind (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0 ||
+        listen (fd, (int)h->backlog) < 0) {
         int saved = errno;
         close (fd);
         errno = saved;
@@ -933,8 +934,8 @@ static int load_tokens_into (const char *path,
                 lineno);
         }
         tokens[*n].roles = role[0] == 'r'   ? ROLE_RM
-                                      : role[1] == 'd' ? ROLE_ADMIN
-                                                       : ROLE_AGENT;
+                           : role[1] == 'd' ? ROLE_ADMIN
+                                            : ROLE_AGENT;
         snprintf (tokens[(*n)++].value, sizeof (tokens[0].value), "%s", value);
         explicit_bzero (value, sizeof (value));
     }
@@ -990,8 +991,9 @@ int http_check_files (const struct fmb_config *cfg, struct fmb_error *error)
         rc = fmb_error_prefix (error, "[api] tls_cert");
     free (text);
     text = NULL;
-    if (rc == 0 && (fmb_check_private_file (cfg->tls_key, error) < 0 ||
-                    fmb_read_file (cfg->tls_key, 1024 * 1024, false, &text, NULL, error) < 0))
+    if (rc == 0 &&
+        (fmb_check_private_file (cfg->tls_key, error) < 0 ||
+         fmb_read_file (cfg->tls_key, 1024 * 1024, false, &text, NULL, error) < 0))
         rc = fmb_error_prefix (error, "[api] tls_key");
     if (text)
         explicit_bzero (text, strlen (text));

@@ -163,15 +163,12 @@ static void reload_config (struct broker *b)
     if (!next)
         fmb_log (LOG_ERR, "reload: out of memory; the configuration is unchanged");
     else if (load_config (next, &error) < 0 || broker_check_config (next, &error) < 0)
-        fmb_log (LOG_ERR,
-                 "reload: %s; keeping the running configuration",
-                 error.text);
+        fmb_log (LOG_ERR, "reload: %s; keeping the running configuration", error.text);
     else {
         int restart = broker_apply_config (b, next, &error);
         if (restart < 0)
-            fmb_log (LOG_ERR,
-                     "reload: %s; keeping the running configuration",
-                     error.text);
+            fmb_log (
+                LOG_ERR, "reload: %s; keeping the running configuration", error.text);
         else
             fmb_log (LOG_NOTICE,
                      "reload: configuration %s applied%s",
@@ -190,14 +187,16 @@ static int check_config (const struct fmb_config *cfg)
     struct fmb_error e;
     char holder[STATELOCK_HOST_MAX + 64];
     bool held;
-    printf ("%s: configuration OK\n", cfg->source[0] ? cfg->source : "built-in defaults");
+    printf ("%s: configuration OK\n",
+            cfg->source[0] ? cfg->source : "built-in defaults");
     const char *slurm_conf = getenv ("SLURM_CONF");
     char warning[1024];
-    if (slurmconf_check (slurm_conf && *slurm_conf ? slurm_conf : SLURMCONF_DEFAULT_PATH,
-                         cfg->vni_min,
-                         cfg->vni_max,
-                         warning,
-                         sizeof (warning)) == 1)
+    if (slurmconf_check (
+            slurm_conf && *slurm_conf ? slurm_conf : SLURMCONF_DEFAULT_PATH,
+            cfg->vni_min,
+            cfg->vni_max,
+            warning,
+            sizeof (warning)) == 1)
         printf ("warning: %s\n", warning);
     if (statelock_probe (cfg->state_dir, &held, holder, sizeof (holder), &e) < 0) {
         printf ("state directory %s: %s\n", cfg->state_dir, e.text);

@@ -26,7 +26,8 @@ static void health_cb (struct broker *b, struct http_req *req)
     json_t *reasons = json_array ();
     if (b->commits_failing)
         json_array_append_new (
-            reasons, json_sprintf ("store: changes do not commit: %s", b->commit_error));
+            reasons,
+            json_sprintf ("store: changes do not commit: %s", b->commit_error));
     if (b->fab && b->fm_state != FM_UP)
         json_array_append_new (reasons,
                                json_sprintf ("fabric manager %s%s%s",

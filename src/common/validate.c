@@ -162,7 +162,8 @@ int api_match_path (const char *pattern,
             if (!ok) {
                 static const char *const rules[] = {
                     "job ids are 1-128 characters of [A-Za-z0-9._-]",
-                    "step ids are 1-256 bytes of valid UTF-8 without control characters, "
+                    "step ids are 1-256 bytes of valid UTF-8 without control "
+                    "characters, "
                     "percent-encoded",
                     "node names are 1-64 characters of [A-Za-z0-9._-]",
                 };

@@ -338,9 +338,10 @@ int store_job_known (struct store *st,
                      bool *known,
                      struct fmb_error *error)
 {
-    sqlite3_stmt *s =
-        store_stmt (st, "SELECT 1 FROM jobs WHERE id = ? AND fm_job_id = ?"
-                      " AND hwcoll != 'not_eligible'", error);
+    sqlite3_stmt *s = store_stmt (st,
+                                  "SELECT 1 FROM jobs WHERE id = ? AND fm_job_id = ?"
+                                  " AND hwcoll != 'not_eligible'",
+                                  error);
     if (!s)
         return -1;
     sqlite3_bind_text (s, 1, id, -1, SQLITE_STATIC);

@@ -297,11 +297,8 @@ static int query_int (struct store *st,
     return 0;
 }
 
-int store_query_plan (struct store *st,
-                      const char *query,
-                      char *out,
-                      size_t len,
-                      struct fmb_error *error)
+int store_query_plan (
+    struct store *st, const char *query, char *out, size_t len, struct fmb_error *error)
 {
     static const struct {
         const char *name;
@@ -717,7 +714,8 @@ int store_check_full (const char *db_path,
     if (rc == SQLITE_DONE)
         rc = SQLITE_OK;
     else if (nproblems == 0) {
-        fmb_errorf (error, "%s: damaged database: %s", db_path, sqlite3_errmsg (st->db));
+        fmb_errorf (
+            error, "%s: damaged database: %s", db_path, sqlite3_errmsg (st->db));
         nproblems++;
     }
     sqlite3_finalize (s);
