@@ -5,7 +5,7 @@
 #   BENCH_ROUNDS (3)        repetitions of benchmark 1, for each FM latency
 #   BENCH_SLURM_JOBS (1000) jobs in benchmark 2 (the Slurm pattern takes
 #                           about 0.2 s per job: 1000 jobs ~ 3.5 minutes)
-#   BENCH_ONLY              "1-4", "5", "6" or "7": only that part
+#   BENCH_ONLY              "floor", "1-4", "5", "6" or "7": only that part
 #   BENCH_STORE_DIR (/tmp)  where benchmark 5 keeps its generated stores
 #   BENCH_STORE_SIZES       stored jobs in benchmark 5 ("1000000 10000000")
 #   BENCH_TAKEOVER_SIZES    stored jobs in benchmark 7 ("100000 1000000")
@@ -16,7 +16,7 @@ export FMB_BIN=$build/bin FMB_SRC=$(cd "$(dirname "$0")/.." && pwd)
 fm_state_file= # mockfm without a state file: the FM must not be the bottleneck
 ROUNDS=${BENCH_ROUNDS:-3}
 SLURM_JOBS=${BENCH_SLURM_JOBS:-1000}
-ONLY=${BENCH_ONLY:-}   # "1-4", "5" or "6": run only that part
+ONLY=${BENCH_ONLY:-}   # "floor", "1-4", "5", "6" or "7": run only that part
 bench () { "$FMB_BIN/fmbench" "$@"; }
 field () { echo "$1" | awk -v k="$2" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}'; }
 ratio () { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
@@ -41,6 +41,45 @@ echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048
 echo
 
 want () { [ -z "$ONLY" ] || [ "$ONLY" = "$1" ]; }
+if want floor; then
+# ---- 0. the floor: what one RUN and one CLEANUP cannot do without -------------
+# Measured in this run, on this disk: a RUN needs one client exchange, the
+# intent commit (the FM GET overlaps it), the FM POST and the outcome
+# commit; a CLEANUP one exchange and one commit (the FM delete follows
+# from the outbox).  The broker's figures are medians of one client.
+echo "## 0. Floor: the broker's RUN and CLEANUP against what they cannot avoid (1 client)"
+echo "load $(awk '{print $1}' /proc/loadavg) at the start"
+mkdir -p "$T/floor"
+t0=$(date +%s%N)
+dd if=/dev/zero of="$T/floor/f" bs=4k count=300 oflag=dsync status=none
+fsync_ms=$(awk -v d=$(($(date +%s%N) - t0)) 'BEGIN { printf "%.3f", d / 300 / 1e6 }')
+sql="PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; CREATE TABLE t (x);"
+for i in $(seq 300); do sql="$sql INSERT INTO t VALUES ($i);"; done
+t0=$(date +%s%N)
+echo "$sql" | sqlite3 "$T/floor/c.db" >/dev/null
+commit_ms=$(awk -v d=$(($(date +%s%N) - t0)) 'BEGIN { printf "%.3f", d / 300 / 1e6 }')
+start_mockfm
+write_broker_conf "[fabric_manager]" "max_connections = 64"
+rm -rf "$T/state" && start_broker
+d=$(bench fm --url "$fm_url" --count 2000 --concurrency 1 --prefix f)
+xchg_ms=$(awk -v m="$(field "$d" median_ms)" 'BEGIN { printf "%.3f", m / 2 }')
+r=$(bench run --socket "$T/api.sock" --count 1000 --concurrency 1 --prefix f)
+c=$(bench cleanup --socket "$T/api.sock" --count 1000 --concurrency 1 --prefix f)
+stop_broker
+stop_mockfm
+run_floor=$(awk -v x="$xchg_ms" -v c="$commit_ms" 'BEGIN { printf "%.3f", 2 * x + 2 * c }')
+clean_floor=$(awk -v x="$xchg_ms" -v c="$commit_ms" 'BEGIN { printf "%.3f", x + c }')
+printf "| measure | ms |\n|---|---|\n"
+printf "| fsync of a 4 KiB write (dd oflag=dsync) | %s |\n" "$fsync_ms"
+printf "| SQLite commit, WAL, synchronous=FULL | %s |\n" "$commit_ms"
+printf "| one loopback HTTP exchange (half of a GET+POST to mockfm) | %s |\n" "$xchg_ms"
+printf "| RUN floor (2 exchanges + 2 commits) | %s |\n" "$run_floor"
+printf "| **broker RUN, median** | **%s (%sx the floor)** |\n" "$(field "$r" median_ms)" "$(ratio "$(field "$r" median_ms)" "$run_floor")"
+printf "| CLEANUP floor (1 exchange + 1 commit) | %s |\n" "$clean_floor"
+printf "| **broker CLEANUP, median** | **%s (%sx the floor)** |\n" "$(field "$c" median_ms)" "$(ratio "$(field "$c" median_ms)" "$clean_floor")"
+echo "(target: RUN <= 1.2x its floor; load $(awk '{print $1}' /proc/loadavg) at the end)"
+echo
+fi
 if want 1-4; then
 # ---- 1. broker overhead vs. the FM calls alone --------------------------
 start_mockfm
@@ -157,8 +196,9 @@ for n in $STORE_SIZES; do
     done
     [ -n "${during:-}" ] || { sleep $(awk -v t="$(($(ms_now) - t0))" 'BEGIN { s = 10.5 - t / 1000; print (s > 0 ? s : 0) }')
         during=$(bench run --socket "$T/api.sock" --count 300 --concurrency 1 --prefix p$n); }
-    # until retention has caught up (the quarter of the store older than 30 days)
-    for i in $(seq 600); do
+    # until retention has caught up (the quarter of the store older than
+    # 30 days), for at most about two minutes
+    for i in $(seq 200); do
         p1=$(metric 'fmbroker_pruned_total{what="jobs"}')
         [ "${p1:-0}" -ge $(( (n - 1000) / 4 - 2 )) ] && break
         sleep 0.5
@@ -174,9 +214,9 @@ for n in $STORE_SIZES; do
     after=$(bench run --socket "$T/api.sock" --count 300 --concurrency 1 --prefix q$n)
     stop_broker
     stop_mockfm
-    unset during
     printf "| %s | %s | **%d ms** | **%s ms** | **%.1f ms** | %s / %s ms | %s in %d ms | %d |\n" "$n" "$ld" "$serving" "${fm_clean:-(not within 120 s)}" \
         "$(awk -v s="$stall" 'BEGIN { print s * 1000 }')" "$(field "$during" p99_ms)" "$(field "$after" p99_ms)" "${p1:-0}" "$pruned_at" $((rss / 1024))
+    unset during
 done
 echo "(targets: serving <= 1000 ms at 10M; longest stall from background work <= 20 ms; RUN p99 unchanged while it runs)"
 echo
