@@ -14,8 +14,8 @@ static bool line_value (const char *line, const char *key, char *out, size_t len
 {
     size_t klen = strlen (key);
     for (const char *p = line; *p; p++) {
-        if ((p == line || p[-1] == ' ' || p[-1] == '\t') && strncasecmp (p, key, klen) == 0 &&
-            p[klen] == '=') {
+        if ((p == line || p[-1] == ' ' || p[-1] == '\t') &&
+            strncasecmp (p, key, klen) == 0 && p[klen] == '=') {
             const char *v = p + klen + 1;
             size_t n = strcspn (v, " \t\r\n#");
             snprintf (out, len, "%.*s", (int)n, v);
@@ -42,11 +42,8 @@ static void switch_vnis (const char *params, unsigned *lo, unsigned *hi)
     }
 }
 
-int slurmconf_check (const char *path,
-                     unsigned pool_min,
-                     unsigned pool_max,
-                     char *out,
-                     size_t len)
+int slurmconf_check (
+    const char *path, unsigned pool_min, unsigned pool_max, char *out, size_t len)
 {
     FILE *f = fopen (path, "r");
     char line[4096], type[128] = "", params[2048] = "";
@@ -75,14 +72,15 @@ int slurmconf_check (const char *path,
                   hi,
                   pool_min,
                   pool_max);
-    snprintf (out,
-              len,
-              "%s: SwitchType=switch/hpe_slingshot%s%s%s: a VNI could go to two jobs; use "
-              "SwitchType=switch/none with fmbroker (or at least a disjoint vnis= and no "
-              "fm_url)",
-              path,
-              vnis,
-              overlap && fm ? " and" : "",
-              fm ? " reserves at the fabric manager itself (fm_url=)" : "");
+    snprintf (
+        out,
+        len,
+        "%s: SwitchType=switch/hpe_slingshot%s%s%s: a VNI could go to two jobs; use "
+        "SwitchType=switch/none with fmbroker (or at least a disjoint vnis= and no "
+        "fm_url)",
+        path,
+        vnis,
+        overlap && fm ? " and" : "",
+        fm ? " reserves at the fabric manager itself (fm_url=)" : "");
     return 1;
 }

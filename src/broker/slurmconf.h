@@ -13,10 +13,7 @@
  * vnis=, default 1024-65535) overlaps [pool_min, pool_max], or it calls
  * the FM itself (fm_url=); 0 when nothing to say; -1 when the file cannot
  * be read (errno). */
-int slurmconf_check (const char *path,
-                     unsigned pool_min,
-                     unsigned pool_max,
-                     char *out,
-                     size_t len);
+int slurmconf_check (
+    const char *path, unsigned pool_min, unsigned pool_max, char *out, size_t len);
 
 #endif

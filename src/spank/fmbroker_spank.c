@@ -172,7 +172,7 @@ static void log_hook_line (void *arg, const char *line)
     char clean[512];
     size_t i;
     /* the hook's words go to slurmd's log: no control characters */
-    for (i = 0; line[i] && i < sizeof (clean) - 1; i++)
+    for (i = 0; i < sizeof (clean) - 1 && line[i]; i++)
         clean[i] = (unsigned char)line[i] < 0x20 || line[i] == 0x7f ? '?' : line[i];
     clean[i] = '\0';
     slurm_info ("fmbroker: job %u: %s: %s", h->job, h->what, clean);
@@ -226,13 +226,15 @@ static void record_failure (const char *job, uid_t uid, const char *reason)
 }
 
 /* Run a node hook; its exit status, or -1 if it did not finish. */
-static int run_node_hook (spank_t sp, const char *what, const char *path, char *why, size_t len)
+static int run_node_hook (
+    spank_t sp, const char *what, const char *path, char *why, size_t len)
 {
     struct hook_log h = {what, 0};
     struct fmb_error e;
     char last[256];
     spank_get_item (sp, S_JOB_ID, &h.job);
-    int st = spank_run_hook (path, conf.hook_timeout_s, log_hook_line, &h, last, sizeof (last), &e);
+    int st = spank_run_hook (
+        path, conf.hook_timeout_s, log_hook_line, &h, last, sizeof (last), &e);
     if (st == 0)
         return 0;
     if (st < 0)
@@ -318,18 +320,20 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
     } else if (rc < 0 && conf.policy == SPANK_FAIL_CLOSED) {
         /* from user_init on, this reaches the user (task 0's stderr) and
          * slurmd's log */
-        slurm_error ("fmbroker: job %s step %s: no VNI isolation: %s; the step does "
-                     "not start (policy fail_closed)",
-                     step.job,
-                     step.step,
-                     e.text);
+        slurm_error (
+            "fmbroker: job %s step %s: no VNI isolation: %s; the step does "
+            "not start (policy fail_closed)",
+            step.job,
+            step.step,
+            e.text);
         step.failed = true;
     } else if (rc < 0)
-        slurm_info ("fmbroker: job %s step %s: running without VNI isolation "
-                    "(policy fail_open): %s",
-                    step.job,
-                    step.step,
-                    e.text);
+        slurm_info (
+            "fmbroker: job %s step %s: running without VNI isolation "
+            "(policy fail_open): %s",
+            step.job,
+            step.step,
+            e.text);
     jobrecord_clear (&r);
     return 0;
 }
@@ -353,27 +357,34 @@ static void clean_step (void)
     struct fmb_error e;
     char path[512];
     fmb_config_defaults (&cfg);
-    if ((access (conf.config, R_OK) == 0 && fmb_config_load (&cfg, conf.config, &e) < 0) ||
+    if ((access (conf.config, R_OK) == 0 &&
+         fmb_config_load (&cfg, conf.config, &e) < 0) ||
         api_target_init (&t, &cfg, NULL, &e) < 0) {
-        slurm_error ("fmbroker: job %s step %s: step cleanup: %s", step.job, step.step, e.text);
+        slurm_error (
+            "fmbroker: job %s step %s: step cleanup: %s", step.job, step.step, e.text);
         return;
     }
     char *estep = curl_easy_escape (NULL, step.step, 0);
-    snprintf (path, sizeof (path), "/v1/jobs/%s/steps/%s", step.job, estep ? estep : "");
+    snprintf (
+        path, sizeof (path), "/v1/jobs/%s/steps/%s", step.job, estep ? estep : "");
     curl_free (estep);
-    int rc = api_client_call (&t, (long)conf.step_timeout_s, "DELETE", path, NULL, NULL, &r, &e);
+    int rc = api_client_call (
+        &t, (long)conf.step_timeout_s, "DELETE", path, NULL, NULL, &r, &e);
     api_target_clear (&t);
     if (rc < 0)
-        slurm_error ("fmbroker: job %s step %s: step cleanup: %s", step.job, step.step, e.text);
+        slurm_error (
+            "fmbroker: job %s step %s: step cleanup: %s", step.job, step.step, e.text);
     else if (r.status < 200 || r.status > 299) {
         const char *detail = json_string_value (json_object_get (r.body, "detail"));
-        slurm_error ("fmbroker: job %s step %s: step cleanup refused by the broker: %ld %s",
-                     step.job,
-                     step.step,
-                     r.status,
-                     detail ? detail : "");
+        slurm_error (
+            "fmbroker: job %s step %s: step cleanup refused by the broker: %ld %s",
+            step.job,
+            step.step,
+            r.status,
+            detail ? detail : "");
     } else
-        slurm_debug ("fmbroker: job %s step %s: multicast trees released", step.job, step.step);
+        slurm_debug (
+            "fmbroker: job %s step %s: multicast trees released", step.job, step.step);
     json_decref (r.body);
 }
 

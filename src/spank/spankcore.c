@@ -30,7 +30,8 @@ static int parse_uint (const char *s, unsigned lo, unsigned hi, unsigned *out)
     return 0;
 }
 
-static int set_path (char *field, size_t len, const char *key, const char *v, struct fmb_error *e)
+static int set_path (
+    char *field, size_t len, const char *key, const char *v, struct fmb_error *e)
 {
     if (!*v || strlen (v) >= len)
         return bad (e, "plugstack argument %s=: a path of 1..%zu bytes", key, len - 1);
@@ -53,7 +54,8 @@ static int conf_arg (struct spank_conf *c, const char *arg, struct fmb_error *e)
         else if (strcmp (v, "fail_open") == 0)
             c->policy = SPANK_FAIL_OPEN;
         else
-            return bad (e, "plugstack argument policy=%.32s: fail_closed or fail_open", v);
+            return bad (
+                e, "plugstack argument policy=%.32s: fail_closed or fail_open", v);
         return 0;
     }
     if (KEY ("tcs")) {
@@ -69,7 +71,8 @@ static int conf_arg (struct spank_conf *c, const char *arg, struct fmb_error *e)
     }
     if (KEY ("hook_timeout")) {
         if (parse_uint (v, 1, 3600, &c->hook_timeout_s) < 0)
-            return bad (e, "plugstack argument hook_timeout=%.32s: seconds, 1..3600", v);
+            return bad (
+                e, "plugstack argument hook_timeout=%.32s: seconds, 1..3600", v);
         return 0;
     }
     if (KEY ("config"))
@@ -106,7 +109,9 @@ int spank_conf_parse (struct spank_conf *c, int argc, char **argv, struct fmb_er
 
 /* ---- user options -------------------------------------------------- */
 
-int spank_parse_hwcoll (const char *arg, char out[SPANK_HWCOLL_MAX], struct fmb_error *e)
+int spank_parse_hwcoll (const char *arg,
+                        char out[SPANK_HWCOLL_MAX],
+                        struct fmb_error *e)
 {
     if (!arg || (strcmp (arg, "on") && strcmp (arg, "off") && strcmp (arg, "auto")))
         return bad (e,
@@ -149,10 +154,7 @@ int spank_parse_tcs (const char *arg,
     if (!arg || fmb_config_parse_tcs (arg, &m, &te) < 0)
         return bad (e, "--fmb-tcs=%.64s: %s", arg ? arg : "", arg ? te.text : "a list");
     if (m & ~allowed)
-        return bad (e,
-                    "--fmb-tcs=%.64s: this cluster allows only %s",
-                    arg,
-                    names);
+        return bad (e, "--fmb-tcs=%.64s: this cluster allows only %s", arg, names);
     *mask = m;
     return 0;
 }

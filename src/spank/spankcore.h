@@ -21,14 +21,14 @@ enum spank_policy { SPANK_FAIL_CLOSED, SPANK_FAIL_OPEN };
 
 /* plugstack.conf: "required fmbroker_spank.so [KEY=VALUE ...]" */
 struct spank_conf {
-    enum spank_policy policy;     /* policy=fail_closed|fail_open */
-    unsigned allowed_tcs;         /* tcs=LIST: classes users may ask for */
-    char config[1024];            /* config=FILE: fmbroker.conf (step cleanup) */
-    char state_dir[1024];         /* state_dir=DIR: the node's job records */
-    unsigned step_timeout_s;      /* step_timeout=S: step cleanup, 1..30 */
-    char prolog[1024];            /* prolog=PATH|none: node prolog hook */
-    char epilog[1024];            /* epilog=PATH|none: node epilog hook */
-    unsigned hook_timeout_s;      /* hook_timeout=S: each hook, 1..3600 */
+    enum spank_policy policy; /* policy=fail_closed|fail_open */
+    unsigned allowed_tcs;     /* tcs=LIST: classes users may ask for */
+    char config[1024];        /* config=FILE: fmbroker.conf (step cleanup) */
+    char state_dir[1024];     /* state_dir=DIR: the node's job records */
+    unsigned step_timeout_s;  /* step_timeout=S: step cleanup, 1..30 */
+    char prolog[1024];        /* prolog=PATH|none: node prolog hook */
+    char epilog[1024];        /* epilog=PATH|none: node epilog hook */
+    unsigned hook_timeout_s;  /* hook_timeout=S: each hook, 1..3600 */
 };
 
 #define SPANK_DEFAULT_TCS 0xe /* LOW_LATENCY, BULK_DATA, BEST_EFFORT */
@@ -40,7 +40,9 @@ int spank_conf_parse (struct spank_conf *c, int argc, char **argv, struct fmb_er
 
 /* The user options.  Each returns -1 with EINVAL and a message that says
  * what the option takes. */
-int spank_parse_hwcoll (const char *arg, char out[SPANK_HWCOLL_MAX], struct fmb_error *e);
+int spank_parse_hwcoll (const char *arg,
+                        char out[SPANK_HWCOLL_MAX],
+                        struct fmb_error *e);
 int spank_parse_vni_count (const char *arg, unsigned *count, struct fmb_error *e);
 /* A traffic-class list ("LOW_LATENCY,BEST_EFFORT", as [cxi] tcs) that
  * must lie within 'allowed'; *mask gets the classes. */

@@ -23,8 +23,11 @@ static void conf_defaults_and_arguments (void **state)
     assert_int_equal (c.allowed_tcs, SPANK_DEFAULT_TCS);
     assert_string_equal (c.state_dir, JOBRECORD_DIR_DEFAULT);
     assert_int_equal (c.step_timeout_s, 2);
-    char *args[] = {"policy=fail_open", "tcs=BEST_EFFORT", "step_timeout=5",
-                    "state_dir=/run/x-%n", "prolog=none"};
+    char *args[] = {"policy=fail_open",
+                    "tcs=BEST_EFFORT",
+                    "step_timeout=5",
+                    "state_dir=/run/x-%n",
+                    "prolog=none"};
     assert_int_equal (spank_conf_parse (&c, 5, args, &e), 0);
     assert_int_equal (c.policy, SPANK_FAIL_OPEN);
     assert_int_equal (c.allowed_tcs, 0x8);
@@ -100,9 +103,9 @@ static void options_tcs_within_the_allowed_set (void **state)
     assert_int_equal (spank_parse_tcs ("low_latency,TC_BEST_EFFORT", 0xe, &m, &e), 0);
     assert_int_equal (m, 0xa);
     assert_int_equal (spank_parse_tcs ("DEDICATED_ACCESS", 0xe, &m, &e), -1);
-    assert_string_equal (
-        e.text,
-        "--fmb-tcs=DEDICATED_ACCESS: this cluster allows only LOW_LATENCY,BULK_DATA,BEST_EFFORT");
+    assert_string_equal (e.text,
+                         "--fmb-tcs=DEDICATED_ACCESS: this cluster allows only "
+                         "LOW_LATENCY,BULK_DATA,BEST_EFFORT");
     assert_int_equal (spank_parse_tcs ("FAST", 0xe, &m, &e), -1);
     assert_non_null (strstr (e.text, "unknown traffic class 'FAST'"));
     assert_int_equal (spank_parse_tcs ("", 0xe, &m, &e), -1);
@@ -156,7 +159,8 @@ static void record_with_services_gives_the_env (void **state)
     struct fmb_error e;
     write_record (*state, 1, NULL);
     assert_int_equal (spank_step_record (*state, "42", false, &r, &e), 1);
-    assert_string_equal (json_string_value (json_object_get (r.env, "SLINGSHOT_SVC_IDS")), "5");
+    assert_string_equal (
+        json_string_value (json_object_get (r.env, "SLINGSHOT_SVC_IDS")), "5");
     jobrecord_clear (&r);
 }
 
@@ -196,7 +200,10 @@ static void bad_record_is_a_failure_naming_the_file (void **state)
     struct jobrecord r;
     struct fmb_error e;
     char *path = tu_path (*state, "42.env");
-    tu_write (path, "{\"version\":1,\"job\":\"42\",\"uid\":0,\"services\":1,\"env\":{\"bad name\":\"x\"}}", 0400);
+    tu_write (path,
+              "{\"version\":1,\"job\":\"42\",\"uid\":0,\"services\":1,\"env\":{\"bad "
+              "name\":\"x\"}}",
+              0400);
     assert_int_equal (spank_step_record (*state, "42", false, &r, &e), -1);
     if (!strstr (e.text, path))
         fail_msg ("got '%s'", e.text);
@@ -230,8 +237,12 @@ static void hook_output_and_status (void **state)
     char last[64];
     struct lines l = {0};
     struct fmb_error e;
-    tu_write (script, "#!/bin/sh\necho one\necho '<3>fmbroker-cxi: two' >&2\nprintf three\nexit 3\n", 0755);
-    assert_int_equal (spank_run_hook (script, 5, collect, &l, last, sizeof (last), &e), 3);
+    tu_write (
+        script,
+        "#!/bin/sh\necho one\necho '<3>fmbroker-cxi: two' >&2\nprintf three\nexit 3\n",
+        0755);
+    assert_int_equal (spank_run_hook (script, 5, collect, &l, last, sizeof (last), &e),
+                      3);
     assert_int_equal (l.n, 3);
     assert_string_equal (l.text[0], "one");
     assert_string_equal (l.text[1], "fmbroker-cxi: two"); /* journald prefix gone */
@@ -257,7 +268,8 @@ static void hook_that_is_missing_says_so (void **state)
     char *script = tu_path (*state, "none.sh");
     char last[128];
     struct fmb_error e;
-    assert_int_equal (spank_run_hook (script, 5, NULL, NULL, last, sizeof (last), &e), 127);
+    assert_int_equal (spank_run_hook (script, 5, NULL, NULL, last, sizeof (last), &e),
+                      127);
     assert_non_null (strstr (last, "cannot run"));
     assert_non_null (strstr (last, "No such file"));
     free (script);
@@ -270,15 +282,20 @@ int main (void)
         cmocka_unit_test (conf_bad_arguments_are_named),
         cmocka_unit_test (options_hwcoll_and_vnis),
         cmocka_unit_test (options_tcs_within_the_allowed_set),
-        cmocka_unit_test_setup_teardown (record_with_services_gives_the_env, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown (missing_record_is_a_clear_failure, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (
+            record_with_services_gives_the_env, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (
+            missing_record_is_a_clear_failure, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
             record_without_service_gives_the_prologs_reason, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
             bad_record_is_a_failure_naming_the_file, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown (hook_output_and_status, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown (hook_that_hangs_is_killed, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown (hook_that_is_missing_says_so, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (
+            hook_output_and_status, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (
+            hook_that_hangs_is_killed, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (
+            hook_that_is_missing_says_so, setup_dir, teardown_dir),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
