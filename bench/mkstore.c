@@ -26,8 +26,8 @@ int main (int argc, char **argv)
         return 2;
     }
     if (store_open (argv[1], argv[2], &st, &e) < 0 || store_begin (st, &e) < 0 ||
-        store_fill_released (st, total - active, now - span_days * 86400000LL, now, &e) <
-            0) {
+        store_fill_released (
+            st, total - active, now - span_days * 86400000LL, now, &e) < 0) {
         fprintf (stderr, "%s\n", e.text);
         return 1;
     }

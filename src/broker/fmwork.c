@@ -254,15 +254,15 @@ static void outbox_done (const struct fabric_result *res, void *arg)
             goto rollback;
         if (c->attempts + 1 == OUTBOX_ALERT_ATTEMPTS) {
             fmb_logf (LOG_ERR,
-                     &(struct fmb_log_fields){.step = c->step ? c->arg : NULL,
-                                              .fm_call = c->step ? "patch" : "delete"},
-                     "%s %s%s%s: still failing after %u attempts: %s",
-                     c->step ? "step cleanup" : "release",
-                     c->target,
-                     c->step ? " step " : "",
-                     c->step ? c->arg : "",
-                     OUTBOX_ALERT_ATTEMPTS,
-                     res->error);
+                      &(struct fmb_log_fields){.step = c->step ? c->arg : NULL,
+                                               .fm_call = c->step ? "patch" : "delete"},
+                      "%s %s%s%s: still failing after %u attempts: %s",
+                      c->step ? "step cleanup" : "release",
+                      c->target,
+                      c->step ? " step " : "",
+                      c->step ? c->arg : "",
+                      OUTBOX_ALERT_ATTEMPTS,
+                      res->error);
             json_t *d = json_pack ("{s:s, s:s, s:i}",
                                    "fm_job_id",
                                    c->target,
@@ -461,10 +461,10 @@ static bool live_now (struct broker *b, const char *job, const char *fmid)
         return true;
     if (store_job_get (b->st, job, &j, &e) < 0)
         return errno != ENOENT; /* unsure: leave it to the next round */
-    bool live = (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST) &&
-                (j->hwcoll == STORE_HWCOLL_RESERVED ||
-                 j->hwcoll == STORE_HWCOLL_RESERVING) &&
-                strcmp (j->fm_job_id, fmid) == 0;
+    bool live =
+        (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST) &&
+        (j->hwcoll == STORE_HWCOLL_RESERVED || j->hwcoll == STORE_HWCOLL_RESERVING) &&
+        strcmp (j->fm_job_id, fmid) == 0;
     store_job_free (j);
     return live;
 }
@@ -525,8 +525,8 @@ static int match_entry (struct broker *b,
                  fmid);
         r->reaped++;
     }
-    if (store_outbox_put (b->st, OUTBOX_FM_DELETE_JOB, fmid, NULL, now_wall (), NULL, e) <
-        0)
+    if (store_outbox_put (
+            b->st, OUTBOX_FM_DELETE_JOB, fmid, NULL, now_wall (), NULL, e) < 0)
         return -1;
     r->orphans++;
     return 0;
@@ -557,8 +557,8 @@ static int judge_job (struct broker *b,
               job);
     if (store_job_set_state (b->st, job, STORE_JOB_LOST, e) < 0 ||
         store_job_set_hwcoll (b->st, job, STORE_HWCOLL_LOST, why, 0, NULL, e) < 0 ||
-        broker_event (b, "reservation_lost", job, json_pack ("{s:s}", "reason", why), e) <
-            0)
+        broker_event (
+            b, "reservation_lost", job, json_pack ("{s:s}", "reason", why), e) < 0)
         return -1;
     b->metrics.reservations_lost++;
     return 0;

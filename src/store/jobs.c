@@ -477,26 +477,19 @@ int store_job_list (struct store *st,
     return 0;
 }
 
-int store_job_list_unreleased (struct store *st,
-                               store_job_brief_f cb,
-                               void *arg,
-                               struct fmb_error *error)
+/* Step 's' to its end, handing each row to 'row'; a row that returns -1
+ * stops the listing with its errno. */
+typedef int (*row_f) (sqlite3_stmt *s, void *arg);
+static int each_row (struct store *st,
+                     sqlite3_stmt *s,
+                     row_f row,
+                     void *arg,
+                     struct fmb_error *error,
+                     const char *what)
 {
-    sqlite3_stmt *s = store_stmt (st, SQL_JOB_UNRELEASED, error);
-    if (!s)
-        return -1;
     int rc;
     while ((rc = sqlite3_step (s)) == SQLITE_ROW) {
-        struct store_job_brief j = {
-            .id = (const char *)sqlite3_column_text (s, 0),
-            .fm_job_id = (const char *)sqlite3_column_text (s, 1),
-            .state =
-                lookup (job_state_names, 4, (const char *)sqlite3_column_text (s, 2)),
-            .hwcoll = lookup (
-                hwcoll_state_names, 6, (const char *)sqlite3_column_text (s, 3)),
-            .updated_ms = sqlite3_column_int64 (s, 4),
-        };
-        if (cb (&j, arg) < 0) {
+        if (row (s, arg) < 0) {
             int saved = errno;
             sqlite3_reset (s);
             errno = saved;
@@ -505,8 +498,50 @@ int store_job_list_unreleased (struct store *st,
     }
     sqlite3_reset (s);
     if (rc != SQLITE_DONE)
-        return store_fail (st, rc, error, "list unreleased jobs");
+        return store_fail (st, rc, error, what);
     return 0;
+}
+
+struct brief_cb {
+    store_job_brief_f cb;
+    void *arg;
+};
+
+static int brief_row (sqlite3_stmt *s, void *arg)
+{
+    struct brief_cb *c = arg;
+    struct store_job_brief j = {
+        .id = (const char *)sqlite3_column_text (s, 0),
+        .fm_job_id = (const char *)sqlite3_column_text (s, 1),
+        .state = lookup (job_state_names, 4, (const char *)sqlite3_column_text (s, 2)),
+        .hwcoll =
+            lookup (hwcoll_state_names, 6, (const char *)sqlite3_column_text (s, 3)),
+        .updated_ms = sqlite3_column_int64 (s, 4),
+    };
+    return c->cb (&j, c->arg);
+}
+
+int store_job_list_unreleased (struct store *st,
+                               store_job_brief_f cb,
+                               void *arg,
+                               struct fmb_error *error)
+{
+    struct brief_cb c = {cb, arg};
+    sqlite3_stmt *s = store_stmt (st, SQL_JOB_UNRELEASED, error);
+    if (!s)
+        return -1;
+    return each_row (st, s, brief_row, &c, error, "list unreleased jobs");
+}
+
+struct id_cb {
+    store_id_f cb;
+    void *arg;
+};
+
+static int id_row (sqlite3_stmt *s, void *arg)
+{
+    struct id_cb *c = arg;
+    return c->cb ((const char *)sqlite3_column_text (s, 0), c->arg);
 }
 
 int store_job_list_reserving (struct store *st,
@@ -514,22 +549,11 @@ int store_job_list_reserving (struct store *st,
                               void *arg,
                               struct fmb_error *error)
 {
+    struct id_cb c = {cb, arg};
     sqlite3_stmt *s = store_stmt (st, SQL_JOB_RESERVING, error);
     if (!s)
         return -1;
-    int rc;
-    while ((rc = sqlite3_step (s)) == SQLITE_ROW) {
-        if (cb ((const char *)sqlite3_column_text (s, 0), arg) < 0) {
-            int saved = errno;
-            sqlite3_reset (s);
-            errno = saved;
-            return fmb_errorf (error, "listing stopped: %s", strerror (errno));
-        }
-    }
-    sqlite3_reset (s);
-    if (rc != SQLITE_DONE)
-        return store_fail (st, rc, error, "list reserving jobs");
-    return 0;
+    return each_row (st, s, id_row, &c, error, "list reserving jobs");
 }
 
 int store_fill_released (struct store *st,
@@ -539,11 +563,14 @@ int store_fill_released (struct store *st,
                          struct fmb_error *error)
 {
     static const char sql[] =
-        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1)"
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < "
+        "?1)"
         " INSERT INTO jobs (id, fm_job_id, uid, node_count, request, state, hwcoll,"
         " created_ms, updated_ms, released_ms)"
-        " SELECT printf('r%09d', i), printf('c1-r%09d', i), 1000, 64, '{}', 'released', 'released',"
-        " t - 3600000, t, t FROM (SELECT i, ?2 + (?3 - ?2) * i / max(?1, 1) AS t FROM n)";
+        " SELECT printf('r%09d', i), printf('c1-r%09d', i), 1000, 64, '{}', "
+        "'released', 'released',"
+        " t - 3600000, t, t FROM (SELECT i, ?2 + (?3 - ?2) * i / max(?1, 1) AS t FROM "
+        "n)";
     sqlite3_stmt *s;
     if (count <= 0)
         return 0;

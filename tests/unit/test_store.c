@@ -711,8 +711,8 @@ static void queries_use_their_indexes (void **state)
             fail_msg ("%s: plan '%s', wanted %s", want[i].query, plan, want[i].index);
     }
     /* the events prune reads the oldest events by their key, no sort */
-    assert_int_equal (store_query_plan (fx->st, "prune_events", plan, sizeof (plan), &e),
-                      0);
+    assert_int_equal (
+        store_query_plan (fx->st, "prune_events", plan, sizeof (plan), &e), 0);
     if (strstr (plan, "TEMP B-TREE") || !strstr (plan, "INTEGER PRIMARY KEY"))
         fail_msg ("prune_events: plan '%s'", plan);
     assert_int_equal (store_query_plan (fx->st, "nonsense", plan, sizeof (plan), &e),

@@ -200,9 +200,10 @@ static uint32_t rightmost_leaf (const char *db, const char *name)
     sqlite3_stmt *s;
     uint32_t page = 0, page_size = 0;
     assert_int_equal (sqlite3_open (db, &h), SQLITE_OK);
-    assert_int_equal (sqlite3_prepare_v2 (
-                          h, "SELECT rootpage FROM sqlite_schema WHERE name = ?1", -1, &s, NULL),
-                      SQLITE_OK);
+    assert_int_equal (
+        sqlite3_prepare_v2 (
+            h, "SELECT rootpage FROM sqlite_schema WHERE name = ?1", -1, &s, NULL),
+        SQLITE_OK);
     sqlite3_bind_text (s, 1, name, -1, SQLITE_STATIC);
     assert_int_equal (sqlite3_step (s), SQLITE_ROW);
     page = (uint32_t)sqlite3_column_int (s, 0);
@@ -217,7 +218,8 @@ static uint32_t rightmost_leaf (const char *db, const char *name)
         if (p[0] == 0x0d) /* table leaf */
             break;
         assert_int_equal (p[0], 0x05); /* table interior */
-        page = (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 | (uint32_t)p[10] << 8 | p[11];
+        page =
+            (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 | (uint32_t)p[10] << 8 | p[11];
     }
     free (f);
     return page;
@@ -236,9 +238,10 @@ static void damage_start_up_does_not_read_is_never_served (void **state)
     assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
     assert_int_equal (store_begin (st, &e), 0);
     for (int i = 0; i < 2000; i++) {
-        struct store_job job = {.request = "{\"padding\":\"..........................\"}",
-                                .state = STORE_JOB_RELEASED,
-                                .hwcoll = STORE_HWCOLL_RELEASED};
+        struct store_job job = {
+            .request = "{\"padding\":\"..........................\"}",
+            .state = STORE_JOB_RELEASED,
+            .hwcoll = STORE_HWCOLL_RELEASED};
         snprintf (job.id, sizeof (job.id), "job-%04d", i);
         snprintf (job.fm_job_id, sizeof (job.fm_job_id), "c1-job-%04d", i);
         assert_int_equal (store_job_put (st, &job, &e), 0);
@@ -260,7 +263,7 @@ static void damage_start_up_does_not_read_is_never_served (void **state)
     fclose (out);
     free (f);
 
-    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0); /* bounded */
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);  /* bounded */
     assert_int_equal (store_job_get (st, "job-0000", &j, &e), 0); /* a sound page */
     store_job_free (j);
     j = NULL;
