@@ -27,7 +27,10 @@
 #include "fileutil.h"
 #include "log.h"
 
-static int check_readable (const char *key, const char *path, bool secret, struct fmb_error *error)
+static int check_readable (const char *key,
+                           const char *path,
+                           bool secret,
+                           struct fmb_error *error)
 {
     char *text = NULL;
     if (!path[0])
@@ -50,13 +53,12 @@ static int check_fm (const struct fmb_config *cfg, struct fmb_error *error)
         if (stat (dir, &st) < 0 || !S_ISDIR (st.st_mode)) {
             int saved = stat (dir, &st) < 0 ? errno : ENOTDIR;
             errno = saved;
-            return fmb_errorf (error,
-                               "[fabric_manager] auth_dir %s: %s",
-                               dir,
-                               strerror (saved));
+            return fmb_errorf (
+                error, "[fabric_manager] auth_dir %s: %s", dir, strerror (saved));
         }
     }
-    if (check_readable ("[fabric_manager] ca_file", cfg->fm_ca_file, false, error) < 0 ||
+    if (check_readable ("[fabric_manager] ca_file", cfg->fm_ca_file, false, error) <
+            0 ||
         check_readable ("[fabric_manager] mtls_cert", cfg->fm_mtls_cert, false, error) <
             0 ||
         check_readable ("[fabric_manager] mtls_key", cfg->fm_mtls_key, true, error) < 0)
@@ -78,7 +80,11 @@ int broker_check_config (const struct fmb_config *cfg, struct fmb_error *error)
 
 /* Keys reload cannot change: they name what the running broker holds
  * open (state, listeners, the FM session) or what its records mean. */
-#define RESTART_STR(field, key) {key, offsetof (struct fmb_config, field), sizeof (((struct fmb_config *)0)->field)}
+#define RESTART_STR(field, key)                      \
+    {                                                \
+        key, offsetof (struct fmb_config, field),    \
+            sizeof (((struct fmb_config *)0)->field) \
+    }
 static const struct {
     const char *key;
     size_t offset;
@@ -112,7 +118,9 @@ static const struct {
     RESTART_STR (vni_max, "[vni] pool"),
 };
 
-int broker_apply_config (struct broker *b, struct fmb_config *next, struct fmb_error *error)
+int broker_apply_config (struct broker *b,
+                         struct fmb_config *next,
+                         struct fmb_error *error)
 {
     int restart = 0;
     for (size_t i = 0; i < sizeof (restart_keys) / sizeof (restart_keys[0]); i++) {
@@ -131,9 +139,10 @@ int broker_apply_config (struct broker *b, struct fmb_config *next, struct fmb_e
             return -1;
     }
     if (next->reconcile_interval_s != b->cfg.reconcile_interval_s)
-        b->next_reconcile = next->reconcile_interval_s
-                                ? now_mono () + (int64_t)next->reconcile_interval_s * 1000
-                                : INT64_MAX;
+        b->next_reconcile =
+            next->reconcile_interval_s
+                ? now_mono () + (int64_t)next->reconcile_interval_s * 1000
+                : INT64_MAX;
     b->cfg = *next;
     broker_resolve_roles (b);
     fmb_log_set_level (b->cfg.log_level);

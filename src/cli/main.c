@@ -130,11 +130,8 @@ static void join_ints (json_t *a, char *out, size_t len)
 
 /* A whole decimal number in [min, max]: no sign unless min < 0, no
  * leading or trailing junk, not empty.  Prints what is wrong. */
-static bool parse_number (const char *what,
-                          const char *text,
-                          long long min,
-                          long long max,
-                          long long *out)
+static bool parse_number (
+    const char *what, const char *text, long long min, long long max, long long *out)
 {
     char *end;
     errno = 0;
@@ -174,8 +171,7 @@ static void iso_time (long long ms, char *out, size_t len)
     time_t t = (time_t)(ms / 1000);
     struct tm tm;
     char zone[8];
-    if (!localtime_r (&t, &tm) ||
-        strftime (out, len, "%Y-%m-%dT%H:%M:%S", &tm) == 0 ||
+    if (!localtime_r (&t, &tm) || strftime (out, len, "%Y-%m-%dT%H:%M:%S", &tm) == 0 ||
         strftime (zone, sizeof (zone), "%z", &tm) != 5) {
         snprintf (out, len, "-");
         return;
@@ -277,7 +273,16 @@ static int job_id_cmp (const void *a, const void *b)
 }
 
 /* The columns of `fmbroker jobs`; -o picks and orders them. */
-enum job_col { JC_JOB, JC_STATE, JC_UID, JC_USER, JC_NODES, JC_VNIS, JC_HWCOLL, JC_REASON };
+enum job_col {
+    JC_JOB,
+    JC_STATE,
+    JC_UID,
+    JC_USER,
+    JC_NODES,
+    JC_VNIS,
+    JC_HWCOLL,
+    JC_REASON
+};
 static const char *const job_cols[] = {
     "JOB", "STATE", "UID", "USER", "NODES", "VNIS", "HWCOLL", "REASON", NULL};
 #define JOBS_DEFAULT_COLS "JOB,STATE,UID,USER,NODES,VNIS,HWCOLL,REASON"
@@ -308,7 +313,8 @@ static void job_cell (json_t *j, enum job_col c, char *out, size_t len)
         snprintf (out, len, "%s", str (hw, "state"));
         break;
     case JC_REASON:
-        snprintf (out, len, "%s", json_object_get (hw, "reason") ? str (hw, "reason") : "");
+        snprintf (
+            out, len, "%s", json_object_get (hw, "reason") ? str (hw, "reason") : "");
         break;
     }
 }
@@ -437,7 +443,9 @@ static int cmd_jobs (int argc, char **argv)
         if (print_jobs_table (json_object_get (r, "jobs"), cols, ncols, noheader) < 0)
             fprintf (stderr, "fmbroker: out of memory\n");
         if (json_object_get (r, "next_after"))
-            fprintf (stderr, "(more: --limit, or the API's after=%s)\n", str (r, "next_after"));
+            fprintf (stderr,
+                     "(more: --limit, or the API's after=%s)\n",
+                     str (r, "next_after"));
     }
     json_decref (r);
     return 0;
@@ -458,7 +466,10 @@ static int cmd_job (int argc, char **argv)
         if (strcmp (argv[1], "release") == 0 && strcmp (argv[i], "--force") == 0)
             force = true;
         else {
-            fprintf (stderr, "fmbroker job %s: unexpected argument '%s'\n", argv[1], argv[i]);
+            fprintf (stderr,
+                     "fmbroker job %s: unexpected argument '%s'\n",
+                     argv[1],
+                     argv[i]);
             return EXIT_USAGE;
         }
     }
@@ -549,8 +560,10 @@ static int cmd_step_clean (int argc, char **argv)
     if (job && !check_job_id ("step-clean", job))
         return EXIT_USAGE;
     if (step && !valid_step_id (step, strlen (step))) {
-        fprintf (stderr, "fmbroker step-clean: the step id is not 1-%d bytes of UTF-8 "
-                         "without control characters\n", STEP_ID_MAX);
+        fprintf (stderr,
+                 "fmbroker step-clean: the step id is not 1-%d bytes of UTF-8 "
+                 "without control characters\n",
+                 STEP_ID_MAX);
         return EXIT_USAGE;
     }
     if (!job || !step) {
@@ -592,10 +605,8 @@ static void print_event (json_t *ev)
 
 static int cmd_events (int argc, char **argv)
 {
-    static const struct option o[] = {{"follow", 0, 0, 'f'},
-                                      {"after", 1, 0, 'a'},
-                                      {"count", 1, 0, 'n'},
-                                      {0}};
+    static const struct option o[] = {
+        {"follow", 0, 0, 'f'}, {"after", 1, 0, 'a'}, {"count", 1, 0, 'n'}, {0}};
     bool follow = false;
     long long after = 0, count = -1, seen = 0;
     int c;
@@ -675,7 +686,8 @@ static int cmd_reconcile (int argc, char **argv)
         reap = true;
     }
     if (optind < argc) {
-        fprintf (stderr, "fmbroker reconcile: unexpected argument '%s'\n", argv[optind]);
+        fprintf (
+            stderr, "fmbroker reconcile: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
     json_t *r;
@@ -713,7 +725,12 @@ static int cmd_vni (int argc, char **argv)
     else {
         size_t i;
         json_t *v;
-        printf ("%-6s %-16s %-12s %-25s %s\n", "VNI", "JOB", "STATE", "UNTIL", "WAITING FOR");
+        printf ("%-6s %-16s %-12s %-25s %s\n",
+                "VNI",
+                "JOB",
+                "STATE",
+                "UNTIL",
+                "WAITING FOR");
         json_array_foreach (json_object_get (r, "vnis"), i, v)
         {
             char until[40] = "";
@@ -818,7 +835,8 @@ static int cmd_run_job (int argc, char **argv)
         goto usage;
     }
     if (optind + 1 < argc) {
-        fprintf (stderr, "fmbroker run-job: unexpected argument '%s'\n", argv[optind + 1]);
+        fprintf (
+            stderr, "fmbroker run-job: unexpected argument '%s'\n", argv[optind + 1]);
         goto usage;
     }
     if (!check_job_id ("run-job", argv[optind]))
@@ -958,14 +976,14 @@ static void usage (FILE *f)
         "                [--json] [--timeout S] COMMAND [ARGS]\n"
         "Administer fmbrokerd and call it from resource-manager hooks.\n"
         "--broker-url (or [api] broker_url): the broker's TLS listener, or an ordered\n"
-        "list of brokers (active, standby) tried in turn within the timeout.\n\nCommands:\n");
+        "list of brokers (active, standby) tried in turn within the "
+        "timeout.\n\nCommands:\n");
     for (size_t i = 0; i < sizeof (cmds) / sizeof (cmds[0]); i++)
         fprintf (f, "  %-11s %s\n", cmds[i].name, cmds[i].help);
-    fprintf (
-        f,
-        "\n'fmbroker COMMAND --help' for a command's options.\n"
-        "Exit status: 0 ok, 1 the broker refused, 2 usage, 3 broker unreachable;\n"
-        "'status' instead: 0 all well, 1 degraded, 2 cannot reach the broker.\n");
+    fprintf (f,
+             "\n'fmbroker COMMAND --help' for a command's options.\n"
+             "Exit status: 0 ok, 1 the broker refused, 2 usage, 3 broker unreachable;\n"
+             "'status' instead: 0 all well, 1 degraded, 2 cannot reach the broker.\n");
 }
 
 int main (int argc, char **argv)

@@ -13,8 +13,8 @@
 
 #include "log.h"
 
-#define LOG_LINE_MAX   2048
-#define JOB_FIELD_MAX  1040 /* a step id (256 bytes) escaped, with room */
+#define LOG_LINE_MAX  2048
+#define JOB_FIELD_MAX 1040 /* a step id (256 bytes) escaped, with room */
 
 static char log_ident[64] = "fmbroker";
 static int log_level = LOG_INFO;
@@ -134,7 +134,8 @@ static bool to_journal (void)
         unsigned long long dev, ino;
         struct stat st;
         known = js && sscanf (js, "%llu:%llu", &dev, &ino) == 2 &&
-                fstat (STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+                fstat (STDERR_FILENO, &st) == 0 &&
+                (unsigned long long)st.st_dev == dev &&
                 (unsigned long long)st.st_ino == ino;
     }
     return known;
@@ -144,7 +145,9 @@ static bool to_journal (void)
 static int journal_send (int level, const struct fmb_log_fields *f, const char *line)
 {
     char job[JOB_FIELD_MAX], step[JOB_FIELD_MAX], node[JOB_FIELD_MAX], call[64];
-    const char *v[4] = {f ? f->job : NULL, f ? f->step : NULL, f ? f->node : NULL,
+    const char *v[4] = {f ? f->job : NULL,
+                        f ? f->step : NULL,
+                        f ? f->node : NULL,
                         f ? f->fm_call : NULL};
     char *out[4] = {job, step, node, call};
     size_t len[4] = {sizeof (job), sizeof (step), sizeof (node), sizeof (call)};
@@ -162,19 +165,29 @@ static int journal_send (int level, const struct fmb_log_fields *f, const char *
     }
     /* sd_journal_send takes its fields as arguments; absent ones repeat
      * a harmless one (an empty list ends at the first NULL). */
-    return sd_journal_send ("MESSAGE=%s", line,
-                            "PRIORITY=%d", level & 7,
-                            "SYSLOG_IDENTIFIER=%s", log_ident,
-                            extra[0] ? "%s" : NULL, extra[0],
-                            extra[1] ? "%s" : NULL, extra[1],
-                            extra[2] ? "%s" : NULL, extra[2],
-                            extra[3] ? "%s" : NULL, extra[3],
+    return sd_journal_send ("MESSAGE=%s",
+                            line,
+                            "PRIORITY=%d",
+                            level & 7,
+                            "SYSLOG_IDENTIFIER=%s",
+                            log_ident,
+                            extra[0] ? "%s" : NULL,
+                            extra[0],
+                            extra[1] ? "%s" : NULL,
+                            extra[1],
+                            extra[2] ? "%s" : NULL,
+                            extra[2],
+                            extra[3] ? "%s" : NULL,
+                            extra[3],
                             NULL) < 0
                ? -1
                : 0;
 }
 
-static void log_va (int level, const struct fmb_log_fields *f, const char *fmt, va_list ap)
+static void log_va (int level,
+                    const struct fmb_log_fields *f,
+                    const char *fmt,
+                    va_list ap)
 {
     if (level > log_level)
         return;
