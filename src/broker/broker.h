@@ -103,7 +103,7 @@ struct broker {
     int64_t fm_next_probe; /* monotonic */
     bool fm_probe_inflight;
 
-    int64_t next_reconcile; /* monotonic */
+    int64_t next_reconcile;      /* monotonic */
     struct reconcile *reconcile; /* a listing being matched, in slices */
     bool reconcile_inflight;
     bool reconcile_wanted;
@@ -117,11 +117,11 @@ struct broker {
     struct reservation *reservations;
     struct http_req *event_waiters;
     struct http_req *step_waiters;
-    int64_t next_expire; /* monotonic: next quarantine expiry pass */
-    int64_t next_prune;  /* monotonic: next retention slice */
+    int64_t next_expire;          /* monotonic: next quarantine expiry pass */
+    int64_t next_prune;           /* monotonic: next retention slice */
     bool background_more;         /* a slice left work: come back soon */
     unsigned long prune_round[2]; /* jobs, events deleted in this round */
-    uint64_t pass;       /* loop passes; one transaction each */
+    uint64_t pass;                /* loop passes; one transaction each */
 
     struct metrics metrics;
     /* The last pass that tried to write could not commit: /v1/health says

@@ -31,16 +31,16 @@
 #include "netaddr.h"
 #include "peers.h"
 
-#define HTTP_CONN_TIMEOUT_S  30
+#define HTTP_CONN_TIMEOUT_S 30
 /* Our own limits answer 414 and 431 as problem documents; libmicrohttpd's
  * (a larger memory pool per connection) only catch what is far beyond
  * them, with its own HTML page. */
-#define HTTP_MAX_TARGET      8192
-#define HTTP_MAX_HEADERS     16384
-#define HTTP_MEMORY_LIMIT    (64 * 1024)
-#define ACCEPTS_PER_PASS     64 /* a flood of connects cannot hold the loop */
-#define TOKENS_FILE_MAX      (64 * 1024)
-#define MAX_STATIC_TOKENS    64
+#define HTTP_MAX_TARGET   8192
+#define HTTP_MAX_HEADERS  16384
+#define HTTP_MEMORY_LIMIT (64 * 1024)
+#define ACCEPTS_PER_PASS  64 /* a flood of connects cannot hold the loop */
+#define TOKENS_FILE_MAX   (64 * 1024)
+#define MAX_STATIC_TOKENS 64
 
 struct static_token {
     unsigned roles;

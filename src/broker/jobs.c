@@ -614,7 +614,8 @@ void jobs_run (struct broker *b, struct http_req *req)
     if (rc < 0) {
         int status = http_status_of_errno (errno);
         if (errno == ENOSPC)
-            fmb_logf (LOG_ERR, &(struct fmb_log_fields){.job = id}, "job %s: %s", id, e.text);
+            fmb_logf (
+                LOG_ERR, &(struct fmb_log_fields){.job = id}, "job %s: %s", id, e.text);
         http_reply_problem (req, status, "job '%s': %s", id, e.text);
         return;
     }
@@ -837,10 +838,10 @@ void jobs_cleanup (struct broker *b, struct http_req *req)
                 &e) < 0)
             goto rollback;
         fmb_logf (LOG_NOTICE,
-                 &(struct fmb_log_fields){.job = id},
-                 "job %s: VNIs released by force (uid %u)",
-                 id,
-                 (unsigned)http_caller (req)->uid);
+                  &(struct fmb_log_fields){.job = id},
+                  "job %s: VNIs released by force (uid %u)",
+                  id,
+                  (unsigned)http_caller (req)->uid);
     }
     if (store_commit (b->st, &e) < 0)
         goto fail;
@@ -1104,12 +1105,12 @@ void jobs_node_report (struct broker *b, struct http_req *req)
         goto rollback;
     if (state == STORE_CXI_FAILED) {
         fmb_logf (LOG_WARNING,
-                 &(struct fmb_log_fields){.job = id, .node = node},
-                 "job %s: node %s failed to %s its CXI services: %s",
-                 id,
-                 node,
-                 j->state == STORE_JOB_ACTIVE ? "set up" : "destroy",
-                 dtext ? dtext : "(no detail)");
+                  &(struct fmb_log_fields){.job = id, .node = node},
+                  "job %s: node %s failed to %s its CXI services: %s",
+                  id,
+                  node,
+                  j->state == STORE_JOB_ACTIVE ? "set up" : "destroy",
+                  dtext ? dtext : "(no detail)");
         json_t *d = json_pack ("{s:s}", "node", node);
         if (dtext)
             json_object_set_new (d, "detail", json_string (dtext));

@@ -36,7 +36,9 @@ static void read_holder (int fd, char *out, size_t len)
         snprintf (out, len, "unknown holder");
 }
 
-int statelock_acquire (struct statelock *l, const char *state_dir, struct fmb_error *error)
+int statelock_acquire (struct statelock *l,
+                       const char *state_dir,
+                       struct fmb_error *error)
 {
     memset (l, 0, sizeof (*l));
     l->fd = -1;
@@ -68,15 +70,21 @@ int statelock_acquire (struct statelock *l, const char *state_dir, struct fmb_er
     l->pid = (long)getpid ();
     l->since_ms = wall_ms ();
     char line[STATELOCK_HOST_MAX + 64];
-    int n = snprintf (
-        line, sizeof (line), "host=%s pid=%ld since_ms=%lld\n", l->host, l->pid,
-        (long long)l->since_ms);
-    if (ftruncate (fd, 0) < 0 || pwrite (fd, line, (size_t)n, 0) != n || fsync (fd) < 0) {
+    int n = snprintf (line,
+                      sizeof (line),
+                      "host=%s pid=%ld since_ms=%lld\n",
+                      l->host,
+                      l->pid,
+                      (long long)l->since_ms);
+    if (ftruncate (fd, 0) < 0 || pwrite (fd, line, (size_t)n, 0) != n ||
+        fsync (fd) < 0) {
         int err = errno;
         close (fd);
         errno = err;
-        return fmb_errorf (error, "state lock %s: cannot write the holder: %s",
-                           l->path, strerror (err));
+        return fmb_errorf (error,
+                           "state lock %s: cannot write the holder: %s",
+                           l->path,
+                           strerror (err));
     }
     l->fd = fd;
     return 0;

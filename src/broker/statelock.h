@@ -16,7 +16,7 @@
 
 #include "error.h"
 
-#define STATELOCK_FILE "fmbrokerd.lock"
+#define STATELOCK_FILE     "fmbrokerd.lock"
 #define STATELOCK_HOST_MAX 256
 
 struct statelock {
@@ -30,7 +30,9 @@ struct statelock {
 /* Take the lock of 'state_dir' (which must exist) and write this host
  * and pid into it.  -1 with EWOULDBLOCK and a message naming the holder
  * when another process holds it. */
-int statelock_acquire (struct statelock *l, const char *state_dir, struct fmb_error *error);
+int statelock_acquire (struct statelock *l,
+                       const char *state_dir,
+                       struct fmb_error *error);
 /* Release it (the file stays, naming the last holder). */
 void statelock_release (struct statelock *l);
 /* Is 'state_dir' locked now, and by whom?  Changes nothing.  *held is

@@ -201,10 +201,13 @@ int api_client_call (const struct api_target *t,
         bearer = t->url ? t->token : NULL;
     CURLcode cc = CURLE_COULDNT_CONNECT; /* stays if no URL is tried */
     if (!t->url) {
-        if (call_one (t, NULL, timeout_s * 1000, 0, method, path, body, bearer, ret, &cc) == 0)
+        if (call_one (
+                t, NULL, timeout_s * 1000, 0, method, path, body, bearer, ret, &cc) ==
+            0)
             return 0;
         errno = cc == CURLE_OUT_OF_MEMORY ? ENOMEM : EHOSTUNREACH;
-        return fmb_errorf (error, "broker at %s: %s", t->socket, curl_easy_strerror (cc));
+        return fmb_errorf (
+            error, "broker at %s: %s", t->socket, curl_easy_strerror (cc));
     }
     /* An ordered list: each broker in turn, within the one timeout.  A
      * broker whose host is gone may never refuse the connection, so each
@@ -222,12 +225,24 @@ int api_client_call (const struct api_target *t,
             break;
         }
         long connect_ms = (long)(left / (int64_t)(n - i));
-        if (call_one (t, base, (long)left, connect_ms > 0 ? connect_ms : 1, method, path,
-                      body, bearer, ret, &cc) == 0)
+        if (call_one (t,
+                      base,
+                      (long)left,
+                      connect_ms > 0 ? connect_ms : 1,
+                      method,
+                      path,
+                      body,
+                      bearer,
+                      ret,
+                      &cc) == 0)
             return 0;
         size_t used = strlen (why);
         /* a long list is cut short: the message still names the first ones */
-        if (snprintf (why + used, sizeof (why) - used, "%s%s: %s", used ? "; " : "", base,
+        if (snprintf (why + used,
+                      sizeof (why) - used,
+                      "%s%s: %s",
+                      used ? "; " : "",
+                      base,
                       curl_easy_strerror (cc)) < 0)
             why[used] = '\0';
         if (!try_next (cc))

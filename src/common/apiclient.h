@@ -13,7 +13,7 @@
 
 /* Where the broker is. */
 struct api_target {
-    const char *socket;  /* the Unix socket, unless url is set */
+    const char *socket; /* the Unix socket, unless url is set */
     /* https://HOST:PORT, or an ordered comma-separated list of them (an
      * active broker and its standbys; config.c normalised it), or NULL */
     const char *url;
@@ -50,8 +50,8 @@ struct api_reply {
  * be reached.  With a list of URLs, the brokers are tried in order within
  * the one timeout: the next after a failure to connect (or a connection
  * that died before the answer), each with an equal share of the time left
- * to connect; the message names every one tried.  'bearer' (may be NULL) is sent as Authorization: Bearer,
- * in place of the target's token. */
+ * to connect; the message names every one tried.  'bearer' (may be NULL) is sent as
+ * Authorization: Bearer, in place of the target's token. */
 int api_client_call (const struct api_target *t,
                      long timeout_s,
                      const char *method,

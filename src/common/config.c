@@ -280,7 +280,8 @@ static int check_https_urls (char *value, struct fmb_error *error)
         if (check_https_url (one, error) < 0) /* name the culprit in a list */
             return strchr (value, ',') ? fmb_error_prefix (error, "%s", one) : -1;
         size_t used = strlen (out);
-        int w = snprintf (out + used, sizeof (out) - used, "%s%s", used ? "," : "", one);
+        int w =
+            snprintf (out + used, sizeof (out) - used, "%s%s", used ? "," : "", one);
         if (w < 0 || (size_t)w >= sizeof (out) - used)
             return fmb_errorf (error, "the list is too long");
         p = strchr (p, ',');
@@ -667,12 +668,13 @@ static int cfg_validate (struct parse_ctx *ctx)
                          "tcp",
                          "the TCP listener needs tls_cert, tls_key and tokens_file");
     if (c->api_reserved_connections >= c->api_max_connections)
-        return cfg_fail (ctx,
-                         "api",
-                         "reserved_connections",
-                         "%u leaves nothing of [api] max_connections (%u) to plain users",
-                         c->api_reserved_connections,
-                         c->api_max_connections);
+        return cfg_fail (
+            ctx,
+            "api",
+            "reserved_connections",
+            "%u leaves nothing of [api] max_connections (%u) to plain users",
+            c->api_reserved_connections,
+            c->api_max_connections);
     if (c->broker_url[0] && !c->client_token_file[0])
         return cfg_fail (
             ctx,
@@ -911,8 +913,13 @@ int fmb_config_load_with_sets (struct fmb_config *cfg,
     char *text = NULL;
     if (path && fmb_read_file (path, CFG_FILE_MAX, false, &text, NULL, error) < 0)
         return -1;
-    int rc = parse_text (
-        cfg, path ? path : "built-in defaults", path ? path : "", text, sets, nsets, error);
+    int rc = parse_text (cfg,
+                         path ? path : "built-in defaults",
+                         path ? path : "",
+                         text,
+                         sets,
+                         nsets,
+                         error);
     int saved = errno;
     free (text);
     errno = saved;

@@ -17,14 +17,14 @@
 
 #include "error.h"
 
-#define FMB_CONFIG_PATH   "/etc/fmbroker/fmbroker.conf"
+#define FMB_CONFIG_PATH      "/etc/fmbroker/fmbroker.conf"
 #define FMB_RM_USERS_DEFAULT "root,slurm,flux"
-#define FMB_CFG_PATH_MAX  1024
-#define FMB_BROKER_URLS_MAX 8 /* [api] broker_url: an active broker and standbys */
-#define FMB_CFG_LIST_MAX  1024
-#define FMB_CLUSTER_MAX   64
-#define FMB_UNIX_PATH_MAX 108 /* sizeof (sun_path) */
-#define FMB_CXI_NRSRC     8
+#define FMB_CFG_PATH_MAX     1024
+#define FMB_BROKER_URLS_MAX  8 /* [api] broker_url: an active broker and standbys */
+#define FMB_CFG_LIST_MAX     1024
+#define FMB_CLUSTER_MAX      64
+#define FMB_UNIX_PATH_MAX    108 /* sizeof (sun_path) */
+#define FMB_CXI_NRSRC        8
 
 enum fmb_auth { FMB_AUTH_OAUTH, FMB_AUTH_BASIC, FMB_AUTH_NONE };
 enum fmb_hwcoll_mode { FMB_HWCOLL_AUTO, FMB_HWCOLL_REQUEST };
@@ -68,7 +68,7 @@ struct fmb_config {
     unsigned api_reserved_connections; /* for rm and admin users */
     unsigned api_request_timeout_ms;   /* a request's headers and body */
     unsigned api_listen_backlog;
-    unsigned api_step_cleanup_rate;    /* per job and second */
+    unsigned api_step_cleanup_rate; /* per job and second */
     unsigned api_step_cleanup_burst;
     /* where clients on other hosts (compute nodes) reach the broker */
     char broker_url[FMB_CFG_PATH_MAX];

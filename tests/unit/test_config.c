@@ -326,13 +326,16 @@ static void broker_url_lists_are_normalised (void **state)
     assert_string_equal (c.broker_url, "https://a:1,https://b:2");
     assert_int_equal (fmb_config_set (&c, "api.broker_url=https://a:1", &e), 0);
     assert_string_equal (c.broker_url, "https://a:1");
-    assert_int_equal (fmb_config_set (&c, "api.broker_url=https://a:1,http://b:2", &e), -1);
+    assert_int_equal (fmb_config_set (&c, "api.broker_url=https://a:1,http://b:2", &e),
+                      -1);
     assert_non_null (strstr (e.text, "http://b:2: not an https URL"));
-    assert_int_equal (fmb_config_set (&c, "api.broker_url=https://a:1,,https://b", &e), -1);
+    assert_int_equal (fmb_config_set (&c, "api.broker_url=https://a:1,,https://b", &e),
+                      -1);
     assert_non_null (strstr (e.text, "an empty URL in the list"));
     assert_int_equal (
-        fmb_config_set (&c, "api.broker_url=https://1,https://2,https://3,https://4,"
-                            "https://5,https://6,https://7,https://8,https://9",
+        fmb_config_set (&c,
+                        "api.broker_url=https://1,https://2,https://3,https://4,"
+                        "https://5,https://6,https://7,https://8,https://9",
                         &e),
         -1);
     assert_non_null (strstr (e.text, "more than 8 URLs"));
