@@ -287,10 +287,28 @@ int spank_run_hook (const char *path,
     }
     drain_lines (buf, &used, true, line_cb, arg, last, lastlen);
     close (out[0]);
-    if (timed_out)
+    /* EOF is not the end: a hook may close its output and go on, so
+     * the deadline also bounds the wait for its exit. */
+    while (!timed_out) {
+        pid_t got = waitpid (pid, &status, WNOHANG);
+        if (got == pid)
+            break;
+        if (got < 0 && errno != EINTR) {
+            int saved = errno;
+            kill (-pid, SIGKILL);
+            errno = saved;
+            return fmb_errorf (e, "%s: cannot wait for it: %s", path, strerror (errno));
+        }
+        if (fmb_monotime_ms () >= deadline)
+            timed_out = true;
+        else
+            poll (NULL, 0, 20);
+    }
+    if (timed_out) {
         kill (-pid, SIGKILL);
-    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-        ;
+        while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+            ;
+    }
     if (timed_out) {
         errno = ETIMEDOUT;
         return fmb_errorf (e, "%s: killed after %u s", path, timeout_s);

@@ -263,6 +263,19 @@ static void hook_that_hangs_is_killed (void **state)
     free (script);
 }
 
+/* Closing stdout and stderr must not end the deadline's reach. */
+static void hook_that_closes_its_output_and_hangs_is_killed (void **state)
+{
+    char *script = tu_path (*state, "quiet-hang.sh");
+    struct fmb_error e;
+    tu_write (script, "#!/bin/sh\nexec >/dev/null 2>&1\nsleep 30\n", 0755);
+    errno = 0;
+    assert_int_equal (spank_run_hook (script, 1, NULL, NULL, NULL, 0, &e), -1);
+    assert_int_equal (errno, ETIMEDOUT);
+    assert_non_null (strstr (e.text, "killed after 1 s"));
+    free (script);
+}
+
 static void hook_that_is_missing_says_so (void **state)
 {
     char *script = tu_path (*state, "none.sh");
@@ -292,6 +305,8 @@ int main (void)
             bad_record_is_a_failure_naming_the_file, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
             hook_output_and_status, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (
+            hook_that_closes_its_output_and_hangs_is_killed, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
             hook_that_hangs_is_killed, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
