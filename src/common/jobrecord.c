@@ -279,9 +279,14 @@ static int open_record (const char *path, struct stat *st, struct fmb_error *e)
         }
         return fmb_errorf (e, "%s: %s", path, strerror (errno));
     }
-    if (fstat (fd, st) < 0 || !S_ISREG (st->st_mode) ||
-        st->st_size > JOBRECORD_FILE_MAX || (st->st_mode & 077)) {
+    if (fstat (fd, st) < 0) {
         int saved = errno;
+        close (fd);
+        errno = saved;
+        return fmb_errorf (e, "%s: %s", path, strerror (errno));
+    }
+    if (!S_ISREG (st->st_mode) || st->st_size > JOBRECORD_FILE_MAX ||
+        (st->st_mode & 077)) {
         close (fd);
         if (!S_ISREG (st->st_mode) || st->st_size > JOBRECORD_FILE_MAX) {
             errno = EINVAL;
@@ -290,16 +295,12 @@ static int open_record (const char *path, struct stat *st, struct fmb_error *e)
                                path,
                                JOBRECORD_FILE_MAX);
         }
-        if (st->st_mode & 077) {
-            errno = EPERM;
-            return fmb_errorf (e,
-                               "%s: mode %04o lets others read or change it: not "
-                               "trusting it",
-                               path,
-                               (unsigned)(st->st_mode & 07777));
-        }
-        errno = saved;
-        return fmb_errorf (e, "%s: %s", path, strerror (errno));
+        errno = EPERM;
+        return fmb_errorf (e,
+                           "%s: mode %04o lets others read or change it: not "
+                           "trusting it",
+                           path,
+                           (unsigned)(st->st_mode & 07777));
     }
     return fd;
 }
