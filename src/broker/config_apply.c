@@ -26,6 +26,7 @@
 #include "broker.h"
 #include "fileutil.h"
 #include "log.h"
+#include "nsscache.h"
 
 static int check_readable (const char *key,
                            const char *path,
@@ -144,6 +145,7 @@ int broker_apply_config (struct broker *b,
                 ? now_mono () + (int64_t)next->reconcile_interval_s * 1000
                 : INT64_MAX;
     b->cfg = *next;
+    nss_cache_flush (); /* the roles' groups may have changed */
     broker_resolve_roles (b);
     fmb_log_set_level (b->cfg.log_level);
     return restart;

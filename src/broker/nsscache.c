@@ -77,3 +77,9 @@ bool nss_uid_of (const char *name, uid_t *uid, int64_t now_ms)
     *uid = names_cache[slot].uid;
     return names_cache[slot].found;
 }
+
+void nss_cache_flush (void)
+{
+    memset (groups_cache, 0, sizeof (groups_cache));
+    memset (names_cache, 0, sizeof (names_cache));
+}

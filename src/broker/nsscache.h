@@ -19,4 +19,8 @@ bool nss_in_groups (uid_t uid, gid_t gid, const gid_t *gids, int ngids, int64_t 
  * misses too. */
 bool nss_uid_of (const char *name, uid_t *uid, int64_t now_ms);
 
+/* Forget every answer: membership is cached for the admin groups asked
+ * about, so a reload that changes them must not see old answers. */
+void nss_cache_flush (void);
+
 #endif
