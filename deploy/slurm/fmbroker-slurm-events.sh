@@ -31,6 +31,7 @@ act () { # TYPE JOB NODE DETAIL
             [ -n "$3" ] || return 0
             scontrol update nodename="$3" state=drain reason="fmbroker job $2: $4" ;;
         reservation_lost)
+            [ -n "$2" ] || return 0
             case "$action" in
                 cancel) scancel "$2" ;;
                 requeue) scontrol requeue "$2" ;;
@@ -41,8 +42,12 @@ act () { # TYPE JOB NODE DETAIL
 }
 fmb --json events --follow --after "$after" |
     jq --unbuffered -r '[.seq, .type, (.job // ""), (.detail.node // ""),
-        ((.detail.detail // .detail.reason // "") | tostring | .[0:200])] | @tsv' |
-    while IFS="$(printf '\t')" read -r seq type job node detail; do
+        ((.detail.detail // .detail.reason // "") | tostring | .[0:200])]
+        | map(tostring | gsub("[\u0000-\u001f\u007f]"; " ")) | join("\u001f")' |
+    # Fields are split on US (0x1f), not tab: tab is IFS white space, so
+    # read would merge an empty field with the next one and shift the
+    # detail text into the node name.
+    while IFS="$(printf '\037')" read -r seq type job node detail; do
         act "$type" "$job" "$node" "$detail"
         echo "$seq" >"$state.tmp" && mv "$state.tmp" "$state"
     done
