@@ -634,9 +634,15 @@ static int cmd_prolog (void)
     }
     if (f.nvnis == 0) {
         fmb_log (LOG_NOTICE, "job %s has no VNIs: no CXI services to create", f.id);
-        if (!arg_.dry_run &&
-            write_env_record (&f, NULL, NULL, 0, "the job has no VNIs", &e) < 0)
-            fmb_log (LOG_WARNING, "job %s: %s", f.id, e.text);
+        if (!arg_.dry_run) {
+            /* root's record says so too: a fail-closed launcher takes its
+             * verdict from it, not from the user's own record */
+            json_t *none = json_array ();
+            write_record (&f, none);
+            json_decref (none);
+            if (write_env_record (&f, NULL, NULL, 0, "the job has no VNIs", &e) < 0)
+                fmb_log (LOG_WARNING, "job %s: %s", f.id, e.text);
+        }
         json_decref (broker_env);
         lib.free_device_list (dl);
         return 0;

@@ -342,9 +342,24 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
  * the node for a batch step). */
 int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
 {
+    struct fmb_error e;
     (void)ac;
     (void)av;
-    return spank_remote (sp) && step.failed ? -1 : 0;
+    if (!spank_remote (sp))
+        return 0;
+    /* user_init read the user's own record as the user; the verdict is
+     * taken again here, as root, from the prolog's root-only record */
+    if (!step.failed && step.job[0] && conf.policy == SPANK_FAIL_CLOSED &&
+        spank_root_verdict (step.state_dir, step.job, &e) < 0) {
+        slurm_error (
+            "fmbroker: job %s step %s: no VNI isolation: %s; the step does "
+            "not start (policy fail_closed)",
+            step.job,
+            step.step,
+            e.text);
+        step.failed = true;
+    }
+    return step.failed ? -1 : 0;
 }
 
 /* ---- slurmstepd: the step's end ---------------------------------- */

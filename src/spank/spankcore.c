@@ -6,9 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "config.h"
 #include "monotime.h"
@@ -187,6 +190,42 @@ int spank_step_record (const char *state_dir,
         return 0;
     errno = ENODEV;
     return fmb_errorf (e, "no CXI service for job %s on this node: %s", job, r->reason);
+}
+
+int spank_root_verdict (const char *state_dir, const char *job, struct fmb_error *e)
+{
+    char path[1200];
+    struct stat st;
+    json_error_t jerr;
+    snprintf (path, sizeof (path), "%s/%s.json", state_dir, job);
+    int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return fmb_errorf (e,
+                           "%s: %s: the node prolog did not set up the job's CXI "
+                           "services (see the node's slurmd log)",
+                           path,
+                           strerror (errno));
+    if (fstat (fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022) ||
+        !S_ISREG (st.st_mode)) {
+        close (fd);
+        errno = EPERM;
+        return fmb_errorf (e, "%s: not a root-owned file only root may change", path);
+    }
+    json_t *o = json_loadfd (fd, 0, &jerr);
+    close (fd);
+    json_t *vnis = json_object_get (o, "vnis");
+    json_t *services = json_object_get (o, "services");
+    if (!json_is_array (vnis) || !json_is_array (services)) {
+        json_decref (o);
+        errno = EPROTO;
+        return fmb_errorf (e, "%s: not a job record of the node prolog", path);
+    }
+    bool isolated = json_array_size (vnis) == 0 || json_array_size (services) > 0;
+    json_decref (o);
+    if (isolated)
+        return 0;
+    errno = ENODEV;
+    return fmb_errorf (e, "%s: the job has VNIs but no CXI service on this node", path);
 }
 
 /* ---- node hooks ------------------------------------------------------ */

@@ -65,6 +65,15 @@ int spank_step_record (const char *state_dir,
                        struct jobrecord *r,
                        struct fmb_error *e);
 
+/* The isolation verdict, taken as root from the prolog's root-only
+ * record <state_dir>/<job>.json (the <job>.env record belongs to the
+ * job's user, who could rewrite it, and a step's --fmb-vnis is the
+ * user's word too).  0: the job has services here, or has no VNIs at
+ * all; -1 with 'e' saying why: no record (the prolog did not run or
+ * failed early), a record others could change, or VNIs without a
+ * service. */
+int spank_root_verdict (const char *state_dir, const char *job, struct fmb_error *e);
+
 /* Run 'path' (no arguments, this environment) with stdout and stderr
  * captured; each line, without a journald "<N>" prefix, goes to
  * line_cb.  Killed (its process group) after timeout_s.  Returns its exit

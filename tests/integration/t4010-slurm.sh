@@ -181,6 +181,29 @@ expect_ok 'with the broker stopped, a job fails and says why (fail_closed, the d
     grep -q "fmbroker: job [0-9]*: prolog .*failed.*broker at https://127.0.0.1:$tcp_port" "$S/log/slurmd-n1.log" &&
     grep -q "run-job failed: .*$T/api.sock" "$S/log/hooks.log"
 '
+# The job's user owns its .env record and may rewrite it; the fail-closed
+# verdict must not follow.  Inside one allocation: the first step runs the
+# (failing) prolog, the user forges a record with a service, a second step
+# must still be refused, from root's own record.
+forge_record () {
+    cat >"$D/forge.sh" <<'EOF'
+#!/bin/sh
+srun -N1 -w n1 true 2>/dev/null && exit 10
+r=$REC/$SLURM_JOB_ID.env
+chmod 600 "$r" || exit 11
+printf '{"version":1,"job":"%s","uid":65534,"services":1,"env":{"SLINGSHOT_VNIS":"1024","SLINGSHOT_DEVICES":"cxi0","SLINGSHOT_SVC_IDS":"5","SLINGSHOT_TCS":"0xa"},"reason":""}' \
+    "$SLURM_JOB_ID" >"$r" && chmod 400 "$r" || exit 12
+srun -N1 -w n1 env
+EOF
+    chmod 755 "$D/forge.sh" &&
+    { as_nobody env REC="$T/rec-n1" timeout 60 salloc -N1 -w n1 "$D/forge.sh" >forge.out 2>forge.err
+      rc=$?; test $rc != 0 && test $rc -lt 10; } && # 10-12: the forging itself failed
+    ! grep -q "^SLINGSHOT_SVC_IDS=5" forge.out &&
+    grep -q "rec-n1/[0-9]*.json: .*the node prolog did not set up" forge.err
+}
+expect_ok '... and a record its user rewrote does not change that verdict' '
+    wait_for 100 0.1 all_idle && forge_record
+'
 expect_ok '... and under policy=fail_open it runs without isolation' '
     wait_for 200 0.1 all_idle && plugstack policy=fail_open &&
     as_nobody timeout 60 srun -N2 -l env >open.txt && grep -q "^1: SLURM_JOB_ID=" open.txt &&

@@ -263,6 +263,41 @@ static void hook_that_hangs_is_killed (void **state)
     free (script);
 }
 
+/* The fail-closed verdict comes from root's record, whatever the job's
+ * user wrote into its own. */
+static void root_verdict_follows_roots_record (void **state)
+{
+    const char *dir = *state;
+    char *path = tu_path (*state, "42.json");
+    struct fmb_error e;
+    if (geteuid () != 0)
+        skip (); /* root's record must be owned by root */
+    assert_int_equal (spank_root_verdict (dir, "42", &e), -1);
+    assert_non_null (strstr (e.text, "the node prolog did not set up"));
+    tu_write (path, "{\"vnis\":[1024],\"services\":[]}", 0600);
+    assert_int_equal (spank_root_verdict (dir, "42", &e), -1);
+    assert_non_null (strstr (e.text, "VNIs but no CXI service"));
+    tu_write (path,
+              "{\"vnis\":[1024],\"services\":[{\"device\":\"cxi0\",\"svc_id\":5}]}",
+              0600);
+    assert_int_equal (spank_root_verdict (dir, "42", &e), 0);
+    tu_write (path, "{\"vnis\":[],\"services\":[]}", 0600);
+    assert_int_equal (spank_root_verdict (dir, "42", &e), 0);
+    tu_write (path,
+              "{\"vnis\":[1024],\"services\":[{\"device\":\"cxi0\",\"svc_id\":5}]}",
+              0666);
+    assert_int_equal (spank_root_verdict (dir, "42", &e), -1);
+    assert_non_null (strstr (e.text, "only root may change"));
+    chmod (path, 0600);
+    assert_int_equal (chown (path, 65534, 65534), 0);
+    assert_int_equal (spank_root_verdict (dir, "42", &e), -1);
+    tu_write (path, "not json", 0600);
+    assert_int_equal (chown (path, 0, 0), 0);
+    assert_int_equal (spank_root_verdict (dir, "42", &e), -1);
+    assert_non_null (strstr (e.text, "not a job record"));
+    free (path);
+}
+
 /* Closing stdout and stderr must not end the deadline's reach. */
 static void hook_that_closes_its_output_and_hangs_is_killed (void **state)
 {
@@ -305,6 +340,8 @@ int main (void)
             bad_record_is_a_failure_naming_the_file, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
             hook_output_and_status, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (
+            root_verdict_follows_roots_record, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
             hook_that_closes_its_output_and_hangs_is_killed, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
