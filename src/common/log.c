@@ -184,10 +184,8 @@ static int journal_send (int level, const struct fmb_log_fields *f, const char *
                : 0;
 }
 
-static void log_va (int level,
-                    const struct fmb_log_fields *f,
-                    const char *fmt,
-                    va_list ap)
+__attribute__ ((format (printf, 3, 0))) static void log_va (
+    int level, const struct fmb_log_fields *f, const char *fmt, va_list ap)
 {
     if (level > log_level)
         return;
