@@ -1,5 +1,6 @@
 /* fuzz_agent_args.c: fmbroker-cxi's command line.  The input is split at
  * NUL bytes into argv; whatever is accepted must be self-consistent. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,10 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     }
     argv[argc] = NULL;
     if (agent_args_parse (argc, argv, &a, &e) == 0 && !a.help) {
-        if (a.cmd != AGENT_LIST && a.cmd != AGENT_CLEAN &&
-            (!a.job || !valid_job_id (a.job)))
+        /* list, clean and report --pending work on every job */
+        bool job_optional =
+            a.cmd == AGENT_LIST || a.cmd == AGENT_CLEAN || a.cmd == AGENT_REPORT;
+        if ((!job_optional && !a.job) || (a.job && !valid_job_id (a.job)))
             abort ();
         if (a.have_facts != (a.nvnis > 0) || a.nvnis > CXI_SVC_MAX_VNIS)
             abort ();
