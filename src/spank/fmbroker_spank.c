@@ -297,6 +297,19 @@ static void set_step_env (spank_t sp, const struct jobrecord *r)
     spank_setenv (sp, "FI_CXI_COLL_JOB_STEP_ID", step.step, 1);
 }
 
+/* fail_closed: the step does not start, and the user and slurmd's log
+ * are told why (from user_init on, slurm_error reaches task 0's stderr). */
+static void refuse_step (const struct fmb_error *e)
+{
+    slurm_error (
+        "fmbroker: job %s step %s: no VNI isolation: %s; the step does "
+        "not start (policy fail_closed)",
+        step.job,
+        step.step,
+        e->text);
+    step.failed = true;
+}
+
 int slurm_spank_user_init (spank_t sp, int ac, char **av)
 {
     uint32_t jobid = 0, stepid = 0, nodeid = 0;
@@ -318,15 +331,7 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
         set_step_env (sp, &r);
         step.clean = nodeid == 0 && json_object_get (r.env, "FI_CXI_COLL_MCAST_TOKEN");
     } else if (rc < 0 && conf.policy == SPANK_FAIL_CLOSED) {
-        /* from user_init on, this reaches the user (task 0's stderr) and
-         * slurmd's log */
-        slurm_error (
-            "fmbroker: job %s step %s: no VNI isolation: %s; the step does "
-            "not start (policy fail_closed)",
-            step.job,
-            step.step,
-            e.text);
-        step.failed = true;
+        refuse_step (&e);
     } else if (rc < 0)
         slurm_info (
             "fmbroker: job %s step %s: running without VNI isolation "
@@ -351,13 +356,7 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
      * taken again here, as root, from the prolog's root-only record */
     if (!step.failed && step.job[0] && conf.policy == SPANK_FAIL_CLOSED &&
         spank_root_verdict (step.state_dir, step.job, &e) < 0) {
-        slurm_error (
-            "fmbroker: job %s step %s: no VNI isolation: %s; the step does "
-            "not start (policy fail_closed)",
-            step.job,
-            step.step,
-            e.text);
-        step.failed = true;
+        refuse_step (&e);
     }
     return step.failed ? -1 : 0;
 }

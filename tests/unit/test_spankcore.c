@@ -251,16 +251,30 @@ static void hook_output_and_status (void **state)
     free (script);
 }
 
-static void hook_that_hangs_is_killed (void **state)
+/* A hook still running at its deadline is killed, whatever it did with
+ * its output. */
+static void expect_killed_at_deadline (void **state, const char *name, const char *body)
 {
-    char *script = tu_path (*state, "hang.sh");
+    char *script = tu_path (*state, name);
     struct fmb_error e;
-    tu_write (script, "#!/bin/sh\nsleep 30\n", 0755);
+    tu_write (script, body, 0755);
     errno = 0;
     assert_int_equal (spank_run_hook (script, 1, NULL, NULL, NULL, 0, &e), -1);
     assert_int_equal (errno, ETIMEDOUT);
     assert_non_null (strstr (e.text, "killed after 1 s"));
     free (script);
+}
+
+static void hook_that_hangs_is_killed (void **state)
+{
+    expect_killed_at_deadline (state, "hang.sh", "#!/bin/sh\nsleep 30\n");
+}
+
+/* Closing stdout and stderr must not end the deadline's reach. */
+static void hook_that_closes_its_output_and_hangs_is_killed (void **state)
+{
+    expect_killed_at_deadline (
+        state, "quiet-hang.sh", "#!/bin/sh\nexec >/dev/null 2>&1\nsleep 30\n");
 }
 
 /* The fail-closed verdict comes from root's record, whatever the job's
@@ -296,19 +310,6 @@ static void root_verdict_follows_roots_record (void **state)
     assert_int_equal (spank_root_verdict (dir, "42", &e), -1);
     assert_non_null (strstr (e.text, "not a job record"));
     free (path);
-}
-
-/* Closing stdout and stderr must not end the deadline's reach. */
-static void hook_that_closes_its_output_and_hangs_is_killed (void **state)
-{
-    char *script = tu_path (*state, "quiet-hang.sh");
-    struct fmb_error e;
-    tu_write (script, "#!/bin/sh\nexec >/dev/null 2>&1\nsleep 30\n", 0755);
-    errno = 0;
-    assert_int_equal (spank_run_hook (script, 1, NULL, NULL, NULL, 0, &e), -1);
-    assert_int_equal (errno, ETIMEDOUT);
-    assert_non_null (strstr (e.text, "killed after 1 s"));
-    free (script);
 }
 
 static void hook_that_is_missing_says_so (void **state)
