@@ -6,7 +6,7 @@ export DEBIAN_FRONTEND=noninteractive
 packages="build-essential cmake pkg-config clang libclang-rt-14-dev clang-format cppcheck
   libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev libsqlite3-dev
   libssl-dev libcmocka-dev libinih-dev libsystemd-dev libsmartcols-dev
-  libgnutls28-dev sqlite3 jq curl openssl file man-db python3 python3-jsonschema python3-yaml rpm
+  libgnutls28-dev sqlite3 jq curl openssl file man-db python3 universal-ctags python3-jsonschema python3-yaml rpm
   slurmctld slurmd slurm-client libslurm-dev munge systemd lua5.4
   pacemaker corosync pacemaker-cli-utils"
 # pacemaker/corosync: the HA recipe in deploy/ha (t3610 checks it offline
