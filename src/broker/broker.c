@@ -308,12 +308,10 @@ void broker_events_wake (struct broker *b, bool all)
 
 static const char *const fm_op_names[FM_OPS] = {
     "get", "create", "patch", "delete", "list", "token", "login"};
-static const char *const fm_result_names[FM_RESULTS] = {
-    "ok", "not_found", "retryable", "permanent", "unauthorized"};
 static const unsigned lat_bounds_ms[LAT_BUCKETS] = {
     1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000};
 
-void broker_observe_fm (const struct fabric_result *res, void *arg)
+void broker_observe_fm (const struct fmc_result *res, void *arg)
 {
     struct broker *b = arg;
     int op;
@@ -405,7 +403,7 @@ char *broker_metrics_text (struct broker *b)
                 fprintf (f,
                          "fmbroker_fm_requests_total{call=\"%s\",result=\"%s\"} %lu\n",
                          fm_op_names[op],
-                         fm_result_names[r],
+                         fmc_status_name ((enum fmc_status)r),
                          b->metrics.fm_calls[op][r]);
     fprintf (f, "# HELP fmbroker_fm_request_duration_seconds FM call latency.\n");
     fprintf (f, "# TYPE fmbroker_fm_request_duration_seconds histogram\n");
@@ -523,12 +521,12 @@ json_t *broker_status (struct broker *b)
     store_hwcoll_usage (b->st, &rjobs, &addrs, &e);
     json_t *fm = json_pack ("{s:b, s:s, s:I}",
                             "configured",
-                            b->fab != NULL,
+                            b->fmc != NULL,
                             "state",
                             fm_state_name (b->fm_state),
                             "since_ms",
                             (json_int_t)b->fm_since_ms);
-    if (b->fab)
+    if (b->fmc)
         json_object_set_new (fm, "url", json_string (b->cfg.fm_url));
     if (b->fm_state == FM_DOWN)
         json_object_set_new (fm, "last_error", json_string (b->fm_error));

@@ -21,7 +21,7 @@
 #include <jansson.h>
 
 #include "config.h"
-#include "fabric.h"
+#include "fmclient.h"
 #include "http.h"
 #include "ratelimit.h"
 #include "statelock.h"
@@ -53,7 +53,7 @@ enum fm_state {
 };
 
 #define FM_OPS      7 /* get create patch delete list token login */
-#define FM_RESULTS  5
+#define FM_RESULTS  (FMC_UNAUTHORIZED + 1) /* the statuses an FM answer has */
 #define LAT_BUCKETS 12
 
 struct metrics {
@@ -83,7 +83,7 @@ struct broker {
     struct fmb_config cfg;
     struct statelock lock; /* held for the broker's whole life */
     struct store *st;
-    struct fabric *fab; /* NULL: VNI-only */
+    struct fmc *fmc; /* NULL: VNI-only */
     struct http *http;
     int64_t started_ms;
     bool stopping;
@@ -155,7 +155,7 @@ int broker_event (struct broker *b,
 /* Answer long-poll readers that have news, and those whose wait ran out. */
 void broker_events_wake (struct broker *b, bool all);
 /* The fabric's observer: every FM call, counted by call and result. */
-void broker_observe_fm (const struct fabric_result *res, void *arg);
+void broker_observe_fm (const struct fmc_result *res, void *arg);
 /* The loop spent 'us' in one pass: the stall metric. */
 void broker_note_stall (struct broker *b, int64_t us);
 char *broker_metrics_text (struct broker *b);
@@ -244,7 +244,7 @@ void fm_outbox_changed (struct broker *b);
  * that this broker has no record of (normally only reported). */
 void fm_reconcile_now (struct broker *b, bool reap_foreign);
 /* A call came back without an HTTP answer (or with one): session state. */
-void fm_note_result (struct broker *b, const struct fabric_result *res);
+void fm_note_result (struct broker *b, const struct fmc_result *res);
 /* Answer step-cleanup waiters of outbox entry 'id' (or whose wait ran out). */
 void fm_steps_wake (struct broker *b, int64_t id, bool all);
 /* The pass did not commit: step cleanups that waited on its outbox

@@ -65,10 +65,10 @@ static int check_fm (const struct fmb_config *cfg, struct fmb_error *error)
         check_readable ("[fabric_manager] mtls_key", cfg->fm_mtls_key, true, error) < 0)
         return -1;
     /* The same constructor start uses: credentials present, private, not empty. */
-    struct fabric *fab = NULL;
-    if (fabric_create (cfg, &fab, error) < 0)
+    struct fmc *fmc = NULL;
+    if (fmc_create_from_config (cfg, &fmc, error) < 0)
         return -1;
-    fabric_destroy (fab);
+    fmc_destroy (fmc);
     return 0;
 }
 

@@ -94,12 +94,12 @@ static void set_state (struct broker *b, enum fm_state s, const char *why)
     }
 }
 
-void fm_note_result (struct broker *b, const struct fabric_result *res)
+void fm_note_result (struct broker *b, const struct fmc_result *res)
 {
-    if (res->status == FABRIC_NOT_SENT)
+    if (res->status == FMC_NOT_SENT)
         return; /* says nothing about the FM */
     /* counted in metrics by the fabric's observer, call by call */
-    if (res->status != FABRIC_OK && res->http_status == 0)
+    if (res->status != FMC_OK && res->http_status == 0)
         set_state (b, FM_DOWN, res->error);
     else if (b->fm_state != FM_UP)
         set_state (b, FM_UP, NULL);
@@ -199,21 +199,21 @@ static int64_t backoff_ms (unsigned attempts)
     return d / 2 + (int64_t)(random () % (d + 1));
 }
 
-static void outbox_done (const struct fabric_result *res, void *arg)
+static void outbox_done (const struct fmc_result *res, void *arg)
 {
     struct outbox_call *c = arg;
     struct broker *b = c->b;
     struct fmb_error e;
     fm_note_result (b, res);
     inflight_remove (b, c->id);
-    if (res->status == FABRIC_NOT_SENT) {
+    if (res->status == FMC_NOT_SENT) {
         /* The pass that queued it did not commit: the entry is as it was
          * before (due again, or gone with the pass). */
         free (c);
         return;
     }
     const char *job = local_job (b, c->target);
-    bool finished = res->status == FABRIC_OK || res->status == FABRIC_NOT_FOUND;
+    bool finished = res->status == FMC_OK || res->status == FMC_NOT_FOUND;
     if (store_begin (b->st, &e) < 0)
         goto store_error;
     if (finished) {
@@ -339,9 +339,9 @@ static void outbox_run (struct broker *b)
         *c = *src;
         c->b = b;
         b->outbox_inflight[b->n_outbox_inflight++] = c->id;
-        int rc = c->step ? fabric_release_step (
-                               b->fab, c->target, c->arg, outbox_done, c, &e)
-                         : fabric_release_job (b->fab, c->target, outbox_done, c, &e);
+        int rc = c->step ? fmc_job_delete_step (
+                               b->fmc, c->target, c->arg, outbox_done, c, &e)
+                         : fmc_job_delete (b->fmc, c->target, outbox_done, c, &e);
         if (rc < 0) {
             inflight_remove (b, c->id);
             fmb_log (LOG_ERR, "outbox %s: %s", c->target, e.text);
@@ -419,7 +419,7 @@ static int scan_unreleased (const struct store_job_brief *j, void *arg)
 /* Start matching a listing: copy it and take the store's unreleased jobs
  * in brief (one indexed query; the store keeps few of them). */
 static struct reconcile *reconcile_begin (struct broker *b,
-                                          const struct fabric_result *res,
+                                          const struct fmc_result *res,
                                           int64_t listed_at,
                                           bool reap_foreign)
 {
@@ -646,7 +646,7 @@ struct listing {
     bool reap_foreign;
 };
 
-static void listing_done (const struct fabric_result *res, void *arg)
+static void listing_done (const struct fmc_result *res, void *arg)
 {
     struct listing *l = arg;
     struct broker *b = l->b;
@@ -655,7 +655,7 @@ static void listing_done (const struct fabric_result *res, void *arg)
     else
         b->reconcile_inflight = false;
     fm_note_result (b, res);
-    if (res->status == FABRIC_OK) {
+    if (res->status == FMC_OK) {
         /* While one still runs, this listing is not used: ask for a new
          * one when that is done (and keep an admin's request to reap). */
         bool busy = b->reconcile != NULL;
@@ -695,9 +695,9 @@ static void start_listing (struct broker *b, bool probe)
         b->fm_probe_inflight = true;
     else
         b->reconcile_inflight = true;
-    if (fabric_list (b->fab, listing_done, l, &e) < 0) {
-        struct fabric_result res = {
-            .status = FABRIC_RETRYABLE, .op = "list", .error = e.text};
+    if (fmc_job_list (b->fmc, listing_done, l, &e) < 0) {
+        struct fmc_result res = {
+            .status = FMC_RETRYABLE, .op = "list", .error = e.text};
         listing_done (&res, l);
     }
 }
@@ -713,7 +713,7 @@ void fm_start (struct broker *b)
 {
     b->outbox_due = 0;
     b->next_expire = 0;
-    if (!b->fab) {
+    if (!b->fmc) {
         b->fm_state = FM_DISABLED;
         b->fm_since_ms = now_wall ();
         return;
@@ -736,7 +736,7 @@ void fm_tick (struct broker *b)
         b->next_prune = jobs_prune_history (b, mono);
     steps_reply (b, 0, NULL, false); /* waits that ran out */
     broker_events_wake (b, false);
-    if (!b->fab || b->stopping)
+    if (!b->fmc || b->stopping)
         return;
     /* Matching goes on while the session is down: it only writes the
      * store (the outbox waits for the FM). */

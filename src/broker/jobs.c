@@ -79,13 +79,14 @@ static json_t *job_env (struct broker *b, const struct store_job *j, bool token)
     snprintf (buf, sizeof (buf), "0x%x", b->cfg.cxi_tcs);
     json_object_set_new (env, "SLINGSHOT_TCS", json_string (buf));
     bool live = j->state == STORE_JOB_ACTIVE;
-    if (j->hwcoll == STORE_HWCOLL_RESERVED && live && b->fab) {
+    if (j->hwcoll == STORE_HWCOLL_RESERVED && live && b->fmc) {
         json_object_set_new (env, "FI_CXI_COLL_JOB_ID", json_string (j->fm_job_id));
         if (token && j->token)
             json_object_set_new (
                 env, "FI_CXI_COLL_MCAST_TOKEN", json_string (j->token));
-        json_object_set_new (
-            env, "FI_CXI_COLL_FABRIC_MGR_URL", json_string (fabric_app_url (b->fab)));
+        json_object_set_new (env,
+                             "FI_CXI_COLL_FABRIC_MGR_URL",
+                             json_string (fmc_multicast_url (b->fmc)));
         snprintf (buf, sizeof (buf), "%u", j->mcast_limit);
         json_object_set_new (env, "FI_CXI_HWCOLL_ADDRS_PER_JOB", json_string (buf));
         snprintf (buf, sizeof (buf), "%u", b->cfg.hwcoll_min_nodes);
@@ -376,7 +377,7 @@ static enum store_hwcoll_state eligibility (struct broker *b,
     unsigned limit = fmb_config_mcast_limit (&b->cfg);
     bool on = strcmp (rr->hwcoll, "on") == 0;
     why[0] = '\0';
-    if (!b->fab)
+    if (!b->fmc)
         snprintf (why, len, "no fabric manager configured (VNI-only mode)");
     else if (strcmp (rr->hwcoll, "off") == 0)
         snprintf (why, len, "hwcoll=off requested");
@@ -418,7 +419,7 @@ static void unlink_reservation (struct broker *b, struct reservation *rv)
         }
 }
 
-static void reserve_done (const struct fabric_result *res, void *arg)
+static void reserve_done (const struct fmc_result *res, void *arg)
 {
     struct reservation *rv = arg;
     struct broker *b = rv->b;
@@ -430,7 +431,7 @@ static void reserve_done (const struct fabric_result *res, void *arg)
         /* Its job was never committed: what the FM made is an orphan
          * unless the RM ran the job again meanwhile, which reconciliation
          * tells apart. */
-        if (res->status == FABRIC_OK)
+        if (res->status == FMC_OK)
             b->reconcile_wanted = true;
         unlink_reservation (b, rv);
         free (rv);
@@ -440,9 +441,14 @@ static void reserve_done (const struct fabric_result *res, void *arg)
     bool queued = false;
     if (store_begin (b->st, &e) < 0)
         goto store_error;
-    if (res->status == FABRIC_OK) {
-        if (store_job_set_hwcoll (
-                b->st, rv->job, STORE_HWCOLL_RESERVED, NULL, limit, res->token, &e) < 0)
+    if (res->status == FMC_OK) {
+        if (store_job_set_hwcoll (b->st,
+                                  rv->job,
+                                  STORE_HWCOLL_RESERVED,
+                                  NULL,
+                                  limit,
+                                  res->session_token,
+                                  &e) < 0)
             goto rollback;
     } else {
         char reason[300];
@@ -500,15 +506,15 @@ static struct reservation *start_reservation (struct broker *b, const char *job)
     rv->next = b->reservations;
     b->reservations = rv;
     jobs_fm_id (b, job, fmid, sizeof (fmid));
-    if (fabric_reserve (b->fab,
-                        fmid,
-                        fmb_config_mcast_limit (&b->cfg),
-                        b->cfg.fm_reserve_timeout_ms,
-                        reserve_done,
-                        rv,
-                        &e) < 0) {
-        struct fabric_result res = {
-            .status = FABRIC_RETRYABLE, .op = "create", .error = e.text};
+    if (fmc_job_reserve (b->fmc,
+                         fmid,
+                         fmb_config_mcast_limit (&b->cfg),
+                         b->cfg.fm_reserve_timeout_ms,
+                         reserve_done,
+                         rv,
+                         &e) < 0) {
+        struct fmc_result res = {
+            .status = FMC_RETRYABLE, .op = "create", .error = e.text};
         reserve_done (&res, rv);
         return NULL;
     }
@@ -665,7 +671,7 @@ void jobs_recover (struct broker *b)
     for (size_t i = 0; i < c.n; i++) {
         if (find_reservation (b, c.ids[i]))
             continue;
-        if (!b->fab) {
+        if (!b->fmc) {
             fmb_log (
                 LOG_WARNING,
                 "job %s: was reserving hardware collectives, but no fabric manager "
@@ -701,7 +707,7 @@ void jobs_abort_pass (struct broker *b)
                  rv->job);
         char fmid[STORE_FM_JOB_ID_MAX + 1];
         jobs_fm_id (b, rv->job, fmid, sizeof (fmid));
-        fabric_reserve_abandon (b->fab, fmid);
+        fmc_job_reserve_abandon (b->fmc, fmid);
         while (rv->waiters) {
             struct http_req *req = rv->waiters;
             rv->waiters = http_wait (req)->next;
@@ -773,7 +779,7 @@ void jobs_cleanup (struct broker *b, struct http_req *req)
         http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
         return;
     }
-    bool fm = b->fab && needs_fm_release (j);
+    bool fm = b->fmc && needs_fm_release (j);
     bool queued = false;
     if (store_begin (b->st, &e) < 0)
         goto fail;
@@ -1018,7 +1024,7 @@ void jobs_step_cleanup (struct broker *b, struct http_req *req)
         http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
         return;
     }
-    if (!b->fab || j->hwcoll != STORE_HWCOLL_RESERVED ||
+    if (!b->fmc || j->hwcoll != STORE_HWCOLL_RESERVED ||
         j->state == STORE_JOB_RELEASED) {
         http_reply (
             req,

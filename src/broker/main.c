@@ -289,18 +289,18 @@ static void run_pass (struct broker *b, const struct pollfd *fab_fds, int nf, bo
         fmb_log (LOG_NOTICE, "store: transactions begin again");
     ungrouped = !grouped;
     http_hold (b->http, grouped);
-    if (b->fab)
-        fabric_hold (b->fab, grouped);
-    if (full && b->fab)
-        fabric_process (b->fab, fab_fds, nf);
+    if (b->fmc)
+        fmc_hold (b->fmc, grouped);
+    if (full && b->fmc)
+        fmc_process (b->fmc, fab_fds, nf);
     http_process (b->http); /* also sends what earlier passes released */
     if (full)
         fm_tick (b);
     else /* a resumed connection queues its answer; this run writes it */
         http_process (b->http);
     http_hold (b->http, false);
-    if (b->fab)
-        fabric_hold (b->fab, false);
+    if (b->fmc)
+        fmc_hold (b->fmc, false);
     bool committed = !grouped || store_commit (b->st, &e) == 0;
     if (committed && grouped && store_changes (b->st) != changes)
         b->commits_failing = false;
@@ -312,11 +312,11 @@ static void run_pass (struct broker *b, const struct pollfd *fab_fds, int nf, bo
         fm_steps_abort_pass (b);
     }
     b->flush_now = http_release (b->http, committed) > 0;
-    if (b->fab) {
+    if (b->fmc) {
         if (committed)
-            fabric_start_held (b->fab);
+            fmc_start_held (b->fmc);
         else /* what they would do was rolled back */
-            fabric_drop_held (b->fab);
+            fmc_drop_held (b->fmc);
     }
 }
 
@@ -331,15 +331,15 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
     fds[n++].revents = 0;
     nh = http_pollfds (b->http, fds + n, MAX_POLLFDS - n);
     int fab_at = n + nh;
-    if (b->fab)
-        nf = fabric_pollfds (b->fab, fds + fab_at, MAX_POLLFDS - fab_at);
+    if (b->fmc)
+        nf = fmc_pollfds (b->fmc, fds + fab_at, MAX_POLLFDS - fab_at);
     n = fab_at + nf;
 
     int timeout = max_ms;
     int t = http_timeout_ms (b->http);
     if (t >= 0 && t < timeout)
         timeout = t;
-    if (b->fab && (t = fabric_timeout_ms (b->fab)) >= 0 && t < timeout)
+    if (b->fmc && (t = fmc_timeout_ms (b->fmc)) >= 0 && t < timeout)
         timeout = t;
     if ((b->outbox_due == 0 && b->fm_state == FM_UP) || b->flush_now)
         timeout = 0;
@@ -441,13 +441,13 @@ int main (int argc, char **argv)
         goto done;
     }
     broker_resolve_roles (&b);
-    if (fabric_create (&b.cfg, &b.fab, &error) < 0) {
+    if (fmc_create_from_config (&b.cfg, &b.fmc, &error) < 0) {
         fmb_log (LOG_ERR, "%s", error.text);
         goto done;
     }
-    if (b.fab)
-        fabric_set_observer (b.fab, broker_observe_fm, &b);
-    if (!b.fab)
+    if (b.fmc)
+        fmc_set_observer (b.fmc, broker_observe_fm, &b);
+    if (!b.fmc)
         fmb_log (
             LOG_NOTICE,
             "[fabric_manager] url is not set: VNI-only mode, no hardware collectives");
@@ -473,7 +473,7 @@ int main (int argc, char **argv)
              b.cfg.cluster_name,
              b.cfg.vni_min,
              b.cfg.vni_max,
-             b.fab ? b.cfg.fm_url : "none");
+             b.fmc ? b.cfg.fm_url : "none");
     sd_notify (0, "READY=1\nSTATUS=serving");
 
     uint64_t wd_usec = 0;
@@ -492,7 +492,7 @@ int main (int argc, char **argv)
     rc = 0;
 done:
     http_destroy (b.http);
-    fabric_destroy (b.fab);
+    fmc_destroy (b.fmc);
     jobs_free (&b);
     json_decref (b.foreign_seen);
     fm_free (&b);

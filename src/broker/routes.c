@@ -28,7 +28,7 @@ static void health_cb (struct broker *b, struct http_req *req)
         json_array_append_new (
             reasons,
             json_sprintf ("store: changes do not commit: %s", b->commit_error));
-    if (b->fab && b->fm_state != FM_UP)
+    if (b->fmc && b->fm_state != FM_UP)
         json_array_append_new (reasons,
                                json_sprintf ("fabric manager %s%s%s",
                                              fm_state_name (b->fm_state),
@@ -89,7 +89,7 @@ static void events_cb (struct broker *b, struct http_req *req)
 
 static void reconcile_cb (struct broker *b, struct http_req *req)
 {
-    if (!b->fab) {
+    if (!b->fmc) {
         http_reply_problem (req, 409, "no fabric manager configured (VNI-only mode)");
         return;
     }

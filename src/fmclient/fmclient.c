@@ -60,6 +60,7 @@ struct fmc_req {
 struct fmc {
     struct fmc_config cfg;
     char *url;
+    char *multicast_url; /* fmc_multicast_url */
     char *auth_dir;
     char *ca_file;
     char *mtls_cert;
@@ -1254,11 +1255,13 @@ int fmc_create (const struct fmc_config *cfg, struct fmc **ret, struct fmb_error
     fmc->cfg = *cfg;
     fmc->timer_due = -1;
     fmc->url = strdup (cfg->url);
+    if (asprintf (&fmc->multicast_url, "%s" FMC_MULTICASTS_PATH, cfg->url) < 0)
+        fmc->multicast_url = NULL;
     fmc->auth_dir = dup_or_null (cfg->auth_dir);
     fmc->ca_file = dup_or_null (cfg->ca_file);
     fmc->mtls_cert = dup_or_null (cfg->mtls_cert);
     fmc->mtls_key = dup_or_null (cfg->mtls_key);
-    if (!fmc->url) {
+    if (!fmc->url || !fmc->multicast_url) {
         fmb_errorf (error, "out of memory");
         goto error;
     }
@@ -1303,6 +1306,34 @@ error:
     return -1;
 }
 
+int fmc_create_from_config (const struct fmb_config *cfg,
+                            struct fmc **ret,
+                            struct fmb_error *error)
+{
+    *ret = NULL;
+    if (!cfg->fm_url[0])
+        return 0;
+    struct fmc_config fc = {
+        .url = cfg->fm_url,
+        .auth = cfg->fm_auth,
+        .auth_dir = fmb_config_auth_dir (cfg),
+        .ca_file = cfg->fm_ca_file,
+        .mtls_cert = cfg->fm_mtls_cert,
+        .mtls_key = cfg->fm_mtls_key,
+        .insecure = cfg->fm_insecure,
+        .timeout_ms = cfg->fm_timeout_ms,
+        .max_connections = cfg->fm_max_connections,
+    };
+    if (fmc_create (&fc, ret, error) < 0)
+        return fmb_error_prefix (error, "[fabric_manager]");
+    return 0;
+}
+
+const char *fmc_multicast_url (const struct fmc *fmc)
+{
+    return fmc->multicast_url;
+}
+
 void fmc_set_observer (struct fmc *fmc, fmc_observer_f fn, void *arg)
 {
     fmc->observer = fn;
@@ -1319,6 +1350,7 @@ void fmc_destroy (struct fmc *fmc)
             curl_easy_cleanup (fmc->spare[--fmc->nspare]);
         curl_multi_cleanup (fmc->multi);
         free (fmc->url);
+        free (fmc->multicast_url);
         free (fmc->auth_dir);
         free (fmc->ca_file);
         free (fmc->mtls_cert);

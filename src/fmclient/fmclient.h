@@ -11,7 +11,8 @@
  *   PATCH  /fabric/collectives/jobs/{id}      fmc_job_delete_step
  *   DELETE /fabric/collectives/jobs/{id}      fmc_job_delete
  *   GET    /fabric/collectives/jobs/          fmc_job_list
- * and fmc_job_reserve, the idempotent GET-then-POST that RUN uses.
+ * and fmc_job_reserve, the idempotent GET-then-POST that RUN uses; and
+ *          /fabric/collectives/multicasts     fmc_multicast_url (for apps)
  *
  * Authentication as Slurm's switch/hpe_slingshot does it, from the same
  * files: oauth reads AUTH_DIR/{endpoint,client-id,client-secret} at every
@@ -37,6 +38,9 @@
 
 #define FMC_MAX_REPLY (4 * 1024 * 1024) /* a jobs listing we are willing to parse */
 #define FMC_JOBS_PATH "/fabric/collectives/jobs"
+/* Where applications (libfabric's CXI provider) make their multicast
+ * trees: the broker hands it out in a job's environment. */
+#define FMC_MULTICASTS_PATH "/fabric/collectives/multicasts"
 
 struct fmc;
 
@@ -85,8 +89,16 @@ typedef void (*fmc_done_f) (const struct fmc_result *res, void *arg);
 int fmc_create (const struct fmc_config *cfg,
                 struct fmc **ret,
                 struct fmb_error *error);
+/* The client for cfg's [fabric_manager] section (errors name it): none
+ * (*ret NULL, return 0) when it has no url, for the broker's VNI-only mode. */
+int fmc_create_from_config (const struct fmb_config *cfg,
+                            struct fmc **ret,
+                            struct fmb_error *error);
 /* In-flight calls are abandoned without their callbacks. */
 void fmc_destroy (struct fmc *fmc);
+
+/* The FM's multicast URL applications use: base URL + FMC_MULTICASTS_PATH. */
+const char *fmc_multicast_url (const struct fmc *fmc);
 
 /* Called for every FM request that completes (token fetches included;
  * not for calls withdrawn before they left, nor for the internal "login"
