@@ -202,13 +202,13 @@ int jobs_parse_run (const struct fmb_config *cfg,
                     char *why,
                     size_t len);
 
-void jobs_run (struct broker *b, struct http_req *req);
-void jobs_cleanup (struct broker *b, struct http_req *req);
-void jobs_get (struct broker *b, struct http_req *req);
-void jobs_list (struct broker *b, struct http_req *req);
-void jobs_step_cleanup (struct broker *b, struct http_req *req);
-void jobs_node_report (struct broker *b, struct http_req *req);
-void jobs_vni_list (struct broker *b, struct http_req *req);
+int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p);
+int jobs_cleanup (struct broker *b, struct http_req *req, struct http_problem *p);
+int jobs_get (struct broker *b, struct http_req *req, struct http_problem *p);
+int jobs_list (struct broker *b, struct http_req *req, struct http_problem *p);
+int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_problem *p);
+int jobs_node_report (struct broker *b, struct http_req *req, struct http_problem *p);
+int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *p);
 /* Does a reserve call for this job run right now? */
 bool jobs_reserving (struct broker *b, const char *job);
 /* Resolve reservations left 'reserving' by a crash (at start). */

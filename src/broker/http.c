@@ -253,9 +253,43 @@ void http_reply (struct http_req *req, int status, json_t *body)
     http_reply_text (req, status, "application/json", text);
 }
 
+static int problem_va (struct http_problem *p, int status, const char *fmt, va_list ap)
+    __attribute__ ((format (printf, 3, 0)));
+static int problem_va (struct http_problem *p, int status, const char *fmt, va_list ap)
+{
+    int saved = errno;
+    vsnprintf (p->detail, sizeof (p->detail), fmt, ap);
+    p->status = status;
+    errno = saved;
+    return -1;
+}
+
+int http_problemf (struct http_problem *p, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start (ap, fmt);
+    problem_va (p, status, fmt, ap);
+    va_end (ap);
+    return -1;
+}
+
+int http_problem_errno (struct http_problem *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start (ap, fmt);
+    problem_va (p, http_status_of_errno (errno), fmt, ap);
+    va_end (ap);
+    return -1;
+}
+
+void http_reply_failure (struct http_req *req, const struct http_problem *p)
+{
+    http_reply_problem (req, p->status, "%s", p->detail);
+}
+
 void http_reply_problem (struct http_req *req, int status, const char *fmt, ...)
 {
-    char detail[512];
+    char detail[HTTP_DETAIL_MAX];
     va_list ap;
     va_start (ap, fmt);
     vsnprintf (detail, sizeof (detail), fmt, ap);
@@ -509,8 +543,10 @@ static void dispatch (struct http *h, struct http_req *req, const char *url)
         http_reply_problem (req, 400, "%s %s takes no body", req->method, route->path);
         return;
     }
-    route->handler (h->b, req);
-    if (!req->replied && !req->want_suspend)
+    struct http_problem p;
+    if (route->handler (h->b, req, &p) < 0)
+        http_reply_failure (req, &p);
+    else if (!req->replied && !req->want_suspend)
         http_reply_problem (req, 500, "the handler gave no answer");
 }
 

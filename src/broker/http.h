@@ -6,7 +6,8 @@
  * route and its percent-decoded, validated path parameters, the role
  * check, the body cap, strict JSON decoding, and problem+json for every
  * error.  Handlers only see a checked request and reply, or suspend it
- * and reply later (the connection is resumed then).
+ * and reply later (the connection is resumed then), or return -1 with a
+ * struct http_problem that the dispatcher turns into the answer.
  */
 #ifndef FMB_HTTP_H
 #define FMB_HTTP_H
@@ -50,7 +51,18 @@ struct caller {
     char bearer[256];  /* Authorization: Bearer value, or "" */
 };
 
-typedef void (*route_f) (struct broker *b, struct http_req *req);
+/* Why a handler failed: the status and detail of the RFC 9457 problem
+ * document the dispatcher answers with (http_reply_failure). */
+#define HTTP_DETAIL_MAX 512
+struct http_problem {
+    int status;
+    char detail[HTTP_DETAIL_MAX];
+};
+
+/* A handler answers (http_reply*) or suspends the request and returns 0,
+ * or returns -1 with 'p' filled (http_problemf), and the dispatcher
+ * answers with the problem document. */
+typedef int (*route_f) (struct broker *b, struct http_req *req, struct http_problem *p);
 
 struct route {
     const char *method;
@@ -106,6 +118,14 @@ void http_reply_text (struct http_req *req, int status, const char *ctype, char 
 /* Reply with an RFC 9457 problem document. */
 void http_reply_problem (struct http_req *req, int status, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
+/* Fill 'p' for a handler's failure; returns -1.  http_problem_errno takes
+ * the status from errno (http_status_of_errno) and keeps errno. */
+int http_problemf (struct http_problem *p, int status, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+int http_problem_errno (struct http_problem *p, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+/* Reply with the problem document of a failure 'p' describes. */
+void http_reply_failure (struct http_req *req, const struct http_problem *p);
 /* 503: the loop pass that held this request's change did not commit. */
 void http_reply_uncommitted (struct http_req *req);
 /* errno -> status (ENOENT 404, EEXIST 409, EINVAL 400, EAGAIN 503, ...). */

@@ -205,19 +205,19 @@ static void add_node_reports (struct broker *b, const struct store_job *j, json_
 }
 
 /* Reply with the job as it is in the store now. */
-static void reply_job (struct broker *b,
-                       struct http_req *req,
-                       const char *id,
-                       int status)
+static int reply_job (struct broker *b,
+                      struct http_req *req,
+                      const char *id,
+                      int status,
+                      struct http_problem *p)
 {
     struct store_job *j;
     struct fmb_error e;
-    if (store_job_get (b->st, id, &j, &e) < 0) {
-        http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
-        return;
-    }
+    if (store_job_get (b->st, id, &j, &e) < 0)
+        return http_problem_errno (p, "%s", e.text);
     http_reply (req, status, job_view (b, j, http_caller (req)));
     store_job_free (j);
+    return 0;
 }
 
 /* ---- RUN ----------------------------------------------------------- */
@@ -406,7 +406,9 @@ static void reply_waiters (struct broker *b, struct reservation *rv)
     while (rv->waiters) {
         struct http_req *req = rv->waiters;
         rv->waiters = http_wait (req)->next;
-        reply_job (b, req, rv->job, http_wait (req)->key ? 201 : 200);
+        struct http_problem p;
+        if (reply_job (b, req, rv->job, http_wait (req)->key ? 201 : 200, &p) < 0)
+            http_reply_failure (req, &p);
     }
 }
 
@@ -521,28 +523,25 @@ static struct reservation *start_reservation (struct broker *b, const char *job)
     return rv;
 }
 
-void jobs_run (struct broker *b, struct http_req *req)
+int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     const char *id = http_job (req);
     struct run_request rr;
     char why[300];
     struct fmb_error e;
     struct store_job *old = NULL;
-    if (jobs_parse_run (&b->cfg, http_body (req), &rr, why, sizeof (why)) < 0) {
-        http_reply_problem (req, 400, "%s", why);
-        return;
-    }
+    if (jobs_parse_run (&b->cfg, http_body (req), &rr, why, sizeof (why)) < 0)
+        return http_problemf (p, 400, "%s", why);
     char *canon = canonical_request (&rr);
-    if (!canon) {
-        http_reply_problem (req, 500, "out of memory");
-        return;
-    }
+    if (!canon)
+        return http_problemf (p, 500, "out of memory");
     if (store_job_get (b->st, id, &old, &e) == 0) {
         if (old->state != STORE_JOB_RELEASED) {
             /* RUN repeated (RM retry, hook re-run): same job, same answer. */
+            int rc = 0;
             if (strcmp (old->request, canon) != 0)
-                http_reply_problem (
-                    req, 409, "job '%s' exists with a different request", id);
+                rc = http_problemf (
+                    p, 409, "job '%s' exists with a different request", id);
             else {
                 struct reservation *rv = find_reservation (b, id);
                 if (rv) {
@@ -555,24 +554,22 @@ void jobs_run (struct broker *b, struct http_req *req)
             }
             store_job_free (old);
             free (canon);
-            return;
+            return rc;
         }
         /* The RM reuses the id of a job released long ago: replace it. */
         store_job_free (old);
         if (store_job_delete (b->st, id, &e) < 0) {
-            http_reply_problem (
-                req,
-                http_status_of_errno (errno),
+            http_problem_errno (
+                p,
                 "%s%s",
                 e.text,
                 errno == EBUSY ? " (its VNIs are still quarantined)" : "");
             free (canon);
-            return;
+            return -1;
         }
     } else if (errno != ENOENT) {
-        http_reply_problem (req, 503, "%s", e.text);
         free (canon);
-        return;
+        return http_problemf (p, 503, "%s", e.text);
     }
 
     char reason[256];
@@ -622,22 +619,18 @@ void jobs_run (struct broker *b, struct http_req *req)
         if (errno == ENOSPC)
             fmb_logf (
                 LOG_ERR, &(struct fmb_log_fields){.job = id}, "job %s: %s", id, e.text);
-        http_reply_problem (req, status, "job '%s': %s", id, e.text);
-        return;
+        return http_problemf (p, status, "job '%s': %s", id, e.text);
     }
-    if (hw != STORE_HWCOLL_RESERVING) {
-        reply_job (b, req, id, 201);
-        return;
-    }
+    if (hw != STORE_HWCOLL_RESERVING)
+        return reply_job (b, req, id, 201, p);
     http_wait (req)->key = 1; /* created by this request: 201 */
     struct reservation *rv = start_reservation (b, id);
-    if (!rv) { /* completed (as unavailable) already */
-        reply_job (b, req, id, 201);
-        return;
-    }
+    if (!rv) /* completed (as unavailable) already */
+        return reply_job (b, req, id, 201, p);
     http_wait (req)->next = rv->waiters;
     rv->waiters = req;
     http_suspend (req);
+    return 0;
 }
 
 struct collect_ids {
@@ -759,7 +752,7 @@ static json_t *vni_array (const struct store_job *j)
     return a;
 }
 
-void jobs_cleanup (struct broker *b, struct http_req *req)
+int jobs_cleanup (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     const char *id = http_job (req);
     const char *force_arg = http_query (req, "force");
@@ -767,18 +760,12 @@ void jobs_cleanup (struct broker *b, struct http_req *req)
         force_arg && (strcmp (force_arg, "1") == 0 || strcmp (force_arg, "true") == 0);
     struct store_job *j;
     struct fmb_error e;
-    if (force_arg && !force && strcmp (force_arg, "0") && strcmp (force_arg, "false")) {
-        http_reply_problem (req, 400, "force: 1, true, 0 or false");
-        return;
-    }
-    if (force && !(http_caller (req)->roles & ROLE_ADMIN)) {
-        http_reply_problem (req, 403, "force=1 is for admins");
-        return;
-    }
-    if (store_job_get (b->st, id, &j, &e) < 0) {
-        http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
-        return;
-    }
+    if (force_arg && !force && strcmp (force_arg, "0") && strcmp (force_arg, "false"))
+        return http_problemf (p, 400, "force: 1, true, 0 or false");
+    if (force && !(http_caller (req)->roles & ROLE_ADMIN))
+        return http_problemf (p, 403, "force=1 is for admins");
+    if (store_job_get (b->st, id, &j, &e) < 0)
+        return http_problem_errno (p, "%s", e.text);
     bool fm = b->fmc && needs_fm_release (j);
     bool queued = false;
     if (store_begin (b->st, &e) < 0)
@@ -854,37 +841,36 @@ void jobs_cleanup (struct broker *b, struct http_req *req)
     store_job_free (j);
     if (queued)
         fm_outbox_changed (b);
-    reply_job (b, req, id, 202);
-    return;
+    return reply_job (b, req, id, 202, p);
 rollback:
     store_rollback (b->st);
 fail:
     store_job_free (j);
-    http_reply_problem (req, http_status_of_errno (errno), "job '%s': %s", id, e.text);
+    return http_problem_errno (p, "job '%s': %s", id, e.text);
 }
 
 /* ---- reading jobs -------------------------------------------------- */
 
-void jobs_get (struct broker *b, struct http_req *req)
+int jobs_get (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     const struct caller *c = http_caller (req);
     struct store_job *j;
     struct fmb_error e;
-    if (store_job_get (b->st, http_job (req), &j, &e) < 0) {
-        http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
-        return;
-    }
+    if (store_job_get (b->st, http_job (req), &j, &e) < 0)
+        return http_problem_errno (p, "%s", e.text);
     /* The same answer as for a job that does not exist, word for word:
      * a plain user learns nothing about other users' job ids. */
+    int rc = 0;
     if (!(c->roles & (ROLE_RM | ROLE_ADMIN | ROLE_AGENT)) && !c->job_token_ok &&
         !(c->local && c->uid == j->uid))
-        http_reply_problem (req, 404, "job '%s' not found", j->id);
+        rc = http_problemf (p, 404, "job '%s' not found", j->id);
     else {
         json_t *view = job_view (b, j, c);
         add_node_reports (b, j, view);
         http_reply (req, 200, view);
     }
     store_job_free (j);
+    return rc;
 }
 
 struct list_ctx {
@@ -902,75 +888,61 @@ static int list_one (const struct store_job *j, void *arg)
     return 0;
 }
 
-void jobs_list (struct broker *b, struct http_req *req)
+int jobs_list (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     const struct caller *c = http_caller (req);
     struct store_job_filter f = {.state = -1, .uid = -1, .limit = 100};
     const char *v;
     char after[JOB_ID_MAX + 1];
     struct fmb_error e;
-    if ((v = http_query (req, "state")) && (f.state = store_job_state_parse (v)) < 0) {
-        http_reply_problem (
-            req, 400, "state: one of active, releasing, released, lost");
-        return;
-    }
+    if ((v = http_query (req, "state")) && (f.state = store_job_state_parse (v)) < 0)
+        return http_problemf (
+            p, 400, "state: one of active, releasing, released, lost");
     if ((v = http_query (req, "user"))) {
         char *end;
         unsigned long uid = strtoul (v, &end, 10);
         uid_t named = 0;
-        if (!*v) {
-            http_reply_problem (req, 400, "user: a user name or uid");
-            return;
-        }
-        if (*end && !nss_uid_of (v, &named, now_mono ())) {
-            http_reply_problem (req, 400, "user: no such user '%.64s'", v);
-            return;
-        }
+        if (!*v)
+            return http_problemf (p, 400, "user: a user name or uid");
+        if (*end && !nss_uid_of (v, &named, now_mono ()))
+            return http_problemf (p, 400, "user: no such user '%.64s'", v);
         f.uid = *end ? (int64_t)named : (int64_t)uid;
     }
     if ((v = http_query (req, "since"))) {
         char *end;
         f.since_ms = strtoll (v, &end, 10);
-        if (*end || f.since_ms < 0) {
-            http_reply_problem (req, 400, "since: milliseconds since the epoch");
-            return;
-        }
+        if (*end || f.since_ms < 0)
+            return http_problemf (p, 400, "since: milliseconds since the epoch");
     }
     if ((v = http_query (req, "limit"))) {
         char *end;
         unsigned long n = strtoul (v, &end, 10);
-        if (*end || n < 1 || n > 1000) {
-            http_reply_problem (req, 400, "limit: 1..1000");
-            return;
-        }
+        if (*end || n < 1 || n > 1000)
+            return http_problemf (p, 400, "limit: 1..1000");
         f.limit = (unsigned)n;
     }
     if ((v = http_query (req, "after"))) {
-        if (!valid_job_id (v)) {
-            http_reply_problem (req, 400, "after: a job id");
-            return;
-        }
+        if (!valid_job_id (v))
+            return http_problemf (p, 400, "after: a job id");
         snprintf (after, sizeof (after), "%s", v);
         f.after = after;
     }
     /* Someone who is neither rm, admin nor agent sees their own jobs only. */
     if (!(c->roles & (ROLE_RM | ROLE_ADMIN | ROLE_AGENT))) {
-        if (f.uid >= 0 && f.uid != (int64_t)c->uid) {
-            http_reply_problem (req, 403, "you may list only your own jobs");
-            return;
-        }
+        if (f.uid >= 0 && f.uid != (int64_t)c->uid)
+            return http_problemf (p, 403, "you may list only your own jobs");
         f.uid = c->uid;
     }
     struct list_ctx lc = {b, c, json_array (), ""};
     if (store_job_list (b->st, &f, list_one, &lc, &e) < 0) {
         json_decref (lc.jobs);
-        http_reply_problem (req, 503, "%s", e.text);
-        return;
+        return http_problemf (p, 503, "%s", e.text);
     }
     json_t *o = json_pack ("{s:o}", "jobs", lc.jobs);
     if (json_array_size (lc.jobs) == f.limit)
         json_object_set_new (o, "next_after", json_string (lc.last));
     http_reply (req, 200, o);
+    return 0;
 }
 
 /* ---- steps --------------------------------------------------------- */
@@ -986,7 +958,7 @@ static json_t *step_view (const char *job,
     return o;
 }
 
-void jobs_step_cleanup (struct broker *b, struct http_req *req)
+int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     const char *id = http_job (req);
     size_t step_len;
@@ -998,10 +970,8 @@ void jobs_step_cleanup (struct broker *b, struct http_req *req)
     if (w) {
         char *end;
         unsigned long n = strtoul (w, &end, 10);
-        if (*end || n > STEP_WAIT_MAX_S) {
-            http_reply_problem (req, 400, "wait: seconds, 0..%d", STEP_WAIT_MAX_S);
-            return;
-        }
+        if (*end || n > STEP_WAIT_MAX_S)
+            return http_problemf (p, 400, "wait: seconds, 0..%d", STEP_WAIT_MAX_S);
         wait = (unsigned)n;
     }
     /* Token holders and agents share a bucket per job, so one job cannot
@@ -1011,19 +981,16 @@ void jobs_step_cleanup (struct broker *b, struct http_req *req)
         int64_t ms = ratelimit_take (b->step_limit, id, now_mono ());
         if (ms > 0) {
             http_retry_after (req, (unsigned)((ms + 999) / 1000));
-            http_reply_problem (req,
-                                429,
-                                "job '%s': more than %u step cleanups per second "
-                                "([api] step_cleanup_rate); retry later",
-                                id,
-                                b->cfg.api_step_cleanup_rate);
-            return;
+            return http_problemf (p,
+                                  429,
+                                  "job '%s': more than %u step cleanups per second "
+                                  "([api] step_cleanup_rate); retry later",
+                                  id,
+                                  b->cfg.api_step_cleanup_rate);
         }
     }
-    if (store_job_get (b->st, id, &j, &e) < 0) {
-        http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
-        return;
-    }
+    if (store_job_get (b->st, id, &j, &e) < 0)
+        return http_problem_errno (p, "%s", e.text);
     if (!b->fmc || j->hwcoll != STORE_HWCOLL_RESERVED ||
         j->state == STORE_JOB_RELEASED) {
         http_reply (
@@ -1031,7 +998,7 @@ void jobs_step_cleanup (struct broker *b, struct http_req *req)
             200,
             step_view (id, step, "cleaned", "the job holds no multicast reservation"));
         store_job_free (j);
-        return;
+        return 0;
     }
     int64_t oid = 0;
     int rc = store_begin (b->st, &e);
@@ -1046,15 +1013,12 @@ void jobs_step_cleanup (struct broker *b, struct http_req *req)
     if (rc == 0)
         rc = store_commit (b->st, &e);
     store_job_free (j);
-    if (rc < 0) {
-        http_reply_problem (
-            req, http_status_of_errno (errno), "job '%s': %s", id, e.text);
-        return;
-    }
+    if (rc < 0)
+        return http_problem_errno (p, "job '%s': %s", id, e.text);
     if (wait == 0) {
         fm_outbox_changed (b);
         http_reply (req, 202, step_view (id, step, "cleaning", NULL));
-        return;
+        return 0;
     }
     struct http_wait *hw = http_wait (req);
     hw->key = oid;
@@ -1064,11 +1028,12 @@ void jobs_step_cleanup (struct broker *b, struct http_req *req)
     b->step_waiters = req;
     http_suspend (req);
     fm_outbox_changed (b);
+    return 0;
 }
 
 /* ---- node reports -------------------------------------------------- */
 
-void jobs_node_report (struct broker *b, struct http_req *req)
+int jobs_node_report (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     const char *id = http_job (req);
     const char *node = http_node (req);
@@ -1081,29 +1046,21 @@ void jobs_node_report (struct broker *b, struct http_req *req)
     struct fmb_error e;
     json_object_foreach (body, key, v)
     {
-        if (strcmp (key, "cxi") && strcmp (key, "detail")) {
-            http_reply_problem (req, 400, "unknown field '%.64s'", key);
-            return;
-        }
+        if (strcmp (key, "cxi") && strcmp (key, "detail"))
+            return http_problemf (p, 400, "unknown field '%.64s'", key);
     }
     int state = -1;
     static const char *const names[] = {"created", "destroyed", "failed"};
     for (int i = 0; i < 3 && json_is_string (cxi); i++)
         if (strcmp (json_string_value (cxi), names[i]) == 0)
             state = STORE_CXI_CREATED + i;
-    if (state < 0) {
-        http_reply_problem (req, 400, "cxi: one of created, destroyed, failed");
-        return;
-    }
-    if (detail && (!json_is_string (detail) || json_string_length (detail) > 512)) {
-        http_reply_problem (req, 400, "detail: a string of at most 512 bytes");
-        return;
-    }
+    if (state < 0)
+        return http_problemf (p, 400, "cxi: one of created, destroyed, failed");
+    if (detail && (!json_is_string (detail) || json_string_length (detail) > 512))
+        return http_problemf (p, 400, "detail: a string of at most 512 bytes");
     const char *dtext = detail ? json_string_value (detail) : NULL;
-    if (store_job_get (b->st, id, &j, &e) < 0) {
-        http_reply_problem (req, http_status_of_errno (errno), "%s", e.text);
-        return;
-    }
+    if (store_job_get (b->st, id, &j, &e) < 0)
+        return http_problem_errno (p, "%s", e.text);
     unsigned total, destroyed;
     if (store_begin (b->st, &e) < 0)
         goto fail;
@@ -1149,12 +1106,12 @@ void jobs_node_report (struct broker *b, struct http_req *req)
                            "cxi",
                            names[state - STORE_CXI_CREATED]));
     store_job_free (j);
-    return;
+    return 0;
 rollback:
     store_rollback (b->st);
 fail:
     store_job_free (j);
-    http_reply_problem (req, http_status_of_errno (errno), "job '%s': %s", id, e.text);
+    return http_problem_errno (p, "job '%s': %s", id, e.text);
 }
 
 /* ---- VNIs ---------------------------------------------------------- */
@@ -1174,14 +1131,13 @@ static int list_vni (const struct store_vni *v, void *arg)
     return 0;
 }
 
-void jobs_vni_list (struct broker *b, struct http_req *req)
+int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     json_t *a = json_array ();
     struct fmb_error e;
     if (store_vni_list (b->st, list_vni, a, &e) < 0) {
         json_decref (a);
-        http_reply_problem (req, 503, "%s", e.text);
-        return;
+        return http_problemf (p, 503, "%s", e.text);
     }
     /* After the listing (no query inside another): per quarantined VNI,
      * the nodes it waits for, one query per job. */
@@ -1208,6 +1164,7 @@ void jobs_vni_list (struct broker *b, struct http_req *req)
                            (int)b->cfg.vni_min,
                            "pool_max",
                            (int)b->cfg.vni_max));
+    return 0;
 }
 
 #define PRUNE_ROWS        64            /* rows per table per statement */

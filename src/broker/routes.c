@@ -5,12 +5,14 @@
 
 #include "broker.h"
 
-static void status_cb (struct broker *b, struct http_req *req)
+static int status_cb (struct broker *b, struct http_req *req, struct http_problem *p)
 {
+    (void)p;
     http_reply (req, 200, broker_status (b));
+    return 0;
 }
 
-static void health_cb (struct broker *b, struct http_req *req)
+static int health_cb (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     /* Serving, and able to read the store: 200.  "degraded" (still 200:
      * RUN and CLEANUP answer) while changes cannot commit or a configured
@@ -19,10 +21,8 @@ static void health_cb (struct broker *b, struct http_req *req)
     unsigned depth;
     struct fmb_error e;
     http_no_hold (req);
-    if (store_outbox_depth (b->st, &depth, &e) < 0) {
-        http_reply_problem (req, 503, "store: %s", e.text);
-        return;
-    }
+    if (store_outbox_depth (b->st, &depth, &e) < 0)
+        return http_problemf (p, 503, "store: %s", e.text);
     json_t *reasons = json_array ();
     if (b->commits_failing)
         json_array_append_new (
@@ -44,38 +44,33 @@ static void health_cb (struct broker *b, struct http_req *req)
     else
         json_decref (reasons);
     http_reply (req, 200, o);
+    return 0;
 }
 
-static void metrics_cb (struct broker *b, struct http_req *req)
+static int metrics_cb (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     char *text = broker_metrics_text (b);
     if (!text)
-        http_reply_problem (req, 500, "out of memory");
-    else
-        http_reply_text (req, 200, "text/plain; version=0.0.4", text);
+        return http_problemf (p, 500, "out of memory");
+    http_reply_text (req, 200, "text/plain; version=0.0.4", text);
+    return 0;
 }
 
-static void events_cb (struct broker *b, struct http_req *req)
+static int events_cb (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     const char *v;
     char *end;
     long long after = 0;
     unsigned long wait = 0, limit = 100;
     if ((v = http_query (req, "after")) &&
-        ((after = strtoll (v, &end, 10)) < 0 || *end)) {
-        http_reply_problem (req, 400, "after: a sequence number >= 0");
-        return;
-    }
+        ((after = strtoll (v, &end, 10)) < 0 || *end))
+        return http_problemf (p, 400, "after: a sequence number >= 0");
     if ((v = http_query (req, "wait")) &&
-        ((wait = strtoul (v, &end, 10)) > EVENT_WAIT_MAX_S || *end)) {
-        http_reply_problem (req, 400, "wait: seconds, 0..%d", EVENT_WAIT_MAX_S);
-        return;
-    }
+        ((wait = strtoul (v, &end, 10)) > EVENT_WAIT_MAX_S || *end))
+        return http_problemf (p, 400, "wait: seconds, 0..%d", EVENT_WAIT_MAX_S);
     if ((v = http_query (req, "limit")) &&
-        ((limit = strtoul (v, &end, 10)) < 1 || limit > 1000 || *end)) {
-        http_reply_problem (req, 400, "limit: 1..1000");
-        return;
-    }
+        ((limit = strtoul (v, &end, 10)) < 1 || limit > 1000 || *end))
+        return http_problemf (p, 400, "limit: 1..1000");
     struct http_wait *w = http_wait (req);
     w->after = after;
     w->key = (int64_t)limit;
@@ -85,20 +80,17 @@ static void events_cb (struct broker *b, struct http_req *req)
     http_suspend (req);
     /* Answers now if there is news or no wait was asked for. */
     broker_events_wake (b, false);
+    return 0;
 }
 
-static void reconcile_cb (struct broker *b, struct http_req *req)
+static int reconcile_cb (struct broker *b, struct http_req *req, struct http_problem *p)
 {
-    if (!b->fmc) {
-        http_reply_problem (req, 409, "no fabric manager configured (VNI-only mode)");
-        return;
-    }
+    if (!b->fmc)
+        return http_problemf (p, 409, "no fabric manager configured (VNI-only mode)");
     const char *arg = http_query (req, "reap_foreign");
     bool reap = arg && (strcmp (arg, "1") == 0 || strcmp (arg, "true") == 0);
-    if (arg && !reap && strcmp (arg, "0") && strcmp (arg, "false")) {
-        http_reply_problem (req, 400, "reap_foreign: 1, true, 0 or false");
-        return;
-    }
+    if (arg && !reap && strcmp (arg, "0") && strcmp (arg, "false"))
+        return http_problemf (p, 400, "reap_foreign: 1, true, 0 or false");
     fm_reconcile_now (b, reap);
     http_reply (req,
                 202,
@@ -107,6 +99,7 @@ static void reconcile_cb (struct broker *b, struct http_req *req)
                            fm_state_name (b->fm_state),
                            "reap_foreign",
                            reap || b->cfg.reap_foreign));
+    return 0;
 }
 
 /* clang-format off */
