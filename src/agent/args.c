@@ -59,15 +59,6 @@ static bool parse_vnis (const char *s, struct agent_args *a)
 /* "0xN" (1..0xf) or traffic class names, as [cxi] tcs takes them. */
 static int parse_tcs (const char *s, struct agent_args *a, struct fmb_error *error)
 {
-    if (strncmp (s, "0x", 2) == 0 || strncmp (s, "0X", 2) == 0) {
-        char *end;
-        errno = 0;
-        long v = strtol (s + 2, &end, 16);
-        if (s[2] == '\0' || *end || errno || v < 1 || v > 0xf)
-            return bad (error, "--tcs %.64s: a mask of 0x1..0xf or class names", s);
-        a->tcs = v;
-        return 0;
-    }
     unsigned mask;
     struct fmb_error e;
     if (fmb_config_parse_tcs (s, &mask, &e) < 0) {

@@ -177,6 +177,10 @@ static const struct cfg_key cfg_keys[] = {
 
     { "cxi",            "tcs",                CFG_TCS,       0,   0,        "LOW_LATENCY,BEST_EFFORT",
       F (cxi_tcs), NULL, NULL },
+    /* What a job may ask for in RUN (Slurm: --fmb-tcs); DEDICATED_ACCESS
+     * is left out by default as Slurm's own plugin leaves it to admins. */
+    { "cxi",            "allowed_tcs",        CFG_TCS,       0,   0,        "LOW_LATENCY,BULK_DATA,BEST_EFFORT",
+      F (cxi_allowed_tcs), NULL, NULL },
     { "cxi",            "limits",             CFG_CXI_LIMITS, 0,  0,        "",
       F (cxi_limits_text), NULL, NULL },
     { "cxi",            "libcxi",             CFG_STRING,    0,   0,        "libcxi.so.1",
@@ -399,6 +403,15 @@ int fmb_config_parse_tcs (const char *text, unsigned *mask, struct fmb_error *er
 {
     unsigned m = 0;
     char buf[256];
+    if (strncasecmp (text, "0x", 2) == 0) { /* a mask, as SLINGSHOT_TCS shows it */
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul (text + 2, &end, 16);
+        if (!isxdigit ((unsigned char)text[2]) || *end || errno || v < 1 || v > 0xf)
+            return fmb_errorf (error, "a mask of 0x1..0xf or traffic class names");
+        *mask = (unsigned)v;
+        return 0;
+    }
     if (snprintf (buf, sizeof (buf), "%s", text) >= (int)sizeof (buf))
         return fmb_errorf (error, "too long");
     char *save = NULL;
@@ -418,6 +431,35 @@ int fmb_config_parse_tcs (const char *text, unsigned *mask, struct fmb_error *er
     }
     if (m == 0)
         return fmb_errorf (error, "at least one traffic class is needed");
+    *mask = m;
+    return 0;
+}
+
+void fmb_config_tcs_names (unsigned mask, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof (tc_names) / sizeof (tc_names[0]); i++)
+        if ((mask & tc_names[i].bit) && used < len)
+            used += (size_t)snprintf (
+                out + used, len - used, "%s%s", used ? "," : "", tc_names[i].name);
+    if (!out[0])
+        snprintf (out, len, "none");
+}
+
+int fmb_config_parse_tcs_within (const char *text,
+                                 unsigned allowed,
+                                 unsigned *mask,
+                                 struct fmb_error *error)
+{
+    unsigned m;
+    if (fmb_config_parse_tcs (text, &m, error) < 0)
+        return -1;
+    if (m & ~allowed) {
+        char names[96];
+        fmb_config_tcs_names (allowed, names, sizeof (names));
+        return fmb_errorf (error, "this cluster allows only %s", names);
+    }
     *mask = m;
     return 0;
 }
@@ -993,12 +1035,9 @@ static void dump_value (const struct fmb_config *cfg, const struct cfg_key *k, F
         fprintf (f, "%u-%u", cfg->vni_min, cfg->vni_max);
         break;
     case CFG_TCS: {
-        bool first = true;
-        for (size_t i = 0; i < sizeof (tc_names) / sizeof (tc_names[0]); i++)
-            if (*(const unsigned *)field & tc_names[i].bit) {
-                fprintf (f, "%s%s", first ? "" : ",", tc_names[i].name);
-                first = false;
-            }
+        char names[96];
+        fmb_config_tcs_names (*(const unsigned *)field, names, sizeof (names));
+        fprintf (f, "%s", names);
         break;
     }
     }

@@ -104,7 +104,8 @@ struct fmb_config {
     unsigned vni_quarantine_s;
 
     /* [cxi] */
-    unsigned cxi_tcs; /* FMB_TC_* mask */
+    unsigned cxi_tcs;         /* FMB_TC_* mask */
+    unsigned cxi_allowed_tcs; /* what RUN's tcs may name (FMB_TC_* mask) */
     char cxi_limits_text[FMB_CFG_LIST_MAX];
     struct fmb_cxi_limit cxi_limits[FMB_CXI_NRSRC];
     char cxi_libcxi[FMB_CFG_PATH_MAX];
@@ -155,6 +156,14 @@ unsigned fmb_config_mcast_limit (const struct fmb_config *cfg);
 
 /* Parse a traffic-class list ("LOW_LATENCY,BEST_EFFORT") into a mask. */
 int fmb_config_parse_tcs (const char *text, unsigned *mask, struct fmb_error *error);
+/* The same, refusing classes outside 'allowed' ("this cluster allows
+ * only ..."): what users may ask for at submission and in RUN. */
+int fmb_config_parse_tcs_within (const char *text,
+                                 unsigned allowed,
+                                 unsigned *mask,
+                                 struct fmb_error *error);
+/* "LOW_LATENCY,BEST_EFFORT" for a mask; "none" for 0. */
+void fmb_config_tcs_names (unsigned mask, char *out, size_t len);
 
 /* Is 'name' in the comma-separated list 'list'? */
 bool fmb_config_list_has (const char *list, const char *name);

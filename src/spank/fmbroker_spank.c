@@ -121,7 +121,7 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
     if (!user_context (ctx))
         return 0;
     char names[128];
-    spank_tcs_names (conf.allowed_tcs, names, sizeof (names));
+    fmb_config_tcs_names (conf.allowed_tcs, names, sizeof (names));
     snprintf (tcs_usage,
               sizeof (tcs_usage),
               "Traffic classes for the job's CXI services, a comma list of %s "

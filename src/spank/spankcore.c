@@ -131,34 +131,14 @@ int spank_parse_vni_count (const char *arg, unsigned *count, struct fmb_error *e
     return 0;
 }
 
-void spank_tcs_names (unsigned mask, char *out, size_t len)
-{
-    static const char *const names[] = {
-        "DEDICATED_ACCESS", "LOW_LATENCY", "BULK_DATA", "BEST_EFFORT"};
-    size_t used = 0;
-    out[0] = '\0';
-    for (unsigned i = 0; i < 4; i++)
-        if (mask & (1u << i) && used < len)
-            used += (size_t)snprintf (
-                out + used, len - used, "%s%s", used ? "," : "", names[i]);
-    if (!out[0])
-        snprintf (out, len, "none");
-}
-
 int spank_parse_tcs (const char *arg,
                      unsigned allowed,
                      unsigned *mask,
                      struct fmb_error *e)
 {
     struct fmb_error te;
-    char names[128];
-    unsigned m;
-    spank_tcs_names (allowed, names, sizeof (names));
-    if (!arg || fmb_config_parse_tcs (arg, &m, &te) < 0)
+    if (!arg || fmb_config_parse_tcs_within (arg, allowed, mask, &te) < 0)
         return bad (e, "--fmb-tcs=%.64s: %s", arg ? arg : "", arg ? te.text : "a list");
-    if (m & ~allowed)
-        return bad (e, "--fmb-tcs=%.64s: this cluster allows only %s", arg, names);
-    *mask = m;
     return 0;
 }
 

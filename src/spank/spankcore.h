@@ -50,8 +50,6 @@ int spank_parse_tcs (const char *arg,
                      unsigned allowed,
                      unsigned *mask,
                      struct fmb_error *e);
-/* "LOW_LATENCY,BEST_EFFORT" for a mask, for messages. */
-void spank_tcs_names (unsigned mask, char *out, size_t len);
 
 /* What the step gets on this node.  Reads the job's record into *r:
  *   1  the job has its CXI services here: r->env is the environment;

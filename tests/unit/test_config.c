@@ -43,6 +43,8 @@ static void defaults_are_the_documented_ones (void **state)
     assert_int_equal (c.vni_max_per_job, 4);
     assert_int_equal (c.vni_quarantine_s, 300);
     assert_int_equal (c.cxi_tcs, FMB_TC_LOW_LATENCY | FMB_TC_BEST_EFFORT);
+    assert_int_equal (c.cxi_allowed_tcs,
+                      FMB_TC_LOW_LATENCY | FMB_TC_BULK_DATA | FMB_TC_BEST_EFFORT);
     assert_string_equal (c.cxi_libcxi, "libcxi.so.1");
     /* the seed's table: txqs 1024/2 ... les 16384/16, acs 1022/2 */
     assert_int_equal (c.cxi_limits[0].max, 1024);
@@ -169,6 +171,8 @@ static const struct bad_case bad_cases[] = {
      "LOW_LATENCY, BULK_DATA, BEST_EFFORT)"},
     {"[cxi]\ntcs = ,\n",
      "t.conf:2: [cxi] tcs = ,: at least one traffic class is needed"},
+    {"[cxi]\nallowed_tcs = 0x10\n",
+     "t.conf:2: [cxi] allowed_tcs = 0x10: a mask of 0x1..0xf or traffic class names"},
     {"[cxi]\nlimits = les=3\n",
      "t.conf:2: [cxi] limits = les=3: 'les=3': expected def_R=N, res_R=N or max_R=N"},
     {"[cxi]\nlimits = def_foo=3\n",
@@ -392,6 +396,32 @@ static void dump_round_trips (void **state)
     free (buf);
 }
 
+/* [cxi] tcs, RUN's tcs and Slurm's --fmb-tcs all read classes this way. */
+static void traffic_classes_by_name_or_mask_within_a_set (void **state)
+{
+    (void)state;
+    unsigned m = 0;
+    struct fmb_error e;
+    char names[96];
+    assert_int_equal (fmb_config_parse_tcs ("0xa", &m, &e), 0);
+    assert_int_equal (m, 0xa);
+    assert_int_equal (fmb_config_parse_tcs ("0X1", &m, &e), 0);
+    assert_int_equal (m, 0x1);
+    assert_int_equal (fmb_config_parse_tcs ("0x0", &m, &e), -1);
+    assert_int_equal (fmb_config_parse_tcs ("0x", &m, &e), -1);
+    assert_int_equal (fmb_config_parse_tcs ("0x-1", &m, &e), -1);
+    assert_int_equal (fmb_config_parse_tcs_within ("LOW_LATENCY", 0xe, &m, &e), 0);
+    assert_int_equal (m, 0x2);
+    assert_int_equal (fmb_config_parse_tcs_within ("0x3", 0xe, &m, &e), -1);
+    assert_string_equal (e.text,
+                         "this cluster allows only LOW_LATENCY,BULK_DATA,BEST_EFFORT");
+    assert_int_equal (m, 0x2); /* untouched on failure */
+    fmb_config_tcs_names (0x9, names, sizeof (names));
+    assert_string_equal (names, "DEDICATED_ACCESS,BEST_EFFORT");
+    fmb_config_tcs_names (0, names, sizeof (names));
+    assert_string_equal (names, "none");
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -406,6 +436,7 @@ int main (void)
         cmocka_unit_test (broker_url_lists_are_normalised),
         cmocka_unit_test (overrides_are_validated_together),
         cmocka_unit_test (dump_round_trips),
+        cmocka_unit_test (traffic_classes_by_name_or_mask_within_a_set),
     };
     return cmocka_run_group_tests_name ("config", tests, NULL, NULL);
 }
