@@ -192,6 +192,7 @@ struct run_request {
     json_int_t ncores;
     const char *hwcoll; /* auto | on | off */
     json_int_t vni_count;
+    unsigned tcs; /* FMB_TC_* mask within [cxi] allowed_tcs; 0: not asked */
 };
 
 /* Validate a RUN body strictly (unknown keys, types, ranges); -1 with

@@ -63,6 +63,12 @@ static bool may_see_token (const struct caller *c, const struct store_job *j)
            (c->local && c->uid == j->uid);
 }
 
+/* The job's traffic classes: its own from RUN, else [cxi] tcs. */
+static unsigned job_tcs (const struct broker *b, const struct store_job *j)
+{
+    return j->tcs ? j->tcs : b->cfg.cxi_tcs;
+}
+
 static json_t *job_env (struct broker *b, const struct store_job *j, bool token)
 {
     json_t *env = json_object ();
@@ -76,7 +82,7 @@ static json_t *job_env (struct broker *b, const struct store_job *j, bool token)
         }
         json_object_set_new (env, "SLINGSHOT_VNIS", json_string (vnis));
     }
-    snprintf (buf, sizeof (buf), "0x%x", b->cfg.cxi_tcs);
+    snprintf (buf, sizeof (buf), "0x%x", job_tcs (b, j));
     json_object_set_new (env, "SLINGSHOT_TCS", json_string (buf));
     bool live = j->state == STORE_JOB_ACTIVE;
     if (j->hwcoll == STORE_HWCOLL_RESERVED && live && b->fmc) {
@@ -104,7 +110,7 @@ static json_t *job_view (struct broker *b,
     char tcs[16];
     for (unsigned i = 0; i < j->nvnis; i++)
         json_array_append_new (vnis, json_integer (j->vnis[i]));
-    snprintf (tcs, sizeof (tcs), "0x%x", b->cfg.cxi_tcs);
+    snprintf (tcs, sizeof (tcs), "0x%x", job_tcs (b, j));
     json_t *hw = json_pack ("{s:s, s:s, s:i}",
                             "state",
                             store_hwcoll_state_name (j->hwcoll),
@@ -222,6 +228,23 @@ static int reply_job (struct broker *b,
 
 /* ---- RUN ----------------------------------------------------------- */
 
+/* RUN's tcs: a mask ("0xa") or class names, within [cxi] allowed_tcs. */
+static int parse_run_tcs (const struct fmb_config *cfg,
+                          json_t *v,
+                          struct run_request *rr,
+                          char *why,
+                          size_t len)
+{
+    struct fmb_error e;
+    if (!json_is_string (v))
+        snprintf (e.text, sizeof (e.text), "a string of traffic classes");
+    else if (fmb_config_parse_tcs_within (
+                 json_string_value (v), cfg->cxi_allowed_tcs, &rr->tcs, &e) == 0)
+        return 0;
+    snprintf (why, len, "tcs: %s ([cxi] allowed_tcs)", e.text);
+    return -1;
+}
+
 int jobs_parse_run (const struct fmb_config *cfg,
                     json_t *body,
                     struct run_request *rr,
@@ -229,7 +252,7 @@ int jobs_parse_run (const struct fmb_config *cfg,
                     size_t len)
 {
     static const char *const known[] = {
-        "uid", "user", "nodes", "node_count", "ncores", "hwcoll", "vni_count"};
+        "uid", "user", "nodes", "node_count", "ncores", "hwcoll", "vni_count", "tcs"};
     const char *key;
     json_t *v;
     json_object_foreach (body, key, v)
@@ -341,6 +364,8 @@ int jobs_parse_run (const struct fmb_config *cfg,
         }
         rr->vni_count = json_integer_value (v);
     }
+    if ((v = json_object_get (body, "tcs")) && parse_run_tcs (cfg, v, rr, why, len) < 0)
+        return -1;
     return 0;
 }
 
@@ -362,6 +387,11 @@ static char *canonical_request (const struct run_request *rr)
         json_object_set_new (o, "user", json_string (rr->user));
     if (rr->nodes)
         json_object_set (o, "nodes", rr->nodes);
+    if (rr->tcs) { /* only when asked: requests stored before tcs still match */
+        char tcs[16];
+        snprintf (tcs, sizeof (tcs), "0x%x", rr->tcs);
+        json_object_set_new (o, "tcs", json_string (tcs));
+    }
     char *s = fmb_json_dump (o);
     json_decref (o);
     return s;
@@ -587,6 +617,7 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
         .hwcoll_reason = reason[0] ? reason : NULL,
         .mcast_limit =
             hw == STORE_HWCOLL_RESERVING ? fmb_config_mcast_limit (&b->cfg) : 0,
+        .tcs = rr.tcs,
     };
     uint16_t vnis[STORE_VNIS_MAX];
     snprintf (j.id, sizeof (j.id), "%s", id);

@@ -70,19 +70,19 @@ int store_job_state_parse (const char *name)
 static const char SQL_JOB_INSERT[] =
     "INSERT INTO jobs (id, fm_job_id, uid, user, nodes, node_count, ncores,"
     " request, state, hwcoll, hwcoll_reason, mcast_limit, token, created_ms,"
-    " updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
-    " ?14, ?14)";
+    " updated_ms, tcs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+    " ?13, ?14, ?14, ?15)";
 static const char SQL_NODE_INSERT[] =
     "INSERT INTO job_nodes (job_id, node, cxi, updated_ms)"
     " VALUES (?1, ?2, 'pending', ?3)";
 static const char SQL_JOB_COLUMNS[] =
     "SELECT id, fm_job_id, uid, user, nodes, node_count, ncores, request, state,"
     " hwcoll, hwcoll_reason, mcast_limit, token, created_ms, updated_ms,"
-    " released_ms FROM jobs WHERE id = ?1";
+    " released_ms, tcs FROM jobs WHERE id = ?1";
 static const char SQL_JOB_LIST[] =
     "SELECT id, fm_job_id, uid, user, nodes, node_count, ncores, request, state,"
     " hwcoll, hwcoll_reason, mcast_limit, token, created_ms, updated_ms,"
-    " released_ms FROM jobs"
+    " released_ms, tcs FROM jobs"
     " WHERE (?1 IS NULL OR state = ?1) AND (?2 < 0 OR uid = ?2)"
     " AND updated_ms >= ?3 AND (?4 IS NULL OR id > ?4)"
     " ORDER BY id LIMIT ?5";
@@ -207,6 +207,7 @@ int store_job_put (struct store *st,
     if (blob)
         sqlite3_bind_blob (s, 13, blob, (int)blob_len, SQLITE_STATIC);
     sqlite3_bind_int64 (s, 14, store_now (st));
+    sqlite3_bind_int64 (s, 15, job->tcs);
     if (store_step_done (st, s, error, "insert job") < 0) {
         if (errno == EEXIST)
             fmb_errorf (error, "job '%s' exists", job->id);
@@ -280,6 +281,7 @@ static int job_from_row (struct store *st,
     job->created_ms = sqlite3_column_int64 (s, 13);
     job->updated_ms = sqlite3_column_int64 (s, 14);
     job->released_ms = sqlite3_column_int64 (s, 15);
+    job->tcs = (unsigned)sqlite3_column_int64 (s, 16);
 
     sqlite3_stmt *v = store_stmt (st, SQL_JOB_VNIS, error);
     if (!v)

@@ -112,6 +112,11 @@ static const char *const migrations[] = {
     /* 2 -> 3: finding released jobs by age, for retention, without
      * indexing the active ones */
     "CREATE INDEX jobs_released ON jobs (released_ms) WHERE state = 'released';",
+
+    /* 3 -> 4: the job's own traffic classes (RUN's tcs), a mask of
+     * FMB_TC_* bits; 0 = none chosen, [cxi] tcs applies */
+    "ALTER TABLE jobs ADD COLUMN tcs INTEGER NOT NULL DEFAULT 0"
+    "  CHECK (tcs BETWEEN 0 AND 15);",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof (migrations) / sizeof (migrations[0])))

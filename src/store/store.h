@@ -81,7 +81,8 @@ struct store_job {
     enum store_hwcoll_state hwcoll;
     char *hwcoll_reason; /* owned; may be NULL */
     unsigned mcast_limit;
-    char *token; /* owned plaintext session token, or NULL; wiped on free */
+    unsigned tcs; /* the job's traffic classes (FMB_TC_* mask); 0: [cxi] tcs */
+    char *token;  /* owned plaintext session token, or NULL; wiped on free */
     /* A token is stored but does not decrypt (a damaged row, another
      * key): 'token' is NULL and the job is otherwise whole, so it can
      * still be listed and released.  The damage hook heard of it. */

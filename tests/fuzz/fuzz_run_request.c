@@ -20,7 +20,8 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     }
     json_t *o = json_loadb ((const char *)data, size, JSON_REJECT_DUPLICATES, NULL);
     if (json_is_object (o) && jobs_parse_run (&cfg, o, &rr, why, sizeof (why)) == 0) {
-        if (rr.uid < 0 || rr.node_count < 1 || rr.vni_count > 4)
+        if (rr.uid < 0 || rr.node_count < 1 || rr.vni_count > 4 ||
+            (rr.tcs & ~cfg.cxi_allowed_tcs))
             __builtin_trap (); /* accepted means valid */
     }
     json_decref (o);

@@ -43,6 +43,12 @@ expect_ok 'malformed and mistyped RUN bodies are 400' '
     expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"nodes\":[\"n1\"],\"node_count\":3}" &&
     expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"node_count\":2,\"hwcoll\":\"maybe\"}" &&
     expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"node_count\":2,\"vni_count\":5}" &&
+    expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"node_count\":2,\"tcs\":\"FAST\"}" &&
+    expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"node_count\":2,\"tcs\":10}" &&
+    expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"node_count\":2,\"tcs\":\"0x10\"}" &&
+    expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"node_count\":2,\"tcs\":\"DEDICATED_ACCESS\"}" &&
+    jq -e ".detail == \"tcs: this cluster allows only LOW_LATENCY,BULK_DATA,BEST_EFFORT ([cxi] allowed_tcs)\"" \
+        <<<"$body" >/dev/null &&
     expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"node_count\":2,\"colour\":\"blue\"}" &&
     expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"uid\":1001,\"node_count\":2}" &&
     expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"node_count\":2,\"user\":\"ro ot\"}"

@@ -21,7 +21,7 @@ expect_ok 'every route answers, successes and failures alike' '
     rec $J PUT /v1/jobs/1 "{\"uid\":1000,\"user\":\"alice\",\"nodes\":[\"n1\",\"n2\"],\"ncores\":8}" &&
     rec $J PUT /v1/jobs/1 "{\"uid\":1000,\"user\":\"alice\",\"nodes\":[\"n1\",\"n2\"],\"ncores\":8}" &&
     rec $J PUT /v1/jobs/1 "{\"uid\":1001,\"node_count\":2}" &&
-    rec $J PUT /v1/jobs/2 "{\"uid\":1000,\"node_count\":1,\"vni_count\":0}" &&
+    rec $J PUT /v1/jobs/2 "{\"uid\":1000,\"node_count\":1,\"vni_count\":0,\"tcs\":\"BULK_DATA\"}" &&
     rec $J PUT /v1/jobs/3 "{bad" &&
     rec $J PUT /v1/jobs/%2E%2E "{}" &&
     rec $J GET /v1/jobs/1 &&

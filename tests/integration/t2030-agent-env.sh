@@ -49,6 +49,17 @@ expect_ok 'the job'"'"'s user prints its variables, without the token it cannot 
         --format slurm >env.slurm &&
     test "$(wc -l <env.slurm)" = "$(wc -l <env.sh)" && grep -qx "export SLINGSHOT_SVC_IDS=3,3" env.slurm
 '
+expect_ok 'a job'"'"'s own traffic classes (RUN tcs) reach its view, its CXI service and its tasks' '
+    rm_call PUT /v1/jobs/47 "{\"uid\":1000,\"nodes\":[\"n1\"],\"tcs\":\"BULK_DATA\"}" >run47.json &&
+    jq -e ".tcs == \"0x4\" and .env.SLINGSHOT_TCS == \"0x4\"" run47.json >/dev/null &&
+    job_field 42 .tcs | grep -qx 0xa &&
+    node_agent n1 prolog --job 47 &&
+    cxi_services n1 0 | jq -se "[.[] | select(.tcs_bits == 4 and .member0.id == 1000)] |
+        length == 1" >/dev/null &&
+    as_user 1000 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/n1.rec" env --job 47 >env47.sh &&
+    vars_of ./env47.sh | grep -qx "SLINGSHOT_TCS=0x4" &&
+    "$FMB_BIN/fmbroker" -s "$T/api.sock" job show 47 | grep -q "TCs 0x4"
+'
 expect_ok 'env needs no broker: it works with the broker stopped' '
     stop_broker &&
     as_user 1000 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/n1.rec" env --job 42 >env2.sh &&

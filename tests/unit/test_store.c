@@ -64,6 +64,7 @@ static void put_job (
         .state = STORE_JOB_ACTIVE,
         .hwcoll = STORE_HWCOLL_RESERVING,
         .mcast_limit = 23,
+        .tcs = 0xa,
         .token = (char *)token,
     };
     struct fmb_error e;
@@ -93,6 +94,7 @@ static void job_round_trips_with_its_token (void **state)
     assert_int_equal (j->state, STORE_JOB_ACTIVE);
     assert_int_equal (j->hwcoll, STORE_HWCOLL_RESERVING);
     assert_int_equal (j->mcast_limit, 23);
+    assert_int_equal (j->tcs, 0xa);
     assert_string_equal (j->token, "tok-42");
     assert_int_equal (j->created_ms, 1000000);
     assert_int_equal (j->released_ms, 0);

@@ -125,6 +125,7 @@ static void each_migration_keeps_existing_data (void **state)
         assert_int_equal (store_job_get (st, "old", &j, &e), 0);
         assert_int_equal (j->nvnis, 1);
         assert_int_equal (j->vnis[0], 1500);
+        assert_int_equal (j->tcs, 0); /* no choice of its own: [cxi] tcs */
         store_job_free (j);
         unsigned cursor;
         assert_int_equal (store_vni_cursor (st, &cursor, &e), 0);
