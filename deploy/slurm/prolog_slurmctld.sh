@@ -1,7 +1,7 @@
 #!/bin/sh
 # PrologSlurmctld: RUN the job at fmbrokerd (VNIs, multicast reservation),
-# with the user's --fmb-hwcoll / --fmb-vnis (the SPANK plugin hands them
-# over as SPANK_FMB_*).  Always exits 0: when RUN fails, the reason goes to
+# with the user's --fmb-hwcoll / --fmb-vnis / --fmb-tcs (the SPANK plugin
+# checks them at submission and hands them over as SPANK_FMB_*).  Always exits 0: when RUN fails, the reason goes to
 # the log, and the job's steps fail on the nodes (no VNIs, no record) under
 # the plugin's policy=fail_closed, or run without isolation (fail_open).
 . "$(dirname "$0")/common.sh"
@@ -11,6 +11,9 @@ case "${SPANK_FMB_HWCOLL:-}" in
 esac
 case "${SPANK_FMB_VNIS:-}" in
     [0-4]) opts="$opts --vni-count $SPANK_FMB_VNIS" ;;
+esac
+case "${SPANK_FMB_TCS:-}" in # a mask, 0x1..0xf
+    0x[1-9a-f]) opts="$opts --tcs $SPANK_FMB_TCS" ;;
 esac
 if ! out=$(timeout $((FMBROKER_HOOK_TIMEOUT + 1)) "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
     --timeout "$FMBROKER_HOOK_TIMEOUT" run-job "$SLURM_JOB_ID" --uid "$SLURM_JOB_UID" \

@@ -765,7 +765,7 @@ static int cmd_vni (int argc, char **argv)
 }
 
 /* run-job JOB --uid U [--user NAME] (--nodes HOSTLIST | --node-count N)
- * [--ncores N] [--hwcoll M] [--vni-count N]: RUN with plain arguments,
+ * [--ncores N] [--hwcoll M] [--vni-count N] [--tcs LIST]: RUN with plain arguments,
  * printing the job environment as export lines. */
 static int cmd_run_job (int argc, char **argv)
 {
@@ -776,6 +776,7 @@ static int cmd_run_job (int argc, char **argv)
                                       {"ncores", 1, 0, 'C'},
                                       {"hwcoll", 1, 0, 'H'},
                                       {"vni-count", 1, 0, 'v'},
+                                      {"tcs", 1, 0, 'T'},
                                       {"quiet", 0, 0, 'q'},
                                       {0}};
     json_t *body = json_object ();
@@ -784,7 +785,7 @@ static int cmd_run_job (int argc, char **argv)
     int c;
     long long v;
     optind = 0; /* 0: glibc restarts its scan (main used "+") */
-    while ((c = getopt_long (argc, argv, "u:U:N:c:C:H:v:q", o, NULL)) != -1) {
+    while ((c = getopt_long (argc, argv, "u:U:N:c:C:H:v:T:q", o, NULL)) != -1) {
         switch (c) {
         case 'u':
             if (!parse_number ("run-job --uid", optarg, 0, UID_MAX_VALID, &v))
@@ -822,6 +823,9 @@ static int cmd_run_job (int argc, char **argv)
             if (!parse_number ("run-job --vni-count", optarg, 0, 4, &v))
                 goto usage;
             json_object_set_new (body, "vni_count", json_integer (v));
+            break;
+        case 'T': /* the broker checks it against [cxi] allowed_tcs */
+            json_object_set_new (body, "tcs", json_string (optarg));
             break;
         case 'q':
             quiet = true;
@@ -949,8 +953,10 @@ static const struct {
      "Usage: fmbroker run-job JOB --uid UID [--user NAME] (--nodes HOSTLIST | "
      "--node-count N)\n"
      "                        [--ncores N] [--hwcoll auto|on|off] [--vni-count N] "
-     "[--quiet]\n"
+     "[--tcs LIST] [--quiet]\n"
      "RUN a job (resource-manager hook); prints its environment as export lines.\n"
+     "--tcs: the job's traffic classes (names or a mask such as 0x6), within the\n"
+     "broker's [cxi] allowed_tcs; default [cxi] tcs.\n"
      "HOSTLIST may be compressed: nid[001-004],login1.\n"},
     {"end-job",
      cmd_end_job,

@@ -6,9 +6,9 @@ start_mockfm
 start_broker
 fmb () { "$FMB_BIN/fmbroker" --socket "$T/api.sock" "$@"; }
 
-expect_ok 'run-job expands a host list and prints the job env' '
-    fmb run-job 42 --uid 1000 --user root --nodes "n[1-2]" --ncores 4 >env.sh &&
-    grep -q "^export SLINGSHOT_VNIS=[0-9]" env.sh &&
+expect_ok 'run-job expands a host list and prints the job env, with its own traffic classes' '
+    fmb run-job 42 --uid 1000 --user root --nodes "n[1-2]" --ncores 4 --tcs BULK_DATA >env.sh &&
+    grep -q "^export SLINGSHOT_VNIS=[0-9]" env.sh && grep -qx "export SLINGSHOT_TCS=0x4" env.sh &&
     grep -q "^export FI_CXI_COLL_JOB_ID=c1-42$" env.sh &&
     rm_call GET /v1/jobs/42 | jq -e ".nodes == [\"n1\",\"n2\"] and .user == \"root\""
 '
@@ -25,6 +25,7 @@ expect_ok 'jobs: a table, filters, and --json' '
 '
 expect_ok 'job show and job release' '
     fmb job show 42 | grep -q "^hwcoll: reserved (FM job c1-42" &&
+    fmb job show 42 | grep -q "VNIs .*, TCs 0x4$" &&
     fmb --json job show 42 | jq -e ".id == \"42\"" &&
     fmb job release 43 | grep -q "^job 43: released"
 '
