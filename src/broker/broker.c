@@ -146,19 +146,11 @@ void broker_count_request (struct broker *b, int status)
         b->metrics.http_by_class[cls]++;
 }
 
-static void unlink_from (struct http_req **list, struct http_req *req)
-{
-    for (struct http_req **pp = list; *pp; pp = &http_wait (*pp)->next)
-        if (*pp == req) {
-            *pp = http_wait (req)->next;
-            return;
-        }
-}
-
 void broker_forget_request (struct broker *b, struct http_req *req)
 {
-    unlink_from (&b->event_waiters, req);
-    unlink_from (&b->step_waiters, req);
+    struct waiter *w = http_wait (req);
+    waitq_remove (w);
+    pass_forget (b->pass, w);
 }
 
 void broker_log_store_error (struct broker *b,
@@ -193,10 +185,27 @@ void broker_token_damaged (void *arg, const char *job, const char *why)
             b->damaged_new[b->n_damaged_new++], sizeof (b->damaged_new[0]), "%s", job);
 }
 
+/* The pass that wrote the damage events ended: forget them once they
+ * are durable; if not, they are written again in the next pass. */
+static void damage_reported (void *arg, bool committed)
+{
+    struct broker *b = arg;
+    int n = b->n_damaged_reporting;
+    b->n_damaged_reporting = 0;
+    if (!committed)
+        return;
+    memmove (b->damaged_new,
+             b->damaged_new + n,
+             (size_t)(b->n_damaged_new - n) * sizeof (b->damaged_new[0]));
+    b->n_damaged_new -= n;
+}
+
 /* Outside any read of the jobs table: the events are written in the
  * pass's transaction. */
 void broker_report_damage (struct broker *b)
 {
+    if (b->n_damaged_new == 0 || b->n_damaged_reporting)
+        return;
     for (int i = 0; i < b->n_damaged_new; i++) {
         struct fmb_error e;
         if (broker_event (
@@ -208,7 +217,9 @@ void broker_report_damage (struct broker *b)
                 &e) < 0)
             broker_log_store_error (b, "token_damaged event", &e);
     }
-    b->n_damaged_new = 0;
+    b->n_damaged_reporting = b->n_damaged_new;
+    if (!pass_open (b->pass) || pass_on_end (b->pass, damage_reported, b) < 0)
+        damage_reported (b, true);
 }
 
 /* ---- events -------------------------------------------------------- */
@@ -278,30 +289,34 @@ static json_t *events_after (struct broker *b, int64_t after, unsigned limit, bo
                       (json_int_t)first);
 }
 
+struct events_wake {
+    struct broker *b;
+    int64_t last, now;
+    bool all;
+};
+
+static void event_reply (struct waiter *w, void *arg)
+{
+    struct events_wake *ew = arg;
+    if (!ew->all && ew->last <= w->after && ew->now < w->deadline_ms)
+        return;
+    waitq_remove (w);
+    bool any;
+    json_t *o = events_after (ew->b, w->after, (unsigned)w->key, &any);
+    if (o)
+        http_reply (w->req, 200, o);
+    else
+        http_reply_problem (w->req, 503, "event log unreadable");
+}
+
 void broker_events_wake (struct broker *b, bool all)
 {
-    if (!b->event_waiters)
-        return;
-    int64_t last;
+    struct events_wake ew = {.b = b, .all = all};
     struct fmb_error e;
-    if (store_event_last (b->st, &last, &e) < 0)
+    if (waitq_empty (&b->event_waiters) || store_event_last (b->st, &ew.last, &e) < 0)
         return;
-    int64_t now = now_mono ();
-    struct http_req **pp = &b->event_waiters;
-    while (*pp) {
-        struct http_req *req = *pp;
-        struct http_wait *w = http_wait (req);
-        if (all || last > w->after || now >= w->deadline_ms) {
-            *pp = w->next;
-            bool any;
-            json_t *o = events_after (b, w->after, (unsigned)w->key, &any);
-            if (o)
-                http_reply (req, 200, o);
-            else
-                http_reply_problem (req, 503, "event log unreadable");
-        } else
-            pp = &w->next;
-    }
+    ew.now = now_mono ();
+    waitq_each (&b->event_waiters, event_reply, &ew);
 }
 
 /* ---- metrics ------------------------------------------------------- */

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "fmclient.h"
 #include "http.h"
+#include "pass.h"
 #include "ratelimit.h"
 #include "statelock.h"
 #include "store.h"
@@ -85,9 +86,9 @@ struct broker {
     struct store *st;
     struct fmc *fmc; /* NULL: VNI-only */
     struct http *http;
+    struct pass *pass; /* the loop pass: its transaction and what waits on it */
     int64_t started_ms;
     bool stopping;
-    bool flush_now; /* answers were released: send them without waiting */
 
     uid_t rm_uids[MAX_ROLE_IDS];
     int n_rm;
@@ -115,25 +116,21 @@ struct broker {
     int n_outbox_inflight;
 
     struct reservation *reservations;
-    struct http_req *event_waiters;
-    struct http_req *step_waiters;
+    struct waitq event_waiters;   /* long-poll readers of /v1/events */
+    struct waitq step_waiters;    /* step cleanups with ?wait */
     int64_t next_expire;          /* monotonic: next quarantine expiry pass */
     int64_t next_prune;           /* monotonic: next retention slice */
     bool background_more;         /* a slice left work: come back soon */
     unsigned long prune_round[2]; /* jobs, events deleted in this round */
-    uint64_t pass;                /* loop passes; one transaction each */
 
     struct metrics metrics;
-    /* The last pass that tried to write could not commit: /v1/health says
-     * "degraded" until a writing pass commits again. */
-    bool commits_failing;
-    char commit_error[256];
     struct ratelimit *step_limit; /* step cleanups per job ([api] step_cleanup_*) */
 
     /* Jobs whose stored token did not decrypt: logged at once, an event
      * in the next pass; 'seen' keeps a listing from repeating them. */
     char damaged_new[16][STORE_JOB_ID_MAX + 1];
     int n_damaged_new;
+    int n_damaged_reporting; /* the first ones, written in this pass */
     char damaged_seen[64][STORE_JOB_ID_MAX + 1];
     unsigned n_damaged_seen;
 };
@@ -226,10 +223,6 @@ bool jobs_hwcoll_held (enum store_hwcoll_state s);
 void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len);
 /* Free quarantined VNIs whose time came; log, event. */
 void jobs_expire_quarantine (struct broker *b);
-/* This pass's transaction did not commit: RUNs whose intent it held get
- * 503 and their reservations are abandoned (no POST; if one had left
- * already, reconciliation reaps what it made). */
-void jobs_abort_pass (struct broker *b);
 /* Delete history older than [broker] retain_days, one batch per call;
  * returns when the next call is due (monotonic ms). */
 int64_t jobs_prune_history (struct broker *b, int64_t mono);
@@ -248,9 +241,9 @@ void fm_reconcile_now (struct broker *b, bool reap_foreign);
 void fm_note_result (struct broker *b, const struct fmc_result *res);
 /* Answer step-cleanup waiters of outbox entry 'id' (or whose wait ran out). */
 void fm_steps_wake (struct broker *b, int64_t id, bool all);
-/* The pass did not commit: step cleanups that waited on its outbox
- * entries get 503. */
-void fm_steps_abort_pass (struct broker *b);
+/* A pass_on_abort hook: the step waiter 'arg' (a struct waiter) waited
+ * on an outbox entry that did not commit: 503. */
+void fm_steps_uncommitted (void *arg);
 const char *fm_state_name (enum fm_state s);
 /* Free what a reconciliation in progress holds (at exit). */
 void fm_free (struct broker *b);

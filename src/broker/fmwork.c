@@ -142,49 +142,47 @@ static bool inflight_has (struct broker *b, int64_t id)
     return false;
 }
 
-static void steps_reply (struct broker *b, int64_t id, const char *state, bool all)
+struct steps_wake {
+    int64_t id; /* the outbox entry that finished, or 0 */
+    bool all;
+    int64_t now;
+};
+
+/* A step cleanup's waiter: 200 "cleaned" when its entry finished, else
+ * 202 "cleaning" when its wait ran out (or all are answered). */
+static void step_reply (struct waiter *w, void *arg)
 {
-    int64_t now = now_mono ();
-    struct http_req **pp = &b->step_waiters;
-    while (*pp) {
-        struct http_req *req = *pp;
-        struct http_wait *w = http_wait (req);
-        bool mine = id && w->key == id;
-        if (mine || all || now >= w->deadline_ms) {
-            *pp = w->next;
-            size_t len;
-            const char *step = http_step (req, &len);
-            http_reply (req,
-                        mine ? 200 : 202,
-                        json_pack ("{s:s, s:s, s:s}",
-                                   "job",
-                                   http_job (req),
-                                   "step",
-                                   step,
-                                   "state",
-                                   mine ? state : "cleaning"));
-        } else
-            pp = &w->next;
-    }
+    struct steps_wake *sw = arg;
+    bool mine = sw->id && w->key == sw->id;
+    if (!mine && !sw->all && sw->now < w->deadline_ms)
+        return;
+    waitq_remove (w);
+    size_t len;
+    const char *step = http_step (w->req, &len);
+    http_reply (w->req,
+                mine ? 200 : 202,
+                json_pack ("{s:s, s:s, s:s}",
+                           "job",
+                           http_job (w->req),
+                           "step",
+                           step,
+                           "state",
+                           mine ? "cleaned" : "cleaning"));
 }
 
 void fm_steps_wake (struct broker *b, int64_t id, bool all)
 {
-    steps_reply (b, id, "cleaned", all);
+    struct steps_wake sw = {id, all, now_mono ()};
+    waitq_each (&b->step_waiters, step_reply, &sw);
 }
 
-void fm_steps_abort_pass (struct broker *b)
+void fm_steps_uncommitted (void *arg)
 {
-    struct http_req **pp = &b->step_waiters;
-    while (*pp) {
-        struct http_req *req = *pp;
-        struct http_wait *w = http_wait (req);
-        if (w->pass == b->pass) {
-            *pp = w->next;
-            http_reply_uncommitted (req);
-        } else
-            pp = &w->next;
-    }
+    struct waiter *w = arg;
+    if (!w->queue)
+        return; /* answered already */
+    waitq_remove (w);
+    http_reply_uncommitted (w->req);
 }
 
 static int64_t backoff_ms (unsigned attempts)
@@ -197,6 +195,83 @@ static int64_t backoff_ms (unsigned attempts)
     /* +-50% jitter so that many entries failing together do not retry
      * together. */
     return d / 2 + (int64_t)(random () % (d + 1));
+}
+
+/* A finished entry: gone from the outbox, and what it did recorded (a
+ * step cleaned; a releasing job released). */
+static int record_finished (struct outbox_call *c, struct fmb_error *e)
+{
+    struct broker *b = c->b;
+    const char *job = local_job (b, c->target);
+    if (store_outbox_done (b->st, c->id, e) < 0 && errno != ENOENT)
+        return -1;
+    if (job && c->step)
+        return store_step_put (b->st, job, c->arg, STORE_STEP_CLEANED, NULL, e) < 0 &&
+                       errno != ENOENT
+                   ? -1
+                   : 0;
+    struct store_job *j;
+    if (!job || store_job_get (b->st, job, &j, e) < 0)
+        return 0;
+    int rc = 0;
+    if (j->state == STORE_JOB_RELEASING)
+        rc = store_job_set_state (b->st, job, STORE_JOB_RELEASED, e);
+    /* Only a reservation becomes 'released': 'unavailable', 'lost' and
+     * 'not_eligible' keep their reason in the job's history. */
+    if (rc == 0 && j->state != STORE_JOB_ACTIVE && j->state != STORE_JOB_LOST &&
+        jobs_hwcoll_held (j->hwcoll))
+        rc = store_job_set_hwcoll (
+            b->st, job, STORE_HWCOLL_RELEASED, NULL, j->mcast_limit, NULL, e);
+    store_job_free (j);
+    return rc;
+}
+
+/* A failed entry: due again after a back-off; after OUTBOX_ALERT_ATTEMPTS
+ * an error and a release_failed event say so. */
+static int record_failed (struct outbox_call *c,
+                          const struct fmc_result *res,
+                          struct fmb_error *e)
+{
+    struct broker *b = c->b;
+    if (store_outbox_retry (
+            b->st, c->id, now_wall () + backoff_ms (c->attempts), res->error, e) < 0 &&
+        errno != ENOENT)
+        return -1;
+    if (c->attempts + 1 != OUTBOX_ALERT_ATTEMPTS)
+        return 0;
+    fmb_logf (LOG_ERR,
+              &(struct fmb_log_fields){.step = c->step ? c->arg : NULL,
+                                       .fm_call = c->step ? "patch" : "delete"},
+              "%s %s%s%s: still failing after %u attempts: %s",
+              c->step ? "step cleanup" : "release",
+              c->target,
+              c->step ? " step " : "",
+              c->step ? c->arg : "",
+              OUTBOX_ALERT_ATTEMPTS,
+              res->error);
+    json_t *d = json_pack ("{s:s, s:s, s:i}",
+                           "fm_job_id",
+                           c->target,
+                           "error",
+                           res->error,
+                           "attempts",
+                           OUTBOX_ALERT_ATTEMPTS);
+    if (c->step)
+        json_object_set_new (d, "step", json_string (c->arg));
+    return broker_event (b, "release_failed", local_job (b, c->target), d, e);
+}
+
+struct outbox_result {
+    struct outbox_call *c;
+    const struct fmc_result *res;
+};
+
+static int write_result (void *arg, struct fmb_error *e)
+{
+    struct outbox_result *r = arg;
+    if (r->res->status == FMC_OK || r->res->status == FMC_NOT_FOUND)
+        return record_finished (r->c, e);
+    return record_failed (r->c, r->res, e);
 }
 
 static void outbox_done (const struct fmc_result *res, void *arg)
@@ -212,80 +287,12 @@ static void outbox_done (const struct fmc_result *res, void *arg)
         free (c);
         return;
     }
-    const char *job = local_job (b, c->target);
     bool finished = res->status == FMC_OK || res->status == FMC_NOT_FOUND;
-    if (store_begin (b->st, &e) < 0)
-        goto store_error;
-    if (finished) {
-        if (store_outbox_done (b->st, c->id, &e) < 0 && errno != ENOENT)
-            goto rollback;
-        if (job && c->step) {
-            if (store_step_put (b->st, job, c->arg, STORE_STEP_CLEANED, NULL, &e) < 0 &&
-                errno != ENOENT)
-                goto rollback;
-        } else if (job) {
-            struct store_job *j;
-            if (store_job_get (b->st, job, &j, &e) == 0) {
-                int rc = 0;
-                if (j->state == STORE_JOB_RELEASING)
-                    rc = store_job_set_state (b->st, job, STORE_JOB_RELEASED, &e);
-                /* Only a reservation becomes 'released': 'unavailable',
-                 * 'lost' and 'not_eligible' keep their reason in the
-                 * job's history. */
-                if (rc == 0 && j->state != STORE_JOB_ACTIVE &&
-                    j->state != STORE_JOB_LOST && jobs_hwcoll_held (j->hwcoll))
-                    rc = store_job_set_hwcoll (b->st,
-                                               job,
-                                               STORE_HWCOLL_RELEASED,
-                                               NULL,
-                                               j->mcast_limit,
-                                               NULL,
-                                               &e);
-                store_job_free (j);
-                if (rc < 0)
-                    goto rollback;
-            }
-        }
-    } else {
-        if (store_outbox_retry (
-                b->st, c->id, now_wall () + backoff_ms (c->attempts), res->error, &e) <
-                0 &&
-            errno != ENOENT)
-            goto rollback;
-        if (c->attempts + 1 == OUTBOX_ALERT_ATTEMPTS) {
-            fmb_logf (LOG_ERR,
-                      &(struct fmb_log_fields){.step = c->step ? c->arg : NULL,
-                                               .fm_call = c->step ? "patch" : "delete"},
-                      "%s %s%s%s: still failing after %u attempts: %s",
-                      c->step ? "step cleanup" : "release",
-                      c->target,
-                      c->step ? " step " : "",
-                      c->step ? c->arg : "",
-                      OUTBOX_ALERT_ATTEMPTS,
-                      res->error);
-            json_t *d = json_pack ("{s:s, s:s, s:i}",
-                                   "fm_job_id",
-                                   c->target,
-                                   "error",
-                                   res->error,
-                                   "attempts",
-                                   OUTBOX_ALERT_ATTEMPTS);
-            if (c->step)
-                json_object_set_new (d, "step", json_string (c->arg));
-            if (broker_event (b, "release_failed", job, d, &e) < 0)
-                goto rollback;
-        }
-    }
-    if (store_commit (b->st, &e) < 0)
-        goto store_error;
-    goto done;
-rollback:
-    store_rollback (b->st);
-store_error:
-    broker_log_store_error (b, c->target, &e);
-done:
+    struct outbox_result r = {c, res};
+    if (pass_write (b->pass, write_result, &r, &e) < 0)
+        broker_log_store_error (b, c->target, &e);
     if (finished && c->step)
-        steps_reply (b, c->id, "cleaned", false);
+        fm_steps_wake (b, c->id, false);
     fm_outbox_changed (b);
     free (c);
 }
@@ -386,7 +393,16 @@ struct reconcile {
     void *judge_at;  /* second phase: position in 'judged' */
     bool reap_foreign;
     json_t *foreign_now; /* set of FM ids left as foreign */
-    unsigned orphans, foreign, reaped;
+    unsigned orphans, foreign, reaped, lost;
+    bool done; /* matched to the end (or abandoned) in the current slice */
+    /* Where the current slice began: a slice whose pass does not commit
+     * is rolled back, and so is the progress it made here. */
+    struct {
+        size_t pos;
+        void *judge_at;
+        unsigned orphans, foreign, reaped, lost;
+    } slice;
+    int64_t resume_at; /* monotonic: after a rewind, not before this */
 };
 
 static void reconcile_free (struct reconcile *r)
@@ -560,28 +576,22 @@ static int judge_job (struct broker *b,
         broker_event (
             b, "reservation_lost", job, json_pack ("{s:s}", "reason", why), e) < 0)
         return -1;
-    b->metrics.reservations_lost++;
+    r->lost++;
     return 0;
 }
 
-/* One slice of the reconciliation in progress; true when it is done
- * (or abandoned after a store error). */
-static bool reconcile_slice (struct broker *b)
+/* One slice of matching: true when the listing is matched to the end. */
+static int match_slice (struct broker *b, struct reconcile *r, struct fmb_error *e)
 {
-    struct reconcile *r = b->reconcile;
-    struct fmb_error e;
     int64_t end = fmb_monotime_us () + BACKGROUND_SLICE_US;
     unsigned k = 0;
-    b->metrics.reconcile_slices++;
-    if (store_begin (b->st, &e) < 0)
-        goto store_error;
     if (!r->judge_at && r->pos < r->n) {
         while (r->pos < r->n) {
-            if (match_entry (b, r, r->fm_ids[r->pos], &e) < 0)
-                goto rollback;
+            if (match_entry (b, r, r->fm_ids[r->pos], e) < 0)
+                return -1;
             r->pos++;
             if (++k % 32 == 0 && fmb_monotime_us () >= end)
-                goto more;
+                return 0;
         }
     }
     if (!r->judge_at)
@@ -591,14 +601,26 @@ static bool reconcile_slice (struct broker *b)
                        r,
                        json_object_iter_key (r->judge_at),
                        json_string_value (json_object_iter_value (r->judge_at)),
-                       &e) < 0)
-            goto rollback;
+                       e) < 0)
+            return -1;
         r->judge_at = json_object_iter_next (r->judged, r->judge_at);
         if (++k % 32 == 0 && fmb_monotime_us () >= end && r->judge_at)
-            goto more;
+            return 0;
     }
-    if (store_commit (b->st, &e) < 0)
-        goto store_error;
+    r->done = true;
+    return 0;
+}
+
+static int write_slice (void *arg, struct fmb_error *e)
+{
+    struct broker *b = arg;
+    return match_slice (b, b->reconcile, e);
+}
+
+/* The whole listing is matched and committed: metrics, log, and the
+ * foreign ids to stay quiet about until they change. */
+static void reconcile_finish (struct broker *b, struct reconcile *r)
+{
     b->metrics.reconcile_runs++;
     b->metrics.orphans_released += r->orphans;
     b->metrics.foreign_reservations = r->foreign - r->reaped;
@@ -609,28 +631,61 @@ static bool reconcile_slice (struct broker *b)
         fmb_log (LOG_NOTICE,
                  "reconcile: %u FM reservations belong to no live job; releasing",
                  r->orphans);
-    fm_outbox_changed (b);
-    return true;
-more:
-    if (store_commit (b->st, &e) < 0)
-        goto store_error;
-    fm_outbox_changed (b); /* the orphans found so far go now */
-    b->background_more = true;
-    return false;
-rollback:
-    store_rollback (b->st);
-store_error:
-    broker_log_store_error (b, "reconcile", &e);
-    return true;
 }
 
-/* Run the next slice of a reconciliation, if one is in progress. */
+/* The slice's pass ended.  Not committed: what it matched is rolled back,
+ * so it is matched again (after a second, not in a loop against a store
+ * that cannot commit) -- foreign reservations are reported once they are
+ * durable, not counted as reported when they are not. */
+static void slice_end (void *arg, bool committed)
+{
+    struct broker *b = arg;
+    struct reconcile *r = b->reconcile;
+    if (!committed) {
+        r->pos = r->slice.pos;
+        r->judge_at = r->slice.judge_at;
+        r->orphans = r->slice.orphans;
+        r->foreign = r->slice.foreign;
+        r->reaped = r->slice.reaped;
+        r->lost = r->slice.lost;
+        r->done = false;
+        r->resume_at = now_mono () + 1000;
+        return;
+    }
+    b->metrics.reservations_lost += r->lost - r->slice.lost;
+    fm_outbox_changed (b); /* the orphans found so far go now */
+    if (!r->done) {
+        b->background_more = true;
+        return;
+    }
+    reconcile_finish (b, r);
+    reconcile_free (r);
+    b->reconcile = NULL;
+}
+
+/* Run the next slice of a reconciliation, if one is in progress.  A store
+ * error abandons it (the next listing starts afresh). */
 static void reconcile_step (struct broker *b)
 {
-    if (!b->reconcile || !reconcile_slice (b))
+    struct reconcile *r = b->reconcile;
+    struct fmb_error e;
+    if (!r || now_mono () < r->resume_at)
         return;
-    reconcile_free (b->reconcile);
-    b->reconcile = NULL;
+    b->metrics.reconcile_slices++;
+    r->slice.pos = r->pos;
+    r->slice.judge_at = r->judge_at;
+    r->slice.orphans = r->orphans;
+    r->slice.foreign = r->foreign;
+    r->slice.reaped = r->reaped;
+    r->slice.lost = r->lost;
+    if (pass_write (b->pass, write_slice, b, &e) < 0) {
+        broker_log_store_error (b, "reconcile", &e);
+        reconcile_free (r);
+        b->reconcile = NULL;
+        return;
+    }
+    if (!pass_open (b->pass) || pass_on_end (b->pass, slice_end, b) < 0)
+        slice_end (b, true); /* no pass to wait for: committed already */
 }
 
 void fm_free (struct broker *b)
@@ -734,7 +789,7 @@ void fm_tick (struct broker *b)
     }
     if (mono >= b->next_prune)
         b->next_prune = jobs_prune_history (b, mono);
-    steps_reply (b, 0, NULL, false); /* waits that ran out */
+    fm_steps_wake (b, 0, false); /* waits that ran out */
     broker_events_wake (b, false);
     if (!b->fmc || b->stopping)
         return;

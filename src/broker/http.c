@@ -116,7 +116,7 @@ struct http_req {
     struct caller caller;
     struct api_params p;
     char query_buf[1024];
-    struct http_wait wait;
+    struct waiter wait;
     bool held;
     bool no_hold;
     struct http_req *held_next;
@@ -340,7 +340,7 @@ void http_suspend (struct http_req *req)
     req->want_suspend = true;
 }
 
-struct http_wait *http_wait (struct http_req *req)
+struct waiter *http_wait (struct http_req *req)
 {
     return &req->wait;
 }
@@ -795,6 +795,7 @@ static enum MHD_Result access_cb (void *cls,
         req->h = h;
         req->l = l;
         req->conn = conn;
+        req->wait.req = req;
         snprintf (req->method, sizeof (req->method), "%s", method);
         req->early_status = oversize_status (conn, url);
         *con_cls = req;

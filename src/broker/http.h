@@ -22,6 +22,7 @@
 #include "config.h"
 #include "error.h"
 #include "validate.h"
+#include "waitq.h"
 
 #define API_MAX_BODY \
     (1024 * 1024) /* 16k nodes x ~40 B per name ~ 640 KiB, rounded up */
@@ -138,14 +139,7 @@ void http_no_hold (struct http_req *req);
 /* Add "Retry-After: SECONDS" to the answer (429, 503). */
 void http_retry_after (struct http_req *req, unsigned seconds);
 
-/* A link for waiter lists kept by the broker (one per request). */
-struct http_wait {
-    struct http_req *next;
-    int64_t deadline_ms; /* monotonic */
-    int64_t after;       /* events: the reader's cursor */
-    int64_t key;         /* outbox id the request waits on, or 0 */
-    uint64_t pass;       /* the loop pass whose writes it waits on */
-};
-struct http_wait *http_wait (struct http_req *req);
+/* The request's link for the wait queues (waitq.h). */
+struct waiter *http_wait (struct http_req *req);
 
 #endif

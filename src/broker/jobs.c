@@ -27,9 +27,8 @@ struct reservation {
     struct reservation *next;
     struct broker *b;
     char job[JOB_ID_MAX + 1];
-    struct http_req *waiters; /* linked through http_wait()->next */
-    uint64_t pass; /* the loop pass that wrote its intent (0: an earlier run) */
-    bool aborted;  /* that pass did not commit: no job owns it any more */
+    struct waitq waiters; /* RUNs waiting for the outcome */
+    bool aborted; /* the pass that wrote its intent did not commit: no job owns it */
 };
 
 bool jobs_hwcoll_held (enum store_hwcoll_state s)
@@ -431,15 +430,13 @@ static enum store_hwcoll_state eligibility (struct broker *b,
     return STORE_HWCOLL_RESERVING;
 }
 
-static void reply_waiters (struct broker *b, struct reservation *rv)
+static void reply_waiter (struct waiter *w, void *arg)
 {
-    while (rv->waiters) {
-        struct http_req *req = rv->waiters;
-        rv->waiters = http_wait (req)->next;
-        struct http_problem p;
-        if (reply_job (b, req, rv->job, http_wait (req)->key ? 201 : 200, &p) < 0)
-            http_reply_failure (req, &p);
-    }
+    struct reservation *rv = arg;
+    struct http_problem p;
+    waitq_remove (w);
+    if (reply_job (rv->b, w->req, rv->job, w->key ? 201 : 200, &p) < 0)
+        http_reply_failure (w->req, &p);
 }
 
 static void unlink_reservation (struct broker *b, struct reservation *rv)
@@ -451,13 +448,72 @@ static void unlink_reservation (struct broker *b, struct reservation *rv)
         }
 }
 
+/* The reservation's outcome, in the store (inside the loop pass). */
+static int record_outcome (struct reservation *rv,
+                           const struct fmc_result *res,
+                           struct fmb_error *e)
+{
+    struct broker *b = rv->b;
+    char fmid[STORE_FM_JOB_ID_MAX + 1];
+    if (res->status == FMC_OK)
+        return store_job_set_hwcoll (b->st,
+                                     rv->job,
+                                     STORE_HWCOLL_RESERVED,
+                                     NULL,
+                                     fmb_config_mcast_limit (&b->cfg),
+                                     res->session_token,
+                                     e);
+    char reason[300];
+    snprintf (reason, sizeof (reason), "fabric manager: %s", res->error);
+    jobs_fm_id (b, rv->job, fmid, sizeof (fmid));
+    /* The FM may still finish a POST we gave up on: make sure it is
+     * deleted (a 404 then simply ends the entry). */
+    if (store_job_set_hwcoll (
+            b->st, rv->job, STORE_HWCOLL_UNAVAILABLE, reason, 0, NULL, e) < 0 ||
+        store_outbox_put (b->st,
+                          OUTBOX_FM_DELETE_JOB,
+                          fmid,
+                          NULL,
+                          now_wall () + b->cfg.fm_timeout_ms,
+                          NULL,
+                          e) < 0 ||
+        broker_event (b,
+                      "hwcoll_unavailable",
+                      rv->job,
+                      json_pack ("{s:s}", "reason", reason),
+                      e) < 0)
+        return -1;
+    fmb_logf (LOG_WARNING,
+              &(struct fmb_log_fields){.job = rv->job, .fm_call = res->op},
+              "job %s: hardware collectives unavailable: %s",
+              rv->job,
+              res->error);
+    return 0;
+}
+
+struct outcome {
+    struct reservation *rv;
+    const struct fmc_result *res;
+};
+
+static int write_outcome (void *arg, struct fmb_error *e)
+{
+    struct outcome *o = arg;
+    return record_outcome (o->rv, o->res, e);
+}
+
+static void free_reservation (struct broker *b, struct reservation *rv)
+{
+    unlink_reservation (b, rv);
+    pass_forget (b->pass, rv);
+    free (rv);
+}
+
 static void reserve_done (const struct fmc_result *res, void *arg)
 {
     struct reservation *rv = arg;
     struct broker *b = rv->b;
     struct fmb_error e;
-    char fmid[STORE_FM_JOB_ID_MAX + 1];
-    unsigned limit = fmb_config_mcast_limit (&b->cfg);
     fm_note_result (b, res);
     if (rv->aborted) {
         /* Its job was never committed: what the FM made is an orphan
@@ -465,63 +521,41 @@ static void reserve_done (const struct fmc_result *res, void *arg)
          * tells apart. */
         if (res->status == FMC_OK)
             b->reconcile_wanted = true;
-        unlink_reservation (b, rv);
-        free (rv);
+        free_reservation (b, rv);
         return;
     }
-    jobs_fm_id (b, rv->job, fmid, sizeof (fmid));
-    bool queued = false;
-    if (store_begin (b->st, &e) < 0)
-        goto store_error;
-    if (res->status == FMC_OK) {
-        if (store_job_set_hwcoll (b->st,
-                                  rv->job,
-                                  STORE_HWCOLL_RESERVED,
-                                  NULL,
-                                  limit,
-                                  res->session_token,
-                                  &e) < 0)
-            goto rollback;
-    } else {
-        char reason[300];
-        snprintf (reason, sizeof (reason), "fabric manager: %s", res->error);
-        /* The FM may still finish a POST we gave up on: make sure it is
-         * deleted (a 404 then simply ends the entry). */
-        if (store_job_set_hwcoll (
-                b->st, rv->job, STORE_HWCOLL_UNAVAILABLE, reason, 0, NULL, &e) < 0 ||
-            store_outbox_put (b->st,
-                              OUTBOX_FM_DELETE_JOB,
-                              fmid,
-                              NULL,
-                              now_wall () + b->cfg.fm_timeout_ms,
-                              NULL,
-                              &e) < 0 ||
-            broker_event (b,
-                          "hwcoll_unavailable",
-                          rv->job,
-                          json_pack ("{s:s}", "reason", reason),
-                          &e) < 0)
-            goto rollback;
-        queued = true;
-        fmb_logf (LOG_WARNING,
-                  &(struct fmb_log_fields){.job = rv->job, .fm_call = res->op},
-                  "job %s: hardware collectives unavailable: %s",
-                  rv->job,
-                  res->error);
-    }
-    if (store_commit (b->st, &e) < 0)
-        goto store_error;
-    goto done;
-rollback:
-    store_rollback (b->st);
-store_error:
-    broker_log_store_error (b, rv->job, &e);
-done:
-    unlink_reservation (b, rv);
-    reply_waiters (b, rv);
-    free (rv);
-    if (queued)
+    struct outcome o = {rv, res};
+    int rc = pass_write (b->pass, write_outcome, &o, &e);
+    if (rc < 0)
+        broker_log_store_error (b, rv->job, &e);
+    waitq_each (&rv->waiters, reply_waiter, rv);
+    free_reservation (b, rv);
+    if (rc == 0 && res->status != FMC_OK) /* a delete was queued */
         fm_outbox_changed (b);
+}
+
+/* The pass that wrote this reservation's intent did not commit: its RUNs
+ * get 503 and the reservation is abandoned (no POST; if one had left
+ * already, reconciliation reaps what it made). */
+static void reply_uncommitted (struct waiter *w, void *arg)
+{
+    (void)arg;
+    waitq_remove (w);
+    http_reply_uncommitted (w->req);
+}
+
+static void abort_reservation (void *arg)
+{
+    struct reservation *rv = arg;
+    char fmid[STORE_FM_JOB_ID_MAX + 1];
+    if (rv->aborted)
+        return;
+    rv->aborted = true; /* a RUN repeated from now on starts afresh */
+    fmb_log (
+        LOG_ERR, "job %s: its RUN was not committed; the RM must repeat it", rv->job);
+    jobs_fm_id (rv->b, rv->job, fmid, sizeof (fmid));
+    fmc_job_reserve_abandon (rv->b->fmc, fmid);
+    waitq_each (&rv->waiters, reply_uncommitted, NULL);
 }
 
 /* Start the FM reservation of a job whose intent is committed. */
@@ -533,7 +567,6 @@ static struct reservation *start_reservation (struct broker *b, const char *job)
     if (!rv)
         return NULL;
     rv->b = b;
-    rv->pass = b->pass;
     snprintf (rv->job, sizeof (rv->job), "%s", job);
     rv->next = b->reservations;
     b->reservations = rv;
@@ -550,6 +583,8 @@ static struct reservation *start_reservation (struct broker *b, const char *job)
         reserve_done (&res, rv);
         return NULL;
     }
+    /* outside a pass (recovery at start) its intent is an earlier run's */
+    pass_on_abort (b->pass, abort_reservation, rv);
     return rv;
 }
 
@@ -576,8 +611,7 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
                 struct reservation *rv = find_reservation (b, id);
                 if (rv) {
                     http_wait (req)->key = 0;
-                    http_wait (req)->next = rv->waiters;
-                    rv->waiters = req;
+                    waitq_add (&rv->waiters, http_wait (req));
                     http_suspend (req);
                 } else
                     http_reply (req, 200, job_view (b, old, http_caller (req)));
@@ -658,8 +692,7 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
     struct reservation *rv = start_reservation (b, id);
     if (!rv) /* completed (as unavailable) already */
         return reply_job (b, req, id, 201, p);
-    http_wait (req)->next = rv->waiters;
-    rv->waiters = req;
+    waitq_add (&rv->waiters, http_wait (req));
     http_suspend (req);
     return 0;
 }
@@ -713,31 +746,16 @@ void jobs_recover (struct broker *b)
         fmb_log (LOG_NOTICE,
                  "job %s: resolving a reservation interrupted by a restart",
                  c.ids[i]);
-        struct reservation *rv = start_reservation (b, c.ids[i]);
-        if (rv)
-            rv->pass = 0; /* its intent was committed by an earlier run */
+        start_reservation (b, c.ids[i]);
     }
     free (c.ids);
 }
 
-void jobs_abort_pass (struct broker *b)
+static void reply_shutting_down (struct waiter *w, void *arg)
 {
-    for (struct reservation *rv = b->reservations; rv; rv = rv->next) {
-        if (rv->pass != b->pass || rv->aborted)
-            continue;
-        rv->aborted = true; /* a RUN repeated from now on starts afresh */
-        fmb_log (LOG_ERR,
-                 "job %s: its RUN was not committed; the RM must repeat it",
-                 rv->job);
-        char fmid[STORE_FM_JOB_ID_MAX + 1];
-        jobs_fm_id (b, rv->job, fmid, sizeof (fmid));
-        fmc_job_reserve_abandon (b->fmc, fmid);
-        while (rv->waiters) {
-            struct http_req *req = rv->waiters;
-            rv->waiters = http_wait (req)->next;
-            http_reply_uncommitted (req);
-        }
-    }
+    (void)arg;
+    waitq_remove (w);
+    http_reply_problem (w->req, 503, "broker shutting down; repeat the request");
 }
 
 void jobs_shutdown (struct broker *b)
@@ -747,11 +765,7 @@ void jobs_shutdown (struct broker *b)
      * the last passes: the reservation stays until jobs_free(). */
     for (struct reservation *rv = b->reservations; rv; rv = rv->next) {
         rv->aborted = true;
-        while (rv->waiters) {
-            struct http_req *req = rv->waiters;
-            rv->waiters = http_wait (req)->next;
-            http_reply_problem (req, 503, "broker shutting down; repeat the request");
-        }
+        waitq_each (&rv->waiters, reply_shutting_down, NULL);
     }
 }
 
@@ -1051,12 +1065,12 @@ int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_probl
         http_reply (req, 202, step_view (id, step, "cleaning", NULL));
         return 0;
     }
-    struct http_wait *hw = http_wait (req);
-    hw->key = oid;
-    hw->deadline_ms = now_mono () + (int64_t)wait * 1000;
-    hw->pass = b->pass;
-    hw->next = b->step_waiters;
-    b->step_waiters = req;
+    struct waiter *waiter = http_wait (req);
+    waiter->key = oid;
+    waiter->deadline_ms = now_mono () + (int64_t)wait * 1000;
+    waitq_add (&b->step_waiters, waiter);
+    /* its outbox entry is this pass's: if that does not commit, 503 */
+    pass_on_abort (b->pass, fm_steps_uncommitted, waiter);
     http_suspend (req);
     fm_outbox_changed (b);
     return 0;

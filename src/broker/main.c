@@ -266,31 +266,11 @@ static int signal_fd (void)
 }
 
 /* Group commit: everything a pass writes (intents, outcomes, events) is
- * one transaction, committed once, and answers wait for it.  FM calls
- * that change the fabric are held until that commit made their intent
- * durable; reads (a reservation's first GET) leave at once.  A 'full'
- * pass also handles FM answers and timers; the short one only HTTP. */
+ * one transaction, committed once, and answers wait for it (pass.h).  A
+ * 'full' pass also handles FM answers and timers; the short one only HTTP. */
 static void run_pass (struct broker *b, const struct pollfd *fab_fds, int nf, bool full)
 {
-    struct fmb_error e;
-    b->pass++;
-    bool grouped = store_begin (b->st, &e) == 0;
-    int64_t changes = store_changes (b->st);
-    if (!grouped) {
-        b->commits_failing = true;
-        snprintf (b->commit_error, sizeof (b->commit_error), "%s", e.text);
-    }
-    /* Without the pass's transaction each request commits on its own (and
-     * answers 503 if it cannot): say so once, not every pass. */
-    static bool ungrouped;
-    if (!grouped && !ungrouped)
-        fmb_log (LOG_ERR, "store: cannot begin a transaction: %s", e.text);
-    else if (grouped && ungrouped)
-        fmb_log (LOG_NOTICE, "store: transactions begin again");
-    ungrouped = !grouped;
-    http_hold (b->http, grouped);
-    if (b->fmc)
-        fmc_hold (b->fmc, grouped);
+    pass_begin (b->pass);
     if (full && b->fmc)
         fmc_process (b->fmc, fab_fds, nf);
     http_process (b->http); /* also sends what earlier passes released */
@@ -298,26 +278,7 @@ static void run_pass (struct broker *b, const struct pollfd *fab_fds, int nf, bo
         fm_tick (b);
     else /* a resumed connection queues its answer; this run writes it */
         http_process (b->http);
-    http_hold (b->http, false);
-    if (b->fmc)
-        fmc_hold (b->fmc, false);
-    bool committed = !grouped || store_commit (b->st, &e) == 0;
-    if (committed && grouped && store_changes (b->st) != changes)
-        b->commits_failing = false;
-    if (!committed) {
-        b->commits_failing = true;
-        snprintf (b->commit_error, sizeof (b->commit_error), "%s", e.text);
-        fmb_log (LOG_ERR, "store: commit failed: %s", e.text);
-        jobs_abort_pass (b);
-        fm_steps_abort_pass (b);
-    }
-    b->flush_now = http_release (b->http, committed) > 0;
-    if (b->fmc) {
-        if (committed)
-            fmc_start_held (b->fmc);
-        else /* what they would do was rolled back */
-            fmc_drop_held (b->fmc);
-    }
+    pass_end (b->pass);
 }
 
 /* One pass of the loop: wait at most 'max_ms', handle what is ready,
@@ -341,7 +302,7 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
         timeout = t;
     if (b->fmc && (t = fmc_timeout_ms (b->fmc)) >= 0 && t < timeout)
         timeout = t;
-    if ((b->outbox_due == 0 && b->fm_state == FM_UP) || b->flush_now)
+    if ((b->outbox_due == 0 && b->fm_state == FM_UP) || pass_flush_now (b->pass))
         timeout = 0;
     else if (b->background_more && timeout > BACKGROUND_PAUSE_MS)
         timeout = BACKGROUND_PAUSE_MS;
@@ -366,7 +327,7 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
     run_pass (b, fds + fab_at, nf, true);
     /* Send what it answered now, not after the next pass's FM work;
      * requests that arrived meanwhile are handled in a pass of their own. */
-    if (b->flush_now)
+    if (pass_flush_now (b->pass))
         run_pass (b, NULL, 0, false);
     broker_note_stall (b, fmb_monotime_us () - busy_since);
     return go_on;
@@ -463,6 +424,10 @@ int main (int argc, char **argv)
         fmb_log (LOG_ERR, "%s", error.text);
         goto done;
     }
+    if (!(b.pass = pass_create (b.st, b.http, b.fmc))) {
+        fmb_log (LOG_ERR, "out of memory");
+        goto done;
+    }
     jobs_recover (&b);
     fm_start (&b);
     fmb_log (LOG_INFO,
@@ -493,6 +458,7 @@ int main (int argc, char **argv)
 done:
     http_destroy (b.http);
     fmc_destroy (b.fmc);
+    pass_destroy (b.pass);
     jobs_free (&b);
     json_decref (b.foreign_seen);
     fm_free (&b);

@@ -24,10 +24,10 @@ static int health_cb (struct broker *b, struct http_req *req, struct http_proble
     if (store_outbox_depth (b->st, &depth, &e) < 0)
         return http_problemf (p, 503, "store: %s", e.text);
     json_t *reasons = json_array ();
-    if (b->commits_failing)
+    const char *commit_error;
+    if (pass_commits_failing (b->pass, &commit_error))
         json_array_append_new (
-            reasons,
-            json_sprintf ("store: changes do not commit: %s", b->commit_error));
+            reasons, json_sprintf ("store: changes do not commit: %s", commit_error));
     if (b->fmc && b->fm_state != FM_UP)
         json_array_append_new (reasons,
                                json_sprintf ("fabric manager %s%s%s",
@@ -71,12 +71,11 @@ static int events_cb (struct broker *b, struct http_req *req, struct http_proble
     if ((v = http_query (req, "limit")) &&
         ((limit = strtoul (v, &end, 10)) < 1 || limit > 1000 || *end))
         return http_problemf (p, 400, "limit: 1..1000");
-    struct http_wait *w = http_wait (req);
+    struct waiter *w = http_wait (req);
     w->after = after;
     w->key = (int64_t)limit;
     w->deadline_ms = now_mono () + (int64_t)wait * 1000;
-    w->next = b->event_waiters;
-    b->event_waiters = req;
+    waitq_add (&b->event_waiters, w);
     http_suspend (req);
     /* Answers now if there is news or no wait was asked for. */
     broker_events_wake (b, false);

@@ -43,6 +43,7 @@ static int remove_one (const char *path,
 static void teardown (void)
 {
     http_destroy (b.http);
+    pass_destroy (b.pass);
     store_close (b.st);
     ratelimit_destroy (b.step_limit);
     nftw (tmp_dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
@@ -50,13 +51,9 @@ static void teardown (void)
 
 static void serve_pass (void)
 {
-    struct fmb_error e;
-    bool grouped = store_begin (b.st, &e) == 0;
-    http_hold (b.http, grouped);
+    pass_begin (b.pass);
     http_process (b.http);
-    http_hold (b.http, false);
-    bool committed = !grouped || store_commit (b.st, &e) == 0;
-    http_release (b.http, committed);
+    pass_end (b.pass);
     http_process (b.http);
 }
 
@@ -82,6 +79,8 @@ static int setup (void)
         fprintf (stderr, "fuzz_dispatch: setup: %s\n", e.text);
         return -1;
     }
+    if (!(b.pass = pass_create (b.st, b.http, NULL)))
+        return -1;
     return 0;
 }
 

@@ -63,4 +63,22 @@ expect_ok 'a restart finds the same' '
     rm_call GET /v1/jobs/2 | jq -e ".state == \"active\" and .hwcoll.state == \"reserved\"" &&
     rm_call GET /v1/jobs/1 | jq -e ".state == \"released\""
 '
+# A reconciliation that meets a foreign reservation while the disk is bad
+# writes its report in a pass that does not commit: the report must come
+# again once commits work, not count as made (the listing is matched
+# again from where the failed pass began).
+fm_post () { curl -sf -H "Content-Type: application/json" --data "{\"jobID\":\"$1\",\"mcastLimit\":2}" "$fm_url/fabric/collectives/jobs" >/dev/null; }
+slices () { rm_call GET /metrics | awk '/^fmbroker_reconcile_slices_total/ {print $2}'; }
+slices_past () { test "$(slices)" -ge "$1"; }
+foreign_reported () {
+    rm_call GET "/v1/events?after=0" |
+        jq -e "[.events[] | select(.type == \"foreign_reservation\" and .detail.fm_job_id == \"c1-888\")] | length == 1"
+}
+expect_ok 'a foreign reservation met while commits fail is reported once they succeed' '
+    fm_post c1-888 && touch "$T/disk-bad" && s0=$(slices) &&
+    api_call POST /v1/reconcile >/dev/null &&
+    wait_for 100 0.1 slices_past $((s0 + 1)) &&
+    rm -f "$T/disk-bad" && rm_call POST /v1/reconcile >/dev/null &&
+    wait_for 50 0.1 foreign_reported
+'
 done_testing

@@ -1,0 +1,194 @@
+/* pass.c: the loop pass and its group commit (see pass.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fmclient.h"
+#include "http.h"
+#include "log.h"
+#include "pass.h"
+#include "store.h"
+
+struct pass_hook {
+    pass_end_f end;
+    pass_abort_f abort;
+    void *arg;
+};
+
+struct pass {
+    struct store *st;
+    struct http *http;
+    struct fmc *fmc;
+    uint64_t count;
+    bool open;      /* between pass_begin and pass_end */
+    bool grouped;   /* the pass's transaction began */
+    bool ungrouped; /* the last pass could not begin one (logged once) */
+    int64_t changes_at_begin;
+    bool flush_now;
+    bool commits_failing;
+    char commit_error[256];
+    struct pass_hook *hooks;
+    size_t nhooks, cap;
+};
+
+struct pass *pass_create (struct store *st, struct http *http, struct fmc *fmc)
+{
+    struct pass *p = calloc (1, sizeof (*p));
+    if (!p)
+        return NULL;
+    p->st = st;
+    p->http = http;
+    p->fmc = fmc;
+    return p;
+}
+
+void pass_destroy (struct pass *p)
+{
+    if (!p)
+        return;
+    free (p->hooks);
+    free (p);
+}
+
+static void note_failure (struct pass *p, const struct fmb_error *e)
+{
+    p->commits_failing = true;
+    snprintf (p->commit_error, sizeof (p->commit_error), "%s", e->text);
+}
+
+void pass_begin (struct pass *p)
+{
+    struct fmb_error e;
+    p->count++;
+    p->open = true;
+    p->grouped = store_begin (p->st, &e) == 0;
+    p->changes_at_begin = store_changes (p->st);
+    if (!p->grouped)
+        note_failure (p, &e);
+    /* Without the pass's transaction each write commits on its own (and
+     * its request answers 503 if it cannot): say so once, not every pass. */
+    if (!p->grouped && !p->ungrouped)
+        fmb_log (LOG_ERR, "store: cannot begin a transaction: %s", e.text);
+    else if (p->grouped && p->ungrouped)
+        fmb_log (LOG_NOTICE, "store: transactions begin again");
+    p->ungrouped = !p->grouped;
+    if (p->http)
+        http_hold (p->http, p->grouped);
+    if (p->fmc)
+        fmc_hold (p->fmc, p->grouped);
+}
+
+/* The hooks run once each, in the order they were registered; a hook
+ * registered meanwhile (the pass is closed) is not. */
+static void run_hooks (struct pass *p, bool committed)
+{
+    struct pass_hook *hooks = p->hooks;
+    size_t n = p->nhooks;
+    p->hooks = NULL;
+    p->nhooks = p->cap = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (hooks[i].end)
+            hooks[i].end (hooks[i].arg, committed);
+        else if (hooks[i].abort && !committed)
+            hooks[i].abort (hooks[i].arg);
+    }
+    free (hooks);
+}
+
+bool pass_end (struct pass *p)
+{
+    struct fmb_error e;
+    if (p->http)
+        http_hold (p->http, false);
+    if (p->fmc)
+        fmc_hold (p->fmc, false);
+    bool committed = !p->grouped || store_commit (p->st, &e) == 0;
+    if (committed && p->grouped && store_changes (p->st) != p->changes_at_begin)
+        p->commits_failing = false;
+    if (!committed) {
+        note_failure (p, &e);
+        fmb_log (LOG_ERR, "store: commit failed: %s", e.text);
+    }
+    p->open = false;
+    run_hooks (p, committed);
+    p->flush_now = p->http && http_release (p->http, committed) > 0;
+    if (p->fmc) {
+        if (committed)
+            fmc_start_held (p->fmc);
+        else /* what they would do was rolled back */
+            fmc_drop_held (p->fmc);
+    }
+    return committed;
+}
+
+static int add_hook (struct pass *p, struct pass_hook h)
+{
+    if (!p->open)
+        return 0;
+    if (p->nhooks == p->cap) {
+        size_t ncap = p->cap ? p->cap * 2 : 16;
+        void *n = realloc (p->hooks, ncap * sizeof (*p->hooks));
+        if (!n) {
+            fmb_log (LOG_ERR, "pass: out of memory for an end-of-pass hook");
+            return -1;
+        }
+        p->hooks = n;
+        p->cap = ncap;
+    }
+    p->hooks[p->nhooks++] = h;
+    return 0;
+}
+
+int pass_on_end (struct pass *p, pass_end_f fn, void *arg)
+{
+    return add_hook (p, (struct pass_hook){.end = fn, .arg = arg});
+}
+
+int pass_on_abort (struct pass *p, pass_abort_f fn, void *arg)
+{
+    return add_hook (p, (struct pass_hook){.abort = fn, .arg = arg});
+}
+
+void pass_forget (struct pass *p, void *arg)
+{
+    size_t k = 0;
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->nhooks; i++)
+        if (p->hooks[i].arg != arg)
+            p->hooks[k++] = p->hooks[i];
+    p->nhooks = k;
+}
+
+int pass_write (struct pass *p, pass_write_f fn, void *arg, struct fmb_error *error)
+{
+    if (store_begin (p->st, error) < 0)
+        return -1;
+    if (fn (arg, error) < 0) {
+        store_rollback (p->st);
+        return -1;
+    }
+    return store_commit (p->st, error);
+}
+
+bool pass_open (const struct pass *p)
+{
+    return p->open;
+}
+
+uint64_t pass_count (const struct pass *p)
+{
+    return p->count;
+}
+
+bool pass_flush_now (const struct pass *p)
+{
+    return p->flush_now;
+}
+
+bool pass_commits_failing (const struct pass *p, const char **why)
+{
+    if (why)
+        *why = p->commit_error;
+    return p->commits_failing;
+}

@@ -1,0 +1,66 @@
+/* pass.h: one pass of the broker's loop and everything that waits on its
+ * commit (group commit).
+ *
+ * A pass is one store transaction.  Between pass_begin and pass_end,
+ * answers are deferred (http_hold) and FM calls that change the fabric
+ * are held (fmc_hold); pass_end commits, then sends the answers and
+ * starts the held calls -- or, when the commit failed, turns the answers
+ * into 503s, drops the held calls and runs the on-abort hooks, so that
+ * whatever remembered the pass's writes in memory forgets them too.
+ * Nothing leaves the broker claiming a change before it is durable.
+ *
+ * When the pass cannot even begin its transaction, each write commits on
+ * its own (pass_write) and the pass "commits" trivially.
+ */
+#ifndef FMB_PASS_H
+#define FMB_PASS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+struct store;
+struct http;
+struct fmc;
+struct pass;
+
+/* Runs at pass_end: 'committed' says whether the pass's writes are durable. */
+typedef void (*pass_end_f) (void *arg, bool committed);
+/* Runs at pass_end only when the commit failed. */
+typedef void (*pass_abort_f) (void *arg);
+/* A piece of work that writes the store; -1 with 'error' filled rolls it back. */
+typedef int (*pass_write_f) (void *arg, struct fmb_error *error);
+
+/* 'http' and 'fmc' may be NULL (tests; VNI-only mode has no fabric). */
+struct pass *pass_create (struct store *st, struct http *http, struct fmc *fmc);
+void pass_destroy (struct pass *p);
+
+void pass_begin (struct pass *p);
+/* Commit and settle; true if the pass's writes are durable.  Sets
+ * pass_flush_now when answers were released. */
+bool pass_end (struct pass *p);
+
+/* Hooks for this pass (ignored outside a pass: nothing to abort).  -1 if
+ * it cannot be registered (out of memory, logged). */
+int pass_on_end (struct pass *p, pass_end_f fn, void *arg);
+int pass_on_abort (struct pass *p, pass_abort_f fn, void *arg);
+/* 'arg' is going away: drop the hooks registered with it. */
+void pass_forget (struct pass *p, void *arg);
+
+/* Run 'fn' all-or-nothing inside the pass (a savepoint; outside a pass or
+ * in an ungrouped one, its own transaction).  On failure it is rolled
+ * back and -1 returned with 'error' filled. */
+int pass_write (struct pass *p, pass_write_f fn, void *arg, struct fmb_error *error);
+
+/* Between pass_begin and pass_end? */
+bool pass_open (const struct pass *p);
+/* Loop passes so far (each one transaction). */
+uint64_t pass_count (const struct pass *p);
+/* Answers were released by the last pass_end: send them without waiting. */
+bool pass_flush_now (const struct pass *p);
+/* The last pass that tried to write could not commit (until a writing pass
+ * commits again); 'why' is the store's message. */
+bool pass_commits_failing (const struct pass *p, const char **why);
+
+#endif
