@@ -7,9 +7,6 @@
 # reason in the record, and the job's steps fail (policy=fail_closed, the
 # default) or run without isolation (fail_open).  Never drains the node.
 . "$(dirname "$0")/common.sh"
-tcs=
-case "${SPANK_FMB_TCS:-}" in # the job's --fmb-tcs, checked at submission
-    0x[0-9a-f]) tcs="--tcs $SPANK_FMB_TCS" ;;
-esac
+# The job's traffic classes (--fmb-tcs) come with the job from the broker.
 timeout 60 "$FMBROKER_SBINDIR/fmbroker-cxi" -c "$FMBROKER_CONF" $FMBROKER_CXI_ARGS prolog --job "$SLURM_JOB_ID" \
-    --ncores "$(fmb_ncores)" --node "${SLURMD_NODENAME:-$(hostname -s)}" $tcs 2>&1
+    --ncores "$(fmb_ncores)" --node "${SLURMD_NODENAME:-$(hostname -s)}" 2>&1
