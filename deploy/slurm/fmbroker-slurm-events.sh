@@ -8,7 +8,9 @@
 #   reservation_lost      FMBROKER_LOST_ACTION (/etc/default/fmbroker):
 #                         notify (default: scontrol notify, the job's srun
 #                         prints it), cancel (scancel) or requeue
-#                         (scontrol requeue)
+#                         (scontrol requeue); each also puts the reason in
+#                         the job's AdminComment (scontrol show job) and in
+#                         the log, and tells the job's srun before acting
 #
 # The last event handled is kept in FMBROKER_EVENTS_STATE, so a restart
 # neither repeats nor misses one; the first start begins at the newest.
@@ -25,6 +27,17 @@ if [ -s "$state" ]; then
 else
     after=$(fmb --json status | jq -r '.events.last_seq') || exit 1
 fi
+lost () { # JOB DETAIL: the design makes a lost reservation fatal to the job
+    why="fmbroker: the job's hardware-collective reservation was lost at the fabric manager: $2"
+    fmb_log "job $1: $why; FMBROKER_LOST_ACTION=$action"
+    # where users and admins look (scontrol show job), whatever the action
+    scontrol update jobid="$1" admincomment="$why" >/dev/null 2>&1
+    case "$action" in
+        notify) scontrol notify "$1" "$why" ;;
+        cancel) scontrol notify "$1" "$why" >/dev/null 2>&1; scancel "$1" ;;
+        requeue) scontrol notify "$1" "$why" >/dev/null 2>&1; scontrol requeue "$1" ;;
+    esac
+}
 act () { # TYPE JOB NODE DETAIL
     case "$1" in
         node_drain_requested)
@@ -32,11 +45,7 @@ act () { # TYPE JOB NODE DETAIL
             scontrol update nodename="$3" state=drain reason="fmbroker job $2: $4" ;;
         reservation_lost)
             [ -n "$2" ] || return 0
-            case "$action" in
-                cancel) scancel "$2" ;;
-                requeue) scontrol requeue "$2" ;;
-                notify) scontrol notify "$2" "fmbroker: the job's hardware-collective reservation was lost at the fabric manager: $4" ;;
-            esac ;;
+            lost "$2" "$4" ;;
         *) return 0 ;;
     esac || fmb_log "event $1 for job $2: the Slurm command failed"
 }

@@ -10,7 +10,8 @@
 # multicast trees are released when that step ends while a running step's
 # stay; --fmb-* options reach RUN and bad ones are refused at submission;
 # with the broker down a job fails with the reason (fail_closed) or runs
-# (fail_open); node_drain_requested drains the node.  Needs root.
+# (fail_open); node_drain_requested drains the node; reservation_lost
+# cancels the job or tells its srun.  Needs root.
 . "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" != 0 ] || ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null ||
     [ ! -f "$FMB_BIN/../lib/fmbroker_spank.so" ]; then
@@ -152,7 +153,11 @@ expect_ok 'options reach RUN: --fmb-hwcoll=off reserves nothing, --fmb-vnis=2 gi
     jq -e ".hwcoll.state == \"not_eligible\"" job.json &&
     ! grep -q "jobs/c1-$j" "$T/fm.log" &&
     grep -q "^SLINGSHOT_VNIS=[0-9]*,[0-9]*$" "$D/env.n1" &&
-    grep -qx "SLINGSHOT_TCS=0x4" "$D/env.n2" && ! grep -q FI_CXI_COLL_MCAST_TOKEN "$D/env.n1"
+    grep -qx "SLINGSHOT_TCS=0x4" "$D/env.n2" && grep -qx "SLINGSHOT_TCS=0x4" "$D/env.n1" &&
+    ! grep -q FI_CXI_COLL_MCAST_TOKEN "$D/env.n1" &&
+    jq -e ".tcs == \"0x4\" and .env.SLINGSHOT_TCS == \"0x4\"" job.json &&
+    "$FMB_BIN/fmbroker" -c "$T/broker.conf" job show "$j" | grep -q ", TCs 0x4$" &&
+    grep -qx "SLINGSHOT_TCS=0x4" "$D/rec.n1"
 '
 expect_ok 'bad option values are refused at submission, with what they take' '
     { as_nobody srun -N1 --fmb-vnis=7 true 2>err; test $? != 0; } && grep -q "fmb-vnis=7: the job.s VNI count, 0..4" err &&
@@ -160,20 +165,56 @@ expect_ok 'bad option values are refused at submission, with what they take' '
     { as_nobody salloc --fmb-tcs=DEDICATED_ACCESS true 2>err; test $? != 0; } &&
     grep -q "fmb-tcs=DEDICATED_ACCESS: this cluster allows only LOW_LATENCY,BULK_DATA,BEST_EFFORT" err
 '
-expect_ok 'node_drain_requested drains the node in Slurm, with the reason' '
+# The events consumer (deploy/slurm), as its systemd unit runs it, from
+# the newest event on.
+consumer_start () { # LOST-ACTION
     rm_call GET /v1/status | jq .events.last_seq >"$T/events.seq" &&
     { FMBROKER_CONF=$T/broker.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_EVENTS_STATE=$T/events.seq \
-        setsid "$FMB_SRC/deploy/slurm/fmbroker-slurm-events.sh" 2>"$T/events.err" & } &&
-    events_pid=$! &&
+        FMBROKER_HOOK_LOG=$S/log/hooks.log FMBROKER_LOST_ACTION=$1 \
+        setsid "$FMB_SRC/deploy/slurm/fmbroker-slurm-events.sh" 2>>"$T/events.err" & } &&
+    events_pid=$!
+}
+consumer_stop () { kill -- "-$events_pid" && events_pid=; }
+expect_ok 'node_drain_requested drains the node in Slurm, with the reason' '
+    consumer_start notify &&
     rm_call PUT /v1/jobs/drain1 "{\"uid\":65534,\"nodes\":[\"n2\"]}" >/dev/null &&
     rm_call PUT /v1/jobs/drain1/nodes/n2 "{\"cxi\":\"failed\",\"detail\":\"cxi0: EBUSY\"}" >/dev/null &&
     wait_for 100 0.1 sh -c "sinfo -h -n n2 -o %t | grep -q drain" &&
     scontrol show node n2 | grep -q "Reason=fmbroker job drain1: cxi0: EBUSY" &&
     sinfo -h -n n1 -o %t | grep -qx idle &&
-    scontrol update nodename=n2 state=resume && kill -- -$events_pid && events_pid= &&
+    scontrol update nodename=n2 state=resume && consumer_stop &&
     rm_call DELETE /v1/jobs/drain1 >/dev/null
 '
+# The FM forgets a running job's reservation; the broker's reconciliation
+# finds it gone, marks the job lost and emits reservation_lost.
+job_running () { squeue -h -j "$1" -o %T 2>/dev/null | grep -qx RUNNING; }
+job_lost () { job_field "$1" .state | grep -qx lost; }
+lose_reservation () { # JOB
+    job_field "$1" .hwcoll.state | grep -qx reserved &&
+    curl -sf -X DELETE "$fm_url/fabric/collectives/jobs/c1-$1" >/dev/null &&
+    rm_call POST /v1/reconcile >/dev/null && wait_for 100 0.1 job_lost "$1"
+}
+lost_why="fmbroker: the job.s hardware-collective reservation was lost at the fabric manager: the fabric manager no longer holds the reservation"
+expect_ok 'reservation_lost, FMBROKER_LOST_ACTION=cancel: the job is cancelled, the reason on it and in the log' '
+    wait_for 100 0.1 all_idle &&
+    j=$(cd "$D" && as_nobody sbatch --parsable -N2 -o /dev/null --wrap "sleep 120") &&
+    wait_for 200 0.1 job_running "$j" && consumer_start cancel && lose_reservation "$j" &&
+    wait_for 100 0.1 sh -c "scontrol show job $j | grep -q JobState=CANCELLED" &&
+    scontrol show job "$j" | grep -q "AdminComment=$lost_why" &&
+    grep -q "job $j: $lost_why; FMBROKER_LOST_ACTION=cancel" "$S/log/hooks.log" &&
+    consumer_stop
+'
+expect_ok '... notify (the default): the job'"'"'s srun prints the reason, the job runs on' '
+    wait_for 100 0.1 all_idle && consumer_start notify &&
+    { as_nobody timeout 60 srun -N2 -J lostnotify sleep 60 2>"$D/notify.err" & } &&
+    wait_for 200 0.1 sh -c "squeue -h -n lostnotify -t R -o %i | grep -q ." &&
+    j=$(squeue -h -n lostnotify -o %i) && lose_reservation "$j" &&
+    wait_for 100 0.1 grep -q "$lost_why" "$D/notify.err" &&
+    job_running "$j" && scontrol show job "$j" | grep -q "AdminComment=$lost_why" &&
+    consumer_stop && scancel "$j" && wait_for 100 0.1 job_gone "$j"
+'
 expect_ok 'with the broker stopped, a job fails and says why (fail_closed, the default)' '
+    { [ -z "$events_pid" ] || consumer_stop; } && scancel -u nobody && # what a failed test left
     wait_for 100 0.1 all_idle && stop_broker &&
     { as_nobody timeout 60 srun -N2 true 2>err; test $? != 0; } &&
     grep -q "no VNI isolation: .*the step does not start (policy fail_closed)" err &&
