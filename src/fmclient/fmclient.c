@@ -7,6 +7,7 @@
  * table of what to poll, so the caller's loop needs no curl knowledge.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "fileutil.h"
 #include "fmclient.h"
 #include "monotime.h"
+#include "offloop.h"
 
 #define FMC_SECRET_MAX    4096 /* credential files are one line */
 #define FMC_MAX_SOCKETS   1024
@@ -49,6 +51,14 @@ struct fmc_req {
     size_t resp_len;
     bool too_large;
     char errbuf[CURL_ERROR_SIZE];
+    /* OP_LIST: the answer is parsed on the parser thread (see
+     * parse_listing), which owns the request until it hands it back. */
+    struct offloop_job parse;
+    long list_http;
+    enum fmc_status list_status;
+    char list_error[FMC_ERROR_MAX];
+    const char **list_ids; /* one allocation: the pointers, then the ids */
+    size_t list_n;
     fmc_done_f cb;
     void *arg;
     void (*arg_free) (void *); /* frees 'arg' if the call never completes */
@@ -89,6 +99,11 @@ struct fmc {
     bool holding;      /* fmc_hold: calls that change the FM wait */
     struct fmc_req *held, *held_tail;
     unsigned inflight;
+    /* Listings parsed off the loop: a 100,000-entry answer is ~4 MB of
+     * JSON, ~1 s of json_loadb and freeing on a loaded machine. */
+    struct offloop *parser;
+    unsigned parsing; /* handed to the parser, not yet back */
+    unsigned long offloop_parses;
     fmc_observer_f observer;
     void *observer_arg;
 };
@@ -177,6 +192,12 @@ static int timer_cb (CURLM *multi, long timeout_ms, void *userp)
 int fmc_pollfds (struct fmc *fmc, struct pollfd *fds, int max)
 {
     int n = 0;
+    if (fmc->parsing > 0 && n < max) {
+        fds[n].fd = offloop_fd (fmc->parser);
+        fds[n].events = POLLIN;
+        fds[n].revents = 0;
+        n++;
+    }
     for (int i = 0; i < fmc->nsocks && n < max; i++) {
         fds[n].fd = fmc->socks[i].fd;
         fds[n].events = fmc->socks[i].events;
@@ -211,6 +232,11 @@ unsigned fmc_inflight (struct fmc *fmc)
 unsigned long fmc_token_fetches (struct fmc *fmc)
 {
     return fmc->token_fetches;
+}
+
+unsigned long fmc_offloop_parses (struct fmc *fmc)
+{
+    return fmc->offloop_parses;
 }
 
 /* ---- requests ------------------------------------------------------ */
@@ -250,6 +276,7 @@ static void req_free (struct fmc_req *r)
         free (r->url);
         wipe_free (r->body);
         free (r->resp);
+        free (r->list_ids);
         free (r);
     }
 }
@@ -770,26 +797,109 @@ static void job_answer (struct fmc_req *r,
     finish (r, FMC_OK, http, NULL, res);
 }
 
-static void list_answer (struct fmc_req *r,
-                         long http,
-                         json_t *body,
-                         struct fmc_result *res)
+/* A listing's answer, into r->list_*: pure, so that it runs on the
+ * parser thread as well as inline.  The ids are copied into one
+ * allocation so that the JSON can be freed where it was parsed. */
+static void list_parse (struct fmc_req *r, json_t *body)
 {
     const char **ids;
-    size_t n;
-    if (fmc_reply_list (body, &ids, &n) < 0) {
-        finish (r,
-                errno == EPROTO ? FMC_PERMANENT : FMC_RETRYABLE,
-                http,
-                errno == EPROTO ? "malformed FM job list: no documentLinks array"
-                                : "out of memory",
-                res);
+    size_t n, len = 0;
+    r->list_status = FMC_PERMANENT;
+    if (!json_is_object (body)) {
+        snprintf (r->list_error,
+                  sizeof (r->list_error),
+                  "malformed FM answer to %s %s: not a JSON object",
+                  r->method,
+                  r->path);
         return;
     }
-    res->job_ids = ids;
-    res->njob_ids = n;
-    finish (r, FMC_OK, http, NULL, res);
+    if (fmc_reply_list (body, &ids, &n) < 0) {
+        bool proto = errno == EPROTO;
+        snprintf (
+            r->list_error,
+            sizeof (r->list_error),
+            "%s",
+            proto ? "malformed FM job list: no documentLinks array" : "out of memory");
+        r->list_status = proto ? FMC_PERMANENT : FMC_RETRYABLE;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        len += strlen (ids[i]) + 1;
+    r->list_ids = malloc ((n + 1) * sizeof (*ids) + len);
+    if (!r->list_ids) {
+        free (ids);
+        snprintf (r->list_error, sizeof (r->list_error), "out of memory");
+        r->list_status = FMC_RETRYABLE;
+        return;
+    }
+    char *p = (char *)(r->list_ids + n + 1);
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen (ids[i]) + 1;
+        r->list_ids[i] = memcpy (p, ids[i], l);
+        p += l;
+    }
+    r->list_ids[n] = NULL;
+    r->list_n = n;
+    r->list_status = FMC_OK;
     free (ids);
+}
+
+/* On the loop: call back with what list_parse found. */
+static void list_finish (struct fmc_req *r)
+{
+    struct fmc_result res = {.mcast_limit = -1};
+    if (r->list_status != FMC_OK) {
+        finish (r, r->list_status, r->list_http, r->list_error, &res);
+        return;
+    }
+    res.job_ids = r->list_ids;
+    res.njob_ids = r->list_n;
+    finish (r, FMC_OK, r->list_http, NULL, &res);
+}
+
+/* On the parser thread: the request is the thread's until it returns. */
+static bool parse_listing (struct offloop_job *job)
+{
+    struct fmc_req *r =
+        (struct fmc_req *)((char *)job - offsetof (struct fmc_req, parse));
+    json_t *body = json_loadb (r->resp, r->resp_len, 0, NULL);
+    list_parse (r, body);
+    json_decref (body);
+    free (r->resp);
+    r->resp = NULL;
+    r->resp_len = 0;
+    return true;
+}
+
+/* Hand a listing's answer to the parser thread; false when there is
+ * none to be had (then it is parsed here, as before). */
+static bool list_off_loop (struct fmc_req *r, long http)
+{
+    struct fmc *fmc = r->fmc;
+    if (!fmc->parser && offloop_create (&fmc->parser) < 0)
+        return false;
+    r->list_http = http;
+    r->parse.run = parse_listing;
+    if (offloop_submit (fmc->parser, &r->parse) < 0)
+        return false;
+    fmc->parsing++;
+    fmc->offloop_parses++;
+    return true;
+}
+
+/* The listings the parser handed back. */
+static void take_parsed (struct fmc *fmc)
+{
+    if (fmc->parsing == 0)
+        return;
+    struct offloop_job *list = offloop_take (fmc->parser);
+    while (list) {
+        struct offloop_job *job = list;
+        list = job->next;
+        fmc->parsing--;
+        list_finish (
+            (struct fmc_req *)((char *)job - offsetof (struct fmc_req, parse)));
+    }
 }
 
 /* Classify a finished transfer and complete (or repeat) the request. */
@@ -839,13 +949,20 @@ static void answer (struct fmc_req *r, CURLcode cc)
         return;
     }
 
+    bool ok = http >= 200 && http < 300;
+    if (r->op == OP_LIST && ok && list_off_loop (r, http))
+        return;
     json_t *body = NULL;
     if (r->resp_len > 0)
         body = json_loadb (r->resp, r->resp_len, 0, NULL);
     if (r->op == OP_TOKEN)
         token_answer (r, http, body, &res);
-    else if (http >= 200 && http < 300) {
-        bool needs_json = r->op == OP_GET || r->op == OP_CREATE || r->op == OP_LIST;
+    else if (ok && r->op == OP_LIST) {
+        r->list_http = http;
+        list_parse (r, body);
+        list_finish (r);
+    } else if (ok) {
+        bool needs_json = r->op == OP_GET || r->op == OP_CREATE;
         if (needs_json && !json_is_object (body)) {
             snprintf (text,
                       sizeof (text),
@@ -855,8 +972,6 @@ static void answer (struct fmc_req *r, CURLcode cc)
             finish (r, FMC_PERMANENT, http, text, &res);
         } else if (r->op == OP_GET || r->op == OP_CREATE)
             job_answer (r, http, body, &res);
-        else if (r->op == OP_LIST)
-            list_answer (r, http, body, &res);
         else
             finish (r, FMC_OK, http, NULL, &res);
     } else {
@@ -921,7 +1036,8 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
     int running;
     fmc->done_pending = false;
     for (int i = 0; i < n; i++) {
-        if (!fds[i].revents)
+        if (!fds[i].revents ||
+            (fmc->parsing > 0 && fds[i].fd == offloop_fd (fmc->parser)))
             continue;
         int mask = 0;
         if (fds[i].revents & POLLIN)
@@ -934,6 +1050,7 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
     }
     run_timer (fmc);
     check_done (fmc);
+    take_parsed (fmc);
     expire_waiting (fmc);
     /* Calls those answers dispatched without submit() (the ones parked
      * for a token that came, one repeated after a 401) leave now, not a
@@ -1344,6 +1461,7 @@ void fmc_destroy (struct fmc *fmc)
 {
     if (fmc) {
         int saved = errno;
+        offloop_destroy (fmc->parser); /* joins: the parser's requests are ours again */
         while (fmc->all)
             req_free (fmc->all);
         while (fmc->nspare > 0)

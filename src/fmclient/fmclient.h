@@ -179,6 +179,12 @@ int fmc_run (struct fmc *fmc, int timeout_ms);
 
 /* OAuth tokens fetched so far (for status pages and tests). */
 unsigned long fmc_token_fetches (struct fmc *fmc);
+/* Listings whose answer was parsed on fmc's parser thread rather than
+ * the caller's: the JSON of 100,000 FM entries takes long enough to
+ * stall a loop.  Their callbacks still run in fmc_process, on the
+ * caller's thread; fmc_pollfds includes the parser's fd while one is
+ * being parsed. (For tests.) */
+unsigned long fmc_offloop_parses (struct fmc *fmc);
 
 const char *fmc_status_name (enum fmc_status s);
 

@@ -4,6 +4,7 @@
  * the application (libfabric) side of the mock. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -887,6 +888,102 @@ static void mock_restart_forgets_and_state_file_remembers (void **state)
     free (sf);
 }
 
+/* ---- a large listing ------------------------------------------------ */
+
+#define BIG_LISTING 50000
+
+struct listing_seen {
+    int done;
+    enum fmc_status status;
+    size_t n;
+    size_t ours;         /* ids of the form c1-bNNNNNN, each once */
+    unsigned char *seen; /* by NNNNNN */
+    bool on_caller_thread;
+    pthread_t caller;
+};
+
+static void on_listing (const struct fmc_result *r, void *arg)
+{
+    struct listing_seen *ls = arg;
+    ls->done++;
+    ls->status = r->status;
+    ls->n = r->njob_ids;
+    ls->on_caller_thread = pthread_equal (pthread_self (), ls->caller);
+    for (size_t i = 0; i < r->njob_ids; i++) {
+        unsigned k;
+        char tail;
+        if (sscanf (r->job_ids[i], "c1-b%u%c", &k, &tail) == 1 && k < BIG_LISTING &&
+            !ls->seen[k]++)
+            ls->ours++;
+    }
+}
+
+/* A listing of 50,000 FM entries (~2 MB of JSON) is parsed on fmclient's
+ * parser thread; its callback still runs in fmc_process on the caller's
+ * thread, with every id, and the parser's fd is polled meanwhile (the
+ * fmc_run below only wakes for what fmc_pollfds gives it).  A second
+ * listing on the same client reuses the thread, and destroying the
+ * client with a listing still in flight leaks nothing (ASan). */
+static void large_listing_is_parsed_off_the_loop (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    char *sf = tu_path (fx->dir, "fm.state");
+    FILE *f = fopen (sf, "w");
+    assert_non_null (f);
+    fprintf (f, "{\"trees\":[],\"jobs\":{");
+    for (int i = 0; i < BIG_LISTING; i++)
+        fprintf (f,
+                 "%s\"c1-b%06d\":{\"jobID\":\"c1-b%06d\",\"mcastLimit\":4,"
+                 "\"sessionToken\":\"tok-%06d\",\"jobSteps\":{}}",
+                 i ? "," : "",
+                 i,
+                 i,
+                 i);
+    fprintf (f, "}}");
+    fclose (f);
+    const char *args[] = {"--state-file", sf, "--state-readonly", NULL};
+    start (fx, FMB_AUTH_NONE, args);
+    make_client (fx);
+    for (int round = 1; round <= 2; round++) {
+        struct listing_seen ls = {.caller = pthread_self ()};
+        ls.seen = calloc (BIG_LISTING, 1);
+        if (fmc_job_list (fx->fmc, on_listing, &ls, &e) < 0)
+            fail_msg ("fmc_job_list: %s", e.text);
+        assert_int_equal (fmc_run (fx->fmc, 20000), 0);
+        assert_int_equal (ls.done, 1);
+        assert_int_equal (ls.status, FMC_OK);
+        assert_int_equal (ls.n, BIG_LISTING);
+        assert_int_equal (ls.ours, BIG_LISTING);
+        assert_true (ls.on_caller_thread);
+        assert_int_equal (fmc_offloop_parses (fx->fmc), round);
+        free (ls.seen);
+    }
+    /* a malformed answer takes the same path and is classified there */
+    struct outcome o;
+    mockfm_ctl (
+        &fx->m, "POST", "/_mock/faults", "GET /fabric/collectives/jobs/ wrong_types");
+    RUN (fx->fmc, o, fmc_job_list (fx->fmc, on_done, &o, &e_));
+    EXPECT (o, FMC_PERMANENT);
+    assert_non_null (strstr (o.error, "documentLinks"));
+    assert_int_equal (fmc_offloop_parses (fx->fmc), 3);
+    mockfm_ctl (&fx->m, "DELETE", "/_mock/faults", NULL);
+    /* destroyed while a listing may be on the parser: no callback, no leak */
+    struct listing_seen gone = {.caller = pthread_self ()};
+    if (fmc_job_list (fx->fmc, on_listing, &gone, &e) < 0)
+        fail_msg ("fmc_job_list: %s", e.text);
+    for (int i = 0; i < 200 && fmc_offloop_parses (fx->fmc) < 4; i++) {
+        struct pollfd fds[16];
+        int n = fmc_pollfds (fx->fmc, fds, 16);
+        poll (fds, (nfds_t)n, 100);
+        fmc_process (fx->fmc, fds, n);
+    }
+    fmc_destroy (fx->fmc);
+    fx->fmc = NULL;
+    assert_int_equal (gone.done, 0);
+    free (sf);
+}
+
 int main (void)
 {
 #define T(f) cmocka_unit_test_setup_teardown (f, setup, teardown)
@@ -911,6 +1008,7 @@ int main (void)
         T (libfabric_side_works_with_the_session_token),
         T (mockfm_survives_malformed_requests),
         T (mock_restart_forgets_and_state_file_remembers),
+        T (large_listing_is_parsed_off_the_loop),
     };
     return cmocka_run_group_tests_name ("fmclient", tests, NULL, NULL);
 }
