@@ -775,6 +775,7 @@ int store_open (const char *db_path,
     }
     if (tokencrypt_open (key_path, true, &st->tc, NULL, error) < 0)
         goto error;
+    (void)store_checkpointer_start (st, db_path); /* else auto-checkpoint */
     *ret = st;
     return 0;
 error:
@@ -788,6 +789,7 @@ void store_close (struct store *st)
         int saved = errno;
         while (st->tx_depth > 0)
             store_rollback (st);
+        store_checkpointer_stop (st);
         for (int i = 0; i < STORE_STMT_CACHE && st->cache[i].sql; i++)
             sqlite3_finalize (st->cache[i].stmt);
         sqlite3_close (st->db);

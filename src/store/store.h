@@ -176,6 +176,24 @@ int store_open (const char *db_path,
 typedef void (*store_damage_f) (void *arg, const char *job_id, const char *why);
 void store_set_damage_hook (struct store *st, store_damage_f fn, void *arg);
 
+/* The WAL is checkpointed on a thread of the store's own (a commit never
+ * copies the WAL into the database file on the caller's thread), from a
+ * WAL of 1,000 pages, and at least once a second after commits; past 16,384
+ * pages (64 MiB) the committing thread checkpoints itself.  What it did
+ * so far: */
+struct store_wal_stats {
+    int wal_pages;                    /* WAL frames after the last commit */
+    int backfilled;                   /* copied by the last checkpoint */
+    unsigned long checkpoints;        /* by the store's thread */
+    unsigned long failures;           /* of those, failed (SQLite error) */
+    unsigned long writer_checkpoints; /* by the committing thread (over the cap) */
+};
+/* -1 ENOENT when the thread could not start (auto-checkpoint is used). */
+int store_wal_stats (struct store *st, struct store_wal_stats *ret);
+/* Test support: the WAL sizes (pages) that wake the checkpointer and
+ * that make the committing thread checkpoint. */
+void store_set_wal_limits (struct store *st, int checkpoint_pages, int max_pages);
+
 /* Rows changed so far (never decreases): a commit that moved it wrote. */
 int64_t store_changes (struct store *st);
 void store_close (struct store *st);

@@ -18,6 +18,7 @@ struct store {
     void *now_arg;
     int tx_depth;
     int file_version;
+    struct store_checkpointer *ckpt; /* NULL: SQLite's auto-checkpoint */
     struct {
         const char *sql; /* identity: the static string's address */
         sqlite3_stmt *stmt;
@@ -40,6 +41,12 @@ int store_step_done (struct store *st,
                      const char *what);
 
 int64_t store_now (struct store *st);
+
+/* The WAL checkpointer (checkpoint.c): a thread with its own connection
+ * to 'db_path'.  -1 (errno) if it cannot start: SQLite's auto-checkpoint
+ * stays on then. */
+int store_checkpointer_start (struct store *st, const char *db_path);
+void store_checkpointer_stop (struct store *st);
 
 /* Bind text, or NULL when 'text' is NULL. */
 int store_bind_text (sqlite3_stmt *s, int idx, const char *text);

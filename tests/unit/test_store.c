@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store.h"
 #include "testutil.h"
@@ -783,6 +784,78 @@ static void rolled_back_work_is_gone_and_savepoints_nest (void **state)
     assert_int_equal (errno, EINVAL);
 }
 
+/* ---- the WAL checkpointer ---------------------------------------------- */
+
+static void commit_job (struct fx *fx, int i)
+{
+    struct fmb_error e;
+    char id[16];
+    snprintf (id, sizeof (id), "w%05d", i);
+    assert_int_equal (store_begin (fx->st, &e), 0);
+    put_job (fx, id, 1000, NULL, NULL);
+    assert_int_equal (store_commit (fx->st, &e), 0);
+}
+
+static struct store_wal_stats wal_stats (struct fx *fx)
+{
+    struct store_wal_stats ws;
+    assert_int_equal (store_wal_stats (fx->st, &ws), 0);
+    return ws;
+}
+
+/* The store's thread checkpoints (the committing thread never does
+ * below the cap), copies the whole WAL once commits pause, and the next
+ * commit then starts the WAL over; nothing committed is lost. */
+static void wal_is_checkpointed_by_the_store_thread (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    struct store_wal_stats ws;
+    store_set_wal_limits (fx->st, 40, 1 << 30);
+    for (int i = 0; i < 300; i++)
+        commit_job (fx, i);
+    /* bounded wait for the thread: 10 s at most, 10 ms at a time */
+    for (int i = 0; i < 1000; i++) {
+        ws = wal_stats (fx);
+        if (ws.checkpoints > 0 && ws.backfilled >= ws.wal_pages)
+            break;
+        nanosleep (&(struct timespec){.tv_nsec = 10000000}, NULL);
+    }
+    assert_true (ws.checkpoints > 0);
+    assert_int_equal (ws.backfilled, ws.wal_pages);
+    assert_int_equal (ws.failures, 0);
+    assert_int_equal (ws.writer_checkpoints, 0);
+    commit_job (fx, 300);
+    ws = wal_stats (fx);
+    assert_true (ws.wal_pages < 40); /* started over */
+    fx_reopen (fx);
+    for (int i = 0; i <= 300; i++) {
+        char id[16];
+        struct store_job *j;
+        snprintf (id, sizeof (id), "w%05d", i);
+        assert_int_equal (store_job_get (fx->st, id, &j, &e), 0);
+        store_job_free (j);
+    }
+}
+
+/* However far behind the thread is, the WAL never grows past the cap
+ * by more than one commit: the committing thread checkpoints then. */
+static void wal_stays_bounded_when_the_checkpointer_lags (void **state)
+{
+    struct fx *fx = *state;
+    struct store_wal_stats ws;
+    int most = 0;
+    store_set_wal_limits (fx->st, 1 << 30, 100);
+    for (int i = 0; i < 300; i++) {
+        commit_job (fx, i);
+        ws = wal_stats (fx);
+        if (ws.wal_pages > most)
+            most = ws.wal_pages;
+    }
+    assert_true (most < 100 + 30);
+    assert_true (ws.writer_checkpoints > 0);
+}
+
 int main (void)
 {
 #define T(f) cmocka_unit_test_setup_teardown (f, setup, teardown)
@@ -808,6 +881,8 @@ int main (void)
         T (queries_use_their_indexes),
         T (prune_of_a_backlog_goes_in_bounded_slices),
         T (rolled_back_work_is_gone_and_savepoints_nest),
+        T (wal_is_checkpointed_by_the_store_thread),
+        T (wal_stays_bounded_when_the_checkpointer_lags),
     };
     return cmocka_run_group_tests_name ("store", tests, NULL, NULL);
 }

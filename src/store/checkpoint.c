@@ -1,0 +1,214 @@
+/* checkpoint.c: WAL checkpoints on a thread of the store's own, so that
+ * no commit on the caller's thread writes them back.
+ *
+ * SQLite's default (wal_autocheckpoint = 1000 pages) makes the commit
+ * that crosses 1000 pages copy them all into the database file and fsync
+ * it: ~200 ms on the loop thread with a busy disk.  Instead the writer's
+ * WAL hook only notes the WAL's size and, past 'checkpoint_pages', wakes
+ * the checkpointer, which runs a PASSIVE checkpoint on its own
+ * connection: it copies what is committed while the writer goes on
+ * appending, and never takes the writer's lock.  Once everything is
+ * copied the writer starts the WAL over at its next commit, and
+ * journal_size_limit shrinks the file back.
+ *
+ * Durability is unchanged: a commit is durable when its WAL frames are
+ * fsync'ed (synchronous = FULL on the writer); the checkpointer's
+ * connection is synchronous = FULL too, so the database file is fsync'ed
+ * before the WAL's copied frames are marked reusable.
+ *
+ * Bound: should the checkpointer fall behind (a disk slower than the
+ * writes), the writer checkpoints by itself once the WAL passes
+ * 'max_pages' -- a stall, but a bounded file.  Below the threshold the
+ * checkpointer still copies what was committed at least once a second,
+ * so a store that goes quiet does not keep its changes only in the WAL.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store_private.h"
+
+#define CKPT_PAGES_DEFAULT 1000  /* SQLite's own auto-checkpoint threshold */
+#define CKPT_MAX_PAGES     16384 /* 64 MiB of 4 KiB pages: the writer steps in */
+#define CKPT_IDLE_MS       1000  /* a WAL below the threshold: copied after this */
+#define CKPT_SIZE_LIMIT \
+    "16777216" /* journal_size_limit: the WAL file shrinks to this */
+
+struct store_checkpointer {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    sqlite3 *db; /* the thread's own connection */
+    bool stop;
+    bool due;   /* the WAL passed checkpoint_pages */
+    bool dirty; /* commits since the last checkpoint */
+    int checkpoint_pages;
+    int max_pages;
+    struct store_wal_stats stats;
+};
+
+/* The writer's WAL hook: after every commit, on the writer's thread. */
+static int wal_hook (void *arg, sqlite3 *db, const char *name, int pages)
+{
+    struct store_checkpointer *c = arg;
+    bool wake, cap;
+    pthread_mutex_lock (&c->mu);
+    c->stats.wal_pages = pages;
+    c->dirty = true;
+    wake = pages >= c->checkpoint_pages && !c->due;
+    if (wake)
+        c->due = true;
+    cap = pages >= c->max_pages;
+    if (wake)
+        pthread_cond_signal (&c->wake);
+    pthread_mutex_unlock (&c->mu);
+    if (cap) {
+        /* The checkpointer is behind: copy and start the WAL over here,
+         * waiting (busy timeout) for a checkpoint of its in progress. */
+        int log = 0, done = 0;
+        int rc = sqlite3_wal_checkpoint_v2 (
+            db, name, SQLITE_CHECKPOINT_TRUNCATE, &log, &done);
+        pthread_mutex_lock (&c->mu);
+        c->stats.writer_checkpoints++;
+        if (rc == SQLITE_OK)
+            c->stats.wal_pages = 0;
+        pthread_mutex_unlock (&c->mu);
+    }
+    return SQLITE_OK;
+}
+
+/* Wait until a checkpoint is due (or the idle delay passed with commits
+ * outstanding); false when told to stop.  Called and returns locked. */
+static bool wait_due (struct store_checkpointer *c)
+{
+    while (!c->stop && !c->due) {
+        if (!c->dirty) {
+            pthread_cond_wait (&c->wake, &c->mu);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime (CLOCK_REALTIME, &until);
+        until.tv_sec += CKPT_IDLE_MS / 1000;
+        if (pthread_cond_timedwait (&c->wake, &c->mu, &until) == ETIMEDOUT)
+            break;
+    }
+    return !c->stop;
+}
+
+static void *checkpointer (void *arg)
+{
+    struct store_checkpointer *c = arg;
+    pthread_mutex_lock (&c->mu);
+    while (wait_due (c)) {
+        c->due = false;
+        c->dirty = false;
+        pthread_mutex_unlock (&c->mu);
+        int log = 0, done = 0;
+        int rc = sqlite3_wal_checkpoint_v2 (
+            c->db, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+        pthread_mutex_lock (&c->mu);
+        if (rc == SQLITE_OK) {
+            c->stats.checkpoints++;
+            c->stats.backfilled = done;
+            /* not all of it copied (the writer went on): go again soon */
+            if (done < log)
+                c->dirty = true;
+        } else if ((rc & 0xff) == SQLITE_BUSY)
+            c->dirty = true; /* the writer restarting the WAL: next time */
+        else
+            c->stats.failures++;
+    }
+    pthread_mutex_unlock (&c->mu);
+    return NULL;
+}
+
+static int setup_db (sqlite3 *db)
+{
+    return sqlite3_exec (db,
+                         "PRAGMA synchronous = FULL;"
+                         "SELECT count(*) FROM sqlite_schema;",
+                         NULL,
+                         NULL,
+                         NULL);
+}
+
+int store_checkpointer_start (struct store *st, const char *db_path)
+{
+    struct store_checkpointer *c = calloc (1, sizeof (*c));
+    if (!c)
+        return -1;
+    c->checkpoint_pages = CKPT_PAGES_DEFAULT;
+    c->max_pages = CKPT_MAX_PAGES;
+    pthread_mutex_init (&c->mu, NULL);
+    pthread_cond_init (&c->wake, NULL);
+    int rc = sqlite3_open_v2 (
+        db_path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK)
+        rc = setup_db (c->db);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec (
+            st->db, "PRAGMA journal_size_limit = " CKPT_SIZE_LIMIT, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        errno = store_errno (rc);
+        goto error;
+    }
+    sqlite3_busy_timeout (c->db, 5000);
+    if ((rc = pthread_create (&c->thread, NULL, checkpointer, c)) != 0) {
+        errno = rc;
+        goto error;
+    }
+    /* replaces SQLite's auto-checkpoint (which is a WAL hook too) */
+    sqlite3_wal_hook (st->db, wal_hook, c);
+    st->ckpt = c;
+    return 0;
+error:
+    sqlite3_close (c->db);
+    pthread_cond_destroy (&c->wake);
+    pthread_mutex_destroy (&c->mu);
+    free (c);
+    return -1;
+}
+
+void store_checkpointer_stop (struct store *st)
+{
+    struct store_checkpointer *c = st->ckpt;
+    if (!c)
+        return;
+    sqlite3_wal_hook (st->db, NULL, NULL);
+    pthread_mutex_lock (&c->mu);
+    c->stop = true;
+    pthread_cond_signal (&c->wake);
+    pthread_mutex_unlock (&c->mu);
+    pthread_join (c->thread, NULL);
+    sqlite3_close (c->db);
+    pthread_cond_destroy (&c->wake);
+    pthread_mutex_destroy (&c->mu);
+    free (c);
+    st->ckpt = NULL;
+}
+
+int store_wal_stats (struct store *st, struct store_wal_stats *ret)
+{
+    struct store_checkpointer *c = st->ckpt;
+    if (!c) {
+        errno = ENOENT;
+        return -1;
+    }
+    pthread_mutex_lock (&c->mu);
+    *ret = c->stats;
+    pthread_mutex_unlock (&c->mu);
+    return 0;
+}
+
+void store_set_wal_limits (struct store *st, int checkpoint_pages, int max_pages)
+{
+    struct store_checkpointer *c = st->ckpt;
+    if (c) {
+        pthread_mutex_lock (&c->mu);
+        c->checkpoint_pages = checkpoint_pages;
+        c->max_pages = max_pages;
+        pthread_mutex_unlock (&c->mu);
+    }
+}
