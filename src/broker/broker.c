@@ -24,6 +24,14 @@ int64_t now_wall (void)
     return fmb_realtime_ms ();
 }
 
+const char *broker_local_job (struct broker *b, const char *fm_job_id)
+{
+    size_t n = strlen (b->cfg.cluster_name);
+    if (strncmp (fm_job_id, b->cfg.cluster_name, n) != 0 || fm_job_id[n] != '-')
+        return NULL;
+    return fm_job_id + n + 1;
+}
+
 void broker_note_stall (struct broker *b, int64_t us)
 {
     struct metrics *m = &b->metrics;
@@ -183,6 +191,7 @@ void broker_token_damaged (void *arg, const char *job, const char *why)
     if (b->n_damaged_new < 16)
         snprintf (
             b->damaged_new[b->n_damaged_new++], sizeof (b->damaged_new[0]), "%s", job);
+    timer_wake (b->t_damage, 0);
 }
 
 /* The pass that wrote the damage events ended: forget them once they
@@ -192,8 +201,10 @@ static void damage_reported (void *arg, bool committed)
     struct broker *b = arg;
     int n = b->n_damaged_reporting;
     b->n_damaged_reporting = 0;
-    if (!committed)
+    if (!committed) {
+        timer_wake (b->t_damage, 1000);
         return;
+    }
     memmove (b->damaged_new,
              b->damaged_new + n,
              (size_t)(b->n_damaged_new - n) * sizeof (b->damaged_new[0]));
@@ -234,8 +245,10 @@ int broker_event (struct broker *b,
     json_decref (detail);
     int rc = store_event_append (b->st, type, job, text, NULL, error);
     free (text);
-    if (rc == 0)
+    if (rc == 0) {
         fmb_log (LOG_INFO, "event %s%s%s", type, job ? " job " : "", job ? job : "");
+        timer_wake (b->t_events, 0); /* long-poll readers have news */
+    }
     return rc;
 }
 
@@ -317,6 +330,43 @@ void broker_events_wake (struct broker *b, bool all)
         return;
     ew.now = now_mono ();
     waitq_each (&b->event_waiters, event_reply, &ew);
+}
+
+void broker_events_wait (struct broker *b,
+                         struct http_req *req,
+                         int64_t after,
+                         unsigned limit,
+                         unsigned wait_s)
+{
+    struct waiter *w = http_wait (req);
+    w->after = after;
+    w->key = (int64_t)limit;
+    w->deadline_ms = now_mono () + (int64_t)wait_s * 1000;
+    waitq_add (&b->event_waiters, w);
+    http_suspend (req);
+    /* Answers now if there is news or no wait was asked for. */
+    broker_events_wake (b, false);
+    timer_wake (b->t_events, (int64_t)wait_s * 1000);
+}
+
+static int64_t events_timer (void *arg, int64_t now)
+{
+    struct broker *b = arg;
+    broker_events_wake (b, false);
+    return waitq_next_deadline_ms (&b->event_waiters, now);
+}
+
+static int64_t damage_timer (void *arg, int64_t now)
+{
+    (void)now;
+    broker_report_damage (arg);
+    return TIMER_IDLE;
+}
+
+void broker_start (struct broker *b)
+{
+    b->t_damage = timer_add (b->timers, "damage reports", 0, damage_timer, b);
+    b->t_events = timer_add (b->timers, "event readers", TIMER_IDLE, events_timer, b);
 }
 
 /* ---- metrics ------------------------------------------------------- */
@@ -406,8 +456,9 @@ char *broker_metrics_text (struct broker *b)
         "# TYPE fmbroker_mcast_reservations gauge\nfmbroker_mcast_reservations %u\n",
         rjobs);
     fprintf (f, "# HELP fmbroker_fm_up 1 when the fabric manager session is up.\n");
-    fprintf (
-        f, "# TYPE fmbroker_fm_up gauge\nfmbroker_fm_up %d\n", b->fm_state == FM_UP);
+    fprintf (f,
+             "# TYPE fmbroker_fm_up gauge\nfmbroker_fm_up %d\n",
+             fmsession_state (b->fms) == FM_UP);
     fprintf (f,
              "# HELP fmbroker_fm_requests_total FM HTTP calls by call and result (each "
              "call of a reservation counts).\n");
@@ -538,13 +589,13 @@ json_t *broker_status (struct broker *b)
                             "configured",
                             b->fmc != NULL,
                             "state",
-                            fm_state_name (b->fm_state),
+                            fm_state_name (fmsession_state (b->fms)),
                             "since_ms",
-                            (json_int_t)b->fm_since_ms);
+                            (json_int_t)fmsession_since (b->fms));
     if (b->fmc)
         json_object_set_new (fm, "url", json_string (b->cfg.fm_url));
-    if (b->fm_state == FM_DOWN)
-        json_object_set_new (fm, "last_error", json_string (b->fm_error));
+    if (fmsession_state (b->fms) == FM_DOWN)
+        json_object_set_new (fm, "last_error", json_string (fmsession_error (b->fms)));
     json_t *outbox = json_pack ("{s:i}", "depth", (int)depth);
     json_t *lock = json_pack ("{s:s, s:s, s:I, s:I}",
                               "file",

@@ -1,11 +1,6 @@
-/* broker.h: fmbrokerd's context and what its files share.
- *
- *   main.c     start-up, the loop, signals, shutdown
- *   http.c     the REST transport (routes dispatch into routes.c)
- *   routes.c   the route table; status, health, metrics, events, reconcile
- *   jobs.c     RUN, CLEANUP, steps, node reports, job views and env
- *   fmwork.c   the FM session, the outbox runner, reconciliation, recovery
- *   broker.c   roles, events and their long-poll readers, metrics
+/* broker.h: fmbrokerd's context, a set of pointers to its sub-contexts,
+ * and what its files share.  src/broker/README is the map: each file's
+ * one job, and where a change of each common kind goes.
  *
  * Everything runs on the loop's one thread.  The store is the truth; what
  * is in memory here (FM calls in flight, waiting requests) is rebuilt or
@@ -22,36 +17,27 @@
 
 #include "config.h"
 #include "fmclient.h"
+#include "fmsession.h"
 #include "http.h"
+#include "outbox.h"
 #include "pass.h"
 #include "ratelimit.h"
+#include "reconcile.h"
 #include "statelock.h"
+#include "timer.h"
 #include "store.h"
 
-#define OUTBOX_PARALLEL         64   /* FM operations from the outbox at once */
-#define OUTBOX_BACKOFF_MS       1000 /* first retry; doubles per attempt */
-#define OUTBOX_BACKOFF_MAX_MS   (5 * 60 * 1000)
-#define OUTBOX_ALERT_ATTEMPTS   5 /* then a release_failed event */
-#define FM_PROBE_BACKOFF_MAX_MS 60000
-#define EVENT_WAIT_MAX_S        60
-#define STEP_WAIT_MAX_S         60
-#define MAX_ROLE_IDS            64
+#define EVENT_WAIT_MAX_S 60
+#define STEP_WAIT_MAX_S  60
+#define MAX_ROLE_IDS     64
 /* Background work (retention, reconciliation) runs in slices of about
  * this much time, one per loop pass, so that a request never waits long
  * behind it. */
 #define BACKGROUND_SLICE_US 4000
+/* Between slices of a background backlog: requests get the loop, and
+ * the backlog still moves at about half speed. */
+#define BACKGROUND_PAUSE_MS 3
 #define STALL_WINDOW_MS     60000 /* the stall metric covers 1-2 windows */
-
-/* Outbox kinds. */
-#define OUTBOX_FM_DELETE_JOB  "fm_delete_job"  /* target: FM job id */
-#define OUTBOX_FM_DELETE_STEP "fm_delete_step" /* target: FM job id, arg: step */
-
-enum fm_state {
-    FM_DISABLED,   /* no [fabric_manager] url: VNI-only */
-    FM_CONNECTING, /* first contact not made yet */
-    FM_UP,
-    FM_DOWN, /* unreachable: FM work waits, reconnect is retried */
-};
 
 #define FM_OPS      7 /* get create patch delete list token login */
 #define FM_RESULTS  (FMC_UNAUTHORIZED + 1) /* the statuses an FM answer has */
@@ -78,7 +64,6 @@ struct metrics {
 };
 
 struct reservation; /* a reserve call in flight (jobs.c) */
-struct reconcile;   /* a listing being matched (fmwork.c) */
 
 struct broker {
     struct fmb_config cfg;
@@ -87,6 +72,13 @@ struct broker {
     struct fmc *fmc; /* NULL: VNI-only */
     struct http *http;
     struct pass *pass; /* the loop pass: its transaction and what waits on it */
+    struct timers *timers;
+    struct fmsession *fms; /* the FM session: state, probes, back-off */
+    struct outbox *outbox; /* FM changes owed, and their step waiters */
+    struct reconciler *rc; /* matching the FM's listing with the store */
+    /* the timers of broker.c and jobs.c (timer.h) */
+    struct timer *t_events, *t_damage;
+    struct timer *t_expire, *t_prune;
     int64_t started_ms;
     bool stopping;
 
@@ -97,30 +89,8 @@ struct broker {
     gid_t admin_gids[MAX_ROLE_IDS];
     int n_admin_gids;
 
-    enum fm_state fm_state;
-    int64_t fm_since_ms; /* wall clock of the last state change */
-    char fm_error[256];  /* why it is down */
-    unsigned fm_backoff_ms;
-    int64_t fm_next_probe; /* monotonic */
-    bool fm_probe_inflight;
-
-    int64_t next_reconcile;      /* monotonic */
-    struct reconcile *reconcile; /* a listing being matched, in slices */
-    bool reconcile_inflight;
-    bool reconcile_wanted;
-    bool reap_foreign_wanted; /* an admin asked: the next listing reaps them */
-    json_t *foreign_seen;     /* FM ids reported foreign at the last pass */
-
-    int64_t outbox_due; /* wall clock ms of the earliest entry, INT64_MAX: none */
-    int64_t outbox_inflight[OUTBOX_PARALLEL];
-    int n_outbox_inflight;
-
     struct reservation *reservations;
     struct waitq event_waiters;   /* long-poll readers of /v1/events */
-    struct waitq step_waiters;    /* step cleanups with ?wait */
-    int64_t next_expire;          /* monotonic: next quarantine expiry pass */
-    int64_t next_prune;           /* monotonic: next retention slice */
-    bool background_more;         /* a slice left work: come back soon */
     unsigned long prune_round[2]; /* jobs, events deleted in this round */
 
     struct metrics metrics;
@@ -151,6 +121,15 @@ int broker_event (struct broker *b,
                   struct fmb_error *error);
 /* Answer long-poll readers that have news, and those whose wait ran out. */
 void broker_events_wake (struct broker *b, bool all);
+/* Suspend 'req' until an event after 'after' (at most 'limit' of them)
+ * or 'wait_s' pass; answers at once if there is news. */
+void broker_events_wait (struct broker *b,
+                         struct http_req *req,
+                         int64_t after,
+                         unsigned limit,
+                         unsigned wait_s);
+/* The timers of events and damage reports. */
+void broker_start (struct broker *b);
 /* The fabric's observer: every FM call, counted by call and result. */
 void broker_observe_fm (const struct fmc_result *res, void *arg);
 /* The loop spent 'us' in one pass: the stall metric. */
@@ -223,31 +202,11 @@ bool jobs_hwcoll_held (enum store_hwcoll_state s);
 void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len);
 /* Free quarantined VNIs whose time came; log, event. */
 void jobs_expire_quarantine (struct broker *b);
-/* Delete history older than [broker] retain_days, one batch per call;
- * returns when the next call is due (monotonic ms). */
-int64_t jobs_prune_history (struct broker *b, int64_t mono);
+/* The jobs' timers: quarantine expiry and history retention. */
+void jobs_start (struct broker *b);
 
-/* ---- fmwork.c ------------------------------------------------------ */
-
-void fm_start (struct broker *b);
-/* Every loop pass: probe when down, run due outbox entries, reconcile. */
-void fm_tick (struct broker *b);
-/* Something was added to the outbox: run it as soon as possible. */
-void fm_outbox_changed (struct broker *b);
-/* 'reap_foreign': that pass also deletes reservations with our prefix
- * that this broker has no record of (normally only reported). */
-void fm_reconcile_now (struct broker *b, bool reap_foreign);
-/* A call came back without an HTTP answer (or with one): session state. */
-void fm_note_result (struct broker *b, const struct fmc_result *res);
-/* Answer step-cleanup waiters of outbox entry 'id' (or whose wait ran out). */
-void fm_steps_wake (struct broker *b, int64_t id, bool all);
-/* A pass_on_abort hook: the step waiter 'arg' (a struct waiter) waited
- * on an outbox entry that did not commit: 503. */
-void fm_steps_uncommitted (void *arg);
-const char *fm_state_name (enum fm_state s);
-/* Free what a reconciliation in progress holds (at exit). */
-void fm_free (struct broker *b);
-
+/* The local job id of one of our FM job ids, or NULL if it is not ours. */
+const char *broker_local_job (struct broker *b, const char *fm_job_id);
 /* Monotonic and wall clocks. */
 int64_t now_mono (void);
 int64_t now_wall (void);

@@ -140,10 +140,7 @@ int broker_apply_config (struct broker *b,
             return -1;
     }
     if (next->reconcile_interval_s != b->cfg.reconcile_interval_s)
-        b->next_reconcile =
-            next->reconcile_interval_s
-                ? now_mono () + (int64_t)next->reconcile_interval_s * 1000
-                : INT64_MAX;
+        reconcile_reschedule (b->rc, next->reconcile_interval_s);
     b->cfg = *next;
     nss_cache_flush (); /* the roles' groups may have changed */
     broker_resolve_roles (b);

@@ -423,8 +423,9 @@ static enum store_hwcoll_state eligibility (struct broker *b,
                   b->cfg.hwcoll_min_nodes);
     if (why[0])
         return STORE_HWCOLL_NOT_ELIGIBLE;
-    if (b->fm_state == FM_DOWN) {
-        snprintf (why, len, "fabric manager unreachable: %.160s", b->fm_error);
+    if (fmsession_state (b->fms) == FM_DOWN) {
+        snprintf (
+            why, len, "fabric manager unreachable: %.160s", fmsession_error (b->fms));
         return STORE_HWCOLL_UNAVAILABLE;
     }
     return STORE_HWCOLL_RESERVING;
@@ -470,13 +471,8 @@ static int record_outcome (struct reservation *rv,
      * deleted (a 404 then simply ends the entry). */
     if (store_job_set_hwcoll (
             b->st, rv->job, STORE_HWCOLL_UNAVAILABLE, reason, 0, NULL, e) < 0 ||
-        store_outbox_put (b->st,
-                          OUTBOX_FM_DELETE_JOB,
-                          fmid,
-                          NULL,
-                          now_wall () + b->cfg.fm_timeout_ms,
-                          NULL,
-                          e) < 0 ||
+        outbox_queue_job_delete (
+            b->outbox, fmid, now_wall () + b->cfg.fm_timeout_ms, e) < 0 ||
         broker_event (b,
                       "hwcoll_unavailable",
                       rv->job,
@@ -514,13 +510,13 @@ static void reserve_done (const struct fmc_result *res, void *arg)
     struct reservation *rv = arg;
     struct broker *b = rv->b;
     struct fmb_error e;
-    fm_note_result (b, res);
+    fmsession_note (b->fms, res);
     if (rv->aborted) {
         /* Its job was never committed: what the FM made is an orphan
          * unless the RM ran the job again meanwhile, which reconciliation
          * tells apart. */
         if (res->status == FMC_OK)
-            b->reconcile_wanted = true;
+            reconcile_now (b->rc, false);
         free_reservation (b, rv);
         return;
     }
@@ -531,7 +527,7 @@ static void reserve_done (const struct fmc_result *res, void *arg)
     waitq_each (&rv->waiters, reply_waiter, rv);
     free_reservation (b, rv);
     if (rc == 0 && res->status != FMC_OK) /* a delete was queued */
-        fm_outbox_changed (b);
+        outbox_changed (b->outbox);
 }
 
 /* The pass that wrote this reservation's intent did not commit: its RUNs
@@ -854,13 +850,7 @@ int jobs_cleanup (struct broker *b, struct http_req *req, struct http_problem *p
                 goto rollback;
         }
         if (fm) {
-            if (store_outbox_put (b->st,
-                                  OUTBOX_FM_DELETE_JOB,
-                                  j->fm_job_id,
-                                  NULL,
-                                  now_wall (),
-                                  NULL,
-                                  &e) < 0)
+            if (outbox_queue_job_delete (b->outbox, j->fm_job_id, now_wall (), &e) < 0)
                 goto rollback;
             queued = true;
         }
@@ -885,7 +875,7 @@ int jobs_cleanup (struct broker *b, struct http_req *req, struct http_problem *p
         goto fail;
     store_job_free (j);
     if (queued)
-        fm_outbox_changed (b);
+        outbox_changed (b->outbox);
     return reply_job (b, req, id, 202, p);
 rollback:
     store_rollback (b->st);
@@ -1049,9 +1039,7 @@ int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_probl
     int rc = store_begin (b->st, &e);
     if (rc == 0 &&
         (store_step_put (b->st, id, step, STORE_STEP_CLEANING, NULL, &e) < 0 ||
-         store_outbox_put (
-             b->st, OUTBOX_FM_DELETE_STEP, j->fm_job_id, step, now_wall (), &oid, &e) <
-             0)) {
+         outbox_queue_step_delete (b->outbox, j->fm_job_id, step, &oid, &e) < 0)) {
         store_rollback (b->st);
         rc = -1;
     }
@@ -1061,18 +1049,12 @@ int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_probl
     if (rc < 0)
         return http_problem_errno (p, "job '%s': %s", id, e.text);
     if (wait == 0) {
-        fm_outbox_changed (b);
+        outbox_changed (b->outbox);
         http_reply (req, 202, step_view (id, step, "cleaning", NULL));
         return 0;
     }
-    struct waiter *waiter = http_wait (req);
-    waiter->key = oid;
-    waiter->deadline_ms = now_mono () + (int64_t)wait * 1000;
-    waitq_add (&b->step_waiters, waiter);
-    /* its outbox entry is this pass's: if that does not commit, 503 */
-    pass_on_abort (b->pass, fm_steps_uncommitted, waiter);
-    http_suspend (req);
-    fm_outbox_changed (b);
+    outbox_steps_wait (b->outbox, req, oid, (unsigned)wait);
+    outbox_changed (b->outbox);
     return 0;
 }
 
@@ -1217,24 +1199,24 @@ int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *
 #define PRUNE_FIRST_MS    (10 * 1000)   /* after start: reconcile first */
 #define DAY_MS            (86400LL * 1000)
 
-/* One slice of retention: batches of PRUNE_ROWS until the backlog is gone
- * or the slice's time is up; the rest waits for the next pass.  Returns
- * when to come back. */
-int64_t jobs_prune_history (struct broker *b, int64_t mono)
+/* One slice of retention (a timer, first PRUNE_FIRST_MS after start):
+ * batches of PRUNE_ROWS until the backlog is gone or the slice's time is
+ * up; the rest waits for the next slice.  Returns when to come back. */
+static int64_t prune_history (void *arg, int64_t mono)
 {
+    struct broker *b = arg;
     unsigned jobs = 0, events = 0, nj, ne;
     struct fmb_error e;
-    if (b->next_prune == 0) /* first call: PRUNE_FIRST_MS after start */
-        return mono + PRUNE_FIRST_MS;
+    (void)mono;
     if (b->cfg.retain_days == 0)
-        return mono + PRUNE_INTERVAL_MS;
+        return PRUNE_INTERVAL_MS;
     int64_t before = now_wall () - (int64_t)b->cfg.retain_days * DAY_MS;
     int64_t end = fmb_monotime_us () + BACKGROUND_SLICE_US;
     bool more;
     do {
         if (store_prune (b->st, before, before, PRUNE_ROWS, &nj, &ne, &e) < 0) {
             broker_log_store_error (b, "retention", &e);
-            return mono + PRUNE_INTERVAL_MS;
+            return PRUNE_INTERVAL_MS;
         }
         jobs += nj;
         events += ne;
@@ -1246,10 +1228,8 @@ int64_t jobs_prune_history (struct broker *b, int64_t mono)
         b->metrics.prune_slices++;
     b->prune_round[0] += jobs;
     b->prune_round[1] += events;
-    if (more) {
-        b->background_more = true;
-        return mono;
-    }
+    if (more)
+        return BACKGROUND_PAUSE_MS;
     if (b->prune_round[0] || b->prune_round[1])
         fmb_log (LOG_INFO,
                  "retention: deleted %lu released jobs and %lu events older than %u "
@@ -1258,7 +1238,7 @@ int64_t jobs_prune_history (struct broker *b, int64_t mono)
                  b->prune_round[1],
                  b->cfg.retain_days);
     b->prune_round[0] = b->prune_round[1] = 0;
-    return mono + PRUNE_INTERVAL_MS;
+    return PRUNE_INTERVAL_MS;
 }
 
 void jobs_expire_quarantine (struct broker *b)
@@ -1270,4 +1250,17 @@ void jobs_expire_quarantine (struct broker *b)
     else if (freed)
         fmb_log (
             LOG_INFO, "%u VNIs left quarantine ([vni] quarantine_s passed)", freed);
+}
+
+static int64_t expire_quarantine (void *arg, int64_t mono)
+{
+    (void)mono;
+    jobs_expire_quarantine (arg);
+    return 1000;
+}
+
+void jobs_start (struct broker *b)
+{
+    b->t_expire = timer_add (b->timers, "quarantine expiry", 0, expire_quarantine, b);
+    b->t_prune = timer_add (b->timers, "retention", PRUNE_FIRST_MS, prune_history, b);
 }

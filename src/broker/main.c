@@ -35,10 +35,9 @@
 
 #define MAX_SETS    32
 #define MAX_POLLFDS 1100
-#define TICK_MS     250 /* the periodic work's granularity */
-/* Between slices of a background backlog: requests get the loop, and
- * the backlog still moves at about half speed. */
-#define BACKGROUND_PAUSE_MS 3
+/* The timers say when the loop must wake (timer.h); this is only a
+ * ceiling, so that a lost wake-up costs at most this much. */
+#define LOOP_MAX_WAIT_MS 1000
 
 static const char usage_text[] =
     "Usage: fmbrokerd [OPTIONS]\n"
@@ -275,7 +274,7 @@ static void run_pass (struct broker *b, const struct pollfd *fab_fds, int nf, bo
         fmc_process (b->fmc, fab_fds, nf);
     http_process (b->http); /* also sends what earlier passes released */
     if (full)
-        fm_tick (b);
+        timers_run (b->timers, now_mono ());
     else /* a resumed connection queues its answer; this run writes it */
         http_process (b->http);
     pass_end (b->pass);
@@ -302,10 +301,11 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
         timeout = t;
     if (b->fmc && (t = fmc_timeout_ms (b->fmc)) >= 0 && t < timeout)
         timeout = t;
-    if ((b->outbox_due == 0 && b->fm_state == FM_UP) || pass_flush_now (b->pass))
+    int64_t due = timers_next_ms (b->timers, now_mono ());
+    if (due >= 0 && due < timeout)
+        timeout = (int)due;
+    if (pass_flush_now (b->pass))
         timeout = 0;
-    else if (b->background_more && timeout > BACKGROUND_PAUSE_MS)
-        timeout = BACKGROUND_PAUSE_MS;
     if (poll (fds, (nfds_t)n, timeout) < 0 && errno != EINTR) {
         fmb_log (LOG_ERR, "poll: %s", strerror (errno));
         return false;
@@ -333,6 +333,15 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
     return go_on;
 }
 
+/* systemd's watchdog: a ping every half of its interval. */
+static int64_t watchdog_ping (void *arg, int64_t now)
+{
+    const uint64_t *wd_usec = arg;
+    (void)now;
+    sd_notify (0, "WATCHDOG=1");
+    return (int64_t)(*wd_usec / 2000);
+}
+
 static void shutdown_gracefully (struct broker *b, int sigfd)
 {
     b->stopping = true;
@@ -343,7 +352,7 @@ static void shutdown_gracefully (struct broker *b, int sigfd)
     while (b->reservations && now_mono () < end)
         loop_once (b, sigfd, 50);
     jobs_shutdown (b);
-    fm_steps_wake (b, 0, true);
+    outbox_steps_answer_all (b->outbox);
     broker_events_wake (b, true);
     for (int i = 0; i < 5; i++) /* let the answers go out */
         loop_once (b, sigfd, 10);
@@ -424,12 +433,16 @@ int main (int argc, char **argv)
         fmb_log (LOG_ERR, "%s", error.text);
         goto done;
     }
-    if (!(b.pass = pass_create (b.st, b.http, b.fmc))) {
+    if (!(b.pass = pass_create (b.st, b.http, b.fmc)) ||
+        !(b.timers = timers_create ()) || !(b.fms = fmsession_create (&b)) ||
+        !(b.outbox = outbox_create (&b)) || !(b.rc = reconcile_create (&b))) {
         fmb_log (LOG_ERR, "out of memory");
         goto done;
     }
+    broker_start (&b);
     jobs_recover (&b);
-    fm_start (&b);
+    jobs_start (&b);
+    reconcile_start (&b);
     fmb_log (LOG_INFO,
              "serving on %s%s%s (cluster %s, VNIs %u-%u, FM %s)",
              b.cfg.socket,
@@ -442,16 +455,10 @@ int main (int argc, char **argv)
     sd_notify (0, "READY=1\nSTATUS=serving");
 
     uint64_t wd_usec = 0;
-    bool watchdog = sd_watchdog_enabled (0, &wd_usec) > 0;
-    int64_t next_ping = 0;
-    for (;;) {
-        if (!loop_once (&b, sigfd, TICK_MS))
-            break;
-        if (watchdog && now_mono () >= next_ping) {
-            sd_notify (0, "WATCHDOG=1");
-            next_ping = now_mono () + (int64_t)(wd_usec / 2000);
-        }
-    }
+    if (sd_watchdog_enabled (0, &wd_usec) > 0)
+        timer_add (b.timers, "watchdog", 0, watchdog_ping, &wd_usec);
+    while (loop_once (&b, sigfd, LOOP_MAX_WAIT_MS))
+        ;
     sd_notify (0, "STOPPING=1");
     shutdown_gracefully (&b, sigfd);
     rc = 0;
@@ -459,9 +466,11 @@ done:
     http_destroy (b.http);
     fmc_destroy (b.fmc);
     pass_destroy (b.pass);
+    timers_destroy (b.timers);
     jobs_free (&b);
-    json_decref (b.foreign_seen);
-    fm_free (&b);
+    reconcile_destroy (b.rc);
+    outbox_destroy (b.outbox);
+    fmsession_destroy (b.fms);
     store_close (b.st);
     ratelimit_destroy (b.step_limit);
     statelock_release (&b.lock); /* after the database is closed */

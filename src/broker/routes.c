@@ -28,17 +28,17 @@ static int health_cb (struct broker *b, struct http_req *req, struct http_proble
     if (pass_commits_failing (b->pass, &commit_error))
         json_array_append_new (
             reasons, json_sprintf ("store: changes do not commit: %s", commit_error));
-    if (b->fmc && b->fm_state != FM_UP)
+    if (b->fmc && fmsession_state (b->fms) != FM_UP)
         json_array_append_new (reasons,
                                json_sprintf ("fabric manager %s%s%s",
-                                             fm_state_name (b->fm_state),
-                                             b->fm_error[0] ? ": " : "",
-                                             b->fm_error));
+                                             fm_state_name (fmsession_state (b->fms)),
+                                             fmsession_error (b->fms)[0] ? ": " : "",
+                                             fmsession_error (b->fms)));
     json_t *o = json_pack ("{s:s, s:s}",
                            "status",
                            json_array_size (reasons) ? "degraded" : "ok",
                            "fabric_manager",
-                           fm_state_name (b->fm_state));
+                           fm_state_name (fmsession_state (b->fms)));
     if (json_array_size (reasons))
         json_object_set_new (o, "reasons", reasons);
     else
@@ -71,14 +71,7 @@ static int events_cb (struct broker *b, struct http_req *req, struct http_proble
     if ((v = http_query (req, "limit")) &&
         ((limit = strtoul (v, &end, 10)) < 1 || limit > 1000 || *end))
         return http_problemf (p, 400, "limit: 1..1000");
-    struct waiter *w = http_wait (req);
-    w->after = after;
-    w->key = (int64_t)limit;
-    w->deadline_ms = now_mono () + (int64_t)wait * 1000;
-    waitq_add (&b->event_waiters, w);
-    http_suspend (req);
-    /* Answers now if there is news or no wait was asked for. */
-    broker_events_wake (b, false);
+    broker_events_wait (b, req, after, (unsigned)limit, (unsigned)wait);
     return 0;
 }
 
@@ -90,12 +83,12 @@ static int reconcile_cb (struct broker *b, struct http_req *req, struct http_pro
     bool reap = arg && (strcmp (arg, "1") == 0 || strcmp (arg, "true") == 0);
     if (arg && !reap && strcmp (arg, "0") && strcmp (arg, "false"))
         return http_problemf (p, 400, "reap_foreign: 1, true, 0 or false");
-    fm_reconcile_now (b, reap);
+    reconcile_now (b->rc, reap);
     http_reply (req,
                 202,
                 json_pack ("{s:s, s:b}",
                            "fabric_manager",
-                           fm_state_name (b->fm_state),
+                           fm_state_name (fmsession_state (b->fms)),
                            "reap_foreign",
                            reap || b->cfg.reap_foreign));
     return 0;

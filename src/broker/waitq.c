@@ -39,3 +39,14 @@ void waitq_each (struct waitq *q, waitq_each_f fn, void *arg)
         fn (w, arg);
     }
 }
+
+int64_t waitq_next_deadline_ms (const struct waitq *q, int64_t now)
+{
+    int64_t first = INT64_MAX;
+    for (const struct waiter *w = q->first; w; w = w->next)
+        if (w->deadline_ms && w->deadline_ms < first)
+            first = w->deadline_ms;
+    if (first == INT64_MAX)
+        return -1;
+    return first <= now ? 0 : first - now;
+}

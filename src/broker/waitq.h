@@ -23,6 +23,7 @@ struct waiter {
     int64_t deadline_ms; /* monotonic: when the wait runs out (0: never) */
     int64_t after;       /* events: the reader's cursor */
     int64_t key;         /* what it waits for (an outbox id; RUN: 1 = created) */
+    uint64_t pass;       /* the loop pass whose writes it waits on */
 };
 
 struct waitq {
@@ -33,6 +34,8 @@ void waitq_add (struct waitq *q, struct waiter *w);
 /* Out of its queue (if any); safe to call for any waiter, twice too. */
 void waitq_remove (struct waiter *w);
 bool waitq_empty (const struct waitq *q);
+/* Ms from 'now' until the earliest deadline (0: passed), or -1 if none. */
+int64_t waitq_next_deadline_ms (const struct waitq *q, int64_t now);
 
 /* Call 'fn' for every waiter in 'q'; 'fn' may remove (and answer) the
  * waiter it is given, nothing else. */

@@ -44,6 +44,10 @@ static void teardown (void)
 {
     http_destroy (b.http);
     pass_destroy (b.pass);
+    reconcile_destroy (b.rc);
+    outbox_destroy (b.outbox);
+    fmsession_destroy (b.fms);
+    timers_destroy (b.timers);
     store_close (b.st);
     ratelimit_destroy (b.step_limit);
     nftw (tmp_dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
@@ -79,8 +83,12 @@ static int setup (void)
         fprintf (stderr, "fuzz_dispatch: setup: %s\n", e.text);
         return -1;
     }
-    if (!(b.pass = pass_create (b.st, b.http, NULL)))
+    /* the broker's contexts as fmbrokerd makes them, VNI-only */
+    if (!(b.pass = pass_create (b.st, b.http, NULL)) ||
+        !(b.timers = timers_create ()) || !(b.fms = fmsession_create (&b)) ||
+        !(b.outbox = outbox_create (&b)) || !(b.rc = reconcile_create (&b)))
         return -1;
+    broker_start (&b);
     return 0;
 }
 

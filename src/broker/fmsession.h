@@ -1,0 +1,57 @@
+/* fmsession.h: the broker's session with the fabric manager.
+ *
+ * connecting -> up; any call that gets no HTTP answer at all (refused,
+ * timed out, TLS or token failure) makes it down.  While down, the outbox
+ * waits and RUN answers "unavailable" at once; a probe (the jobs listing,
+ * which reconcile.c starts and answers) is retried with exponential
+ * back-off, and when one answers the session is up again.  Coming up
+ * wakes the timers registered with fmsession_wake_on_up (a new listing,
+ * the outbox).  Every change is logged and an event.
+ */
+#ifndef FMB_FMSESSION_H
+#define FMB_FMSESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fmclient.h"
+
+#define FM_PROBE_BACKOFF_MAX_MS 60000
+
+enum fm_state {
+    FM_DISABLED,   /* no [fabric_manager] url: VNI-only */
+    FM_CONNECTING, /* first contact not made yet */
+    FM_UP,
+    FM_DOWN, /* unreachable: FM work waits, reconnect is retried */
+};
+
+struct broker;
+struct timer;
+struct fmsession;
+
+/* Starts a probe: a call whose answer comes back through fmsession_note
+ * after fmsession_probe_done. */
+typedef void (*fmsession_probe_f) (void *arg);
+
+struct fmsession *fmsession_create (struct broker *b);
+void fmsession_destroy (struct fmsession *s);
+/* Disabled without an FM; else connecting, with the first probe now. */
+void fmsession_start (struct fmsession *s,
+                      bool configured,
+                      fmsession_probe_f probe,
+                      void *arg);
+void fmsession_wake_on_up (struct fmsession *s, struct timer *tm);
+/* A call came back (with an HTTP answer or without one). */
+void fmsession_note (struct fmsession *s, const struct fmc_result *res);
+/* The probe's answer came (before fmsession_note of it). */
+void fmsession_probe_done (struct fmsession *s);
+bool fmsession_probe_inflight (const struct fmsession *s);
+
+enum fm_state fmsession_state (const struct fmsession *s);
+/* Why it is down ("" otherwise). */
+const char *fmsession_error (const struct fmsession *s);
+/* Wall clock ms of the last change. */
+int64_t fmsession_since (const struct fmsession *s);
+const char *fm_state_name (enum fm_state s);
+
+#endif

@@ -1,0 +1,381 @@
+/* outbox.c: FM changes that must happen, from the store's outbox
+ * (outbox.h).
+ *
+ * Due entries run concurrently (at most OUTBOX_PARALLEL); success or 404
+ * removes the entry and records the outcome in the same transaction;
+ * anything else reschedules it with exponential back-off and jitter, and
+ * after OUTBOX_ALERT_ATTEMPTS a release_failed event says so.  A job's
+ * delete waits while its reservation call is still in flight, so the two
+ * can never cross at the FM.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+#include "log.h"
+#include "outbox.h"
+
+#define OUTBOX_BATCH 256
+
+/* The kinds of entry; the store keeps them as text. */
+#define OUTBOX_FM_DELETE_JOB  "fm_delete_job"  /* target: FM job id */
+#define OUTBOX_FM_DELETE_STEP "fm_delete_step" /* target: FM job id, arg: step */
+
+struct outbox {
+    struct broker *b;
+    int64_t inflight[OUTBOX_PARALLEL]; /* ids of the entries whose call is out */
+    int n_inflight;
+    struct waitq step_waiters; /* step cleanups with ?wait */
+    uint64_t abort_hooked;     /* the pass whose abort hook is registered */
+    struct timer *timer, *steps_timer;
+};
+
+struct outbox_call {
+    struct outbox *o;
+    int64_t id;
+    bool step;
+    unsigned attempts;
+    char target[STORE_FM_JOB_ID_MAX + 1];
+    char arg[STEP_ID_MAX + 1];
+};
+
+static void inflight_remove (struct outbox *o, int64_t id)
+{
+    for (int i = 0; i < o->n_inflight; i++)
+        if (o->inflight[i] == id) {
+            o->inflight[i] = o->inflight[--o->n_inflight];
+            return;
+        }
+}
+
+static bool inflight_has (struct outbox *o, int64_t id)
+{
+    for (int i = 0; i < o->n_inflight; i++)
+        if (o->inflight[i] == id)
+            return true;
+    return false;
+}
+
+struct steps_wake {
+    int64_t id; /* the outbox entry that finished, or 0 */
+    bool all;
+    int64_t now;
+};
+
+/* A step cleanup's waiter: 200 "cleaned" when its entry finished, else
+ * 202 "cleaning" when its wait ran out (or all are answered). */
+static void step_reply (struct waiter *w, void *arg)
+{
+    struct steps_wake *sw = arg;
+    bool mine = sw->id && w->key == sw->id;
+    if (!mine && !sw->all && sw->now < w->deadline_ms)
+        return;
+    waitq_remove (w);
+    size_t len;
+    const char *step = http_step (w->req, &len);
+    http_reply (w->req,
+                mine ? 200 : 202,
+                json_pack ("{s:s, s:s, s:s}",
+                           "job",
+                           http_job (w->req),
+                           "step",
+                           step,
+                           "state",
+                           mine ? "cleaned" : "cleaning"));
+}
+
+static void steps_wake (struct outbox *o, int64_t id, bool all)
+{
+    struct steps_wake sw = {id, all, now_mono ()};
+    waitq_each (&o->step_waiters, step_reply, &sw);
+}
+
+void outbox_steps_answer_all (struct outbox *o)
+{
+    if (o)
+        steps_wake (o, 0, true);
+}
+
+/* Waiters on entries the pass that did not commit had queued: 503. */
+static void step_uncommitted (struct waiter *w, void *arg)
+{
+    const uint64_t *pass = arg;
+    if (w->pass != *pass)
+        return;
+    waitq_remove (w);
+    http_reply_uncommitted (w->req);
+}
+
+static void steps_abort (void *arg)
+{
+    struct outbox *o = arg;
+    uint64_t pass = pass_count (o->b->pass);
+    waitq_each (&o->step_waiters, step_uncommitted, &pass);
+}
+
+static int64_t backoff_ms (unsigned attempts)
+{
+    int64_t d = OUTBOX_BACKOFF_MS;
+    for (unsigned i = 0; i < attempts && d < OUTBOX_BACKOFF_MAX_MS; i++)
+        d *= 2;
+    if (d > OUTBOX_BACKOFF_MAX_MS)
+        d = OUTBOX_BACKOFF_MAX_MS;
+    /* +-50% jitter so that many entries failing together do not retry
+     * together. */
+    return d / 2 + (int64_t)(random () % (d + 1));
+}
+
+/* A finished entry: gone from the outbox, and what it did recorded (a
+ * step cleaned; a releasing job released). */
+static int record_finished (struct outbox_call *c, struct fmb_error *e)
+{
+    struct broker *b = c->o->b;
+    const char *job = broker_local_job (b, c->target);
+    if (store_outbox_done (b->st, c->id, e) < 0 && errno != ENOENT)
+        return -1;
+    if (job && c->step)
+        return store_step_put (b->st, job, c->arg, STORE_STEP_CLEANED, NULL, e) < 0 &&
+                       errno != ENOENT
+                   ? -1
+                   : 0;
+    struct store_job *j;
+    if (!job || store_job_get (b->st, job, &j, e) < 0)
+        return 0;
+    int rc = 0;
+    if (j->state == STORE_JOB_RELEASING)
+        rc = store_job_set_state (b->st, job, STORE_JOB_RELEASED, e);
+    /* Only a reservation becomes 'released': 'unavailable', 'lost' and
+     * 'not_eligible' keep their reason in the job's history. */
+    if (rc == 0 && j->state != STORE_JOB_ACTIVE && j->state != STORE_JOB_LOST &&
+        jobs_hwcoll_held (j->hwcoll))
+        rc = store_job_set_hwcoll (
+            b->st, job, STORE_HWCOLL_RELEASED, NULL, j->mcast_limit, NULL, e);
+    store_job_free (j);
+    return rc;
+}
+
+/* A failed entry: due again after a back-off; after OUTBOX_ALERT_ATTEMPTS
+ * an error and a release_failed event say so. */
+static int record_failed (struct outbox_call *c,
+                          const struct fmc_result *res,
+                          struct fmb_error *e)
+{
+    struct broker *b = c->o->b;
+    if (store_outbox_retry (
+            b->st, c->id, now_wall () + backoff_ms (c->attempts), res->error, e) < 0 &&
+        errno != ENOENT)
+        return -1;
+    if (c->attempts + 1 != OUTBOX_ALERT_ATTEMPTS)
+        return 0;
+    fmb_logf (LOG_ERR,
+              &(struct fmb_log_fields){.step = c->step ? c->arg : NULL,
+                                       .fm_call = c->step ? "patch" : "delete"},
+              "%s %s%s%s: still failing after %u attempts: %s",
+              c->step ? "step cleanup" : "release",
+              c->target,
+              c->step ? " step " : "",
+              c->step ? c->arg : "",
+              OUTBOX_ALERT_ATTEMPTS,
+              res->error);
+    json_t *d = json_pack ("{s:s, s:s, s:i}",
+                           "fm_job_id",
+                           c->target,
+                           "error",
+                           res->error,
+                           "attempts",
+                           OUTBOX_ALERT_ATTEMPTS);
+    if (c->step)
+        json_object_set_new (d, "step", json_string (c->arg));
+    return broker_event (b, "release_failed", broker_local_job (b, c->target), d, e);
+}
+
+struct outbox_result {
+    struct outbox_call *c;
+    const struct fmc_result *res;
+};
+
+static int write_result (void *arg, struct fmb_error *e)
+{
+    struct outbox_result *r = arg;
+    if (r->res->status == FMC_OK || r->res->status == FMC_NOT_FOUND)
+        return record_finished (r->c, e);
+    return record_failed (r->c, r->res, e);
+}
+
+static void outbox_done (const struct fmc_result *res, void *arg)
+{
+    struct outbox_call *c = arg;
+    struct broker *b = c->o->b;
+    struct fmb_error e;
+    fmsession_note (b->fms, res);
+    inflight_remove (c->o, c->id);
+    if (res->status == FMC_NOT_SENT) {
+        /* The pass that queued it did not commit: the entry is as it was
+         * before (due again, or gone with the pass). */
+        free (c);
+        return;
+    }
+    bool finished = res->status == FMC_OK || res->status == FMC_NOT_FOUND;
+    struct outbox_result r = {c, res};
+    if (pass_write (b->pass, write_result, &r, &e) < 0)
+        broker_log_store_error (b, c->target, &e);
+    if (finished && c->step)
+        steps_wake (c->o, c->id, false);
+    outbox_changed (c->o);
+    free (c);
+}
+
+struct due {
+    struct outbox_call calls[OUTBOX_BATCH];
+    int n;
+};
+
+static int collect_due (const struct store_outbox_entry *en, void *arg)
+{
+    struct due *d = arg;
+    struct outbox_call *c = &d->calls[d->n];
+    bool step = strcmp (en->kind, OUTBOX_FM_DELETE_STEP) == 0;
+    if (!step && strcmp (en->kind, OUTBOX_FM_DELETE_JOB) != 0)
+        return 0; /* a kind from a newer broker: leave it */
+    c->id = en->id;
+    c->step = step;
+    c->attempts = en->attempts;
+    snprintf (c->target, sizeof (c->target), "%s", en->target);
+    snprintf (c->arg, sizeof (c->arg), "%s", en->arg);
+    d->n++;
+    return 0;
+}
+
+/* Run the due entries; returns when to run again (ms). */
+static int64_t outbox_run (struct outbox *o)
+{
+    struct broker *b = o->b;
+    struct due *d = malloc (sizeof (*d)); /* ~100 KiB: no memset per pass */
+    struct fmb_error e;
+    int64_t now = now_wall ();
+    bool deferred = false;
+    if (!d)
+        return 200;
+    d->n = 0;
+    if (store_outbox_due (b->st, now, OUTBOX_BATCH, collect_due, d, &e) < 0)
+        broker_log_store_error (b, "outbox", &e);
+    for (int i = 0; i < d->n && o->n_inflight < OUTBOX_PARALLEL; i++) {
+        struct outbox_call *src = &d->calls[i];
+        if (inflight_has (o, src->id))
+            continue;
+        const char *job = broker_local_job (b, src->target);
+        if (!src->step && job && jobs_reserving (b, job)) {
+            deferred = true; /* never cross a reservation still in flight */
+            continue;
+        }
+        struct outbox_call *c = malloc (sizeof (*c));
+        if (!c)
+            break;
+        *c = *src;
+        c->o = o;
+        o->inflight[o->n_inflight++] = c->id;
+        int rc = c->step ? fmc_job_delete_step (
+                               b->fmc, c->target, c->arg, outbox_done, c, &e)
+                         : fmc_job_delete (b->fmc, c->target, outbox_done, c, &e);
+        if (rc < 0) {
+            inflight_remove (o, c->id);
+            fmb_log (LOG_ERR, "outbox %s: %s", c->target, e.text);
+            free (c);
+        }
+        if (fmsession_state (b->fms) != FM_UP)
+            break; /* a call failed at once and took the session down */
+    }
+    free (d);
+    /* Next run: when the earliest entry is due, but not in a busy loop
+     * over entries that are in flight or deferred. */
+    int64_t next;
+    if (store_outbox_next_ms (b->st, &next, &e) < 0)
+        next = INT64_MAX;
+    if (next <= now || deferred)
+        next = now + 200;
+    /* (anything queued during this run woke the timer: it wins) */
+    return next == INT64_MAX ? TIMER_IDLE : next - now;
+}
+
+static int64_t outbox_timer (void *arg, int64_t now)
+{
+    struct outbox *o = arg;
+    struct broker *b = o->b;
+    (void)now;
+    if (!b->fmc || b->stopping || fmsession_state (b->fms) != FM_UP)
+        return TIMER_IDLE; /* the session coming up wakes it */
+    return outbox_run (o);
+}
+
+void outbox_changed (struct outbox *o)
+{
+    if (o)
+        timer_wake (o->timer, 0);
+}
+
+static int64_t steps_timer (void *arg, int64_t now)
+{
+    struct outbox *o = arg;
+    steps_wake (o, 0, false); /* waits that ran out */
+    return waitq_next_deadline_ms (&o->step_waiters, now);
+}
+
+void outbox_steps_wait (struct outbox *o,
+                        struct http_req *req,
+                        int64_t id,
+                        unsigned wait_s)
+{
+    struct waiter *w = http_wait (req);
+    uint64_t pass = pass_count (o->b->pass);
+    w->key = id;
+    w->deadline_ms = now_mono () + (int64_t)wait_s * 1000;
+    w->pass = pass;
+    waitq_add (&o->step_waiters, w);
+    /* its outbox entry is this pass's: if that does not commit, 503 */
+    if (o->abort_hooked != pass && pass_on_abort (o->b->pass, steps_abort, o) == 0)
+        o->abort_hooked = pass;
+    timer_wake (o->steps_timer, (int64_t)wait_s * 1000);
+    http_suspend (req);
+}
+
+struct outbox *outbox_create (struct broker *b)
+{
+    struct outbox *o = calloc (1, sizeof (*o));
+    if (!o)
+        return NULL;
+    o->b = b;
+    o->steps_timer = timer_add (b->timers, "step waits", TIMER_IDLE, steps_timer, o);
+    o->timer = timer_add (b->timers, "outbox", 0, outbox_timer, o);
+    return o;
+}
+
+void outbox_destroy (struct outbox *o)
+{
+    free (o);
+}
+
+struct timer *outbox_timer_of (struct outbox *o)
+{
+    return o->timer;
+}
+
+int outbox_queue_job_delete (struct outbox *o,
+                             const char *fm_job_id,
+                             int64_t due_ms,
+                             struct fmb_error *error)
+{
+    return store_outbox_put (
+        o->b->st, OUTBOX_FM_DELETE_JOB, fm_job_id, NULL, due_ms, NULL, error);
+}
+
+int outbox_queue_step_delete (struct outbox *o,
+                              const char *fm_job_id,
+                              const char *step,
+                              int64_t *id,
+                              struct fmb_error *error)
+{
+    return store_outbox_put (
+        o->b->st, OUTBOX_FM_DELETE_STEP, fm_job_id, step, now_wall (), id, error);
+}

@@ -1,0 +1,53 @@
+/* outbox.h: the FM changes the broker owes, durable in the store's outbox
+ * and run from here: queueing (inside the caller's transaction), running
+ * (concurrently, with back-off), and the step cleanups that wait for
+ * theirs.  The outbox owns its kinds: nobody else writes or reads them.
+ */
+#ifndef FMB_OUTBOX_H
+#define FMB_OUTBOX_H
+
+#include <stdint.h>
+
+#include "error.h"
+
+#define OUTBOX_PARALLEL       64   /* FM operations from the outbox at once */
+#define OUTBOX_BACKOFF_MS     1000 /* first retry; doubles per attempt */
+#define OUTBOX_BACKOFF_MAX_MS (5 * 60 * 1000)
+#define OUTBOX_ALERT_ATTEMPTS 5 /* then a release_failed event */
+
+struct broker;
+struct http_req;
+struct timer;
+struct outbox;
+
+struct outbox *outbox_create (struct broker *b);
+void outbox_destroy (struct outbox *o);
+
+/* Queue the delete of an FM job (its reservation), due at wall clock
+ * 'due_ms'; inside the caller's transaction. */
+int outbox_queue_job_delete (struct outbox *o,
+                             const char *fm_job_id,
+                             int64_t due_ms,
+                             struct fmb_error *error);
+/* Queue the cleanup of one step of an FM job, due now; 'id' gets the
+ * entry's id (for outbox_steps_wait). */
+int outbox_queue_step_delete (struct outbox *o,
+                              const char *fm_job_id,
+                              const char *step,
+                              int64_t *id,
+                              struct fmb_error *error);
+/* Something was queued: run it as soon as possible (NULL: nothing). */
+void outbox_changed (struct outbox *o);
+/* The timer that runs the outbox (for the session to wake when up). */
+struct timer *outbox_timer_of (struct outbox *o);
+
+/* Suspend step cleanup 'req' until entry 'id' finishes (200 "cleaned")
+ * or 'wait_s' pass (202 "cleaning"); 503 if the pass does not commit. */
+void outbox_steps_wait (struct outbox *o,
+                        struct http_req *req,
+                        int64_t id,
+                        unsigned wait_s);
+/* Shutdown: answer every step waiter now. */
+void outbox_steps_answer_all (struct outbox *o);
+
+#endif

@@ -1,0 +1,471 @@
+/* reconcile.c: reconciliation with the FM's listing (reconcile.h).
+ *
+ * At start, after every reconnect, every reconcile_interval_s, and on
+ * request: every FM job with our "{cluster}-" prefix that is not a live
+ * reservation here is deleted (through the outbox); a live reservation
+ * that the FM no longer lists becomes "lost"; one with our prefix that
+ * this broker has no record of is reported as foreign and left alone
+ * (unless reaping).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+#include "log.h"
+#include "monotime.h"
+#include "outbox.h"
+#include "reconcile.h"
+
+struct reconciler {
+    struct reconcile *cur; /* a listing being matched, in slices */
+    bool inflight;         /* a listing (not a probe) was asked for */
+    bool reap_wanted;      /* an admin asked: the next listing reaps them */
+    json_t *foreign_seen;  /* FM ids reported foreign at the last pass */
+    struct timer *listing_timer, *slice_timer;
+};
+
+/* A reconciliation in progress: the FM's listing, matched against the
+ * store a slice at a time (BACKGROUND_SLICE_US each, one per loop pass),
+ * so that 100,000 FM entries never hold the loop.  The store may change
+ * between slices: whatever the scan at the start did not see as live is
+ * read again before anything is done to it. */
+struct reconcile {
+    int64_t listed_at;
+    char **fm_ids; /* the listing, copied */
+    size_t n, pos;
+    json_t *holding; /* FM ids of jobs that held or were making a reservation */
+    json_t *judged;  /* job id -> FM id: reserved before the listing was asked for */
+    json_t *listed;  /* set of the FM ids listed (filled by the first phase) */
+    void *judge_at;  /* second phase: position in 'judged' */
+    bool reap_foreign;
+    json_t *foreign_now; /* set of FM ids left as foreign */
+    unsigned orphans, foreign, reaped, lost;
+    bool done; /* matched to the end (or abandoned) in the current slice */
+    /* Where the current slice began: a slice whose pass does not commit
+     * is rolled back, and so is the progress it made here. */
+    struct {
+        size_t pos;
+        void *judge_at;
+        unsigned orphans, foreign, reaped, lost;
+    } slice;
+    int64_t resume_at; /* monotonic: after a rewind, not before this */
+};
+
+static void reconcile_free (struct reconcile *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        free (r->fm_ids[i]);
+    free (r->fm_ids);
+    json_decref (r->holding);
+    json_decref (r->judged);
+    json_decref (r->listed);
+    json_decref (r->foreign_now);
+    free (r);
+}
+
+static int scan_unreleased (const struct store_job_brief *j, void *arg)
+{
+    struct reconcile *r = arg;
+    if (j->hwcoll == STORE_HWCOLL_RESERVED || j->hwcoll == STORE_HWCOLL_RESERVING)
+        json_object_set_new (r->holding, j->fm_job_id, json_true ());
+    /* Only reservations recorded before the listing was asked for can be
+     * judged by it. */
+    if (j->state == STORE_JOB_ACTIVE && j->hwcoll == STORE_HWCOLL_RESERVED &&
+        j->updated_ms < r->listed_at)
+        json_object_set_new (r->judged, j->id, json_string (j->fm_job_id));
+    return 0;
+}
+
+/* Start matching a listing: copy it and take the store's unreleased jobs
+ * in brief (one indexed query; the store keeps few of them). */
+static struct reconcile *reconcile_begin (struct broker *b,
+                                          const struct fmc_result *res,
+                                          int64_t listed_at,
+                                          bool reap_foreign)
+{
+    struct fmb_error e;
+    struct reconcile *r = calloc (1, sizeof (*r));
+    if (!r)
+        return NULL;
+    r->listed_at = listed_at;
+    r->holding = json_object ();
+    r->judged = json_object ();
+    r->listed = json_object ();
+    r->foreign_now = json_object ();
+    r->reap_foreign = reap_foreign || b->cfg.reap_foreign;
+    r->fm_ids = calloc (res->njob_ids ? res->njob_ids : 1, sizeof (*r->fm_ids));
+    if (!r->holding || !r->judged || !r->listed || !r->foreign_now || !r->fm_ids)
+        goto nomem;
+    for (; r->n < res->njob_ids; r->n++)
+        if (!(r->fm_ids[r->n] = strdup (res->job_ids[r->n])))
+            goto nomem;
+    if (store_job_list_unreleased (b->st, scan_unreleased, r, &e) < 0) {
+        broker_log_store_error (b, "reconcile", &e);
+        reconcile_free (r);
+        return NULL;
+    }
+    return r;
+nomem:
+    fmb_log (LOG_ERR, "reconcile: out of memory for %zu FM entries", res->njob_ids);
+    reconcile_free (r);
+    return NULL;
+}
+
+/* Does job 'job' hold (or make) the reservation 'fmid' now?  For entries
+ * the scan did not see as live: a RUN may have come since. */
+static bool live_now (struct broker *b, const char *job, const char *fmid)
+{
+    struct store_job *j;
+    struct fmb_error e;
+    if (jobs_reserving (b, job))
+        return true;
+    if (store_job_get (b->st, job, &j, &e) < 0)
+        return errno != ENOENT; /* unsure: leave it to the next round */
+    bool live =
+        (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST) &&
+        (j->hwcoll == STORE_HWCOLL_RESERVED || j->hwcoll == STORE_HWCOLL_RESERVING) &&
+        strcmp (j->fm_job_id, fmid) == 0;
+    store_job_free (j);
+    return live;
+}
+
+/* An FM reservation with our prefix that this broker never reserved: a
+ * broker with the same cluster_name and other state made it, or this is a
+ * standby started on empty state.  Deleting it could end another
+ * broker's job's collectives, so it is reported (once per broker run
+ * while it stays listed) and left for an admin (promise 9). */
+static int report_foreign (struct broker *b, const char *fmid, struct fmb_error *e)
+{
+    fmb_log (LOG_WARNING,
+             "reconcile: FM reservation %s has this cluster's prefix but this broker "
+             "has no record of it; left alone (another broker with cluster_name "
+             "'%s'?). fmbroker reconcile --reap-foreign deletes it",
+             fmid,
+             b->cfg.cluster_name);
+    return broker_event (
+        b,
+        "foreign_reservation",
+        NULL,
+        json_pack ("{s:s, s:s}",
+                   "fm_job_id",
+                   fmid,
+                   "reason",
+                   "this cluster's prefix, but no record of it in this broker's state"),
+        e);
+}
+
+/* First phase, one entry: an FM job of ours that no live job holds is
+ * released through the outbox; one this broker has no record of is
+ * foreign (left alone unless reaping). */
+static int match_entry (struct broker *b,
+                        struct reconcile *r,
+                        const char *fmid,
+                        struct fmb_error *e)
+{
+    const char *job = broker_local_job (b, fmid);
+    json_object_set_new (r->listed, fmid, json_true ());
+    if (!job)
+        return 0; /* another cluster's: never ours to touch */
+    if (json_object_get (r->holding, fmid) || live_now (b, job, fmid))
+        return 0;
+    bool known;
+    if (store_job_known (b->st, job, fmid, &known, e) < 0)
+        return -1;
+    if (!known) {
+        r->foreign++;
+        if (!r->reap_foreign) {
+            json_object_set_new (r->foreign_now, fmid, json_true ());
+            if (!json_object_get (b->rc->foreign_seen, fmid))
+                return report_foreign (b, fmid, e);
+            return 0;
+        }
+        fmb_log (LOG_NOTICE,
+                 "reconcile: deleting FM reservation %s, which this broker has no "
+                 "record of (reap_foreign)",
+                 fmid);
+        r->reaped++;
+    }
+    if (outbox_queue_job_delete (b->outbox, fmid, now_wall (), e) < 0)
+        return -1;
+    r->orphans++;
+    return 0;
+}
+
+/* Second phase, one job: reserved before the listing was asked for, not
+ * listed, and still so now -- the FM lost it. */
+static int judge_job (struct broker *b,
+                      struct reconcile *r,
+                      const char *job,
+                      const char *fmid,
+                      struct fmb_error *e)
+{
+    struct store_job *j;
+    if (json_object_get (r->listed, fmid))
+        return 0;
+    if (store_job_get (b->st, job, &j, e) < 0)
+        return errno == ENOENT ? 0 : -1;
+    bool still = j->state == STORE_JOB_ACTIVE && j->hwcoll == STORE_HWCOLL_RESERVED &&
+                 j->updated_ms < r->listed_at;
+    store_job_free (j);
+    if (!still)
+        return 0;
+    static const char why[] = "the fabric manager no longer holds the reservation";
+    fmb_logf (LOG_ERR,
+              &(struct fmb_log_fields){.job = job},
+              "job %s: the fabric manager lost its multicast reservation",
+              job);
+    if (store_job_set_state (b->st, job, STORE_JOB_LOST, e) < 0 ||
+        store_job_set_hwcoll (b->st, job, STORE_HWCOLL_LOST, why, 0, NULL, e) < 0 ||
+        broker_event (
+            b, "reservation_lost", job, json_pack ("{s:s}", "reason", why), e) < 0)
+        return -1;
+    r->lost++;
+    return 0;
+}
+
+/* One slice of matching: true when the listing is matched to the end. */
+static int match_slice (struct broker *b, struct reconcile *r, struct fmb_error *e)
+{
+    int64_t end = fmb_monotime_us () + BACKGROUND_SLICE_US;
+    unsigned k = 0;
+    if (!r->judge_at && r->pos < r->n) {
+        while (r->pos < r->n) {
+            if (match_entry (b, r, r->fm_ids[r->pos], e) < 0)
+                return -1;
+            r->pos++;
+            if (++k % 32 == 0 && fmb_monotime_us () >= end)
+                return 0;
+        }
+    }
+    if (!r->judge_at)
+        r->judge_at = json_object_iter (r->judged);
+    while (r->judge_at) {
+        if (judge_job (b,
+                       r,
+                       json_object_iter_key (r->judge_at),
+                       json_string_value (json_object_iter_value (r->judge_at)),
+                       e) < 0)
+            return -1;
+        r->judge_at = json_object_iter_next (r->judged, r->judge_at);
+        if (++k % 32 == 0 && fmb_monotime_us () >= end && r->judge_at)
+            return 0;
+    }
+    r->done = true;
+    return 0;
+}
+
+static int write_slice (void *arg, struct fmb_error *e)
+{
+    struct broker *b = arg;
+    return match_slice (b, b->rc->cur, e);
+}
+
+/* The whole listing is matched and committed: metrics, log, and the
+ * foreign ids to stay quiet about until they change. */
+static void reconcile_finish (struct broker *b, struct reconcile *r)
+{
+    b->metrics.reconcile_runs++;
+    b->metrics.orphans_released += r->orphans;
+    b->metrics.foreign_reservations = r->foreign - r->reaped;
+    b->metrics.foreign_reaped += r->reaped;
+    json_decref (b->rc->foreign_seen);
+    b->rc->foreign_seen = json_incref (r->foreign_now);
+    if (r->orphans)
+        fmb_log (LOG_NOTICE,
+                 "reconcile: %u FM reservations belong to no live job; releasing",
+                 r->orphans);
+}
+
+/* The slice's pass ended.  Not committed: what it matched is rolled back,
+ * so it is matched again (after a second, not in a loop against a store
+ * that cannot commit) -- foreign reservations are reported once they are
+ * durable, not counted as reported when they are not. */
+static void slice_end (void *arg, bool committed)
+{
+    struct broker *b = arg;
+    struct reconcile *r = b->rc->cur;
+    if (!committed) {
+        r->pos = r->slice.pos;
+        r->judge_at = r->slice.judge_at;
+        r->orphans = r->slice.orphans;
+        r->foreign = r->slice.foreign;
+        r->reaped = r->slice.reaped;
+        r->lost = r->slice.lost;
+        r->done = false;
+        r->resume_at = now_mono () + 1000;
+        return;
+    }
+    b->metrics.reservations_lost += r->lost - r->slice.lost;
+    outbox_changed (b->outbox); /* the orphans found so far go now */
+    if (!r->done)
+        return;
+    reconcile_finish (b, r);
+    reconcile_free (r);
+    b->rc->cur = NULL;
+}
+
+/* Run the next slice of a reconciliation, if one is in progress.  A store
+ * error abandons it (the next listing starts afresh). */
+static void reconcile_step (struct broker *b)
+{
+    struct reconcile *r = b->rc->cur;
+    struct fmb_error e;
+    if (!r || now_mono () < r->resume_at)
+        return;
+    b->metrics.reconcile_slices++;
+    r->slice.pos = r->pos;
+    r->slice.judge_at = r->judge_at;
+    r->slice.orphans = r->orphans;
+    r->slice.foreign = r->foreign;
+    r->slice.reaped = r->reaped;
+    r->slice.lost = r->lost;
+    if (pass_write (b->pass, write_slice, b, &e) < 0) {
+        broker_log_store_error (b, "reconcile", &e);
+        reconcile_free (r);
+        b->rc->cur = NULL;
+        return;
+    }
+    if (!pass_open (b->pass) || pass_on_end (b->pass, slice_end, b) < 0)
+        slice_end (b, true); /* no pass to wait for: committed already */
+}
+
+/* Slices of the reconciliation in progress, a short pause apart so that
+ * requests get the loop and the backlog still moves at about half speed. */
+static int64_t slice_timer (void *arg, int64_t now)
+{
+    struct broker *b = arg;
+    if (!b->fmc || b->stopping || !b->rc->cur)
+        return TIMER_IDLE; /* a new listing wakes it */
+    if (now < b->rc->cur->resume_at)
+        return b->rc->cur->resume_at - now;
+    /* Matching goes on while the session is down: it only writes the
+     * store (the outbox waits for the FM). */
+    reconcile_step (b);
+    return BACKGROUND_PAUSE_MS; /* idle then if it was the last slice */
+}
+
+struct listing {
+    struct broker *b;
+    int64_t started;
+    bool probe;
+    bool reap_foreign;
+};
+
+static void listing_done (const struct fmc_result *res, void *arg)
+{
+    struct listing *l = arg;
+    struct broker *b = l->b;
+    if (l->probe)
+        fmsession_probe_done (b->fms);
+    else
+        b->rc->inflight = false;
+    fmsession_note (b->fms, res);
+    if (res->status == FMC_OK) {
+        /* While one still runs, this listing is not used: ask for a new
+         * one when that is done (and keep an admin's request to reap). */
+        bool busy = b->rc->cur != NULL;
+        if (!busy) {
+            b->rc->cur = reconcile_begin (b, res, l->started, l->reap_foreign);
+            timer_wake (b->rc->slice_timer, 0);
+        } else
+            b->rc->reap_wanted = b->rc->reap_wanted || l->reap_foreign;
+        /* busy: a new listing once that is done */
+        timer_set (b->rc->listing_timer,
+                   busy ? 0
+                   : b->cfg.reconcile_interval_s
+                       ? (int64_t)b->cfg.reconcile_interval_s * 1000
+                       : TIMER_IDLE);
+    } else {
+        /* Try again later, not in a loop against an FM that answers errors;
+         * an admin's request to reap stays for the next listing. */
+        b->rc->reap_wanted = b->rc->reap_wanted || l->reap_foreign;
+        timer_set (b->rc->listing_timer, 5000);
+        if (res->http_status != 0)
+            fmb_log (LOG_ERR, "reconcile: %s", res->error);
+    }
+    free (l);
+}
+
+static void start_listing (struct broker *b, bool probe)
+{
+    struct fmb_error e;
+    struct listing *l = calloc (1, sizeof (*l));
+    if (!l)
+        return;
+    l->b = b;
+    l->probe = probe;
+    l->started = now_wall ();
+    l->reap_foreign = b->rc->reap_wanted; /* asked before this listing */
+    b->rc->reap_wanted = false;
+    if (!probe) /* (the session counts its probes) */
+        b->rc->inflight = true;
+    if (fmc_job_list (b->fmc, listing_done, l, &e) < 0) {
+        struct fmc_result res = {
+            .status = FMC_RETRYABLE, .op = "list", .error = e.text};
+        listing_done (&res, l);
+    }
+}
+
+void reconcile_now (struct reconciler *rc, bool reap_foreign)
+{
+    if (reap_foreign)
+        rc->reap_wanted = true;
+    timer_wake (rc->listing_timer, 0);
+}
+
+void reconcile_reschedule (struct reconciler *rc, unsigned interval_s)
+{
+    timer_set (rc->listing_timer, interval_s ? (int64_t)interval_s * 1000 : TIMER_IDLE);
+}
+
+/* A listing when one is wanted (an admin, a new session, a RUN whose
+ * reservation outlived its job) or the interval came. */
+static int64_t listing_timer (void *arg, int64_t now)
+{
+    struct broker *b = arg;
+    (void)now;
+    if (!b->fmc || b->stopping || fmsession_state (b->fms) != FM_UP)
+        return TIMER_IDLE; /* the session coming up wakes it */
+    if (b->rc->inflight || fmsession_probe_inflight (b->fms) || b->rc->cur)
+        return 250; /* after the one in progress */
+    start_listing (b, false);
+    return TIMER_IDLE; /* its answer says when the next is due */
+}
+
+struct reconciler *reconcile_create (struct broker *b)
+{
+    struct reconciler *rc = calloc (1, sizeof (*rc));
+    if (!rc)
+        return NULL;
+    rc->slice_timer =
+        timer_add (b->timers, "reconcile slices", TIMER_IDLE, slice_timer, b);
+    rc->listing_timer =
+        timer_add (b->timers, "FM listing", TIMER_IDLE, listing_timer, b);
+    return rc;
+}
+
+void reconcile_destroy (struct reconciler *rc)
+{
+    if (!rc)
+        return;
+    reconcile_free (rc->cur);
+    json_decref (rc->foreign_seen);
+    free (rc);
+}
+
+static void probe (void *arg)
+{
+    start_listing (arg, true);
+}
+
+void reconcile_start (struct broker *b)
+{
+    fmsession_wake_on_up (b->fms, b->rc->listing_timer); /* a new session: reconcile */
+    fmsession_wake_on_up (b->fms, outbox_timer_of (b->outbox));
+    /* the first contact is the first reconcile */
+    fmsession_start (b->fms, b->fmc != NULL, probe, b);
+}
