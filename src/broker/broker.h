@@ -200,6 +200,18 @@ void jobs_free (struct broker *b);
 bool jobs_hwcoll_held (enum store_hwcoll_state s);
 /* "cluster-job" for a job id. */
 void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len);
+/* Job state transitions observed by the FM work, each inside the
+ * caller's transaction.  jobs_released: the FM no longer holds the job's
+ * reservation (its delete ended 200 or 404): releasing -> released, and
+ * a held reservation -> released.  jobs_lost: a listing taken at
+ * 'listed_at' (wall ms) lacks the reservation of a job that is still
+ * active with it, recorded before: -> lost, with an event (returns 1).
+ * A job that is gone or has moved on is left as it is (0). */
+int jobs_released (struct broker *b, const char *job, struct fmb_error *e);
+int jobs_lost (struct broker *b,
+               const char *job,
+               int64_t listed_at,
+               struct fmb_error *e);
 /* Free quarantined VNIs whose time came; log, event. */
 void jobs_expire_quarantine (struct broker *b);
 /* The jobs' timers: quarantine expiry and history retention. */

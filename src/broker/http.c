@@ -383,6 +383,17 @@ const char *http_query (struct http_req *req, const char *name)
     return req->query_buf;
 }
 
+int http_query_bool (struct http_req *req, const char *name, bool *value)
+{
+    const char *v = http_query (req, name);
+    *value = v && (strcmp (v, "1") == 0 || strcmp (v, "true") == 0);
+    if (v && !*value && strcmp (v, "0") && strcmp (v, "false")) {
+        errno = EINVAL;
+        return -1;
+    }
+    return 0;
+}
+
 /* Every query value must decode (no bad or %00 escapes) to text without
  * control characters; a bad one is an error, never taken as absent. */
 struct query_check {

@@ -109,6 +109,9 @@ const char *http_step (struct http_req *req, size_t *len);
 const char *http_node (struct http_req *req);
 /* A query argument, percent-decoded, or NULL. */
 const char *http_query (struct http_req *req, const char *name);
+/* A flag in the query: 1 or true, 0 or false (absent: false); -1 with
+ * EINVAL for any other value. */
+int http_query_bool (struct http_req *req, const char *name, bool *value);
 /* The decoded JSON body (borrowed), for routes with body = true. */
 json_t *http_body (struct http_req *req);
 

@@ -793,77 +793,82 @@ static json_t *vni_array (const struct store_job *j)
     return a;
 }
 
+/* The job's VNIs go back to the pool now ('why' for the event). */
+static int free_vnis (struct broker *b,
+                      const struct store_job *j,
+                      const char *why,
+                      struct fmb_error *e)
+{
+    if (store_vni_free_job (b->st, j->id, e) < 0 ||
+        broker_event (b,
+                      "vni_released",
+                      j->id,
+                      json_pack ("{s:o, s:s}", "vnis", vni_array (j), "why", why),
+                      e) < 0)
+        return -1;
+    return 0;
+}
+
+/* CLEANUP of an active or lost job: -> releasing while the FM may hold a
+ * reservation ('fm': the outbox deletes it, then jobs_released), else
+ * straight to released.  Its VNIs are freed if every node already said
+ * its CXI services are gone, otherwise quarantined: until the nodes
+ * report, or for [vni] quarantine_s when no node ever reported. */
+static int job_release (struct broker *b,
+                        const struct store_job *j,
+                        bool fm,
+                        struct fmb_error *e)
+{
+    const char *id = j->id;
+    unsigned total, destroyed;
+    if (store_job_set_state (
+            b->st, id, fm ? STORE_JOB_RELEASING : STORE_JOB_RELEASED, e) < 0 ||
+        store_node_count (b->st, id, &total, &destroyed, e) < 0)
+        return -1;
+    if (!fm && jobs_hwcoll_held (j->hwcoll) &&
+        store_job_set_hwcoll (b->st, id, STORE_HWCOLL_RELEASED, NULL, 0, NULL, e) < 0)
+        return -1;
+    if (j->nvnis && total > 0 && destroyed == total) {
+        if (free_vnis (b, j, "all nodes reported", e) < 0)
+            return -1;
+    } else if (j->nvnis) {
+        int64_t until =
+            total > 0 ? 0 : now_wall () + (int64_t)b->cfg.vni_quarantine_s * 1000;
+        if (store_vni_quarantine (b->st, id, until, e) < 0 ||
+            broker_event (
+                b,
+                "vni_quarantined",
+                id,
+                json_pack (
+                    "{s:o, s:I}", "vnis", vni_array (j), "until_ms", (json_int_t)until),
+                e) < 0)
+            return -1;
+    }
+    if (fm && outbox_queue_job_delete (b->outbox, j->fm_job_id, now_wall (), e) < 0)
+        return -1;
+    return 0;
+}
+
 int jobs_cleanup (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     const char *id = http_job (req);
-    const char *force_arg = http_query (req, "force");
-    bool force =
-        force_arg && (strcmp (force_arg, "1") == 0 || strcmp (force_arg, "true") == 0);
+    bool force;
     struct store_job *j;
     struct fmb_error e;
-    if (force_arg && !force && strcmp (force_arg, "0") && strcmp (force_arg, "false"))
+    if (http_query_bool (req, "force", &force) < 0)
         return http_problemf (p, 400, "force: 1, true, 0 or false");
     if (force && !(http_caller (req)->roles & ROLE_ADMIN))
         return http_problemf (p, 403, "force=1 is for admins");
     if (store_job_get (b->st, id, &j, &e) < 0)
         return http_problem_errno (p, "%s", e.text);
+    bool live = j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST;
     bool fm = b->fmc && needs_fm_release (j);
-    bool queued = false;
     if (store_begin (b->st, &e) < 0)
         goto fail;
-    if (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST) {
-        unsigned total, destroyed;
-        if (store_job_set_state (
-                b->st, id, fm ? STORE_JOB_RELEASING : STORE_JOB_RELEASED, &e) < 0 ||
-            store_node_count (b->st, id, &total, &destroyed, &e) < 0)
-            goto rollback;
-        if (!fm && jobs_hwcoll_held (j->hwcoll) &&
-            store_job_set_hwcoll (b->st, id, STORE_HWCOLL_RELEASED, NULL, 0, NULL, &e) <
-                0)
-            goto rollback;
-        if (j->nvnis && total > 0 && destroyed == total) {
-            /* every node already said its CXI services are gone */
-            if (store_vni_free_job (b->st, id, &e) < 0 ||
-                broker_event (b,
-                              "vni_released",
-                              id,
-                              json_pack ("{s:o, s:s}",
-                                         "vnis",
-                                         vni_array (j),
-                                         "why",
-                                         "all nodes reported"),
-                              &e) < 0)
-                goto rollback;
-        } else if (j->nvnis) {
-            int64_t until =
-                total > 0 ? 0 : now_wall () + (int64_t)b->cfg.vni_quarantine_s * 1000;
-            if (store_vni_quarantine (b->st, id, until, &e) < 0 ||
-                broker_event (b,
-                              "vni_quarantined",
-                              id,
-                              json_pack ("{s:o, s:I}",
-                                         "vnis",
-                                         vni_array (j),
-                                         "until_ms",
-                                         (json_int_t)until),
-                              &e) < 0)
-                goto rollback;
-        }
-        if (fm) {
-            if (outbox_queue_job_delete (b->outbox, j->fm_job_id, now_wall (), &e) < 0)
-                goto rollback;
-            queued = true;
-        }
-    }
+    if (live && job_release (b, j, fm, &e) < 0)
+        goto rollback;
     if (force && j->nvnis) {
-        if (store_vni_free_job (b->st, id, &e) < 0 ||
-            broker_event (
-                b,
-                "vni_released",
-                id,
-                json_pack (
-                    "{s:o, s:s}", "vnis", vni_array (j), "why", "forced by an admin"),
-                &e) < 0)
+        if (free_vnis (b, j, "forced by an admin", &e) < 0)
             goto rollback;
         fmb_logf (LOG_NOTICE,
                   &(struct fmb_log_fields){.job = id},
@@ -874,7 +879,7 @@ int jobs_cleanup (struct broker *b, struct http_req *req, struct http_problem *p
     if (store_commit (b->st, &e) < 0)
         goto fail;
     store_job_free (j);
-    if (queued)
+    if (live && fm)
         outbox_changed (b->outbox);
     return reply_job (b, req, id, 202, p);
 rollback:
@@ -882,6 +887,52 @@ rollback:
 fail:
     store_job_free (j);
     return http_problem_errno (p, "job '%s': %s", id, e.text);
+}
+
+/* ---- transitions the FM work observes ------------------------------ */
+
+int jobs_released (struct broker *b, const char *job, struct fmb_error *e)
+{
+    struct store_job *j;
+    if (store_job_get (b->st, job, &j, e) < 0)
+        return 0; /* gone, or unreadable: it stays as it is */
+    int rc = 0;
+    if (j->state == STORE_JOB_RELEASING)
+        rc = store_job_set_state (b->st, job, STORE_JOB_RELEASED, e);
+    /* Only a reservation becomes 'released': 'unavailable', 'lost' and
+     * 'not_eligible' keep their reason in the job's history. */
+    if (rc == 0 && j->state != STORE_JOB_ACTIVE && j->state != STORE_JOB_LOST &&
+        jobs_hwcoll_held (j->hwcoll))
+        rc = store_job_set_hwcoll (
+            b->st, job, STORE_HWCOLL_RELEASED, NULL, j->mcast_limit, NULL, e);
+    store_job_free (j);
+    return rc;
+}
+
+int jobs_lost (struct broker *b,
+               const char *job,
+               int64_t listed_at,
+               struct fmb_error *e)
+{
+    struct store_job *j;
+    if (store_job_get (b->st, job, &j, e) < 0)
+        return errno == ENOENT ? 0 : -1;
+    bool still = j->state == STORE_JOB_ACTIVE && j->hwcoll == STORE_HWCOLL_RESERVED &&
+                 j->updated_ms < listed_at;
+    store_job_free (j);
+    if (!still)
+        return 0;
+    static const char why[] = "the fabric manager no longer holds the reservation";
+    fmb_logf (LOG_ERR,
+              &(struct fmb_log_fields){.job = job},
+              "job %s: the fabric manager lost its multicast reservation",
+              job);
+    if (store_job_set_state (b->st, job, STORE_JOB_LOST, e) < 0 ||
+        store_job_set_hwcoll (b->st, job, STORE_HWCOLL_LOST, why, 0, NULL, e) < 0 ||
+        broker_event (
+            b, "reservation_lost", job, json_pack ("{s:s}", "reason", why), e) < 0)
+        return -1;
+    return 1;
 }
 
 /* ---- reading jobs -------------------------------------------------- */
@@ -1060,39 +1111,51 @@ int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_probl
 
 /* ---- node reports -------------------------------------------------- */
 
-int jobs_node_report (struct broker *b, struct http_req *req, struct http_problem *p)
+/* A node report's body: {"cxi": created|destroyed|failed, "detail"?}. */
+static int parse_node_report (json_t *body,
+                              enum store_cxi_state *state,
+                              const char **detail,
+                              struct http_problem *p)
 {
-    const char *id = http_job (req);
-    const char *node = http_node (req);
-    json_t *body = http_body (req);
     json_t *cxi = json_object_get (body, "cxi");
-    json_t *detail = json_object_get (body, "detail");
+    json_t *d = json_object_get (body, "detail");
     const char *key;
     json_t *v;
-    struct store_job *j;
-    struct fmb_error e;
     json_object_foreach (body, key, v)
     {
         if (strcmp (key, "cxi") && strcmp (key, "detail"))
             return http_problemf (p, 400, "unknown field '%.64s'", key);
     }
-    int state = -1;
-    static const char *const names[] = {"created", "destroyed", "failed"};
-    for (int i = 0; i < 3 && json_is_string (cxi); i++)
-        if (strcmp (json_string_value (cxi), names[i]) == 0)
-            state = STORE_CXI_CREATED + i;
-    if (state < 0)
+    static const enum store_cxi_state reported[] = {
+        STORE_CXI_CREATED, STORE_CXI_DESTROYED, STORE_CXI_FAILED};
+    size_t i;
+    for (i = 0; i < sizeof (reported) / sizeof (reported[0]); i++)
+        if (json_is_string (cxi) &&
+            strcmp (json_string_value (cxi), store_cxi_state_name (reported[i])) == 0)
+            break;
+    if (i == sizeof (reported) / sizeof (reported[0]))
         return http_problemf (p, 400, "cxi: one of created, destroyed, failed");
-    if (detail && (!json_is_string (detail) || json_string_length (detail) > 512))
+    if (d && (!json_is_string (d) || json_string_length (d) > 512))
         return http_problemf (p, 400, "detail: a string of at most 512 bytes");
-    const char *dtext = detail ? json_string_value (detail) : NULL;
-    if (store_job_get (b->st, id, &j, &e) < 0)
-        return http_problem_errno (p, "%s", e.text);
+    *state = reported[i];
+    *detail = d ? json_string_value (d) : NULL;
+    return 0;
+}
+
+/* Record what a node's agent reports; a failure asks for the node to be
+ * drained.  Once the job is over and every node has reported its CXI
+ * services destroyed, the quarantined VNIs go back to the pool. */
+static int record_node_report (struct broker *b,
+                               const struct store_job *j,
+                               const char *node,
+                               enum store_cxi_state state,
+                               const char *detail,
+                               struct fmb_error *e)
+{
+    const char *id = j->id;
     unsigned total, destroyed;
-    if (store_begin (b->st, &e) < 0)
-        goto fail;
-    if (store_node_put (b->st, id, node, state, dtext, &e) < 0)
-        goto rollback;
+    if (store_node_put (b->st, id, node, state, detail, e) < 0)
+        return -1;
     if (state == STORE_CXI_FAILED) {
         fmb_logf (LOG_WARNING,
                   &(struct fmb_log_fields){.job = id, .node = node},
@@ -1100,26 +1163,39 @@ int jobs_node_report (struct broker *b, struct http_req *req, struct http_proble
                   id,
                   node,
                   j->state == STORE_JOB_ACTIVE ? "set up" : "destroy",
-                  dtext ? dtext : "(no detail)");
+                  detail ? detail : "(no detail)");
         json_t *d = json_pack ("{s:s}", "node", node);
-        if (dtext)
-            json_object_set_new (d, "detail", json_string (dtext));
-        if (broker_event (b, "node_drain_requested", id, d, &e) < 0)
-            goto rollback;
+        if (detail)
+            json_object_set_new (d, "detail", json_string (detail));
+        if (broker_event (b, "node_drain_requested", id, d, e) < 0)
+            return -1;
     }
-    if (j->state != STORE_JOB_ACTIVE && j->state != STORE_JOB_LOST && j->nvnis) {
-        if (store_node_count (b->st, id, &total, &destroyed, &e) < 0)
-            goto rollback;
-        if (total > 0 && destroyed == total &&
-            (store_vni_free_job (b->st, id, &e) < 0 ||
-             broker_event (
-                 b,
-                 "vni_released",
-                 id,
-                 json_pack (
-                     "{s:o, s:s}", "vnis", vni_array (j), "why", "all nodes reported"),
-                 &e) < 0))
-            goto rollback;
+    if (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST || !j->nvnis)
+        return 0;
+    if (store_node_count (b->st, id, &total, &destroyed, e) < 0)
+        return -1;
+    if (total > 0 && destroyed == total)
+        return free_vnis (b, j, "all nodes reported", e);
+    return 0;
+}
+
+int jobs_node_report (struct broker *b, struct http_req *req, struct http_problem *p)
+{
+    const char *id = http_job (req);
+    const char *node = http_node (req);
+    enum store_cxi_state state = STORE_CXI_PENDING;
+    const char *detail = NULL;
+    struct store_job *j;
+    struct fmb_error e;
+    if (parse_node_report (http_body (req), &state, &detail, p) < 0)
+        return -1;
+    if (store_job_get (b->st, id, &j, &e) < 0)
+        return http_problem_errno (p, "%s", e.text);
+    if (store_begin (b->st, &e) < 0)
+        goto fail;
+    if (record_node_report (b, j, node, state, detail, &e) < 0) {
+        store_rollback (b->st);
+        goto fail;
     }
     if (store_commit (b->st, &e) < 0)
         goto fail;
@@ -1131,11 +1207,9 @@ int jobs_node_report (struct broker *b, struct http_req *req, struct http_proble
                            "node",
                            node,
                            "cxi",
-                           names[state - STORE_CXI_CREATED]));
+                           store_cxi_state_name (state)));
     store_job_free (j);
     return 0;
-rollback:
-    store_rollback (b->st);
 fail:
     store_job_free (j);
     return http_problem_errno (p, "job '%s': %s", id, e.text);

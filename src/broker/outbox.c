@@ -140,20 +140,7 @@ static int record_finished (struct outbox_call *c, struct fmb_error *e)
                        errno != ENOENT
                    ? -1
                    : 0;
-    struct store_job *j;
-    if (!job || store_job_get (b->st, job, &j, e) < 0)
-        return 0;
-    int rc = 0;
-    if (j->state == STORE_JOB_RELEASING)
-        rc = store_job_set_state (b->st, job, STORE_JOB_RELEASED, e);
-    /* Only a reservation becomes 'released': 'unavailable', 'lost' and
-     * 'not_eligible' keep their reason in the job's history. */
-    if (rc == 0 && j->state != STORE_JOB_ACTIVE && j->state != STORE_JOB_LOST &&
-        jobs_hwcoll_held (j->hwcoll))
-        rc = store_job_set_hwcoll (
-            b->st, job, STORE_HWCOLL_RELEASED, NULL, j->mcast_limit, NULL, e);
-    store_job_free (j);
-    return rc;
+    return job ? jobs_released (b, job, e) : 0;
 }
 
 /* A failed entry: due again after a back-off; after OUTBOX_ALERT_ATTEMPTS

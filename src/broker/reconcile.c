@@ -203,28 +203,12 @@ static int judge_job (struct broker *b,
                       const char *fmid,
                       struct fmb_error *e)
 {
-    struct store_job *j;
     if (json_object_get (r->listed, fmid))
         return 0;
-    if (store_job_get (b->st, job, &j, e) < 0)
-        return errno == ENOENT ? 0 : -1;
-    bool still = j->state == STORE_JOB_ACTIVE && j->hwcoll == STORE_HWCOLL_RESERVED &&
-                 j->updated_ms < r->listed_at;
-    store_job_free (j);
-    if (!still)
-        return 0;
-    static const char why[] = "the fabric manager no longer holds the reservation";
-    fmb_logf (LOG_ERR,
-              &(struct fmb_log_fields){.job = job},
-              "job %s: the fabric manager lost its multicast reservation",
-              job);
-    if (store_job_set_state (b->st, job, STORE_JOB_LOST, e) < 0 ||
-        store_job_set_hwcoll (b->st, job, STORE_HWCOLL_LOST, why, 0, NULL, e) < 0 ||
-        broker_event (
-            b, "reservation_lost", job, json_pack ("{s:s}", "reason", why), e) < 0)
-        return -1;
-    r->lost++;
-    return 0;
+    int rc = jobs_lost (b, job, r->listed_at, e);
+    if (rc > 0)
+        r->lost++;
+    return rc < 0 ? -1 : 0;
 }
 
 /* One slice of matching: true when the listing is matched to the end. */

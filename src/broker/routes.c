@@ -79,9 +79,8 @@ static int reconcile_cb (struct broker *b, struct http_req *req, struct http_pro
 {
     if (!b->fmc)
         return http_problemf (p, 409, "no fabric manager configured (VNI-only mode)");
-    const char *arg = http_query (req, "reap_foreign");
-    bool reap = arg && (strcmp (arg, "1") == 0 || strcmp (arg, "true") == 0);
-    if (arg && !reap && strcmp (arg, "0") && strcmp (arg, "false"))
+    bool reap;
+    if (http_query_bool (req, "reap_foreign", &reap) < 0)
         return http_problemf (p, 400, "reap_foreign: 1, true, 0 or false");
     reconcile_now (b->rc, reap);
     http_reply (req,
