@@ -17,19 +17,21 @@
 
 #include "config.h"
 #include "fmclient.h"
+#include "events.h"
 #include "fmsession.h"
 #include "http.h"
+#include "metrics.h"
 #include "outbox.h"
 #include "pass.h"
 #include "ratelimit.h"
 #include "reconcile.h"
+#include "roles.h"
 #include "statelock.h"
 #include "timer.h"
 #include "store.h"
 
 #define EVENT_WAIT_MAX_S 60
 #define STEP_WAIT_MAX_S  60
-#define MAX_ROLE_IDS     64
 /* Background work (retention, reconciliation) runs in slices of about
  * this much time, one per loop pass, so that a request never waits long
  * behind it. */
@@ -76,72 +78,31 @@ struct broker {
     struct fmsession *fms; /* the FM session: state, probes, back-off */
     struct outbox *outbox; /* FM changes owed, and their step waiters */
     struct reconciler *rc; /* matching the FM's listing with the store */
-    /* the timers of broker.c and jobs.c (timer.h) */
-    struct timer *t_events, *t_damage;
+    struct roles *roles;   /* who may do what */
+    struct events *events; /* the event log's readers, damage reports */
+    /* the timers of jobs.c (timer.h) */
     struct timer *t_expire, *t_prune;
     int64_t started_ms;
     bool stopping;
 
-    uid_t rm_uids[MAX_ROLE_IDS];
-    int n_rm;
-    uid_t admin_uids[MAX_ROLE_IDS];
-    int n_admin;
-    gid_t admin_gids[MAX_ROLE_IDS];
-    int n_admin_gids;
-
     struct reservation *reservations;
-    struct waitq event_waiters;   /* long-poll readers of /v1/events */
     unsigned long prune_round[2]; /* jobs, events deleted in this round */
 
     struct metrics metrics;
     struct ratelimit *step_limit; /* step cleanups per job ([api] step_cleanup_*) */
-
-    /* Jobs whose stored token did not decrypt: logged at once, an event
-     * in the next pass; 'seen' keeps a listing from repeating them. */
-    char damaged_new[16][STORE_JOB_ID_MAX + 1];
-    int n_damaged_new;
-    int n_damaged_reporting; /* the first ones, written in this pass */
-    char damaged_seen[64][STORE_JOB_ID_MAX + 1];
-    unsigned n_damaged_seen;
 };
 
 /* ---- broker.c ------------------------------------------------------ */
 
-int broker_resolve_roles (struct broker *b);
-unsigned broker_roles_of (struct broker *b, uid_t uid, gid_t gid);
 bool broker_job_token_matches (struct broker *b, const char *job, const char *token);
 void broker_count_request (struct broker *b, int status);
-/* A request is going away: make sure no waiter list still holds it. */
-void broker_forget_request (struct broker *b, struct http_req *req);
-/* Append an event inside the caller's transaction; 'detail' is stolen. */
-int broker_event (struct broker *b,
-                  const char *type,
-                  const char *job,
-                  json_t *detail,
-                  struct fmb_error *error);
-/* Answer long-poll readers that have news, and those whose wait ran out. */
-void broker_events_wake (struct broker *b, bool all);
-/* Suspend 'req' until an event after 'after' (at most 'limit' of them)
- * or 'wait_s' pass; answers at once if there is news. */
-void broker_events_wait (struct broker *b,
-                         struct http_req *req,
-                         int64_t after,
-                         unsigned limit,
-                         unsigned wait_s);
-/* The timers of events and damage reports. */
-void broker_start (struct broker *b);
-/* The fabric's observer: every FM call, counted by call and result. */
-void broker_observe_fm (const struct fmc_result *res, void *arg);
-/* The loop spent 'us' in one pass: the stall metric. */
-void broker_note_stall (struct broker *b, int64_t us);
-char *broker_metrics_text (struct broker *b);
-json_t *broker_status (struct broker *b);
-/* store damage hook (store_set_damage_hook), and its events' pass */
-void broker_token_damaged (void *arg, const char *job, const char *why);
-void broker_report_damage (struct broker *b);
+/* A request is going away: out of whichever wait queue holds it. */
+void broker_forget_request (struct broker *b, struct waiter *w);
 void broker_log_store_error (struct broker *b,
                              const char *what,
                              const struct fmb_error *e);
+/* "cluster-job" for a job id. */
+void broker_fm_id (struct broker *b, const char *job, char *out, size_t len);
 
 /* ---- config_apply.c ----------------------------------------------- */
 
@@ -198,8 +159,6 @@ void jobs_free (struct broker *b);
  * which CLEANUP turns into 'released'?  The other states keep their
  * reason in the job's history. */
 bool jobs_hwcoll_held (enum store_hwcoll_state s);
-/* "cluster-job" for a job id. */
-void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len);
 /* Job state transitions observed by the FM work, each inside the
  * caller's transaction.  jobs_released: the FM no longer holds the job's
  * reservation (its delete ended 200 or 404): releasing -> released, and

@@ -143,7 +143,7 @@ int broker_apply_config (struct broker *b,
         reconcile_reschedule (b->rc, next->reconcile_interval_s);
     b->cfg = *next;
     nss_cache_flush (); /* the roles' groups may have changed */
-    broker_resolve_roles (b);
+    roles_resolve (b->roles, &b->cfg);
     fmb_log_set_level (b->cfg.log_level);
     return restart;
 }

@@ -463,7 +463,7 @@ static void identify (struct http *h, struct http_req *req)
             c->local = true;
             c->uid = cred.uid;
             c->gid = cred.gid;
-            c->roles = broker_roles_of (h->b, cred.uid, cred.gid) | ROLE_USER;
+            c->roles = roles_of (h->b->roles, cred.uid, cred.gid) | ROLE_USER;
         }
         return;
     }
@@ -715,7 +715,7 @@ static void accept_unix (struct http *h)
             continue;
         }
         bool privileged =
-            broker_roles_of (h->b, cred.uid, cred.gid) & (ROLE_RM | ROLE_ADMIN);
+            roles_of (h->b->roles, cred.uid, cred.gid) & (ROLE_RM | ROLE_ADMIN);
         const char *why = NULL;
         if (!peers_admit (h->peers, cred.uid, privileged, &why)) {
             refuse (h, fd, cred.uid, why);
@@ -868,7 +868,7 @@ static void completed_cb (void *cls,
         conn_arm (hc);
     struct http_req *req = *con_cls;
     if (req) {
-        broker_forget_request (req->h->b, req);
+        broker_forget_request (req->h->b, &req->wait);
         json_decref (req->json);
         free (req->body);
         free (req->resp);

@@ -36,11 +36,6 @@ bool jobs_hwcoll_held (enum store_hwcoll_state s)
     return s == STORE_HWCOLL_RESERVED || s == STORE_HWCOLL_RESERVING;
 }
 
-void jobs_fm_id (struct broker *b, const char *job, char *out, size_t len)
-{
-    snprintf (out, len, "%s-%s", b->cfg.cluster_name, job);
-}
-
 static struct reservation *find_reservation (struct broker *b, const char *job)
 {
     for (struct reservation *r = b->reservations; r; r = r->next)
@@ -466,7 +461,7 @@ static int record_outcome (struct reservation *rv,
                                      e);
     char reason[300];
     snprintf (reason, sizeof (reason), "fabric manager: %s", res->error);
-    jobs_fm_id (b, rv->job, fmid, sizeof (fmid));
+    broker_fm_id (b, rv->job, fmid, sizeof (fmid));
     /* The FM may still finish a POST we gave up on: make sure it is
      * deleted (a 404 then simply ends the entry). */
     if (store_job_set_hwcoll (
@@ -549,7 +544,7 @@ static void abort_reservation (void *arg)
     rv->aborted = true; /* a RUN repeated from now on starts afresh */
     fmb_log (
         LOG_ERR, "job %s: its RUN was not committed; the RM must repeat it", rv->job);
-    jobs_fm_id (rv->b, rv->job, fmid, sizeof (fmid));
+    broker_fm_id (rv->b, rv->job, fmid, sizeof (fmid));
     fmc_job_reserve_abandon (rv->b->fmc, fmid);
     waitq_each (&rv->waiters, reply_uncommitted, NULL);
 }
@@ -566,7 +561,7 @@ static struct reservation *start_reservation (struct broker *b, const char *job)
     snprintf (rv->job, sizeof (rv->job), "%s", job);
     rv->next = b->reservations;
     b->reservations = rv;
-    jobs_fm_id (b, job, fmid, sizeof (fmid));
+    broker_fm_id (b, job, fmid, sizeof (fmid));
     if (fmc_job_reserve (b->fmc,
                          fmid,
                          fmb_config_mcast_limit (&b->cfg),
@@ -651,7 +646,7 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
     };
     uint16_t vnis[STORE_VNIS_MAX];
     snprintf (j.id, sizeof (j.id), "%s", id);
-    jobs_fm_id (b, id, j.fm_job_id, sizeof (j.fm_job_id));
+    broker_fm_id (b, id, j.fm_job_id, sizeof (j.fm_job_id));
     /* The intent: job, VNIs (and why no collectives) in one transaction,
      * before any FM call.  A crash after this is resolved at start. */
     int rc = store_begin (b->st, &e);

@@ -406,11 +406,17 @@ int main (int argc, char **argv)
         fmb_log (LOG_ERR, "signalfd: %s", strerror (errno));
         return 1;
     }
+    /* The store's damage hook reports to the events from the start. */
+    if (!(b.timers = timers_create ()) || !(b.events = events_create (&b)) ||
+        !(b.roles = roles_create ())) {
+        fmb_log (LOG_ERR, "out of memory");
+        goto done;
+    }
     if (open_state (&b, &error) < 0) {
         fmb_log (LOG_ERR, "%s", error.text);
         goto done;
     }
-    broker_resolve_roles (&b);
+    roles_resolve (b.roles, &b.cfg);
     if (fmc_create_from_config (&b.cfg, &b.fmc, &error) < 0) {
         fmb_log (LOG_ERR, "%s", error.text);
         goto done;
@@ -434,12 +440,11 @@ int main (int argc, char **argv)
         goto done;
     }
     if (!(b.pass = pass_create (b.st, b.http, b.fmc)) ||
-        !(b.timers = timers_create ()) || !(b.fms = fmsession_create (&b)) ||
-        !(b.outbox = outbox_create (&b)) || !(b.rc = reconcile_create (&b))) {
+        !(b.fms = fmsession_create (&b)) || !(b.outbox = outbox_create (&b)) ||
+        !(b.rc = reconcile_create (&b))) {
         fmb_log (LOG_ERR, "out of memory");
         goto done;
     }
-    broker_start (&b);
     jobs_recover (&b);
     jobs_start (&b);
     reconcile_start (&b);
@@ -466,6 +471,8 @@ done:
     http_destroy (b.http);
     fmc_destroy (b.fmc);
     pass_destroy (b.pass);
+    events_destroy (b.events);
+    roles_destroy (b.roles);
     timers_destroy (b.timers);
     jobs_free (&b);
     reconcile_destroy (b.rc);

@@ -47,6 +47,8 @@ static void teardown (void)
     reconcile_destroy (b.rc);
     outbox_destroy (b.outbox);
     fmsession_destroy (b.fms);
+    roles_destroy (b.roles);
+    events_destroy (b.events);
     timers_destroy (b.timers);
     store_close (b.st);
     ratelimit_destroy (b.step_limit);
@@ -77,7 +79,9 @@ static int setup (void)
     char db[600], key[600];
     snprintf (db, sizeof (db), "%s/fmbroker.db", dir);
     snprintf (key, sizeof (key), "%s/token.key", dir);
-    if (store_open (db, key, &b.st, &e) < 0 || broker_resolve_roles (&b) < 0 ||
+    if (!(b.timers = timers_create ()) || !(b.events = events_create (&b)) ||
+        store_open (db, key, &b.st, &e) < 0 || !(b.roles = roles_create ()) ||
+        roles_resolve (b.roles, &b.cfg) < 0 ||
         !(b.step_limit = ratelimit_create (20, 200, 64)) ||
         http_create (&b, &b.cfg, &b.http, &e) < 0) {
         fprintf (stderr, "fuzz_dispatch: setup: %s\n", e.text);
@@ -85,10 +89,9 @@ static int setup (void)
     }
     /* the broker's contexts as fmbrokerd makes them, VNI-only */
     if (!(b.pass = pass_create (b.st, b.http, NULL)) ||
-        !(b.timers = timers_create ()) || !(b.fms = fmsession_create (&b)) ||
-        !(b.outbox = outbox_create (&b)) || !(b.rc = reconcile_create (&b)))
+        !(b.fms = fmsession_create (&b)) || !(b.outbox = outbox_create (&b)) ||
+        !(b.rc = reconcile_create (&b)))
         return -1;
-    broker_start (&b);
     return 0;
 }
 
