@@ -1020,17 +1020,9 @@ static void dump_value (const struct fmb_config *cfg, const struct cfg_key *k, F
     case CFG_ENUM:
         fprintf (f, "%s", k->values[*(const unsigned *)field]);
         break;
-    case CFG_LOGLEVEL: {
-        static const char *const names[] = {
-            [LOG_ERR] = "error",
-            [LOG_WARNING] = "warning",
-            [LOG_NOTICE] = "notice",
-            [LOG_INFO] = "info",
-            [LOG_DEBUG] = "debug",
-        };
-        fprintf (f, "%s", names[*(const int *)field]);
+    case CFG_LOGLEVEL:
+        fprintf (f, "%s", fmb_log_level_name (*(const int *)field));
         break;
-    }
     case CFG_VNI_RANGE:
         fprintf (f, "%u-%u", cfg->vni_min, cfg->vni_max);
         break;

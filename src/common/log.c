@@ -19,17 +19,6 @@
 static char log_ident[64] = "fmbroker";
 static int log_level = LOG_INFO;
 
-static const char *const level_names[] = {
-    [LOG_EMERG] = "emerg",
-    [LOG_ALERT] = "alert",
-    [LOG_CRIT] = "crit",
-    [LOG_ERR] = "error",
-    [LOG_WARNING] = "warning",
-    [LOG_NOTICE] = "notice",
-    [LOG_INFO] = "info",
-    [LOG_DEBUG] = "debug",
-};
-
 void fmb_log_init (const char *ident, int level)
 {
     snprintf (log_ident, sizeof (log_ident), "%s", ident);
@@ -39,18 +28,6 @@ void fmb_log_init (const char *ident, int level)
 void fmb_log_set_level (int level)
 {
     log_level = level;
-}
-
-int fmb_log_level_parse (const char *name)
-{
-    for (int i = 0; i <= LOG_DEBUG; i++)
-        if (strcasecmp (name, level_names[i]) == 0)
-            return i;
-    if (strcasecmp (name, "err") == 0)
-        return LOG_ERR;
-    if (strcasecmp (name, "warn") == 0)
-        return LOG_WARNING;
-    return -1;
 }
 
 /* Words after which the next token is a secret.  The token ends at white
@@ -198,7 +175,7 @@ __attribute__ ((format (printf, 3, 0))) static void log_va (
      * arguments hold. */
     fmb_log_escape (line, sizeof (line), raw);
     if (!to_journal () || journal_send (level, f, line) < 0)
-        fprintf (stderr, "%s: %s: %s\n", log_ident, level_names[level & 7], line);
+        fprintf (stderr, "%s: %s: %s\n", log_ident, fmb_log_level_name (level), line);
     errno = saved;
 }
 

@@ -23,6 +23,8 @@ void fmb_log_set_level (int level);
 
 /* "debug", "info", "notice", "warning", "error" -> LOG_*; -1 if unknown. */
 int fmb_log_level_parse (const char *name);
+/* LOG_* -> its name, as fmb_log_level_parse takes it. */
+const char *fmb_log_level_name (int level);
 
 void fmb_log (int level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
