@@ -18,22 +18,23 @@
  *
  * plugstack.conf arguments: see spankcore.h and the README.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
-#include "apiclient.h"
 #include "config.h"
 #include "jobrecord.h"
 #include "spankcore.h"
+#include "stepclean.h"
 
 SPANK_PLUGIN (fmbroker, 1);
 
@@ -363,43 +364,50 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
 
 /* ---- slurmstepd: the step's end ---------------------------------- */
 
+/* The broker call is in a module of its own (stepclean.h: loading
+ * libcurl costs every process that loads the plugin); it sits next to
+ * this plugin, which finds its own directory through dladdr(). */
+static spank_clean_step_fn load_clean_module (char *why, size_t len)
+{
+    Dl_info self;
+    char path[PATH_MAX];
+    if (!dladdr ((void *)load_clean_module, &self) || !self.dli_fname) {
+        snprintf (why, len, ": cannot tell where the plugin was loaded from");
+        return NULL;
+    }
+    const char *slash = strrchr (self.dli_fname, '/');
+    snprintf (path,
+              sizeof (path),
+              "%.*s%s",
+              slash ? (int)(slash - self.dli_fname + 1) : 0,
+              self.dli_fname,
+              SPANK_CLEAN_MODULE);
+    /* Kept loaded: slurmstepd exits soon, and libcurl's TLS stack does
+     * not unload cleanly. */
+    void *module = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+    void *fn = module ? dlsym (module, SPANK_CLEAN_SYMBOL) : NULL;
+    if (!fn) {
+        snprintf (why, len, ": %s", dlerror ());
+        return NULL;
+    }
+    spank_clean_step_fn clean;
+    memcpy (&clean, &fn, sizeof (clean)); /* ISO C: no object-to-function cast */
+    return clean;
+}
+
 static void clean_step (void)
 {
-    struct fmb_config cfg;
-    struct api_target t;
-    struct api_reply r = {0};
-    struct fmb_error e;
-    char path[512];
-    fmb_config_defaults (&cfg);
-    if ((access (conf.config, R_OK) == 0 &&
-         fmb_config_load (&cfg, conf.config, &e) < 0) ||
-        api_target_init (&t, &cfg, NULL, &e) < 0) {
-        slurm_error (
-            "fmbroker: job %s step %s: step cleanup: %s", step.job, step.step, e.text);
-        return;
-    }
-    char *estep = curl_easy_escape (NULL, step.step, 0);
-    snprintf (
-        path, sizeof (path), "/v1/jobs/%s/steps/%s", step.job, estep ? estep : "");
-    curl_free (estep);
-    int rc = api_client_call (
-        &t, (long)conf.step_timeout_s, "DELETE", path, NULL, NULL, &r, &e);
-    api_target_clear (&t);
-    if (rc < 0)
-        slurm_error (
-            "fmbroker: job %s step %s: step cleanup: %s", step.job, step.step, e.text);
-    else if (r.status < 200 || r.status > 299) {
-        const char *detail = json_string_value (json_object_get (r.body, "detail"));
-        slurm_error (
-            "fmbroker: job %s step %s: step cleanup refused by the broker: %ld %s",
-            step.job,
-            step.step,
-            r.status,
-            detail ? detail : "");
-    } else
+    char why[FMB_ERROR_TEXT_MAX + 64];
+    spank_clean_step_fn clean = load_clean_module (why, sizeof (why));
+    if (clean &&
+        clean (
+            conf.config, step.job, step.step, conf.step_timeout_s, why, sizeof (why)) ==
+            0) {
         slurm_debug (
             "fmbroker: job %s step %s: multicast trees released", step.job, step.step);
-    json_decref (r.body);
+        return;
+    }
+    slurm_error ("fmbroker: job %s step %s: step cleanup%s", step.job, step.step, why);
 }
 
 int slurm_spank_exit (spank_t sp, int ac, char **av)

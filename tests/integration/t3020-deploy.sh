@@ -51,7 +51,8 @@ node_files="/usr/sbin/fmbroker-cxi /usr/bin/fmbroker /etc/default/fmbroker
     /usr/share/fmbroker/flux/fmbroker-run.sh /usr/share/doc/fmbroker-node/copyright"
 # Slurm's plugin directory on Debian (where the README says it is)
 [ -e "$FMB_BIN/../lib/fmbroker_spank.so" ] &&
-    node_files="$node_files /usr/lib/$(gcc -print-multiarch)/slurm-wlm/fmbroker_spank.so"
+    node_files="$node_files /usr/lib/$(gcc -print-multiarch)/slurm-wlm/fmbroker_spank.so
+        /usr/lib/$(gcc -print-multiarch)/slurm-wlm/fmbroker_spank_clean.so"
 expect_ok 'fmbroker holds the broker host, fmbroker-node the rest, each with copyright and gzipped man pages' '
     dpkg-deb -c "$T"/pkg/fmbroker_*.deb | awk "{print substr(\$6, 2)}" >files &&
     dpkg-deb -c "$T"/pkg/fmbroker-node_*.deb | awk "{print substr(\$6, 2)}" >nfiles &&

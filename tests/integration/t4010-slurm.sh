@@ -213,6 +213,14 @@ expect_ok '... notify (the default): the job'"'"'s srun prints the reason, the j
     job_running "$j" && scontrol show job "$j" | grep -q "AdminComment=$lost_why" &&
     consumer_stop && scancel "$j" && wait_for 100 0.1 job_gone "$j"
 '
+expect_ok 'without fmbroker_spank_clean.so next to the plugin, steps run and their end logs why nothing was cleaned' '
+    wait_for 100 0.1 all_idle && mkdir -p "$T/lonely" && cp "$FMB_BIN/../lib/fmbroker_spank.so" "$T/lonely/" &&
+    plugstack && sed -i "s|[^ ]*/fmbroker_spank.so|$T/lonely/fmbroker_spank.so|" "$S/plugstack.conf" &&
+    as_nobody timeout 45 srun -N2 true &&
+    wait_for 50 0.1 grep -q "step 0: step cleanup: .*lonely/fmbroker_spank_clean.so: cannot open" \
+        "$S/log/slurmd-n1.log" "$S/log/slurmd-n2.log" &&
+    plugstack
+'
 expect_ok 'with the broker stopped, a job fails and says why (fail_closed, the default)' '
     { [ -z "$events_pid" ] || consumer_stop; } && scancel -u nobody && # what a failed test left
     wait_for 100 0.1 all_idle && stop_broker &&
