@@ -12,6 +12,7 @@
  * Steps, node reports and the job views live here too.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +223,24 @@ static int reply_job (struct broker *b,
 
 /* ---- RUN ----------------------------------------------------------- */
 
+/* Put the reason a RUN body is refused in 'why'; returns -1. */
+static int refuse (char *why, size_t len, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+static int refuse (char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start (ap, fmt);
+    vsnprintf (why, len, fmt, ap);
+    va_end (ap);
+    return -1;
+}
+
+static bool integer_in (json_t *v, json_int_t lo, json_int_t hi)
+{
+    return json_is_integer (v) && json_integer_value (v) >= lo &&
+           json_integer_value (v) <= hi;
+}
+
 /* RUN's tcs: a mask ("0xa") or class names, within [cxi] allowed_tcs. */
 static int parse_run_tcs (const struct fmb_config *cfg,
                           json_t *v,
@@ -235,15 +254,10 @@ static int parse_run_tcs (const struct fmb_config *cfg,
     else if (fmb_config_parse_tcs_within (
                  json_string_value (v), cfg->cxi_allowed_tcs, &rr->tcs, &e) == 0)
         return 0;
-    snprintf (why, len, "tcs: %s ([cxi] allowed_tcs)", e.text);
-    return -1;
+    return refuse (why, len, "tcs: %s ([cxi] allowed_tcs)", e.text);
 }
 
-int jobs_parse_run (const struct fmb_config *cfg,
-                    json_t *body,
-                    struct run_request *rr,
-                    char *why,
-                    size_t len)
+static int check_run_fields (json_t *body, char *why, size_t len)
 {
     static const char *const known[] = {
         "uid", "user", "nodes", "node_count", "ncores", "hwcoll", "vni_count", "tcs"};
@@ -255,112 +269,123 @@ int jobs_parse_run (const struct fmb_config *cfg,
         for (i = 0; i < sizeof (known) / sizeof (known[0]); i++)
             if (strcmp (key, known[i]) == 0)
                 break;
-        if (i == sizeof (known) / sizeof (known[0])) {
-            snprintf (why, len, "unknown field '%.64s'", key);
-            return -1;
-        }
+        if (i == sizeof (known) / sizeof (known[0]))
+            return refuse (why, len, "unknown field '%.64s'", key);
     }
-    *rr = (struct run_request){.hwcoll = "auto", .vni_count = cfg->vni_per_job};
-    v = json_object_get (body, "uid");
-    if (!json_is_integer (v) || json_integer_value (v) < 0 ||
-        json_integer_value (v) > UID_MAX_VALID) {
-        snprintf (why, len, "uid: required, an integer 0..%u", UID_MAX_VALID);
-        return -1;
+    return 0;
+}
+
+/* RUN's nodes: 1..NODES_MAX valid names, none twice. */
+static int check_run_nodes (json_t *nodes, char *why, size_t len)
+{
+    size_t i;
+    json_t *v;
+    if (!json_is_array (nodes) || json_array_size (nodes) == 0 ||
+        json_array_size (nodes) > NODES_MAX)
+        return refuse (why, len, "nodes: an array of 1..%d node names", NODES_MAX);
+    json_t *seen = json_object ();
+    int rc = 0;
+    json_array_foreach (nodes, i, v)
+    {
+        const char *name = json_string_value (v);
+        if (!name || !valid_node_name (name))
+            rc = refuse (why,
+                         len,
+                         "nodes[%zu]: node names are 1-64 characters of [A-Za-z0-9._-]",
+                         i);
+        else if (json_object_get (seen, name))
+            rc = refuse (why, len, "nodes[%zu]: '%s' listed twice", i, name);
+        else
+            json_object_set_new (seen, name, json_true ());
+        if (rc < 0)
+            break;
     }
-    rr->uid = json_integer_value (v);
-    if ((v = json_object_get (body, "user"))) {
-        if (!json_is_string (v) || !valid_user_name (json_string_value (v))) {
-            snprintf (why, len, "user: a name of 1-64 characters of [A-Za-z0-9._-]");
-            return -1;
-        }
-        rr->user = json_string_value (v);
-    }
+    json_decref (seen);
+    return rc;
+}
+
+/* RUN's nodes and node_count: one of them at least; if both, they agree. */
+static int parse_run_nodes (json_t *body, struct run_request *rr, char *why, size_t len)
+{
     json_t *nodes = json_object_get (body, "nodes");
     json_t *count = json_object_get (body, "node_count");
-    if (!nodes && !count) {
-        snprintf (why, len, "nodes or node_count is required");
-        return -1;
-    }
+    if (!nodes && !count)
+        return refuse (why, len, "nodes or node_count is required");
     if (nodes) {
-        size_t i;
-        if (!json_is_array (nodes) || json_array_size (nodes) == 0 ||
-            json_array_size (nodes) > NODES_MAX) {
-            snprintf (why, len, "nodes: an array of 1..%d node names", NODES_MAX);
+        if (check_run_nodes (nodes, why, len) < 0)
             return -1;
-        }
-        json_t *seen = json_object ();
-        json_array_foreach (nodes, i, v)
-        {
-            if (!json_is_string (v) || !valid_node_name (json_string_value (v))) {
-                json_decref (seen);
-                snprintf (
-                    why,
-                    len,
-                    "nodes[%zu]: node names are 1-64 characters of [A-Za-z0-9._-]",
-                    i);
-                return -1;
-            }
-            if (json_object_get (seen, json_string_value (v))) {
-                json_decref (seen);
-                snprintf (why,
-                          len,
-                          "nodes[%zu]: '%s' listed twice",
-                          i,
-                          json_string_value (v));
-                return -1;
-            }
-            json_object_set_new (seen, json_string_value (v), json_true ());
-        }
-        json_decref (seen);
         rr->nodes = nodes;
         rr->node_count = (json_int_t)json_array_size (nodes);
     }
     if (count) {
-        if (!json_is_integer (count) || json_integer_value (count) < 1 ||
-            json_integer_value (count) > 1000000) {
-            snprintf (why, len, "node_count: an integer 1..1000000");
-            return -1;
-        }
-        if (nodes && json_integer_value (count) != rr->node_count) {
-            snprintf (why,
-                      len,
-                      "node_count (%lld) differs from the length of nodes (%lld)",
-                      (long long)json_integer_value (count),
-                      (long long)rr->node_count);
-            return -1;
-        }
+        if (!integer_in (count, 1, 1000000))
+            return refuse (why, len, "node_count: an integer 1..1000000");
+        if (nodes && json_integer_value (count) != rr->node_count)
+            return refuse (why,
+                           len,
+                           "node_count (%lld) differs from the length of nodes (%lld)",
+                           (long long)json_integer_value (count),
+                           (long long)rr->node_count);
         rr->node_count = json_integer_value (count);
     }
+    return 0;
+}
+
+/* RUN's optional ncores, hwcoll, vni_count and tcs. */
+static int parse_run_options (const struct fmb_config *cfg,
+                              json_t *body,
+                              struct run_request *rr,
+                              char *why,
+                              size_t len)
+{
+    json_t *v;
     if ((v = json_object_get (body, "ncores"))) {
-        if (!json_is_integer (v) || json_integer_value (v) < 0 ||
-            json_integer_value (v) > 1000000) {
-            snprintf (why, len, "ncores: an integer 0..1000000");
-            return -1;
-        }
+        if (!integer_in (v, 0, 1000000))
+            return refuse (why, len, "ncores: an integer 0..1000000");
         rr->ncores = json_integer_value (v);
     }
     if ((v = json_object_get (body, "hwcoll"))) {
         const char *s = json_string_value (v);
-        if (!s || (strcmp (s, "auto") && strcmp (s, "on") && strcmp (s, "off"))) {
-            snprintf (why, len, "hwcoll: one of auto, on, off");
-            return -1;
-        }
+        if (!s || (strcmp (s, "auto") && strcmp (s, "on") && strcmp (s, "off")))
+            return refuse (why, len, "hwcoll: one of auto, on, off");
         rr->hwcoll = s;
     }
     if ((v = json_object_get (body, "vni_count"))) {
-        if (!json_is_integer (v) || json_integer_value (v) < 0 ||
-            json_integer_value (v) > cfg->vni_max_per_job) {
-            snprintf (why,
-                      len,
-                      "vni_count: an integer 0..%u ([vni] max_per_job)",
-                      cfg->vni_max_per_job);
-            return -1;
-        }
+        if (!integer_in (v, 0, cfg->vni_max_per_job))
+            return refuse (why,
+                           len,
+                           "vni_count: an integer 0..%u ([vni] max_per_job)",
+                           cfg->vni_max_per_job);
         rr->vni_count = json_integer_value (v);
     }
     if ((v = json_object_get (body, "tcs")) && parse_run_tcs (cfg, v, rr, why, len) < 0)
         return -1;
     return 0;
+}
+
+int jobs_parse_run (const struct fmb_config *cfg,
+                    json_t *body,
+                    struct run_request *rr,
+                    char *why,
+                    size_t len)
+{
+    json_t *v;
+    if (check_run_fields (body, why, len) < 0)
+        return -1;
+    *rr = (struct run_request){.hwcoll = "auto", .vni_count = cfg->vni_per_job};
+    v = json_object_get (body, "uid");
+    if (!integer_in (v, 0, UID_MAX_VALID))
+        return refuse (why, len, "uid: required, an integer 0..%u", UID_MAX_VALID);
+    rr->uid = json_integer_value (v);
+    if ((v = json_object_get (body, "user"))) {
+        if (!json_is_string (v) || !valid_user_name (json_string_value (v)))
+            return refuse (
+                why, len, "user: a name of 1-64 characters of [A-Za-z0-9._-]");
+        rr->user = json_string_value (v);
+    }
+    if (parse_run_nodes (body, rr, why, len) < 0)
+        return -1;
+    return parse_run_options (cfg, body, rr, why, len);
 }
 
 /* The request as stored: a repeated RUN must match it exactly. */
@@ -579,54 +604,88 @@ static struct reservation *start_reservation (struct broker *b, const char *job)
     return rv;
 }
 
+/* A RUN for a job the store has: 1 when answered (a repeat: the same
+ * answer, or 409 for a different request), 0 when there is none or it
+ * was released long ago (deleted now, for the RM reuses its id). */
+static int run_existing (struct broker *b,
+                         struct http_req *req,
+                         const char *canon,
+                         struct http_problem *p)
+{
+    const char *id = http_job (req);
+    struct store_job *old;
+    struct fmb_error e;
+    if (store_job_get (b->st, id, &old, &e) < 0)
+        return errno == ENOENT ? 0 : http_problemf (p, 503, "%s", e.text);
+    if (old->state == STORE_JOB_RELEASED) {
+        store_job_free (old);
+        if (store_job_delete (b->st, id, &e) < 0)
+            return http_problem_errno (
+                p,
+                "%s%s",
+                e.text,
+                errno == EBUSY ? " (its VNIs are still quarantined)" : "");
+        return 0;
+    }
+    /* RUN repeated (RM retry, hook re-run): same job, same answer. */
+    int rc = 1;
+    struct reservation *rv;
+    if (strcmp (old->request, canon) != 0)
+        rc = http_problemf (p, 409, "job '%s' exists with a different request", id);
+    else if ((rv = find_reservation (b, id))) {
+        http_wait (req)->key = 0;
+        waitq_add (&rv->waiters, http_wait (req));
+        http_suspend (req);
+    } else
+        http_reply (req, 200, job_view (b, old, http_caller (req)));
+    store_job_free (old);
+    return rc;
+}
+
+/* The intent of a RUN: job 'j' and its VNIs (and why no collectives) in
+ * one transaction, before any FM call.  A crash after this is resolved
+ * at start. */
+static int run_write_intent (struct broker *b,
+                             struct store_job *j,
+                             unsigned vni_count,
+                             struct fmb_error *e)
+{
+    if (store_begin (b->st, e) < 0)
+        return -1;
+    if (store_job_put (b->st, j, e) < 0 ||
+        store_vni_alloc (
+            b->st, j->id, vni_count, b->cfg.vni_min, b->cfg.vni_max, j->vnis, e) < 0 ||
+        (j->hwcoll == STORE_HWCOLL_UNAVAILABLE &&
+         broker_event (b,
+                       "hwcoll_unavailable",
+                       j->id,
+                       json_pack ("{s:s}", "reason", j->hwcoll_reason),
+                       e) < 0)) {
+        store_rollback (b->st);
+        return -1;
+    }
+    if (store_commit (b->st, e) < 0)
+        return -1;
+    j->nvnis = vni_count;
+    return 0;
+}
+
 int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     const char *id = http_job (req);
     struct run_request rr;
     char why[300];
     struct fmb_error e;
-    struct store_job *old = NULL;
     if (jobs_parse_run (&b->cfg, http_body (req), &rr, why, sizeof (why)) < 0)
         return http_problemf (p, 400, "%s", why);
     char *canon = canonical_request (&rr);
     if (!canon)
         return http_problemf (p, 500, "out of memory");
-    if (store_job_get (b->st, id, &old, &e) == 0) {
-        if (old->state != STORE_JOB_RELEASED) {
-            /* RUN repeated (RM retry, hook re-run): same job, same answer. */
-            int rc = 0;
-            if (strcmp (old->request, canon) != 0)
-                rc = http_problemf (
-                    p, 409, "job '%s' exists with a different request", id);
-            else {
-                struct reservation *rv = find_reservation (b, id);
-                if (rv) {
-                    http_wait (req)->key = 0;
-                    waitq_add (&rv->waiters, http_wait (req));
-                    http_suspend (req);
-                } else
-                    http_reply (req, 200, job_view (b, old, http_caller (req)));
-            }
-            store_job_free (old);
-            free (canon);
-            return rc;
-        }
-        /* The RM reuses the id of a job released long ago: replace it. */
-        store_job_free (old);
-        if (store_job_delete (b->st, id, &e) < 0) {
-            http_problem_errno (
-                p,
-                "%s%s",
-                e.text,
-                errno == EBUSY ? " (its VNIs are still quarantined)" : "");
-            free (canon);
-            return -1;
-        }
-    } else if (errno != ENOENT) {
+    int rc = run_existing (b, req, canon, p);
+    if (rc != 0) {
         free (canon);
-        return http_problemf (p, 503, "%s", e.text);
+        return rc < 0 ? -1 : 0;
     }
-
     char reason[256];
     enum store_hwcoll_state hw = eligibility (b, &rr, reason, sizeof (reason));
     char *nodes = rr.nodes ? fmb_json_dump (rr.nodes) : NULL;
@@ -644,30 +703,11 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
             hw == STORE_HWCOLL_RESERVING ? fmb_config_mcast_limit (&b->cfg) : 0,
         .tcs = rr.tcs,
     };
-    uint16_t vnis[STORE_VNIS_MAX];
     snprintf (j.id, sizeof (j.id), "%s", id);
     broker_fm_id (b, id, j.fm_job_id, sizeof (j.fm_job_id));
-    /* The intent: job, VNIs (and why no collectives) in one transaction,
-     * before any FM call.  A crash after this is resolved at start. */
-    int rc = store_begin (b->st, &e);
-    if (rc == 0 &&
-        (store_job_put (b->st, &j, &e) < 0 ||
-         store_vni_alloc (b->st,
-                          id,
-                          (unsigned)rr.vni_count,
-                          b->cfg.vni_min,
-                          b->cfg.vni_max,
-                          vnis,
-                          &e) < 0 ||
-         (hw == STORE_HWCOLL_UNAVAILABLE &&
-          broker_event (
-              b, "hwcoll_unavailable", id, json_pack ("{s:s}", "reason", reason), &e) <
-              0))) {
-        store_rollback (b->st);
-        rc = -1;
-    }
-    if (rc == 0)
-        rc = store_commit (b->st, &e);
+    rc = run_write_intent (b, &j, (unsigned)rr.vni_count, &e);
+    if (rc == 0 && hw != STORE_HWCOLL_RESERVING) /* the job as just written */
+        http_reply (req, 201, job_view (b, &j, http_caller (req)));
     free (nodes);
     free (canon);
     if (rc < 0) {
@@ -678,10 +718,10 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
         return http_problemf (p, status, "job '%s': %s", id, e.text);
     }
     if (hw != STORE_HWCOLL_RESERVING)
-        return reply_job (b, req, id, 201, p);
+        return 0;
     http_wait (req)->key = 1; /* created by this request: 201 */
     struct reservation *rv = start_reservation (b, id);
-    if (!rv) /* completed (as unavailable) already */
+    if (!rv) /* completed (as unavailable) already: read what it wrote */
         return reply_job (b, req, id, 201, p);
     waitq_add (&rv->waiters, http_wait (req));
     http_suspend (req);

@@ -179,9 +179,7 @@ static int insert_nodes (struct store *st,
     return 0;
 }
 
-int store_job_put (struct store *st,
-                   const struct store_job *job,
-                   struct fmb_error *error)
+int store_job_put (struct store *st, struct store_job *job, struct fmb_error *error)
 {
     unsigned char *blob = NULL;
     size_t blob_len = 0;
@@ -206,7 +204,8 @@ int store_job_put (struct store *st,
     sqlite3_bind_int64 (s, 12, job->mcast_limit);
     if (blob)
         sqlite3_bind_blob (s, 13, blob, (int)blob_len, SQLITE_STATIC);
-    sqlite3_bind_int64 (s, 14, store_now (st));
+    int64_t now = store_now (st);
+    sqlite3_bind_int64 (s, 14, now);
     sqlite3_bind_int64 (s, 15, job->tcs);
     if (store_step_done (st, s, error, "insert job") < 0) {
         if (errno == EEXIST)
@@ -218,6 +217,7 @@ int store_job_put (struct store *st,
     if (store_commit (st, error) < 0)
         goto error;
     free (blob);
+    job->created_ms = job->updated_ms = now;
     return 0;
 rollback:
     store_rollback (st);

@@ -244,9 +244,9 @@ void store_rollback (struct store *st);
 
 /* ---- jobs ---------------------------------------------------------- */
 
-int store_job_put (struct store *st,
-                   const struct store_job *job,
-                   struct fmb_error *error);
+/* Insert a new job (EEXIST if its id is taken) with its nodes; sets its
+ * created_ms and updated_ms to the time stored. */
+int store_job_put (struct store *st, struct store_job *job, struct fmb_error *error);
 int store_job_get (struct store *st,
                    const char *id,
                    struct store_job **ret,
