@@ -117,6 +117,25 @@ static const char *const migrations[] = {
      * FMB_TC_* bits; 0 = none chosen, [cxi] tcs applies */
     "ALTER TABLE jobs ADD COLUMN tcs INTEGER NOT NULL DEFAULT 0"
     "  CHECK (tcs BETWEEN 0 AND 15);",
+
+    /* 4 -> 5: jobs counted by state, kept by triggers: counting them
+     * (metrics, status) read every entry of jobs_by_state for the state,
+     * ~0.2 s on the loop at 1,000,000 released jobs.  Counting them here
+     * is the one full read, once. */
+    "CREATE TABLE job_counts ("
+    "  state TEXT PRIMARY KEY,"
+    "  n INTEGER NOT NULL) STRICT, WITHOUT ROWID;"
+    "INSERT INTO job_counts (state, n)"
+    "  SELECT column1, (SELECT count(*) FROM jobs WHERE state = column1)"
+    "  FROM (VALUES ('active'), ('releasing'), ('released'), ('lost'));"
+    "CREATE TRIGGER jobs_counted_in AFTER INSERT ON jobs BEGIN"
+    "  UPDATE job_counts SET n = n + 1 WHERE state = NEW.state; END;"
+    "CREATE TRIGGER jobs_counted_out AFTER DELETE ON jobs BEGIN"
+    "  UPDATE job_counts SET n = n - 1 WHERE state = OLD.state; END;"
+    "CREATE TRIGGER jobs_counted_moved AFTER UPDATE OF state ON jobs"
+    "  WHEN OLD.state IS NOT NEW.state BEGIN"
+    "  UPDATE job_counts SET n = n - 1 WHERE state = OLD.state;"
+    "  UPDATE job_counts SET n = n + 1 WHERE state = NEW.state; END;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof (migrations) / sizeof (migrations[0])))
@@ -313,6 +332,7 @@ int store_query_plan (
         {"prune_events", SQL_PRUNE_EVENTS},
         {"recover", SQL_JOB_RESERVING},
         {"unreleased", SQL_JOB_UNRELEASED},
+        {"count", SQL_JOB_COUNT},
     };
     const char *sql = NULL;
     for (size_t i = 0; i < sizeof (queries) / sizeof (queries[0]); i++)

@@ -59,5 +59,6 @@ extern const char SQL_JOB_UNRELEASED[];
 extern const char SQL_JOB_RESERVING[];
 extern const char SQL_PRUNE_JOBS[];
 extern const char SQL_PRUNE_EVENTS[];
+extern const char SQL_JOB_COUNT[];
 
 #endif

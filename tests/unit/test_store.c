@@ -694,6 +694,48 @@ static void prune_takes_old_history_only (void **state)
 
 /* The prune and the recovery read through their indexes: a plan that
  * scans jobs or sorts them costs time with every job ever stored. */
+static void expect_counts (struct fx *fx, unsigned active, unsigned released)
+{
+    struct fmb_error e;
+    unsigned n;
+    assert_int_equal (store_job_count (fx->st, STORE_JOB_ACTIVE, &n, &e), 0);
+    assert_int_equal (n, active);
+    assert_int_equal (store_job_count (fx->st, STORE_JOB_RELEASED, &n, &e), 0);
+    assert_int_equal (n, released);
+    assert_int_equal (store_job_count (fx->st, STORE_JOB_LOST, &n, &e), 0);
+    assert_int_equal (n, 0);
+}
+
+/* The counts by state follow every way a job comes, moves and goes:
+ * put, state changes, a rolled-back change, prune, reopen. */
+static void job_counts_follow_every_change (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    unsigned nj, ne;
+    expect_counts (fx, 0, 0);
+    for (int i = 0; i < 5; i++) {
+        char id[8];
+        snprintf (id, sizeof (id), "c%d", i);
+        put_job (fx, id, 1000, NULL, NULL);
+    }
+    expect_counts (fx, 5, 0);
+    assert_int_equal (store_job_set_state (fx->st, "c0", STORE_JOB_RELEASED, &e), 0);
+    assert_int_equal (store_job_set_state (fx->st, "c1", STORE_JOB_RELEASED, &e), 0);
+    assert_int_equal (store_job_set_state (fx->st, "c1", STORE_JOB_RELEASED, &e), 0);
+    expect_counts (fx, 3, 2);
+    assert_int_equal (store_begin (fx->st, &e), 0);
+    assert_int_equal (store_job_set_state (fx->st, "c2", STORE_JOB_RELEASED, &e), 0);
+    store_rollback (fx->st);
+    expect_counts (fx, 3, 2);
+    fx->clock.now_ms += 1000;
+    assert_int_equal (store_prune (fx->st, fx->clock.now_ms, 0, 100, &nj, &ne, &e), 0);
+    assert_int_equal (nj, 2);
+    expect_counts (fx, 3, 0);
+    fx_reopen (fx);
+    expect_counts (fx, 3, 0);
+}
+
 static void queries_use_their_indexes (void **state)
 {
     struct fx *fx = *state;
@@ -718,6 +760,11 @@ static void queries_use_their_indexes (void **state)
         store_query_plan (fx->st, "prune_events", plan, sizeof (plan), &e), 0);
     if (strstr (plan, "TEMP B-TREE") || !strstr (plan, "INTEGER PRIMARY KEY"))
         fail_msg ("prune_events: plan '%s'", plan);
+    /* counting a state reads one row, not the state's index entries */
+    assert_int_equal (store_query_plan (fx->st, "count", plan, sizeof (plan), &e), 0);
+    if (!strstr (plan, "SEARCH job_counts USING PRIMARY KEY") ||
+        strstr (plan, "jobs_by_state"))
+        fail_msg ("count: plan '%s'", plan);
     assert_int_equal (store_query_plan (fx->st, "nonsense", plan, sizeof (plan), &e),
                       -1);
 }
@@ -881,6 +928,7 @@ int main (void)
         T (queries_use_their_indexes),
         T (prune_of_a_backlog_goes_in_bounded_slices),
         T (rolled_back_work_is_gone_and_savepoints_nest),
+        T (job_counts_follow_every_change),
         T (wal_is_checkpointed_by_the_store_thread),
         T (wal_stays_bounded_when_the_checkpointer_lags),
     };
