@@ -15,14 +15,16 @@
 #include "broker.h"
 #include "log.h"
 #include "monotime.h"
+#include "offloop.h"
 #include "outbox.h"
 #include "reconcile.h"
 
 struct reconciler {
-    struct reconcile *cur; /* a listing being matched, in slices */
-    bool inflight;         /* a listing (not a probe) was asked for */
-    bool reap_wanted;      /* an admin asked: the next listing reaps them */
-    json_t *foreign_seen;  /* FM ids reported foreign at the last pass */
+    struct reconcile *cur;  /* a listing being matched, in slices */
+    bool inflight;          /* a listing (not a probe) was asked for */
+    bool reap_wanted;       /* an admin asked: the next listing reaps them */
+    json_t *foreign_seen;   /* FM ids reported foreign at the last pass */
+    struct offloop *reaper; /* frees finished listings off the loop thread */
     struct timer *listing_timer, *slice_timer;
 };
 
@@ -33,7 +35,7 @@ struct reconciler {
  * read again before anything is done to it. */
 struct reconcile {
     int64_t listed_at;
-    char **fm_ids; /* the listing, copied */
+    const char **fm_ids; /* the listing, taken from fmclient (one allocation) */
     size_t n, pos;
     json_t *holding; /* FM ids of jobs that held or were making a reservation */
     json_t *judged;  /* job id -> FM id: reserved before the listing was asked for */
@@ -53,18 +55,25 @@ struct reconcile {
     int64_t resume_at; /* monotonic: after a rewind, not before this */
 };
 
-static void reconcile_free (struct reconcile *r)
+/* On the reaper thread: what was built of the listing (100,000 entries
+ * in 'listed' take tens of ms to free).  'foreign_now' may be shared
+ * with foreign_seen, so the loop drops it (reconcile_free). */
+static void reconcile_free_now (void *arg)
 {
-    if (!r)
-        return;
-    for (size_t i = 0; i < r->n; i++)
-        free (r->fm_ids[i]);
+    struct reconcile *r = arg;
     free (r->fm_ids);
     json_decref (r->holding);
     json_decref (r->judged);
     json_decref (r->listed);
-    json_decref (r->foreign_now);
     free (r);
+}
+
+static void reconcile_free (struct reconciler *rc, struct reconcile *r)
+{
+    if (!r)
+        return;
+    json_decref (r->foreign_now);
+    offloop_free_later (rc->reaper, reconcile_free_now, r);
 }
 
 static int scan_unreleased (const struct store_job_brief *j, void *arg)
@@ -80,7 +89,7 @@ static int scan_unreleased (const struct store_job_brief *j, void *arg)
     return 0;
 }
 
-/* Start matching a listing: copy it and take the store's unreleased jobs
+/* Start matching a listing: take its ids and the store's unreleased jobs
  * in brief (one indexed query; the store keeps few of them). */
 static struct reconcile *reconcile_begin (struct broker *b,
                                           const struct fmc_result *res,
@@ -97,21 +106,19 @@ static struct reconcile *reconcile_begin (struct broker *b,
     r->listed = json_object ();
     r->foreign_now = json_object ();
     r->reap_foreign = reap_foreign || b->cfg.reap_foreign;
-    r->fm_ids = calloc (res->njob_ids ? res->njob_ids : 1, sizeof (*r->fm_ids));
+    r->fm_ids = fmc_take_job_ids (res);
+    r->n = res->njob_ids;
     if (!r->holding || !r->judged || !r->listed || !r->foreign_now || !r->fm_ids)
         goto nomem;
-    for (; r->n < res->njob_ids; r->n++)
-        if (!(r->fm_ids[r->n] = strdup (res->job_ids[r->n])))
-            goto nomem;
     if (store_job_list_unreleased (b->st, scan_unreleased, r, &e) < 0) {
         broker_log_store_error (b, "reconcile", &e);
-        reconcile_free (r);
+        reconcile_free (b->rc, r);
         return NULL;
     }
     return r;
 nomem:
     fmb_log (LOG_ERR, "reconcile: out of memory for %zu FM entries", res->njob_ids);
-    reconcile_free (r);
+    reconcile_free (b->rc, r);
     return NULL;
 }
 
@@ -288,7 +295,7 @@ static void slice_end (void *arg, bool committed)
     if (!r->done)
         return;
     reconcile_finish (b, r);
-    reconcile_free (r);
+    reconcile_free (b->rc, r);
     b->rc->cur = NULL;
 }
 
@@ -309,7 +316,7 @@ static void reconcile_step (struct broker *b)
     r->slice.lost = r->lost;
     if (pass_write (b->pass, write_slice, b, &e) < 0) {
         broker_log_store_error (b, "reconcile", &e);
-        reconcile_free (r);
+        reconcile_free (b->rc, r);
         b->rc->cur = NULL;
         return;
     }
@@ -425,6 +432,10 @@ struct reconciler *reconcile_create (struct broker *b)
     struct reconciler *rc = calloc (1, sizeof (*rc));
     if (!rc)
         return NULL;
+    if (offloop_create (&rc->reaper) < 0) {
+        free (rc);
+        return NULL;
+    }
     rc->slice_timer =
         timer_add (b->timers, "reconcile slices", TIMER_IDLE, slice_timer, b);
     rc->listing_timer =
@@ -436,7 +447,8 @@ void reconcile_destroy (struct reconciler *rc)
 {
     if (!rc)
         return;
-    reconcile_free (rc->cur);
+    reconcile_free (rc, rc->cur);
+    offloop_destroy (rc->reaper); /* joins: everything handed to it is freed */
     json_decref (rc->foreign_seen);
     free (rc);
 }

@@ -854,7 +854,18 @@ static void list_finish (struct fmc_req *r)
     }
     res.job_ids = r->list_ids;
     res.njob_ids = r->list_n;
+    res.req_ = r;
     finish (r, FMC_OK, r->list_http, NULL, &res);
+}
+
+const char **fmc_take_job_ids (const struct fmc_result *res)
+{
+    struct fmc_req *r = res->req_;
+    if (!r || r->op != OP_LIST)
+        return NULL;
+    const char **ids = r->list_ids;
+    r->list_ids = NULL;
+    return ids;
 }
 
 /* On the parser thread: the request is the thread's until it returns. */

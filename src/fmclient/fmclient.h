@@ -76,6 +76,7 @@ struct fmc_result {
     bool created;              /* reserve: the POST made it (not found by GET) */
     const char *const *job_ids; /* list: the FM job ids ("cluster-job") */
     size_t njob_ids;
+    struct fmc_req *req_; /* fmclient's own (fmc_take_job_ids) */
 };
 
 /* Everything in 'res' is borrowed for the duration of the call.  A call
@@ -145,6 +146,11 @@ int fmc_job_delete (struct fmc *fmc,
                     void *arg,
                     struct fmb_error *error);
 int fmc_job_list (struct fmc *fmc, fmc_done_f cb, void *arg, struct fmb_error *error);
+/* In a listing's callback: keep its ids rather than copy them (100,000
+ * strdup's and frees on a loop).  One allocation, 'job_ids' itself
+ * (NULL-terminated, the strings after the pointers), the caller's to
+ * free(); NULL for any other result or once taken. */
+const char **fmc_take_job_ids (const struct fmc_result *res);
 /* Fetch an OAuth token now (op "token"); with basic or none, completes OK
  * without a request. */
 int fmc_login (struct fmc *fmc, fmc_done_f cb, void *arg, struct fmb_error *error);

@@ -899,6 +899,8 @@ struct listing_seen {
     size_t ours;         /* ids of the form c1-bNNNNNN, each once */
     unsigned char *seen; /* by NNNNNN */
     bool on_caller_thread;
+    bool take;  /* keep the ids (fmc_take_job_ids) */
+    bool taken; /* they were the result's, and taken once only */
     pthread_t caller;
 };
 
@@ -915,6 +917,12 @@ static void on_listing (const struct fmc_result *r, void *arg)
         if (sscanf (r->job_ids[i], "c1-b%u%c", &k, &tail) == 1 && k < BIG_LISTING &&
             !ls->seen[k]++)
             ls->ours++;
+    }
+    if (ls->take) {
+        const char **ids = fmc_take_job_ids (r);
+        ls->taken = ids && (const char *const *)ids == r->job_ids &&
+                    ids[r->njob_ids] == NULL && !fmc_take_job_ids (r);
+        free (ids); /* ASan: one allocation, now ours */
     }
 }
 
@@ -946,7 +954,7 @@ static void large_listing_is_parsed_off_the_loop (void **state)
     start (fx, FMB_AUTH_NONE, args);
     make_client (fx);
     for (int round = 1; round <= 2; round++) {
-        struct listing_seen ls = {.caller = pthread_self ()};
+        struct listing_seen ls = {.caller = pthread_self (), .take = round == 2};
         ls.seen = calloc (BIG_LISTING, 1);
         if (fmc_job_list (fx->fmc, on_listing, &ls, &e) < 0)
             fail_msg ("fmc_job_list: %s", e.text);
@@ -957,6 +965,7 @@ static void large_listing_is_parsed_off_the_loop (void **state)
         assert_int_equal (ls.ours, BIG_LISTING);
         assert_true (ls.on_caller_thread);
         assert_int_equal (fmc_offloop_parses (fx->fmc), round);
+        assert_int_equal (ls.taken, round == 2);
         free (ls.seen);
     }
     /* a malformed answer takes the same path and is classified there */
