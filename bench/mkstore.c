@@ -3,7 +3,8 @@
  * FM ids c1-N), the rest released (ids rN) at times spread evenly over the
  * last SPAN_DAYS days (default 40: with retain_days = 30 the oldest quarter
  * is due for retention, as after a broker was down or retention was
- * lowered).  One transaction; the released rows in one statement. */
+ * lowered).  One transaction; the released rows in one statement.
+ * With TOTAL 0 it only opens DB, bringing its schema up to date. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -24,6 +25,10 @@ int main (int argc, char **argv)
     if (active > total || span_days < 0) {
         fprintf (stderr, "fmbench-mkstore: ACTIVE <= TOTAL and SPAN_DAYS >= 0\n");
         return 2;
+    }
+    if (total == 0 && store_open (argv[1], argv[2], &st, &e) == 0) {
+        store_close (st);
+        return 0;
     }
     if (store_open (argv[1], argv[2], &st, &e) < 0 || store_begin (st, &e) < 0 ||
         store_fill_released (

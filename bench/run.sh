@@ -32,6 +32,8 @@ state_from_store () {
         rm -f "$src" "$src-wal" "$src-shm"
         "$FMB_BIN/fmbench-mkstore" "$src" "$dir/fmbench-store.key" "$1" 1000 || return 1
     fi
+    # a store kept from an older fmbroker: its schema brought up to date once
+    "$FMB_BIN/fmbench-mkstore" "$src" "$dir/fmbench-store.key" 0 0 || return 1
     rm -rf "$T/state" && mkdir -p "$T/state" && chmod 700 "$T/state" &&
         cp "$src" "$T/state/fmbroker.db" && cp "$dir/fmbench-store.key" "$T/state/token.key"
 }
