@@ -6,8 +6,9 @@
 # broker over TCP+TLS with the agent token only; jobs are submitted by an
 # unprivileged user (nobody).
 #
-# Tasks see exactly their node's record plus the step id; each step's
-# multicast trees are released when that step ends while a running step's
+# Tasks see exactly their node's record plus the step id; a step starts
+# without the broker; each step's multicast trees are released when that
+# step ends (through fmbroker_spank_clean.so) while a running step's
 # stay; --fmb-* options reach RUN and bad ones are refused at submission;
 # with the broker down a job fails with the reason (fail_closed) or runs
 # (fail_open); node_drain_requested drains the node; reservation_lost
@@ -212,6 +213,27 @@ expect_ok '... notify (the default): the job'"'"'s srun prints the reason, the j
     wait_for 100 0.1 grep -q "$lost_why" "$D/notify.err" &&
     job_running "$j" && scontrol show job "$j" | grep -q "AdminComment=$lost_why" &&
     consumer_stop && scancel "$j" && wait_for 100 0.1 job_gone "$j"
+'
+# A step's start asks neither the broker nor the FM (only the record):
+# with the broker stopped in the middle of a job, its next step still
+# starts, with its variables.
+cat >"$D/midjob.sh" <<EOF
+#!/bin/sh
+srun -N2 true && touch $D/mid.up
+while [ ! -e $D/mid.go ]; do sleep 0.1; done
+srun -N2 $D/showenv.sh $D $T/rec && touch $D/mid.done
+while [ ! -e $D/mid.end ]; do sleep 0.1; done
+EOF
+chmod 755 "$D/midjob.sh"
+expect_ok 'a step needs no broker to start: the broker stopped mid-job, the next step gets its variables' '
+    wait_for 100 0.1 all_idle && rm -f "$D"/mid.* "$D"/env.n[12] &&
+    { as_nobody timeout 60 salloc -N2 "$D/midjob.sh" >/dev/null 2>&1 & } &&
+    wait_for 300 0.1 test -e "$D/mid.up" && stop_broker && touch "$D/mid.go" &&
+    wait_for 300 0.1 test -e "$D/mid.done" && start_broker && touch "$D/mid.end" &&
+    for n in n1 n2; do
+        grep -q "^SLINGSHOT_VNIS=[0-9]" "$D/env.$n" && grep -qx "FI_CXI_COLL_JOB_STEP_ID=1" "$D/env.$n" &&
+        diff "$D/rec.$n" "$D/env.$n" || return 1
+    done
 '
 expect_ok 'without fmbroker_spank_clean.so next to the plugin, steps run and their end logs why nothing was cleaned' '
     wait_for 100 0.1 all_idle && mkdir -p "$T/lonely" && cp "$FMB_BIN/../lib/fmbroker_spank.so" "$T/lonely/" &&
