@@ -147,33 +147,17 @@ int jobs_list (struct broker *b, struct http_req *req, struct http_problem *p);
 int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_problem *p);
 int jobs_node_report (struct broker *b, struct http_req *req, struct http_problem *p);
 int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *p);
-/* Does a reserve call for this job run right now? */
-bool jobs_reserving (struct broker *b, const char *job);
 /* Resolve reservations left 'reserving' by a crash (at start). */
 void jobs_recover (struct broker *b);
 /* Answer requests waiting on a reservation that is being abandoned. */
 void jobs_shutdown (struct broker *b);
 /* Free what jobs_shutdown left, once no FM callback can come. */
 void jobs_free (struct broker *b);
-/* Does hwcoll state 's' stand for a reservation (made or being made),
- * which CLEANUP turns into 'released'?  The other states keep their
- * reason in the job's history. */
-bool jobs_hwcoll_held (enum store_hwcoll_state s);
-/* Job state transitions observed by the FM work, each inside the
- * caller's transaction.  jobs_released: the FM no longer holds the job's
- * reservation (its delete ended 200 or 404): releasing -> released, and
- * a held reservation -> released.  jobs_lost: a listing taken at
- * 'listed_at' (wall ms) lacks the reservation of a job that is still
- * active with it, recorded before: -> lost, with an event (returns 1).
- * A job that is gone or has moved on is left as it is (0). */
-int jobs_released (struct broker *b, const char *job, struct fmb_error *e);
-int jobs_lost (struct broker *b,
-               const char *job,
-               int64_t listed_at,
-               struct fmb_error *e);
 /* Free quarantined VNIs whose time came; log, event. */
 void jobs_expire_quarantine (struct broker *b);
-/* The jobs' timers: quarantine expiry and history retention. */
+/* The jobs' timers (quarantine expiry, history retention), and the hooks
+ * by which the outbox and reconciliation report what they observe: a
+ * reservation's delete finished, a reservation lost. */
 void jobs_start (struct broker *b);
 
 /* The local job id of one of our FM job ids, or NULL if it is not ours. */

@@ -32,7 +32,10 @@ struct reservation {
     bool aborted; /* the pass that wrote its intent did not commit: no job owns it */
 };
 
-bool jobs_hwcoll_held (enum store_hwcoll_state s)
+/* Does hwcoll state 's' stand for a reservation (made or being made),
+ * which CLEANUP turns into 'released'?  The other states keep their
+ * reason in the job's history. */
+static bool jobs_hwcoll_held (enum store_hwcoll_state s)
 {
     return s == STORE_HWCOLL_RESERVED || s == STORE_HWCOLL_RESERVING;
 }
@@ -45,7 +48,8 @@ static struct reservation *find_reservation (struct broker *b, const char *job)
     return NULL;
 }
 
-bool jobs_reserving (struct broker *b, const char *job)
+/* Does a reserve call for this job run right now? */
+static bool jobs_reserving (struct broker *b, const char *job)
 {
     return find_reservation (b, job) != NULL;
 }
@@ -926,7 +930,15 @@ fail:
 
 /* ---- transitions the FM work observes ------------------------------ */
 
-int jobs_released (struct broker *b, const char *job, struct fmb_error *e)
+/* Job state transitions observed by the FM work (jobs_start hands them
+ * to the outbox and reconciliation), each inside the caller's pass.
+ * jobs_released: the FM no longer holds the job's reservation (its
+ * delete ended 200 or 404): releasing -> released, and a held reservation
+ * -> released.  jobs_lost: a listing taken at 'listed_at' (wall ms) lacks
+ * the reservation of a job that is still active with it, recorded
+ * before: -> lost, with an event (returns 1).  A job that is gone or has
+ * moved on is left as it is (0). */
+static int jobs_released (struct broker *b, const char *job, struct fmb_error *e)
 {
     struct store_job *j;
     if (store_job_get (b->st, job, &j, e) < 0)
@@ -944,10 +956,10 @@ int jobs_released (struct broker *b, const char *job, struct fmb_error *e)
     return rc;
 }
 
-int jobs_lost (struct broker *b,
-               const char *job,
-               int64_t listed_at,
-               struct fmb_error *e)
+static int jobs_lost (struct broker *b,
+                      const char *job,
+                      int64_t listed_at,
+                      struct fmb_error *e)
 {
     struct store_job *j;
     if (store_job_get (b->st, job, &j, e) < 0)
@@ -1370,6 +1382,18 @@ static int64_t expire_quarantine (void *arg, int64_t mono)
 
 void jobs_start (struct broker *b)
 {
+    /* The outbox and reconciliation see a reservation's delete finish and
+     * a reservation lost; the transitions are here. */
+    static const struct outbox_hooks outbox_hooks = {
+        .reserving = jobs_reserving,
+        .job_deleted = jobs_released,
+    };
+    static const struct reconcile_hooks reconcile_hooks = {
+        .reserving = jobs_reserving,
+        .lost = jobs_lost,
+    };
+    outbox_set_hooks (b->outbox, &outbox_hooks);
+    reconcile_set_hooks (b->rc, &reconcile_hooks);
     b->t_expire = timer_add (b->timers, "quarantine expiry", 0, expire_quarantine, b);
     b->t_prune = timer_add (b->timers, "retention", PRUNE_FIRST_MS, prune_history, b);
 }

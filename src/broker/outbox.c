@@ -30,7 +30,13 @@ struct outbox {
     struct waitq step_waiters; /* step cleanups with ?wait */
     uint64_t abort_hooked;     /* the pass whose abort hook is registered */
     struct timer *timer, *steps_timer;
+    struct outbox_hooks hooks;
 };
+
+void outbox_set_hooks (struct outbox *o, const struct outbox_hooks *hooks)
+{
+    o->hooks = *hooks;
+}
 
 struct outbox_call {
     struct outbox *o;
@@ -140,7 +146,7 @@ static int record_finished (struct outbox_call *c, struct fmb_error *e)
                        errno != ENOENT
                    ? -1
                    : 0;
-    return job ? jobs_released (b, job, e) : 0;
+    return job && c->o->hooks.job_deleted ? c->o->hooks.job_deleted (b, job, e) : 0;
 }
 
 /* A failed entry: due again after a back-off; after OUTBOX_ALERT_ATTEMPTS
@@ -253,7 +259,7 @@ static int64_t outbox_run (struct outbox *o)
         if (inflight_has (o, src->id))
             continue;
         const char *job = broker_local_job (b, src->target);
-        if (!src->step && job && jobs_reserving (b, job)) {
+        if (!src->step && job && o->hooks.reserving && o->hooks.reserving (b, job)) {
             deferred = true; /* never cross a reservation still in flight */
             continue;
         }

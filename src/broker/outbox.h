@@ -6,6 +6,7 @@
 #ifndef FMB_OUTBOX_H
 #define FMB_OUTBOX_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -22,6 +23,18 @@ struct outbox;
 
 struct outbox *outbox_create (struct broker *b);
 void outbox_destroy (struct outbox *o);
+
+/* What the outbox asks of the jobs (jobs.c sets them at start, so that
+ * the outbox, which jobs.c calls, does not call back into it).  Unset,
+ * no reservation is in flight and a finished delete changes no job. */
+struct outbox_hooks {
+    /* Is a reservation of 'job' being made right now?  Its delete waits. */
+    bool (*reserving) (struct broker *b, const char *job);
+    /* The delete of 'job''s FM reservation finished (200 or 404): the
+     * job's transition, inside the pass. */
+    int (*job_deleted) (struct broker *b, const char *job, struct fmb_error *error);
+};
+void outbox_set_hooks (struct outbox *o, const struct outbox_hooks *hooks);
 
 /* Queue the delete of an FM job (its reservation), due at wall clock
  * 'due_ms'; inside the caller's transaction. */

@@ -26,7 +26,13 @@ struct reconciler {
     json_t *foreign_seen;   /* FM ids reported foreign at the last pass */
     struct offloop *reaper; /* frees finished listings off the loop thread */
     struct timer *listing_timer, *slice_timer;
+    struct reconcile_hooks hooks;
 };
+
+void reconcile_set_hooks (struct reconciler *rc, const struct reconcile_hooks *hooks)
+{
+    rc->hooks = *hooks;
+}
 
 /* A reconciliation in progress: the FM's listing, matched against the
  * store a slice at a time (BACKGROUND_SLICE_US each, one per loop pass),
@@ -128,7 +134,7 @@ static bool live_now (struct broker *b, const char *job, const char *fmid)
 {
     struct store_job *j;
     struct fmb_error e;
-    if (jobs_reserving (b, job))
+    if (b->rc->hooks.reserving && b->rc->hooks.reserving (b, job))
         return true;
     if (store_job_get (b->st, job, &j, &e) < 0)
         return errno != ENOENT; /* unsure: leave it to the next round */
@@ -212,7 +218,9 @@ static int judge_job (struct broker *b,
 {
     if (json_object_get (r->listed, fmid))
         return 0;
-    int rc = jobs_lost (b, job, r->listed_at, e);
+    if (!b->rc->hooks.lost)
+        return 0;
+    int rc = b->rc->hooks.lost (b, job, r->listed_at, e);
     if (rc > 0)
         r->lost++;
     return rc < 0 ? -1 : 0;

@@ -10,12 +10,30 @@
 #define FMB_RECONCILE_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
 
 struct broker;
 struct reconciler;
 
 struct reconciler *reconcile_create (struct broker *b);
 void reconcile_destroy (struct reconciler *rc);
+
+/* What reconciliation asks of the jobs (jobs.c sets them at start, so
+ * that reconciliation, which jobs.c calls, does not call back into it).
+ * Unset, no reservation is in flight and no job is marked lost. */
+struct reconcile_hooks {
+    /* Is a reservation of 'job' being made right now? */
+    bool (*reserving) (struct broker *b, const char *job);
+    /* A listing taken at 'listed_at' (wall ms) lacks 'job''s reservation:
+     * the job's transition, inside the pass; 1 if it was marked lost. */
+    int (*lost) (struct broker *b,
+                 const char *job,
+                 int64_t listed_at,
+                 struct fmb_error *error);
+};
+void reconcile_set_hooks (struct reconciler *rc, const struct reconcile_hooks *hooks);
 /* Start the FM session (its first probe is the first listing). */
 void reconcile_start (struct broker *b);
 /* A listing now; 'reap_foreign': that pass also deletes reservations with
