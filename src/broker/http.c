@@ -478,9 +478,12 @@ static void identify (struct http *h, struct http_req *req)
 
 /* ---- routing ------------------------------------------------------- */
 
-static void dispatch (struct http *h, struct http_req *req, const char *url)
+/* The route of 'url' and the request's method; NULL with 'p' filled:
+ * 405 (with Allow), 400 for a bad path parameter, or 404. */
+static const struct route *find_route (struct http_req *req,
+                                       const char *url,
+                                       struct http_problem *p)
 {
-    const struct route *route = NULL;
     char allow[64] = "";
     char why[160] = "";
     bool bad_param = false;
@@ -491,34 +494,29 @@ static void dispatch (struct http *h, struct http_req *req, const char *url)
             bad_param = true;
         if (m <= 0)
             continue;
-        if (strcmp (r->method, req->method) == 0) {
-            route = r;
-            break;
-        }
+        if (strcmp (r->method, req->method) == 0)
+            return r;
         size_t used = strlen (allow);
         snprintf (
             allow + used, sizeof (allow) - used, "%s%s", used ? ", " : "", r->method);
     }
-    if (!route) {
-        if (allow[0]) {
-            snprintf (req->allow, sizeof (req->allow), "%s", allow);
-            http_reply_problem (req,
-                                405,
-                                "%s is not allowed on %s (allowed: %s)",
-                                req->method,
-                                url,
-                                allow);
-        } else if (bad_param)
-            http_reply_problem (req, 400, "%s", why);
-        else
-            http_reply_problem (req, 404, "no such resource: %.200s", url);
-        return;
-    }
-    char qwhy[200];
-    if (!query_is_clean (req, qwhy, sizeof (qwhy))) {
-        http_reply_problem (req, 400, "%s", qwhy);
-        return;
-    }
+    if (allow[0]) {
+        snprintf (req->allow, sizeof (req->allow), "%s", allow);
+        http_problemf (
+            p, 405, "%s is not allowed on %s (allowed: %s)", req->method, url, allow);
+    } else if (bad_param)
+        http_problemf (p, 400, "%s", why);
+    else
+        http_problemf (p, 404, "no such resource: %.200s", url);
+    return NULL;
+}
+
+/* May this caller call 'route'?  401 without any credential, else 403. */
+static int check_caller (struct http *h,
+                         struct http_req *req,
+                         const struct route *route,
+                         struct http_problem *p)
+{
     identify (h, req);
     struct caller *c = &req->caller;
     /* A job's token is a credential (for that job) even where it grants
@@ -527,38 +525,54 @@ static void dispatch (struct http *h, struct http_req *req, const char *url)
         c->job_token_ok = broker_job_token_matches (h->b, req->p.job, c->bearer);
     bool allowed = (route->who & ROLE_ANY) || (route->who & c->roles) ||
                    ((route->who & ROLE_JOB) && c->job_token_ok);
-    if (!allowed) {
-        if (!c->local && !c->roles && !c->job_token_ok)
-            http_reply_problem (req, 401, "a valid bearer token is required");
-        else
-            http_reply_problem (req,
-                                403,
-                                "%s %s is not allowed for this caller",
-                                req->method,
-                                route->path);
-        return;
-    }
-    if (req->too_large) {
-        http_reply_problem (
-            req, 413, "request body larger than %d bytes", API_MAX_BODY);
-        return;
-    }
+    if (allowed)
+        return 0;
+    if (!c->local && !c->roles && !c->job_token_ok)
+        return http_problemf (p, 401, "a valid bearer token is required");
+    return http_problemf (
+        p, 403, "%s %s is not allowed for this caller", req->method, route->path);
+}
+
+/* The body: within API_MAX_BODY, a JSON object for routes that take one,
+ * absent for the others. */
+static int check_body (struct http_req *req,
+                       const struct route *route,
+                       struct http_problem *p)
+{
+    if (req->too_large)
+        return http_problemf (
+            p, 413, "request body larger than %d bytes", API_MAX_BODY);
     if (route->body) {
         struct fmb_error e;
         req->json = fmb_json_load_object (req->body ? req->body : "", req->len, &e);
-        if (!req->json) {
-            http_reply_problem (req, 400, "%s", e.text);
-            return;
-        }
-    } else if (req->len > 0) {
-        http_reply_problem (req, 400, "%s %s takes no body", req->method, route->path);
-        return;
-    }
+        if (!req->json)
+            return http_problemf (p, 400, "%s", e.text);
+    } else if (req->len > 0)
+        return http_problemf (p, 400, "%s %s takes no body", req->method, route->path);
+    return 0;
+}
+
+/* Route, query, caller and body checks, then the handler; every failure
+ * is answered here, as a problem document. */
+static void dispatch (struct http *h, struct http_req *req, const char *url)
+{
     struct http_problem p;
-    if (route->handler (h->b, req, &p) < 0)
-        http_reply_failure (req, &p);
-    else if (!req->replied && !req->want_suspend)
+    char qwhy[200];
+    const struct route *route = find_route (req, url, &p);
+    if (!route)
+        goto fail;
+    if (!query_is_clean (req, qwhy, sizeof (qwhy))) {
+        http_problemf (&p, 400, "%s", qwhy);
+        goto fail;
+    }
+    if (check_caller (h, req, route, &p) < 0 || check_body (req, route, &p) < 0 ||
+        route->handler (h->b, req, &p) < 0)
+        goto fail;
+    if (!req->replied && !req->want_suspend)
         http_reply_problem (req, 500, "the handler gave no answer");
+    return;
+fail:
+    http_reply_failure (req, &p);
 }
 
 /* ---- connections: fair share and request deadlines ------------------ */
