@@ -21,6 +21,8 @@
 
 #include <curl/curl.h>
 
+#include "benchutil.h"
+
 enum mode { MODE_RUN, MODE_CLEANUP, MODE_FM };
 
 static struct {
@@ -43,20 +45,6 @@ struct op {
     char url[256];
     char body[256];
 };
-
-static double now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static size_t discard (char *d, size_t s, size_t n, void *u)
-{
-    (void)d;
-    (void)u;
-    return s * n;
-}
 
 static void setup (struct op *op)
 {
@@ -105,16 +93,10 @@ static void setup (struct op *op)
     curl_easy_setopt (e, CURLOPT_CUSTOMREQUEST, method);
     if (op->body[0])
         curl_easy_setopt (e, CURLOPT_POSTFIELDS, op->body);
-    curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, bench_discard);
     curl_easy_setopt (e, CURLOPT_TIMEOUT, 10L);
     curl_easy_setopt (e, CURLOPT_PRIVATE, op);
     op->e = e;
-}
-
-static int cmp (const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main (int argc, char **argv)
@@ -175,10 +157,10 @@ int main (int argc, char **argv)
     double *lat = calloc ((size_t)o.count, sizeof (double));
     struct op *ops = calloc ((size_t)o.concurrency, sizeof (*ops));
     long next = 0, done = 0, errors = 0, running_ops = 0;
-    double t0 = now ();
+    double t0 = bench_now ();
     for (long k = 0; k < o.concurrency && next < o.count; k++, next++) {
         ops[k].i = next;
-        ops[k].start = now ();
+        ops[k].start = bench_now ();
         setup (&ops[k]);
         curl_multi_add_handle (m, ops[k].e);
         running_ops++;
@@ -209,12 +191,12 @@ int main (int argc, char **argv)
             }
             if (!ok)
                 errors++;
-            lat[done++] = (now () - op->start) * 1000.0;
+            lat[done++] = (bench_now () - op->start) * 1000.0;
             running_ops--;
             if (next < o.count) {
                 op->i = next++;
                 op->stage = 0;
-                op->start = now ();
+                op->start = bench_now ();
                 setup (op);
                 curl_multi_add_handle (m, op->e);
                 running_ops++;
@@ -223,8 +205,8 @@ int main (int argc, char **argv)
         if (running_ops > 0)
             curl_multi_poll (m, NULL, 0, 100, NULL);
     }
-    double secs = now () - t0;
-    qsort (lat, (size_t)done, sizeof (double), cmp);
+    double secs = bench_now () - t0;
+    qsort (lat, (size_t)done, sizeof (double), bench_cmp_double);
     printf (
         "requests %ld errors %ld seconds %.3f rate %.1f median_ms %.3f p99_ms %.3f\n",
         done,

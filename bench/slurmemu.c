@@ -30,6 +30,8 @@
 
 #include <curl/curl.h>
 
+#include "benchutil.h"
+
 static struct {
     bool slurm;
     const char *url;
@@ -41,20 +43,6 @@ static struct {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static long next_job, errors, nstarts, nsteps;
 static double *starts, *steps;
-
-static double now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static size_t discard (char *d, size_t s, size_t n, void *u)
-{
-    (void)d;
-    (void)u;
-    return s * n;
-}
 
 /* One request on a connection of its own (Slurm makes none persist);
  * returns the HTTP status, 0 on a transport error. */
@@ -74,7 +62,7 @@ static long call (const char *method, const char *url, const char *body)
         curl_easy_setopt (e, CURLOPT_UNIX_SOCKET_PATH, o.socket);
     curl_easy_setopt (e, CURLOPT_FRESH_CONNECT, 1L);
     curl_easy_setopt (e, CURLOPT_FORBID_REUSE, 1L);
-    curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, bench_discard);
     curl_easy_setopt (e, CURLOPT_TIMEOUT, 10L); /* as the plugin */
     if (curl_easy_perform (e) == CURLE_OK)
         curl_easy_getinfo (e, CURLINFO_RESPONSE_CODE, &code);
@@ -142,12 +130,12 @@ static bool one_job (long j)
     bool ok = true;
     snprintf (id, sizeof (id), "c1-%s%ld", o.prefix, j);
     for (long s = 0; s < o.steps && ok; s++) {
-        double t = now ();
+        double t = bench_now ();
         if (o.slurm)
             ok = slurm_step_launch (id, s);
         else if (s == 0)
             ok = broker_run (id);
-        double ms = (now () - t) * 1000.0;
+        double ms = (bench_now () - t) * 1000.0;
         if (ok)
             record (s == 0 ? starts : steps, s == 0 ? &nstarts : &nsteps, ms);
         if (ok && o.slurm)
@@ -173,17 +161,11 @@ static void *step_manager (void *arg)
     }
 }
 
-static int cmp (const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double pct (double *a, long n, double p)
 {
     if (n == 0)
         return 0;
-    qsort (a, (size_t)n, sizeof (*a), cmp);
+    qsort (a, (size_t)n, sizeof (*a), bench_cmp_double);
     return a[(long)((n - 1) * p)];
 }
 
@@ -241,12 +223,12 @@ int main (int argc, char **argv)
     pthread_t *t = calloc ((size_t)o.parallel, sizeof (*t));
     if (!starts || !steps || !t)
         return 1;
-    double t0 = now ();
+    double t0 = bench_now ();
     for (long i = 0; i < o.parallel; i++)
         pthread_create (&t[i], NULL, step_manager, NULL);
     for (long i = 0; i < o.parallel; i++)
         pthread_join (t[i], NULL);
-    double secs = now () - t0;
+    double secs = bench_now () - t0;
     /* broker: later steps add nothing (no call), recorded as 0 */
     if (!o.slurm)
         nsteps = 0;
