@@ -239,20 +239,9 @@ char *broker_metrics_text (struct broker *b)
     return buf;
 }
 
-json_t *broker_status (struct broker *b)
+/* The status page's "fabric_manager", "state_lock" and "outbox". */
+static json_t *fm_status (struct broker *b)
 {
-    struct fmb_error e;
-    unsigned counts[4] = {0}, depth = 0, held = 0, quarantined = 0, cursor = 0,
-             rjobs = 0, addrs = 0;
-    int64_t last = 0, next = 0;
-    for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++)
-        count_job_state (b, s, &counts[s]);
-    store_outbox_depth (b->st, &depth, &e);
-    bool have_next = store_outbox_next_ms (b->st, &next, &e) == 0;
-    store_vni_counts (b->st, &held, &quarantined, &e);
-    store_vni_cursor (b->st, &cursor, &e);
-    store_event_last (b->st, &last, &e);
-    store_hwcoll_usage (b->st, &rjobs, &addrs, &e);
     json_t *fm = json_pack ("{s:b, s:s, s:I}",
                             "configured",
                             b->fmc != NULL,
@@ -264,18 +253,46 @@ json_t *broker_status (struct broker *b)
         json_object_set_new (fm, "url", json_string (b->cfg.fm_url));
     if (fmsession_state (b->fms) == FM_DOWN)
         json_object_set_new (fm, "last_error", json_string (fmsession_error (b->fms)));
+    return fm;
+}
+
+static json_t *lock_status (struct broker *b)
+{
+    return json_pack ("{s:s, s:s, s:I, s:I}",
+                      "file",
+                      b->lock.path,
+                      "host",
+                      b->lock.host,
+                      "pid",
+                      (json_int_t)b->lock.pid,
+                      "since_ms",
+                      (json_int_t)b->lock.since_ms);
+}
+
+static json_t *outbox_status (struct broker *b)
+{
+    struct fmb_error e;
+    unsigned depth = 0;
+    int64_t next = 0;
+    store_outbox_depth (b->st, &depth, &e);
     json_t *outbox = json_pack ("{s:i}", "depth", (int)depth);
-    json_t *lock = json_pack ("{s:s, s:s, s:I, s:I}",
-                              "file",
-                              b->lock.path,
-                              "host",
-                              b->lock.host,
-                              "pid",
-                              (json_int_t)b->lock.pid,
-                              "since_ms",
-                              (json_int_t)b->lock.since_ms);
-    if (have_next)
+    if (store_outbox_next_ms (b->st, &next, &e) == 0)
         json_object_set_new (outbox, "next_due_ms", json_integer (next));
+    return outbox;
+}
+
+json_t *broker_status (struct broker *b)
+{
+    struct fmb_error e;
+    unsigned counts[4] = {0}, held = 0, quarantined = 0, cursor = 0, rjobs = 0,
+             addrs = 0;
+    int64_t last = 0;
+    for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++)
+        count_job_state (b, s, &counts[s]);
+    store_vni_counts (b->st, &held, &quarantined, &e);
+    store_vni_cursor (b->st, &cursor, &e);
+    store_event_last (b->st, &last, &e);
+    store_hwcoll_usage (b->st, &rjobs, &addrs, &e);
     return json_pack (
         "{s:s, s:s, s:I, s:o, s:o, s:o, s:{s:i, s:i, s:i, s:i},"
         " s:{s:i, s:i, s:i, s:i, s:i}, s:{s:i, s:i, s:i, s:i}, s:{s:I}}",
@@ -286,11 +303,11 @@ json_t *broker_status (struct broker *b)
         "uptime_s",
         (json_int_t)((now_wall () - b->started_ms) / 1000),
         "fabric_manager",
-        fm,
+        fm_status (b),
         "state_lock",
-        lock,
+        lock_status (b),
         "outbox",
-        outbox,
+        outbox_status (b),
         "jobs",
         "active",
         (int)counts[STORE_JOB_ACTIVE],
