@@ -358,46 +358,116 @@ static void shutdown_gracefully (struct broker *b, int sigfd)
         loop_once (b, sigfd, 10);
 }
 
-int main (int argc, char **argv)
+/* Configuration, --dump-config, --check-config, --check-db: the exit
+ * status when main should end here, -1 to go on and serve. */
+static int configure (int argc, char **argv, struct fmb_config *cfg)
 {
-    struct broker b = {.lock.fd = -1};
     struct fmb_error error;
-    int rc = 1;
-
-    umask (077); /* state, keys and sockets are private unless chmod'ed on purpose */
-    fmb_log_init ("fmbrokerd", LOG_INFO);
     if (parse_args (argc, argv) < 0)
         return 2;
-    if (load_config (&b.cfg, &error) < 0) {
+    if (load_config (cfg, &error) < 0) {
         fmb_log (LOG_ERR, "%s", error.text);
         return 2;
     }
-    fmb_log_set_level (b.cfg.log_level);
+    fmb_log_set_level (cfg->log_level);
     if (arg_.dump_config) {
-        fmb_config_dump (&b.cfg, stdout);
+        fmb_config_dump (cfg, stdout);
         return 0;
     }
     /* The same checks for --check-config and for start. */
-    if (broker_check_config (&b.cfg, &error) < 0) {
+    if (broker_check_config (cfg, &error) < 0) {
         fmb_log (LOG_ERR, "%s", error.text);
         return 2;
     }
     if (arg_.check_config)
-        return check_config (&b.cfg);
+        return check_config (cfg);
     if (arg_.check_db)
-        return check_db (&b.cfg);
-    if (!b.cfg.source[0])
+        return check_db (cfg);
+    if (!cfg->source[0])
         fmb_log (LOG_NOTICE, "no %s; using built-in defaults", FMB_CONFIG_PATH);
-    if (b.cfg.fm_allow_plain_http && strncasecmp (b.cfg.fm_url, "http://", 7) == 0 &&
-        b.cfg.fm_auth != FMB_AUTH_NONE)
+    if (cfg->fm_allow_plain_http && strncasecmp (cfg->fm_url, "http://", 7) == 0 &&
+        cfg->fm_auth != FMB_AUTH_NONE)
         fmb_log (LOG_WARNING,
                  "[fabric_manager] allow_plain_http = true: FM credentials and "
                  "tokens travel in clear to %s",
-                 b.cfg.fm_url);
-    if (b.cfg.fm_insecure)
+                 cfg->fm_url);
+    if (cfg->fm_insecure)
         fmb_log (LOG_WARNING,
                  "[fabric_manager] insecure = true: the FM's TLS certificate is not "
                  "verified");
+    return -1;
+}
+
+/* Everything the broker serves with, in the order each needs the last;
+ * -1 (logged) if one cannot be had.  shut_down frees what there is. */
+static int start (struct broker *b)
+{
+    struct fmb_error error;
+    /* The store's damage hook reports to the events from the start. */
+    if (!(b->timers = timers_create ()) || !(b->events = events_create (b)) ||
+        !(b->roles = roles_create ()))
+        goto nomem;
+    if (open_state (b, &error) < 0)
+        goto fail;
+    roles_resolve (b->roles, &b->cfg);
+    if (fmc_create_from_config (&b->cfg, &b->fmc, &error) < 0)
+        goto fail;
+    if (b->fmc)
+        fmc_set_observer (b->fmc, broker_observe_fm, b);
+    else
+        fmb_log (
+            LOG_NOTICE,
+            "[fabric_manager] url is not set: VNI-only mode, no hardware collectives");
+    /* 4096 buckets: more jobs cleaning steps at once than that recycle
+     * the idlest bucket, which was full again anyway */
+    b->step_limit = ratelimit_create (
+        b->cfg.api_step_cleanup_rate, b->cfg.api_step_cleanup_burst, 4096);
+    if (!b->step_limit)
+        goto nomem;
+    if (http_create (b, &b->cfg, &b->http, &error) < 0)
+        goto fail;
+    if (!(b->pass = pass_create (b->st, b->http, b->fmc)) ||
+        !(b->fms = fmsession_create (b)) || !(b->outbox = outbox_create (b)) ||
+        !(b->rc = reconcile_create (b)))
+        goto nomem;
+    jobs_recover (b);
+    jobs_start (b);
+    reconcile_start (b);
+    return 0;
+nomem:
+    fmb_errorf (&error, "out of memory");
+fail:
+    fmb_log (LOG_ERR, "%s", error.text);
+    return -1;
+}
+
+static void shut_down (struct broker *b)
+{
+    http_destroy (b->http);
+    fmc_destroy (b->fmc);
+    pass_destroy (b->pass);
+    events_destroy (b->events);
+    roles_destroy (b->roles);
+    timers_destroy (b->timers);
+    jobs_free (b);
+    reconcile_destroy (b->rc);
+    outbox_destroy (b->outbox);
+    fmsession_destroy (b->fms);
+    store_close (b->st);
+    ratelimit_destroy (b->step_limit);
+    statelock_release (&b->lock); /* after the database is closed */
+}
+
+int main (int argc, char **argv)
+{
+    struct broker b = {.lock.fd = -1};
+    int rc = 1;
+
+    umask (077); /* state, keys and sockets are private unless chmod'ed on purpose */
+    fmb_log_init ("fmbrokerd", LOG_INFO);
+    int status = configure (argc, argv, &b.cfg);
+    if (status >= 0)
+        return status;
     srandom ((unsigned)getpid () ^ (unsigned)now_mono ());
     b.started_ms = now_wall ();
 
@@ -406,48 +476,8 @@ int main (int argc, char **argv)
         fmb_log (LOG_ERR, "signalfd: %s", strerror (errno));
         return 1;
     }
-    /* The store's damage hook reports to the events from the start. */
-    if (!(b.timers = timers_create ()) || !(b.events = events_create (&b)) ||
-        !(b.roles = roles_create ())) {
-        fmb_log (LOG_ERR, "out of memory");
+    if (start (&b) < 0)
         goto done;
-    }
-    if (open_state (&b, &error) < 0) {
-        fmb_log (LOG_ERR, "%s", error.text);
-        goto done;
-    }
-    roles_resolve (b.roles, &b.cfg);
-    if (fmc_create_from_config (&b.cfg, &b.fmc, &error) < 0) {
-        fmb_log (LOG_ERR, "%s", error.text);
-        goto done;
-    }
-    if (b.fmc)
-        fmc_set_observer (b.fmc, broker_observe_fm, &b);
-    if (!b.fmc)
-        fmb_log (
-            LOG_NOTICE,
-            "[fabric_manager] url is not set: VNI-only mode, no hardware collectives");
-    /* 4096 buckets: more jobs cleaning steps at once than that recycle
-     * the idlest bucket, which was full again anyway */
-    b.step_limit = ratelimit_create (
-        b.cfg.api_step_cleanup_rate, b.cfg.api_step_cleanup_burst, 4096);
-    if (!b.step_limit) {
-        fmb_log (LOG_ERR, "out of memory");
-        goto done;
-    }
-    if (http_create (&b, &b.cfg, &b.http, &error) < 0) {
-        fmb_log (LOG_ERR, "%s", error.text);
-        goto done;
-    }
-    if (!(b.pass = pass_create (b.st, b.http, b.fmc)) ||
-        !(b.fms = fmsession_create (&b)) || !(b.outbox = outbox_create (&b)) ||
-        !(b.rc = reconcile_create (&b))) {
-        fmb_log (LOG_ERR, "out of memory");
-        goto done;
-    }
-    jobs_recover (&b);
-    jobs_start (&b);
-    reconcile_start (&b);
     fmb_log (LOG_INFO,
              "serving on %s%s%s (cluster %s, VNIs %u-%u, FM %s)",
              b.cfg.socket,
@@ -468,19 +498,7 @@ int main (int argc, char **argv)
     shutdown_gracefully (&b, sigfd);
     rc = 0;
 done:
-    http_destroy (b.http);
-    fmc_destroy (b.fmc);
-    pass_destroy (b.pass);
-    events_destroy (b.events);
-    roles_destroy (b.roles);
-    timers_destroy (b.timers);
-    jobs_free (&b);
-    reconcile_destroy (b.rc);
-    outbox_destroy (b.outbox);
-    fmsession_destroy (b.fms);
-    store_close (b.st);
-    ratelimit_destroy (b.step_limit);
-    statelock_release (&b.lock); /* after the database is closed */
+    shut_down (&b);
     close (sigfd);
     return rc;
 }
