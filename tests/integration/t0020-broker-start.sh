@@ -30,6 +30,11 @@ expect_ok 'a restart opens the same state' '
 expect_ok 'a stale socket file left by a crash is replaced' '
     kill_broker && test -S api.sock && start_broker
 '
+expect_ok 'RUN answers 201 with the job as stored: a GET shows the same' '
+    rm_call PUT /v1/jobs/2 "{\"uid\":5,\"nodes\":[\"n2\",\"n1\"],\"vni_count\":2}" >run2.json &&
+    jq -e "(.vnis | length) == 2 and .created_ms > 0 and .nodes == [\"n2\",\"n1\"]" run2.json &&
+    rm_call GET /v1/jobs/2 | jq -e --slurpfile r run2.json "del(.node_reports) == \$r[0]"
+'
 expect_ok 'a bad value stops start-up naming file, line and key' '
     printf "[broker]\nstate_dir = $T/state\n[vni]\npool = 9-3\n" >bad.conf &&
     { "$fmbrokerd" -c bad.conf 2>err; test $? -eq 2; } &&
