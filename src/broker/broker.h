@@ -25,6 +25,7 @@
 #include "pass.h"
 #include "ratelimit.h"
 #include "reconcile.h"
+#include "reservations.h"
 #include "roles.h"
 #include "statelock.h"
 #include "timer.h"
@@ -65,8 +66,6 @@ struct metrics {
     int64_t stall_window; /* monotonic ms when the current window began */
 };
 
-struct reservation; /* a reserve call in flight (jobs.c) */
-
 struct broker {
     struct fmb_config cfg;
     struct statelock lock; /* held for the broker's whole life */
@@ -75,17 +74,17 @@ struct broker {
     struct http *http;
     struct pass *pass; /* the loop pass: its transaction and what waits on it */
     struct timers *timers;
-    struct fmsession *fms; /* the FM session: state, probes, back-off */
-    struct outbox *outbox; /* FM changes owed, and their step waiters */
-    struct reconciler *rc; /* matching the FM's listing with the store */
-    struct roles *roles;   /* who may do what */
-    struct events *events; /* the event log's readers, damage reports */
+    struct fmsession *fms;    /* the FM session: state, probes, back-off */
+    struct outbox *outbox;    /* FM changes owed, and their step waiters */
+    struct reservations *rsv; /* FM reservations in flight */
+    struct reconciler *rc;    /* matching the FM's listing with the store */
+    struct roles *roles;      /* who may do what */
+    struct events *events;    /* the event log's readers, damage reports */
     /* the timers of jobs.c (timer.h) */
     struct timer *t_expire, *t_prune;
     int64_t started_ms;
     bool stopping;
 
-    struct reservation *reservations;
     unsigned long prune_round[2]; /* jobs, events deleted in this round */
 
     struct metrics metrics;
@@ -147,12 +146,6 @@ int jobs_list (struct broker *b, struct http_req *req, struct http_problem *p);
 int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_problem *p);
 int jobs_node_report (struct broker *b, struct http_req *req, struct http_problem *p);
 int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *p);
-/* Resolve reservations left 'reserving' by a crash (at start). */
-void jobs_recover (struct broker *b);
-/* Answer requests waiting on a reservation that is being abandoned. */
-void jobs_shutdown (struct broker *b);
-/* Free what jobs_shutdown left, once no FM callback can come. */
-void jobs_free (struct broker *b);
 /* Free quarantined VNIs whose time came; log, event. */
 void jobs_expire_quarantine (struct broker *b);
 /* The jobs' timers (quarantine expiry, history retention), and the hooks

@@ -24,14 +24,6 @@
 #include "log.h"
 #include "monotime.h"
 
-struct reservation {
-    struct reservation *next;
-    struct broker *b;
-    char job[JOB_ID_MAX + 1];
-    struct waitq waiters; /* RUNs waiting for the outcome */
-    bool aborted; /* the pass that wrote its intent did not commit: no job owns it */
-};
-
 /* Does hwcoll state 's' stand for a reservation (made or being made),
  * which CLEANUP turns into 'released'?  The other states keep their
  * reason in the job's history. */
@@ -40,18 +32,10 @@ static bool jobs_hwcoll_held (enum store_hwcoll_state s)
     return s == STORE_HWCOLL_RESERVED || s == STORE_HWCOLL_RESERVING;
 }
 
-static struct reservation *find_reservation (struct broker *b, const char *job)
-{
-    for (struct reservation *r = b->reservations; r; r = r->next)
-        if (!r->aborted && strcmp (r->job, job) == 0)
-            return r;
-    return NULL;
-}
-
 /* Does a reserve call for this job run right now? */
 static bool jobs_reserving (struct broker *b, const char *job)
 {
-    return find_reservation (b, job) != NULL;
+    return reservations_busy (b->rsv, job);
 }
 
 /* ---- views --------------------------------------------------------- */
@@ -455,34 +439,16 @@ static enum store_hwcoll_state eligibility (struct broker *b,
     return STORE_HWCOLL_RESERVING;
 }
 
-static void reply_waiter (struct waiter *w, void *arg)
-{
-    struct reservation *rv = arg;
-    struct http_problem p;
-    waitq_remove (w);
-    if (reply_job (rv->b, w->req, rv->job, w->key ? 201 : 200, &p) < 0)
-        http_reply_failure (w->req, &p);
-}
-
-static void unlink_reservation (struct broker *b, struct reservation *rv)
-{
-    for (struct reservation **pp = &b->reservations; *pp; pp = &(*pp)->next)
-        if (*pp == rv) {
-            *pp = rv->next;
-            return;
-        }
-}
-
 /* The reservation's outcome, in the store (inside the loop pass). */
-static int record_outcome (struct reservation *rv,
+static int record_outcome (struct broker *b,
+                           const char *job,
                            const struct fmc_result *res,
                            struct fmb_error *e)
 {
-    struct broker *b = rv->b;
     char fmid[STORE_FM_JOB_ID_MAX + 1];
     if (res->status == FMC_OK)
         return store_job_set_hwcoll (b->st,
-                                     rv->job,
+                                     job,
                                      STORE_HWCOLL_RESERVED,
                                      NULL,
                                      fmb_config_mcast_limit (&b->cfg),
@@ -490,122 +456,23 @@ static int record_outcome (struct reservation *rv,
                                      e);
     char reason[300];
     snprintf (reason, sizeof (reason), "fabric manager: %s", res->error);
-    broker_fm_id (b, rv->job, fmid, sizeof (fmid));
+    broker_fm_id (b, job, fmid, sizeof (fmid));
     /* The FM may still finish a POST we gave up on: make sure it is
      * deleted (a 404 then simply ends the entry). */
     if (store_job_set_hwcoll (
-            b->st, rv->job, STORE_HWCOLL_UNAVAILABLE, reason, 0, NULL, e) < 0 ||
+            b->st, job, STORE_HWCOLL_UNAVAILABLE, reason, 0, NULL, e) < 0 ||
         outbox_queue_job_delete (
             b->outbox, fmid, now_wall () + b->cfg.fm_timeout_ms, e) < 0 ||
-        broker_event (b,
-                      "hwcoll_unavailable",
-                      rv->job,
-                      json_pack ("{s:s}", "reason", reason),
-                      e) < 0)
+        broker_event (
+            b, "hwcoll_unavailable", job, json_pack ("{s:s}", "reason", reason), e) < 0)
         return -1;
     fmb_logf (LOG_WARNING,
-              &(struct fmb_log_fields){.job = rv->job, .fm_call = res->op},
+              &(struct fmb_log_fields){.job = job, .fm_call = res->op},
               "job %s: hardware collectives unavailable: %s",
-              rv->job,
+              job,
               res->error);
+    outbox_changed (b->outbox); /* the delete */
     return 0;
-}
-
-struct outcome {
-    struct reservation *rv;
-    const struct fmc_result *res;
-};
-
-static int write_outcome (void *arg, struct fmb_error *e)
-{
-    struct outcome *o = arg;
-    return record_outcome (o->rv, o->res, e);
-}
-
-static void free_reservation (struct broker *b, struct reservation *rv)
-{
-    unlink_reservation (b, rv);
-    pass_forget (b->pass, rv);
-    free (rv);
-}
-
-static void reserve_done (const struct fmc_result *res, void *arg)
-{
-    struct reservation *rv = arg;
-    struct broker *b = rv->b;
-    struct fmb_error e;
-    fmsession_note (b->fms, res);
-    if (rv->aborted) {
-        /* Its job was never committed: what the FM made is an orphan
-         * unless the RM ran the job again meanwhile, which reconciliation
-         * tells apart. */
-        if (res->status == FMC_OK)
-            reconcile_now (b->rc, false);
-        free_reservation (b, rv);
-        return;
-    }
-    struct outcome o = {rv, res};
-    int rc = pass_write (b->pass, write_outcome, &o, &e);
-    if (rc < 0)
-        broker_log_store_error (b, rv->job, &e);
-    waitq_each (&rv->waiters, reply_waiter, rv);
-    free_reservation (b, rv);
-    if (rc == 0 && res->status != FMC_OK) /* a delete was queued */
-        outbox_changed (b->outbox);
-}
-
-/* The pass that wrote this reservation's intent did not commit: its RUNs
- * get 503 and the reservation is abandoned (no POST; if one had left
- * already, reconciliation reaps what it made). */
-static void reply_uncommitted (struct waiter *w, void *arg)
-{
-    (void)arg;
-    waitq_remove (w);
-    http_reply_uncommitted (w->req);
-}
-
-static void abort_reservation (void *arg)
-{
-    struct reservation *rv = arg;
-    char fmid[STORE_FM_JOB_ID_MAX + 1];
-    if (rv->aborted)
-        return;
-    rv->aborted = true; /* a RUN repeated from now on starts afresh */
-    fmb_log (
-        LOG_ERR, "job %s: its RUN was not committed; the RM must repeat it", rv->job);
-    broker_fm_id (rv->b, rv->job, fmid, sizeof (fmid));
-    fmc_job_reserve_abandon (rv->b->fmc, fmid);
-    waitq_each (&rv->waiters, reply_uncommitted, NULL);
-}
-
-/* Start the FM reservation of a job whose intent is committed. */
-static struct reservation *start_reservation (struct broker *b, const char *job)
-{
-    struct fmb_error e;
-    char fmid[STORE_FM_JOB_ID_MAX + 1];
-    struct reservation *rv = calloc (1, sizeof (*rv));
-    if (!rv)
-        return NULL;
-    rv->b = b;
-    snprintf (rv->job, sizeof (rv->job), "%s", job);
-    rv->next = b->reservations;
-    b->reservations = rv;
-    broker_fm_id (b, job, fmid, sizeof (fmid));
-    if (fmc_job_reserve (b->fmc,
-                         fmid,
-                         fmb_config_mcast_limit (&b->cfg),
-                         b->cfg.fm_reserve_timeout_ms,
-                         reserve_done,
-                         rv,
-                         &e) < 0) {
-        struct fmc_result res = {
-            .status = FMC_RETRYABLE, .op = "create", .error = e.text};
-        reserve_done (&res, rv);
-        return NULL;
-    }
-    /* outside a pass (recovery at start) its intent is an earlier run's */
-    pass_on_abort (b->pass, abort_reservation, rv);
-    return rv;
 }
 
 /* A RUN for a job the store has: 1 when answered (a repeat: the same
@@ -633,14 +500,9 @@ static int run_existing (struct broker *b,
     }
     /* RUN repeated (RM retry, hook re-run): same job, same answer. */
     int rc = 1;
-    struct reservation *rv;
     if (strcmp (old->request, canon) != 0)
         rc = http_problemf (p, 409, "job '%s' exists with a different request", id);
-    else if ((rv = find_reservation (b, id))) {
-        http_wait (req)->key = 0;
-        waitq_add (&rv->waiters, http_wait (req));
-        http_suspend (req);
-    } else
+    else if (!reservations_wait (b->rsv, id, req))
         http_reply (req, 200, job_view (b, old, http_caller (req)));
     store_job_free (old);
     return rc;
@@ -723,94 +585,10 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
     }
     if (hw != STORE_HWCOLL_RESERVING)
         return 0;
-    http_wait (req)->key = 1; /* created by this request: 201 */
-    struct reservation *rv = start_reservation (b, id);
-    if (!rv) /* completed (as unavailable) already: read what it wrote */
+    /* completed (as unavailable) already: read what it wrote */
+    if (!reservations_start (b->rsv, id, req))
         return reply_job (b, req, id, 201, p);
-    waitq_add (&rv->waiters, http_wait (req));
-    http_suspend (req);
     return 0;
-}
-
-struct collect_ids {
-    char (*ids)[JOB_ID_MAX + 1];
-    size_t n, cap;
-};
-
-static int collect_reserving (const char *id, void *arg)
-{
-    struct collect_ids *c = arg;
-    if (c->n == c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 64;
-        void *p = realloc (c->ids, ncap * sizeof (*c->ids));
-        if (!p)
-            return -1;
-        c->ids = p;
-        c->cap = ncap;
-    }
-    snprintf (c->ids[c->n++], JOB_ID_MAX + 1, "%s", id);
-    return 0;
-}
-
-/* Reads the interrupted reservations through jobs_by_state: start-up
- * costs the same with ten or ten million released jobs stored. */
-void jobs_recover (struct broker *b)
-{
-    struct collect_ids c = {0};
-    struct fmb_error e;
-    if (store_job_list_reserving (b->st, collect_reserving, &c, &e) < 0)
-        broker_log_store_error (b, "recovery", &e);
-    for (size_t i = 0; i < c.n; i++) {
-        if (find_reservation (b, c.ids[i]))
-            continue;
-        if (!b->fmc) {
-            fmb_log (
-                LOG_WARNING,
-                "job %s: was reserving hardware collectives, but no fabric manager "
-                "is configured now; marking unavailable",
-                c.ids[i]);
-            store_job_set_hwcoll (b->st,
-                                  c.ids[i],
-                                  STORE_HWCOLL_UNAVAILABLE,
-                                  "fabric manager no longer configured",
-                                  0,
-                                  NULL,
-                                  &e);
-            continue;
-        }
-        fmb_log (LOG_NOTICE,
-                 "job %s: resolving a reservation interrupted by a restart",
-                 c.ids[i]);
-        start_reservation (b, c.ids[i]);
-    }
-    free (c.ids);
-}
-
-static void reply_shutting_down (struct waiter *w, void *arg)
-{
-    (void)arg;
-    waitq_remove (w);
-    http_reply_problem (w->req, 503, "broker shutting down; repeat the request");
-}
-
-void jobs_shutdown (struct broker *b)
-{
-    /* The FM calls are abandoned; their jobs stay "reserving" in the store
-     * and are resolved at the next start.  A call may still complete in
-     * the last passes: the reservation stays until jobs_free(). */
-    for (struct reservation *rv = b->reservations; rv; rv = rv->next) {
-        rv->aborted = true;
-        waitq_each (&rv->waiters, reply_shutting_down, NULL);
-    }
-}
-
-void jobs_free (struct broker *b)
-{
-    while (b->reservations) {
-        struct reservation *rv = b->reservations;
-        b->reservations = rv->next;
-        free (rv);
-    }
 }
 
 /* ---- CLEANUP ------------------------------------------------------- */
@@ -1392,6 +1170,9 @@ void jobs_start (struct broker *b)
         .reserving = jobs_reserving,
         .lost = jobs_lost,
     };
+    /* and the reservations in flight record and answer through these */
+    static const struct reservations_ops reservations_ops = {record_outcome, reply_job};
+    reservations_set_ops (b->rsv, &reservations_ops);
     outbox_set_hooks (b->outbox, &outbox_hooks);
     reconcile_set_hooks (b->rc, &reconcile_hooks);
     b->t_expire = timer_add (b->timers, "quarantine expiry", 0, expire_quarantine, b);

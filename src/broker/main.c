@@ -349,9 +349,9 @@ static void shutdown_gracefully (struct broker *b, int sigfd)
     /* Reservations in flight get their deadline; their intent is in the
      * store either way, so cutting them short later loses nothing. */
     int64_t end = now_mono () + b->cfg.fm_reserve_timeout_ms + 500;
-    while (b->reservations && now_mono () < end)
+    while (reservations_pending (b->rsv) && now_mono () < end)
         loop_once (b, sigfd, 50);
-    jobs_shutdown (b);
+    reservations_shutdown (b->rsv);
     outbox_steps_answer_all (b->outbox);
     broker_events_wake (b, true);
     for (int i = 0; i < 5; i++) /* let the answers go out */
@@ -428,10 +428,10 @@ static int start (struct broker *b)
         goto fail;
     if (!(b->pass = pass_create (b->st, b->http, b->fmc)) ||
         !(b->fms = fmsession_create (b)) || !(b->outbox = outbox_create (b)) ||
-        !(b->rc = reconcile_create (b)))
+        !(b->rsv = reservations_create (b)) || !(b->rc = reconcile_create (b)))
         goto nomem;
-    jobs_recover (b);
-    jobs_start (b);
+    jobs_start (b); /* before recovery: the reservations' outcomes */
+    reservations_recover (b->rsv);
     reconcile_start (b);
     return 0;
 nomem:
@@ -449,7 +449,7 @@ static void shut_down (struct broker *b)
     events_destroy (b->events);
     roles_destroy (b->roles);
     timers_destroy (b->timers);
-    jobs_free (b);
+    reservations_destroy (b->rsv);
     reconcile_destroy (b->rc);
     outbox_destroy (b->outbox);
     fmsession_destroy (b->fms);

@@ -461,6 +461,11 @@ void reconcile_destroy (struct reconciler *rc)
     free (rc);
 }
 
+static void orphan_made (void *arg)
+{
+    reconcile_now (arg, false);
+}
+
 static void probe (void *arg)
 {
     start_listing (arg, true);
@@ -469,6 +474,7 @@ static void probe (void *arg)
 void reconcile_start (struct broker *b)
 {
     fmsession_wake_on_up (b->fms, b->rc->listing_timer); /* a new session: reconcile */
+    reservations_on_orphan (b->rsv, orphan_made, b->rc);
     fmsession_wake_on_up (b->fms, outbox_timer_of (b->outbox));
     /* the first contact is the first reconcile */
     fmsession_start (b->fms, b->fmc != NULL, probe, b);

@@ -45,6 +45,7 @@ static void teardown (void)
     http_destroy (b.http);
     pass_destroy (b.pass);
     reconcile_destroy (b.rc);
+    reservations_destroy (b.rsv);
     outbox_destroy (b.outbox);
     fmsession_destroy (b.fms);
     roles_destroy (b.roles);
@@ -90,7 +91,7 @@ static int setup (void)
     /* the broker's contexts as fmbrokerd makes them, VNI-only */
     if (!(b.pass = pass_create (b.st, b.http, NULL)) ||
         !(b.fms = fmsession_create (&b)) || !(b.outbox = outbox_create (&b)) ||
-        !(b.rc = reconcile_create (&b)))
+        !(b.rsv = reservations_create (&b)) || !(b.rc = reconcile_create (&b)))
         return -1;
     return 0;
 }

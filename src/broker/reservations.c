@@ -1,0 +1,292 @@
+/* reservations.c: the FM reservations in flight (reservations.h).
+ *
+ * A RUN whose job may use hardware collectives commits its intent (the
+ * job "reserving") and starts a reservation here: GET-then-POST at the
+ * FM within reserve_timeout_ms.  Its outcome is recorded by the jobs'
+ * transition (reservations_ops.record) and answered to every RUN that
+ * waits for it.  A reservation whose intent's pass did not commit is
+ * abandoned (no POST); what the FM may have made anyway is an orphan for
+ * reconciliation.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+#include "log.h"
+#include "reservations.h"
+
+struct reservations {
+    struct broker *b;
+    struct reservation *list;
+    struct reservations_ops ops;
+    void (*orphan) (void *arg);
+    void *orphan_arg;
+};
+
+struct reservation {
+    struct reservation *next;
+    struct reservations *rs;
+    struct broker *b;
+    char job[JOB_ID_MAX + 1];
+    struct waitq waiters; /* RUNs waiting for the outcome */
+    bool aborted; /* the pass that wrote its intent did not commit: no job owns it */
+};
+
+static struct reservation *find_reservation (struct reservations *rs, const char *job)
+{
+    for (struct reservation *r = rs->list; r; r = r->next)
+        if (!r->aborted && strcmp (r->job, job) == 0)
+            return r;
+    return NULL;
+}
+
+bool reservations_busy (struct reservations *rs, const char *job)
+{
+    return rs && find_reservation (rs, job) != NULL;
+}
+
+static void reply_waiter (struct waiter *w, void *arg)
+{
+    struct reservation *rv = arg;
+    struct http_problem p;
+    waitq_remove (w);
+    if (rv->rs->ops.reply (rv->b, w->req, rv->job, w->key ? 201 : 200, &p) < 0)
+        http_reply_failure (w->req, &p);
+}
+
+static void unlink_reservation (struct reservations *rs, struct reservation *rv)
+{
+    for (struct reservation **pp = &rs->list; *pp; pp = &(*pp)->next)
+        if (*pp == rv) {
+            *pp = rv->next;
+            return;
+        }
+}
+
+struct outcome {
+    struct reservation *rv;
+    const struct fmc_result *res;
+};
+
+static int write_outcome (void *arg, struct fmb_error *e)
+{
+    struct outcome *o = arg;
+    return o->rv->rs->ops.record (o->rv->b, o->rv->job, o->res, e);
+}
+
+static void free_reservation (struct broker *b, struct reservation *rv)
+{
+    unlink_reservation (rv->rs, rv);
+    pass_forget (b->pass, rv);
+    free (rv);
+}
+
+static void reserve_done (const struct fmc_result *res, void *arg)
+{
+    struct reservation *rv = arg;
+    struct broker *b = rv->b;
+    struct fmb_error e;
+    fmsession_note (b->fms, res);
+    if (rv->aborted) {
+        /* Its job was never committed: what the FM made is an orphan
+         * unless the RM ran the job again meanwhile, which reconciliation
+         * tells apart. */
+        if (res->status == FMC_OK && rv->rs->orphan)
+            rv->rs->orphan (rv->rs->orphan_arg);
+        free_reservation (b, rv);
+        return;
+    }
+    struct outcome o = {rv, res};
+    if (pass_write (b->pass, write_outcome, &o, &e) < 0)
+        broker_log_store_error (b, rv->job, &e);
+    waitq_each (&rv->waiters, reply_waiter, rv);
+    free_reservation (b, rv);
+}
+
+/* The pass that wrote this reservation's intent did not commit: its RUNs
+ * get 503 and the reservation is abandoned (no POST; if one had left
+ * already, reconciliation reaps what it made). */
+static void reply_uncommitted (struct waiter *w, void *arg)
+{
+    (void)arg;
+    waitq_remove (w);
+    http_reply_uncommitted (w->req);
+}
+
+static void abort_reservation (void *arg)
+{
+    struct reservation *rv = arg;
+    char fmid[STORE_FM_JOB_ID_MAX + 1];
+    if (rv->aborted)
+        return;
+    rv->aborted = true; /* a RUN repeated from now on starts afresh */
+    fmb_log (
+        LOG_ERR, "job %s: its RUN was not committed; the RM must repeat it", rv->job);
+    broker_fm_id (rv->b, rv->job, fmid, sizeof (fmid));
+    fmc_job_reserve_abandon (rv->b->fmc, fmid);
+    waitq_each (&rv->waiters, reply_uncommitted, NULL);
+}
+
+/* Start the FM reservation of a job whose intent is committed. */
+static struct reservation *start_reservation (struct reservations *rs, const char *job)
+{
+    struct broker *b = rs->b;
+    struct fmb_error e;
+    char fmid[STORE_FM_JOB_ID_MAX + 1];
+    struct reservation *rv = calloc (1, sizeof (*rv));
+    if (!rv)
+        return NULL;
+    rv->b = b;
+    rv->rs = rs;
+    snprintf (rv->job, sizeof (rv->job), "%s", job);
+    rv->next = rs->list;
+    rs->list = rv;
+    broker_fm_id (b, job, fmid, sizeof (fmid));
+    if (fmc_job_reserve (b->fmc,
+                         fmid,
+                         fmb_config_mcast_limit (&b->cfg),
+                         b->cfg.fm_reserve_timeout_ms,
+                         reserve_done,
+                         rv,
+                         &e) < 0) {
+        struct fmc_result res = {
+            .status = FMC_RETRYABLE, .op = "create", .error = e.text};
+        reserve_done (&res, rv);
+        return NULL;
+    }
+    /* outside a pass (recovery at start) its intent is an earlier run's */
+    pass_on_abort (b->pass, abort_reservation, rv);
+    return rv;
+}
+
+struct collect_ids {
+    char (*ids)[JOB_ID_MAX + 1];
+    size_t n, cap;
+};
+
+static int collect_reserving (const char *id, void *arg)
+{
+    struct collect_ids *c = arg;
+    if (c->n == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 64;
+        void *p = realloc (c->ids, ncap * sizeof (*c->ids));
+        if (!p)
+            return -1;
+        c->ids = p;
+        c->cap = ncap;
+    }
+    snprintf (c->ids[c->n++], JOB_ID_MAX + 1, "%s", id);
+    return 0;
+}
+
+/* Reads the interrupted reservations through jobs_by_state: start-up
+ * costs the same with ten or ten million released jobs stored. */
+void reservations_recover (struct reservations *rs)
+{
+    struct broker *b = rs->b;
+    struct collect_ids c = {0};
+    struct fmb_error e;
+    if (store_job_list_reserving (b->st, collect_reserving, &c, &e) < 0)
+        broker_log_store_error (b, "recovery", &e);
+    for (size_t i = 0; i < c.n; i++) {
+        if (find_reservation (rs, c.ids[i]))
+            continue;
+        if (!b->fmc) {
+            fmb_log (
+                LOG_WARNING,
+                "job %s: was reserving hardware collectives, but no fabric manager "
+                "is configured now; marking unavailable",
+                c.ids[i]);
+            store_job_set_hwcoll (b->st,
+                                  c.ids[i],
+                                  STORE_HWCOLL_UNAVAILABLE,
+                                  "fabric manager no longer configured",
+                                  0,
+                                  NULL,
+                                  &e);
+            continue;
+        }
+        fmb_log (LOG_NOTICE,
+                 "job %s: resolving a reservation interrupted by a restart",
+                 c.ids[i]);
+        start_reservation (rs, c.ids[i]);
+    }
+    free (c.ids);
+}
+
+static void reply_shutting_down (struct waiter *w, void *arg)
+{
+    (void)arg;
+    waitq_remove (w);
+    http_reply_problem (w->req, 503, "broker shutting down; repeat the request");
+}
+
+void reservations_shutdown (struct reservations *rs)
+{
+    /* The FM calls are abandoned; their jobs stay "reserving" in the store
+     * and are resolved at the next start.  A call may still complete in
+     * the last passes: the reservation stays until reservations_destroy. */
+    for (struct reservation *rv = rs->list; rv; rv = rv->next) {
+        rv->aborted = true;
+        waitq_each (&rv->waiters, reply_shutting_down, NULL);
+    }
+}
+
+void reservations_destroy (struct reservations *rs)
+{
+    if (!rs)
+        return;
+    while (rs->list) {
+        struct reservation *rv = rs->list;
+        rs->list = rv->next;
+        free (rv);
+    }
+    free (rs);
+}
+
+struct reservations *reservations_create (struct broker *b)
+{
+    struct reservations *rs = calloc (1, sizeof (*rs));
+    if (rs)
+        rs->b = b;
+    return rs;
+}
+
+void reservations_set_ops (struct reservations *rs, const struct reservations_ops *ops)
+{
+    rs->ops = *ops;
+}
+
+void reservations_on_orphan (struct reservations *rs, void (*fn) (void *arg), void *arg)
+{
+    rs->orphan = fn;
+    rs->orphan_arg = arg;
+}
+
+bool reservations_pending (const struct reservations *rs)
+{
+    return rs->list != NULL;
+}
+
+bool reservations_wait (struct reservations *rs, const char *job, struct http_req *req)
+{
+    struct reservation *rv = find_reservation (rs, job);
+    if (!rv)
+        return false;
+    http_wait (req)->key = 0; /* a repeated RUN: 200 */
+    waitq_add (&rv->waiters, http_wait (req));
+    http_suspend (req);
+    return true;
+}
+
+bool reservations_start (struct reservations *rs, const char *job, struct http_req *req)
+{
+    struct reservation *rv = start_reservation (rs, job);
+    if (!rv) /* completed (as unavailable) already */
+        return false;
+    http_wait (req)->key = 1; /* created by this request: 201 */
+    waitq_add (&rv->waiters, http_wait (req));
+    http_suspend (req);
+    return true;
+}
