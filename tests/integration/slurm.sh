@@ -1,19 +1,21 @@
 # slurm.sh: a real Slurm 22.05 (Debian's slurmctld, slurmd, munge) on
 # 127.0.0.1 with two emulated nodes n1 n2, for t4010 and bench/; sourced
 # after lib.sh, as root.  slurm_up LINES starts it with LINES added to
-# slurm.conf; it is stopped at exit.
+# slurm.conf; it is stopped at exit.  Each run has a munged of its own
+# (AuthInfo=socket=...): runs of other worktrees come and go on the same
+# machine, and one stopping the system's munged broke the other.
 export SLURM_CONF="$T/slurm/slurm.conf"
 S="$T/slurm"
 slurm_ctld_port=$(free_ports 3) || { echo "Bail out! no free ports"; exit 1; }
-we_started_munge=
+munge_socket="$S/munge/munge.socket"
 
 slurm_down () {
-    for f in "$S"/slurmd-*.pid "$S/slurmctld.pid"; do
+    for f in "$S"/slurmd-*.pid "$S/slurmctld.pid" "$S/munge/munged.pid"; do
         [ -s "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
     done
+    # (munged's command line names $S too)
     for _ in $(seq 50); do pgrep -f "slurm.*$S" >/dev/null || break; sleep 0.1; done
     pkill -KILL -f "slurm.*$S" 2>/dev/null
-    [ -n "$we_started_munge" ] && [ -s /run/munge/munged.pid ] && kill "$(cat /run/munge/munged.pid)" 2>/dev/null
     return 0
 }
 on_exit slurm_down
@@ -38,11 +40,10 @@ slurm_all_idle () { ! squeue -h | grep -q . && sinfo -h -o "%t" | sort -u | grep
 # until both nodes are idle.
 slurm_up () {
     if [ ! -s /etc/munge/munge.key ]; then runuser -u munge -- mungekey --create --keyfile=/etc/munge/munge.key; fi
-    install -d -o munge -g munge -m 0755 /run/munge &&
-    if ! munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
-        runuser -u munge -- /usr/sbin/munged && we_started_munge=1
-    fi
-    munge -n </dev/null | unmunge >/dev/null &&
+    mkdir -p "$S" && install -d -o munge -g munge -m 0755 "$S/munge" &&
+    runuser -u munge -- /usr/sbin/munged --socket="$munge_socket" --pid-file="$S/munge/munged.pid" \
+        --log-file="$S/munge/munged.log" --seed-file="$S/munge/munged.seed" &&
+    munge --socket="$munge_socket" -n </dev/null | unmunge --socket="$munge_socket" >/dev/null &&
     mkdir -p "$S/state" "$S/log" "$S/spool/n1" "$S/spool/n2" &&
     cat >"$SLURM_CONF" <<CONF &&
 ClusterName=c1
@@ -50,6 +51,7 @@ SlurmctldHost=localhost
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+AuthInfo=socket=$munge_socket
 CredType=cred/munge
 MpiDefault=none
 ProctrackType=proctrack/linuxproc
