@@ -32,7 +32,9 @@ int broker_event (struct broker *b,
     free (text);
     if (rc == 0) {
         fmb_log (LOG_INFO, "event %s%s%s", type, job ? " job " : "", job ? job : "");
-        timer_wake (b->events->timer, 0); /* long-poll readers have news */
+        /* long-poll readers have news (none: no pass just for them) */
+        if (!waitq_empty (&b->events->readers))
+            timer_wake (b->events->timer, 0);
     }
     return rc;
 }
