@@ -81,4 +81,19 @@ expect_ok 'a foreign reservation met while commits fail is reported once they su
     rm -f "$T/disk-bad" && rm_call POST /v1/reconcile >/dev/null &&
     wait_for 50 0.1 foreign_reported
 '
+# The same for a session token that no longer decrypts: its event is
+# written in the pass that found the damage; when that pass does not
+# commit, the event comes in a later one, not never.
+damage_reported () {
+    rm_call GET "/v1/events?after=0" |
+        jq -e "[.events[] | select(.type == \"token_damaged\" and .job == \"2\")] | length == 1"
+}
+expect_ok 'a damaged token found while commits fail is reported once they succeed' '
+    touch "$T/disk-bad" &&
+    sqlite3 -cmd ".timeout 5000" "$T/state/fmbroker.db" "UPDATE jobs SET token = X'"'"'00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff'"'"' WHERE id = '"'"'2'"'"'" &&
+    api_call GET /v1/jobs/2 >/dev/null &&
+    wait_for 50 0.1 grep -q "job 2: its stored session token does not decrypt" "$T/broker.err" &&
+    sleep 1.5 && rm -f "$T/disk-bad" &&
+    wait_for 50 0.1 damage_reported
+'
 done_testing
