@@ -22,7 +22,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 SLURM_JOBS=${BENCH_SLURM_JOBS:-256}
 SLURM_STEPS=${BENCH_SLURM_STEPS:-8}
 SLURM_PARALLEL=${BENCH_SLURM_PARALLEL:-64}
-ONLY=${BENCH_ONLY:-}   # "floor", "1-4", "5", "6", "7" or "malloc": run only that part
+ONLY=${BENCH_ONLY:-}   # "floor", "1-4", "2", "5", "6", "7" or "malloc": run only that part
 bench () { "$FMB_BIN/fmbench" "$@"; }
 field () { echo "$1" | awk -v k="$2" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}'; }
 ratio () { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
