@@ -51,10 +51,14 @@ static int64_t probe_timer (void *arg, int64_t now)
 {
     struct fmsession *s = arg;
     (void)now;
-    if (!s->probe || s->b->stopping || s->state != FM_DOWN || s->probe_inflight)
-        return TIMER_IDLE; /* a failing probe sets the next */
+    if (!s->probe || s->b->stopping || s->state != FM_DOWN)
+        return TIMER_IDLE; /* going down sets it */
+    if (s->probe_inflight) /* the first contact's listing, or a probe */
+        return 250;        /* look again once it has ended */
     probe_now (s);
-    return TIMER_IDLE;
+    /* A failing probe sets the next (doubled) back-off; this is the net
+     * should its answer never come. */
+    return FM_PROBE_BACKOFF_MAX_MS;
 }
 
 struct fmsession *fmsession_create (struct broker *b)
@@ -85,6 +89,7 @@ void fmsession_start (struct fmsession *s,
     s->state = FM_CONNECTING;
     s->probe = probe;
     s->probe_arg = arg;
+    s->probe_started = true;
     s->probe_inflight = true; /* the first contact is the first reconcile */
     probe (arg);
 }

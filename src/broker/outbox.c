@@ -284,8 +284,10 @@ static int64_t outbox_run (struct outbox *o)
     /* Next run: when the earliest entry is due, but not in a busy loop
      * over entries that are in flight or deferred. */
     int64_t next;
-    if (store_outbox_next_ms (b->st, &next, &e) < 0)
-        next = INT64_MAX;
+    if (store_outbox_next_ms (b->st, &next, &e) < 0) {
+        broker_log_store_error (b, "outbox", &e);
+        next = now + 1000; /* not idle: nothing else would wake it */
+    }
     if (next <= now || deferred)
         next = now + 200;
     /* (anything queued during this run woke the timer: it wins) */

@@ -393,8 +393,11 @@ static void start_listing (struct broker *b, bool probe)
 {
     struct fmb_error e;
     struct listing *l = calloc (1, sizeof (*l));
-    if (!l)
+    if (!l) { /* the timers try again later */
+        if (probe)
+            fmsession_probe_done (b->fms);
         return;
+    }
     l->b = b;
     l->probe = probe;
     l->started = now_wall ();

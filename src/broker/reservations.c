@@ -31,6 +31,9 @@ struct reservation {
     char job[JOB_ID_MAX + 1];
     struct waitq waiters; /* RUNs waiting for the outcome */
     bool aborted; /* the pass that wrote its intent did not commit: no job owns it */
+    /* fmc_job_reserve may answer before it returns (a call that fails at
+     * once, an OAuth credential that cannot be read): its caller frees it */
+    bool starting, finished;
 };
 
 static struct reservation *find_reservation (struct reservations *rs, const char *job)
@@ -101,7 +104,10 @@ static void reserve_done (const struct fmc_result *res, void *arg)
     if (pass_write (b->pass, write_outcome, &o, &e) < 0)
         broker_log_store_error (b, rv->job, &e);
     waitq_each (&rv->waiters, reply_waiter, rv);
-    free_reservation (b, rv);
+    if (rv->starting)
+        rv->finished = true;
+    else
+        free_reservation (b, rv);
 }
 
 /* The pass that wrote this reservation's intent did not commit: its RUNs
@@ -143,16 +149,23 @@ static struct reservation *start_reservation (struct reservations *rs, const cha
     rv->next = rs->list;
     rs->list = rv;
     broker_fm_id (b, job, fmid, sizeof (fmid));
-    if (fmc_job_reserve (b->fmc,
-                         fmid,
-                         fmb_config_mcast_limit (&b->cfg),
-                         b->cfg.fm_reserve_timeout_ms,
-                         reserve_done,
-                         rv,
-                         &e) < 0) {
+    rv->starting = true;
+    int rc = fmc_job_reserve (b->fmc,
+                              fmid,
+                              fmb_config_mcast_limit (&b->cfg),
+                              b->cfg.fm_reserve_timeout_ms,
+                              reserve_done,
+                              rv,
+                              &e);
+    rv->starting = false;
+    if (rc < 0 && !rv->finished) {
         struct fmc_result res = {
             .status = FMC_RETRYABLE, .op = "create", .error = e.text};
         reserve_done (&res, rv);
+        return NULL;
+    }
+    if (rv->finished) { /* answered already: the caller reads the store */
+        free_reservation (b, rv);
         return NULL;
     }
     /* outside a pass (recovery at start) its intent is an earlier run's */

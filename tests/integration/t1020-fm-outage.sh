@@ -78,4 +78,14 @@ expect_ok 'the FM holds exactly the live reservations' '
     rm_call PUT /v1/jobs/7 "$body" | jq -e ".hwcoll.state == \"reserved\"" &&
     test "$(mockfm_jobs | tr "\n" " ")" = "c1-7 "
 '
+expect_ok 'the session comes back when the FM hangs at first contact and a RUN fails meanwhile' '
+    # the first listing hangs (3 s); a RUN takes the session down after
+    # 0.5 s; the probe falls due while that listing is still out: it must
+    # come once the listing has failed, not never
+    stop_broker && kill -STOP "$fm_pid" && rm -f "$T/broker.conf" &&
+    timeout_ms=3000 write_broker_conf && start_broker &&
+    rm_call PUT /v1/jobs/8 "$body" | jq -e ".hwcoll.state == \"unavailable\"" &&
+    sleep 4 && kill -CONT "$fm_pid" &&
+    wait_for 150 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/v1/status | jq -e \".fabric_manager.state == \\\"up\\\"\" >/dev/null"
+'
 done_testing

@@ -82,6 +82,13 @@ PrologFlags=Alloc"
 ' || bail_out "Slurm did not come up; later steps would only wait"
 all_idle () { slurm_all_idle; }
 job_gone () { ! squeue -h -j "$1" 2>/dev/null | grep -q .; }
+# only the default service (id 1) on every device of both nodes: the job
+# services are gone (the node epilogs destroy them)
+no_job_services () {
+    for n in n1 n2; do for d in 0 1; do
+        jq -se ".[0].devices[$d].services | all(.[]; .id < 2)" "$T/$n.cxi.json" >/dev/null || return 1
+    done; done
+}
 
 expect_ok 'srun, sbatch and salloc list the plugin'"'"'s options' '
     for c in srun sbatch salloc; do
@@ -292,8 +299,6 @@ expect_ok '... and under policy=fail_open it runs without isolation' '
 expect_ok 'afterwards: every node idle, no reservation left at the FM, no CXI service left' '
     start_broker && wait_for 200 0.1 all_idle &&
     wait_for 100 0.1 sh -c "test -z \"\$(curl -sf $fm_url/_mock/state | jq -r \".jobs | keys[]\")\"" &&
-    for n in n1 n2; do for d in 0 1; do
-        jq -se ".[0].devices[$d].services | all(.[]; .id < 2)" "$T/$n.cxi.json" || return 1
-    done; done
+    wait_for 100 0.1 no_job_services
 '
 done_testing
