@@ -285,8 +285,12 @@ static int64_t outbox_run (struct outbox *o)
      * over entries that are in flight or deferred. */
     int64_t next;
     if (store_outbox_next_ms (b->st, &next, &e) < 0) {
-        broker_log_store_error (b, "outbox", &e);
-        next = now + 1000; /* not idle: nothing else would wake it */
+        if (errno == ENOENT)
+            next = INT64_MAX; /* empty: a new entry wakes the timer */
+        else {
+            broker_log_store_error (b, "outbox", &e);
+            next = now + 1000; /* not idle: nothing else would wake it */
+        }
     }
     if (next <= now || deferred)
         next = now + 200;

@@ -124,9 +124,10 @@ expect_ok 'status, health and metrics report the broker' '
 expect_ok 'no token ever reaches the log' '
     ! grep -F "$(jq -r .hwcoll.session_token run.json)" "$T/broker.err"
 '
-expect_ok 'idle with the FM up, the broker sleeps (no busy loop)' '
-    rm_call GET /v1/status | jq -e ".fabric_manager.state == \"up\"" &&
-    broker_sleeps_when_idle
+expect_ok 'idle with the FM up and its outbox empty, the broker sleeps and logs nothing' '
+    rm_call GET /v1/status | jq -e ".fabric_manager.state == \"up\" and .outbox.depth == 0" &&
+    before=$(wc -l <"$T/broker.err") && broker_sleeps_when_idle &&
+    tail -n +$((before + 1)) "$T/broker.err" >idle.log && cat idle.log && test ! -s idle.log
 '
 expect_ok 'SIGTERM stops the broker cleanly and removes its socket' '
     stop_broker && test ! -e "$T/api.sock"
