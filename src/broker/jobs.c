@@ -502,7 +502,14 @@ static int run_existing (struct broker *b,
     int rc = 1;
     if (strcmp (old->request, canon) != 0)
         rc = http_problemf (p, 409, "job '%s' exists with a different request", id);
-    else if (!reservations_wait (b->rsv, id, req))
+    else if (reservations_wait (b->rsv, id, req))
+        rc = 1; /* answered with the reservation in flight */
+    else if (old->state == STORE_JOB_ACTIVE && old->hwcoll == STORE_HWCOLL_RESERVING) {
+        /* None runs: its outcome was never recorded (a failed commit).
+         * Started again, or answered as it completed at once. */
+        if (!reservations_start (b->rsv, id, req, false))
+            rc = reply_job (b, req, id, 200, p) < 0 ? -1 : 1;
+    } else
         http_reply (req, 200, job_view (b, old, http_caller (req)));
     store_job_free (old);
     return rc;
@@ -586,7 +593,7 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
     if (hw != STORE_HWCOLL_RESERVING)
         return 0;
     /* completed (as unavailable) already: read what it wrote */
-    if (!reservations_start (b->rsv, id, req))
+    if (!reservations_start (b->rsv, id, req, true))
         return reply_job (b, req, id, 201, p);
     return 0;
 }
@@ -720,7 +727,8 @@ static int jobs_released (struct broker *b, const char *job, struct fmb_error *e
 {
     struct store_job *j;
     if (store_job_get (b->st, job, &j, e) < 0)
-        return 0; /* gone, or unreadable: it stays as it is */
+        return errno == ENOENT ? 0 : -1; /* unreadable: the caller's write
+                                          * fails and its FM call is retried */
     int rc = 0;
     if (j->state == STORE_JOB_RELEASING)
         rc = store_job_set_state (b->st, job, STORE_JOB_RELEASED, e);

@@ -67,6 +67,18 @@ static void unlink_reservation (struct reservations *rs, struct reservation *rv)
         }
 }
 
+static void reply_unrecorded (struct waiter *w, void *arg)
+{
+    const struct fmb_error *e = arg;
+    waitq_remove (w);
+    http_reply_problem (
+        w->req,
+        503,
+        "the outcome of the job's reservation could not be recorded (%s); "
+        "repeat the request",
+        e->text);
+}
+
 struct outcome {
     struct reservation *rv;
     const struct fmc_result *res;
@@ -101,9 +113,14 @@ static void reserve_done (const struct fmc_result *res, void *arg)
         return;
     }
     struct outcome o = {rv, res};
-    if (pass_write (b->pass, write_outcome, &o, &e) < 0)
+    if (pass_write (b->pass, write_outcome, &o, &e) < 0) {
+        /* The job stays 'reserving': its RUNs get a 503 and a repeated
+         * RUN starts the reservation again (the FM's GET finds one this
+         * call may have made). */
         broker_log_store_error (b, rv->job, &e);
-    waitq_each (&rv->waiters, reply_waiter, rv);
+        waitq_each (&rv->waiters, reply_unrecorded, &e);
+    } else
+        waitq_each (&rv->waiters, reply_waiter, rv);
     if (rv->starting)
         rv->finished = true;
     else
@@ -293,12 +310,15 @@ bool reservations_wait (struct reservations *rs, const char *job, struct http_re
     return true;
 }
 
-bool reservations_start (struct reservations *rs, const char *job, struct http_req *req)
+bool reservations_start (struct reservations *rs,
+                         const char *job,
+                         struct http_req *req,
+                         bool created)
 {
     struct reservation *rv = start_reservation (rs, job);
     if (!rv) /* completed (as unavailable) already */
         return false;
-    http_wait (req)->key = 1; /* created by this request: 201 */
+    http_wait (req)->key = created; /* 201, or 200 for a repeated RUN */
     waitq_add (&rv->waiters, http_wait (req));
     http_suspend (req);
     return true;

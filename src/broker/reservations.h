@@ -40,10 +40,13 @@ void reservations_on_orphan (struct reservations *rs,
                              void *arg);
 
 /* Start job 'job''s reservation (its intent is in the store) with 'req'
- * waiting for it (201); false if it completed at once (as unavailable). */
+ * waiting for it (201 if 'created', else 200); false if it completed at
+ * once (as unavailable).  Also for a job left 'reserving' because its
+ * outcome could not be recorded: the GET finds what the FM made. */
 bool reservations_start (struct reservations *rs,
                          const char *job,
-                         struct http_req *req);
+                         struct http_req *req,
+                         bool created);
 /* A RUN repeated while the job's reservation runs waits for it too (200);
  * false if none runs. */
 bool reservations_wait (struct reservations *rs, const char *job, struct http_req *req);

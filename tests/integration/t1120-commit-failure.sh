@@ -96,4 +96,20 @@ expect_ok 'a damaged token found while commits fail is reported once they succee
     sleep 1.5 && rm -f "$T/disk-bad" &&
     wait_for 50 0.1 damage_reported
 '
+# The FM makes a reservation while the commit of its outcome fails: the
+# RUN is answered 503 and the job stays "reserving"; the repeated RUN
+# starts the reservation again, and its GET finds the FM's (no second
+# POST), instead of answering "reserving" for ever.
+job5_reserving () { rm_call GET /v1/jobs/5 | jq -e ".hwcoll.state == \"reserving\"" >/dev/null; }
+posts () { grep -c "^POST /fabric/collectives/jobs " "$T/fm.log"; }
+expect_ok 'a reservation whose outcome did not commit: 503, then the repeated RUN finds it' '
+    mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=1500 x1" &&
+    { api_call PUT /v1/jobs/5 "$body" >r5 & } &&
+    wait_for 50 0.1 job5_reserving && touch "$T/disk-bad" && wait $! &&
+    read code _ <r5 && test "$code" = 503 && cat r5 &&
+    rm -f "$T/disk-bad" && job5_reserving && mockfm_has_job c1-5 && p0=$(posts) &&
+    rm_call PUT /v1/jobs/5 "$body" >run5.json && cat run5.json &&
+    jq -e ".hwcoll.state == \"reserved\" and (.hwcoll.session_token | length > 0)" run5.json &&
+    test "$(posts)" = "$p0"
+'
 done_testing
