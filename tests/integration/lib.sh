@@ -18,7 +18,9 @@ cleanup_hooks=
 
 cleanup_all () {
     for h in $cleanup_hooks; do $h; done
-    cd / && rm -rf "$T"
+    cd / || return
+    # FMB_KEEP_TMP=1 keeps the run's directory (logs, state) to look at
+    if [ -n "${FMB_KEEP_TMP:-}" ]; then echo "# kept $T" >&2; else rm -rf "$T"; fi
 }
 
 on_exit () {

@@ -48,10 +48,13 @@ printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file
     "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
 chmod 644 "$T/node.conf"
 
+# (replaced, never rewritten in place: a node that read it half-written
+# ran a job's epilog with no plugin, and that job's CXI services stayed)
 plugstack () { # EXTRA ARGS: the plugin line (re-read at every launch)
     echo "required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$T/rec-%n" \
         "prolog=$S/hooks/prolog.sh epilog=$S/hooks/epilog.sh step_timeout=2" \
-        "tcs=LOW_LATENCY,BULK_DATA,BEST_EFFORT $*" >"$S/plugstack.conf"
+        "tcs=LOW_LATENCY,BULK_DATA,BEST_EFFORT $*" >"$S/plugstack.conf.new" &&
+        mv -f "$S/plugstack.conf.new" "$S/plugstack.conf"
 }
 as_nobody () { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 
@@ -97,6 +100,9 @@ no_job_services () {
     for n in n1 n2; do for d in 0 1; do
         jq -se ".[0].devices[$d].services | all(.[]; .id < 2)" "$T/$n.cxi.json" >/dev/null || return 1
     done; done
+}
+services_left () {
+    for n in n1 n2; do echo "--- $n: $(jq -sc "[.[0].devices[] | [.services[].id]]" "$T/$n.cxi.json")"; done
 }
 
 expect_ok 'srun, sbatch and salloc list the plugin'"'"'s options' '
@@ -218,19 +224,26 @@ lose_reservation () { # JOB
     rm_call POST /v1/reconcile >/dev/null && wait_for 100 0.1 job_lost "$1"
 }
 lost_why="fmbroker: the job.s hardware-collective reservation was lost at the fabric manager: the fabric manager no longer holds the reservation"
+# Each job is lost once its tasks run.  In one CI run a batch job that
+# was cancelled while its node was still launching it stayed COMPLETING
+# for more than 10 s (n1 never said "done with job"): a race inside
+# Slurm, not what these steps are about.
+job_cancelled () { scontrol show job "$1" | grep -q JobState=CANCELLED; }
 expect_ok 'reservation_lost, FMBROKER_LOST_ACTION=cancel: the job is cancelled, the reason on it and in the log' '
-    wait_for 100 0.1 all_idle &&
-    j=$(cd "$D" && as_nobody sbatch --parsable -N2 -o /dev/null --wrap "sleep 120") &&
-    wait_for 200 0.1 job_running "$j" && consumer_start cancel && lose_reservation "$j" &&
-    wait_for 100 0.1 sh -c "scontrol show job $j | grep -q JobState=CANCELLED" &&
+    wait_for 100 0.1 all_idle && rm -f "$D/lost.up" &&
+    j=$(cd "$D" && as_nobody sbatch --parsable -N2 -o /dev/null --wrap "touch $D/lost.up; sleep 120") &&
+    wait_for 300 0.1 test -e "$D/lost.up" && consumer_start cancel && lose_reservation "$j" &&
+    { wait_for 300 0.1 job_cancelled "$j" || { scontrol show job "$j"; false; }; } &&
     scontrol show job "$j" | grep -q "AdminComment=$lost_why" &&
     grep -q "job $j: $lost_why; FMBROKER_LOST_ACTION=cancel" "$S/log/hooks.log" &&
     consumer_stop
 '
 expect_ok '... notify (the default): the job'"'"'s srun prints the reason, the job runs on' '
     wait_for 100 0.1 all_idle && consumer_start notify &&
-    { as_nobody timeout 60 srun -N2 -J lostnotify sleep 60 2>"$D/notify.err" & } &&
-    wait_for 200 0.1 sh -c "squeue -h -n lostnotify -t R -o %i | grep -q ." &&
+    rm -f "$D"/notify.up.* &&
+    { as_nobody timeout 60 srun -N2 -J lostnotify sh -c "touch $D/notify.up.\$SLURM_NODEID; exec sleep 60" \
+        2>"$D/notify.err" & } &&
+    wait_for 300 0.1 test -e "$D/notify.up.0" -a -e "$D/notify.up.1" &&
     j=$(squeue -h -n lostnotify -o %i) && lose_reservation "$j" &&
     wait_for 100 0.1 grep -q "$lost_why" "$D/notify.err" &&
     job_running "$j" && scontrol show job "$j" | grep -q "AdminComment=$lost_why" &&
@@ -260,7 +273,8 @@ expect_ok 'a step needs no broker to start: the broker stopped mid-job, the next
 '
 expect_ok 'without fmbroker_spank_clean.so next to the plugin, steps run and their end logs why nothing was cleaned' '
     wait_for 100 0.1 all_idle && mkdir -p "$T/lonely" && cp "$FMB_BIN/../lib/fmbroker_spank.so" "$T/lonely/" &&
-    plugstack && sed -i "s|[^ ]*/fmbroker_spank.so|$T/lonely/fmbroker_spank.so|" "$S/plugstack.conf" &&
+    plugstack && sed "s|[^ ]*/fmbroker_spank.so|$T/lonely/fmbroker_spank.so|" "$S/plugstack.conf" >"$S/lonely.conf" &&
+    mv -f "$S/lonely.conf" "$S/plugstack.conf" &&
     as_nobody timeout 45 srun -N2 true &&
     wait_for 50 0.1 grep -q "step 0: step cleanup: .*lonely/fmbroker_spank_clean.so: cannot open" \
         "$S/log/slurmd-n1.log" "$S/log/slurmd-n2.log" &&
@@ -308,6 +322,6 @@ expect_ok '... and under policy=fail_open it runs without isolation' '
 expect_ok 'afterwards: every node idle, no reservation left at the FM, no CXI service left' '
     start_broker && wait_for 200 0.1 all_idle &&
     { wait_for 300 0.1 fm_holds_nothing || { fm_leftovers; false; }; } &&
-    wait_for 100 0.1 no_job_services
+    { wait_for 100 0.1 no_job_services || { services_left; false; }; }
 '
 done_testing
