@@ -34,7 +34,8 @@
 #define EVENT_WAIT_MAX_S 60
 #define STEP_WAIT_MAX_S  60
 /* Background work (retention, reconciliation) runs in slices of about
- * this much time, one per loop pass, so that a request never waits long
+ * this much time, one per loop pass and not in a pass that serves
+ * requests (pass_defer_background), so that a request never waits long
  * behind it. */
 #define BACKGROUND_SLICE_US 4000
 /* Between slices of a background backlog: requests get the loop, and

@@ -207,6 +207,11 @@ void http_hold (struct http *h, bool on)
     h->holding = on;
 }
 
+bool http_holds_answers (const struct http *h)
+{
+    return h->held != NULL;
+}
+
 int http_release (struct http *h, bool committed)
 {
     int n = 0;

@@ -130,6 +130,8 @@ int http_problem_errno (struct http_problem *p, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
 /* Reply with the problem document of a failure 'p' describes. */
 void http_reply_failure (struct http_req *req, const struct http_problem *p);
+/* Answers wait for the loop pass's commit (http_hold)? */
+bool http_holds_answers (const struct http *h);
 /* 503: the loop pass that held this request's change did not commit. */
 void http_reply_uncommitted (struct http_req *req);
 /* errno -> status (ENOENT 404, EEXIST 409, EINVAL 400, EAGAIN 503, ...). */

@@ -1114,9 +1114,10 @@ static int64_t prune_history (void *arg, int64_t mono)
     struct broker *b = arg;
     unsigned jobs = 0, events = 0, nj, ne;
     struct fmb_error e;
-    (void)mono;
     if (b->cfg.retain_days == 0)
         return PRUNE_INTERVAL_MS;
+    if (pass_defer_background (b->pass, mono))
+        return 1;
     int64_t before = now_wall () - (int64_t)b->cfg.retain_days * DAY_MS;
     int64_t end = fmb_monotime_us () + BACKGROUND_SLICE_US;
     bool more;

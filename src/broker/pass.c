@@ -25,6 +25,7 @@ struct pass {
     bool ungrouped; /* the last pass could not begin one (logged once) */
     int64_t changes_at_begin;
     bool flush_now;
+    int64_t background_deferred_at; /* monotonic ms; 0: not deferred */
     bool commits_failing;
     char commit_error[256];
     struct pass_hook *hooks;
@@ -119,6 +120,22 @@ bool pass_end (struct pass *p)
             fmc_drop_held (p->fmc);
     }
     return committed;
+}
+
+bool pass_defer_background (struct pass *p, int64_t now_ms)
+{
+    bool foreground = store_changes (p->st) != p->changes_at_begin ||
+                      (p->http && http_holds_answers (p->http));
+    if (!p->open || !foreground) {
+        p->background_deferred_at = 0;
+        return false;
+    }
+    if (!p->background_deferred_at)
+        p->background_deferred_at = now_ms;
+    if (now_ms - p->background_deferred_at < PASS_BACKGROUND_DEFER_MAX_MS)
+        return true;
+    p->background_deferred_at = 0; /* its turn, requests or not */
+    return false;
 }
 
 static int add_hook (struct pass *p, struct pass_hook h)

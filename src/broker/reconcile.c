@@ -341,6 +341,8 @@ static int64_t slice_timer (void *arg, int64_t now)
         return TIMER_IDLE; /* a new listing wakes it */
     if (now < b->rc->cur->resume_at)
         return b->rc->cur->resume_at - now;
+    if (pass_defer_background (b->pass, now))
+        return 1;
     /* Matching goes on while the session is down: it only writes the
      * store (the outbox waits for the FM). */
     reconcile_step (b);
