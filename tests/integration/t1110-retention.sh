@@ -60,10 +60,10 @@ expect_ok '--check-db reads the whole store beside the running broker' '
     "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-db >out 2>err &&
     grep -q "fmbroker.db: no damage found" out
 '
-show_check () { cat out err 2>/dev/null; ls -l "$T/state"; }
+show_check () { cat out err 2>/dev/null; ls -l "$T/state"; tail -n 5 "$T/broker.err"; }
 step_fail_hook=show_check
 expect_ok '--check-db on a damaged store says so and exits 1' '
-    stop_broker &&
+    rm -f out err && { stop_broker || { echo "the broker stopped with status $?"; false; }; } &&
     size=$(stat -c %s "$T/state/fmbroker.db") &&
     truncate -s $((size / 2)) "$T/state/fmbroker.db" &&
     { "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-db >out 2>err; [ $? = 1 ]; } &&
