@@ -197,9 +197,27 @@ int store_fail (struct store *st, int rc, struct fmb_error *error, const char *w
     return -1;
 }
 
+/* SQLite rolls a transaction back by itself after some errors
+ * (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM): anything run after that
+ * would commit on its own -- a savepoint would even start a new
+ * transaction that its RELEASE commits -- while the caller believes it
+ * part of the transaction, to be committed or rolled back whole.  Such a
+ * statement is refused; the caller's commit fails as well. */
+static int check_tx_alive (struct store *st, struct fmb_error *error)
+{
+    if (st->tx_depth == 0 || !sqlite3_get_autocommit (st->db))
+        return 0;
+    errno = EIO;
+    return fmb_errorf (error,
+                       "the transaction was rolled back after an earlier error; "
+                       "nothing more is written in it");
+}
+
 sqlite3_stmt *store_stmt (struct store *st, const char *sql, struct fmb_error *error)
 {
     int i;
+    if (check_tx_alive (st, error) < 0)
+        return NULL;
     for (i = 0; i < STORE_STMT_CACHE && st->cache[i].sql; i++)
         if (st->cache[i].sql == sql) {
             sqlite3_reset (st->cache[i].stmt);
@@ -403,6 +421,8 @@ static int tx_statement (struct store *st,
         return s ? store_step_done (st, s, error, what) : -1;
     }
     char sql[32];
+    if (check_tx_alive (st, error) < 0)
+        return -1;
     snprintf (sql, sizeof (sql), "%s%d", prefix, depth);
     return exec (st, sql, error, what);
 }

@@ -5,7 +5,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <sqlite3.h>
+
 #include "store.h"
+#include "store_private.h" /* its connection: to roll back as SQLite may */
 #include "testutil.h"
 
 struct fx {
@@ -831,6 +834,39 @@ static void rolled_back_work_is_gone_and_savepoints_nest (void **state)
     assert_int_equal (errno, EINVAL);
 }
 
+/* After SQLITE_FULL, SQLITE_IOERR or SQLITE_NOMEM, SQLite may roll the
+ * whole transaction back by itself (simulated here by a ROLLBACK behind
+ * the store's back).  What the caller then writes "inside" it must not
+ * commit on its own: neither a plain write nor a savepoint's work. */
+static void writes_after_sqlite_rolled_back_do_not_commit_alone (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    struct store_job *j;
+    assert_int_equal (store_begin (fx->st, &e), 0);
+    put_job (fx, "a", 1, NULL, NULL);
+    assert_int_equal (sqlite3_exec (fx->st->db, "ROLLBACK", NULL, NULL, NULL),
+                      SQLITE_OK);
+    assert_int_equal (store_begin (fx->st, &e), -1); /* a savepoint */
+    assert_non_null (strstr (e.text, "rolled back"));
+    struct store_job b = {.uid = 1,
+                          .request = "{}",
+                          .state = STORE_JOB_ACTIVE,
+                          .hwcoll = STORE_HWCOLL_NOT_ELIGIBLE};
+    snprintf (b.id, sizeof (b.id), "b");
+    snprintf (b.fm_job_id, sizeof (b.fm_job_id), "c1-b");
+    assert_int_equal (store_job_put (fx->st, &b, &e), -1);
+    assert_int_equal (store_commit (fx->st, &e), -1);
+    assert_int_equal (store_job_get (fx->st, "a", &j, &e), -1);
+    assert_int_equal (store_job_get (fx->st, "b", &j, &e), -1);
+    /* the store goes on: the next transaction commits */
+    assert_int_equal (store_begin (fx->st, &e), 0);
+    put_job (fx, "c", 1, NULL, NULL);
+    assert_int_equal (store_commit (fx->st, &e), 0);
+    assert_int_equal (store_job_get (fx->st, "c", &j, &e), 0);
+    store_job_free (j);
+}
+
 /* ---- the WAL checkpointer ---------------------------------------------- */
 
 static void commit_job (struct fx *fx, int i)
@@ -928,6 +964,7 @@ int main (void)
         T (queries_use_their_indexes),
         T (prune_of_a_backlog_goes_in_bounded_slices),
         T (rolled_back_work_is_gone_and_savepoints_nest),
+        T (writes_after_sqlite_rolled_back_do_not_commit_alone),
         T (job_counts_follow_every_change),
         T (wal_is_checkpointed_by_the_store_thread),
         T (wal_stays_bounded_when_the_checkpointer_lags),
