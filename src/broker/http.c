@@ -1260,9 +1260,12 @@ int http_timeout_ms (struct http *h)
     return best;
 }
 
-void http_process (struct http *h)
+void http_process (struct http *h, const struct pollfd *fds, int n)
 {
-    accept_unix (h);
+    /* http_pollfds puts the Unix socket first */
+    if (fds && n > 0 && h->unix_fd >= 0 && fds[0].fd == h->unix_fd &&
+        (fds[0].revents & (POLLIN | POLLERR | POLLHUP)))
+        accept_unix (h);
     cut_late (h);
     for (int i = 0; i < h->n; i++)
         MHD_run (h->l[i].d);

@@ -98,7 +98,11 @@ int http_release (struct http *h, bool committed);
 
 int http_pollfds (struct http *h, struct pollfd *fds, int max);
 int http_timeout_ms (struct http *h);
-void http_process (struct http *h);
+/* Accept, read, answer.  'fds' are http_pollfds' entries after poll():
+ * the Unix socket is accepted on only when they say it is readable (an
+ * accept that finds nothing is a system call per pass for nothing);
+ * NULL: no accept, only the connections already open. */
+void http_process (struct http *h, const struct pollfd *fds, int n);
 
 /* ---- for handlers -------------------------------------------------- */
 

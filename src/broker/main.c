@@ -267,16 +267,25 @@ static int signal_fd (void)
 /* Group commit: everything a pass writes (intents, outcomes, events) is
  * one transaction, committed once, and answers wait for it (pass.h).  A
  * 'full' pass also handles FM answers and timers; the short one only HTTP. */
-static void run_pass (struct broker *b, const struct pollfd *fab_fds, int nf, bool full)
+/* One pass over what poll() found: 'api_fds' (nh) are http_pollfds'
+ * entries, 'fab_fds' (nf) fmc_pollfds'; !full: only send what the last
+ * pass answered (no FM work, no accepts, no timers). */
+static void run_pass (struct broker *b,
+                      const struct pollfd *api_fds,
+                      int nh,
+                      const struct pollfd *fab_fds,
+                      int nf,
+                      bool full)
 {
     pass_begin (b->pass);
     if (full && b->fmc)
         fmc_process (b->fmc, fab_fds, nf);
-    http_process (b->http); /* also sends what earlier passes released */
+    /* also sends what earlier passes released */
+    http_process (b->http, full ? api_fds : NULL, full ? nh : 0);
     if (full)
         timers_run (b->timers, now_mono ());
     else /* a resumed connection queues its answer; this run writes it */
-        http_process (b->http);
+        http_process (b->http, NULL, 0);
     pass_end (b->pass);
 }
 
@@ -324,11 +333,11 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
             }
         }
     }
-    run_pass (b, fds + fab_at, nf, true);
+    run_pass (b, fds + 1, nh, fds + fab_at, nf, true);
     /* Send what it answered now, not after the next pass's FM work;
      * requests that arrived meanwhile are handled in a pass of their own. */
     if (pass_flush_now (b->pass))
-        run_pass (b, NULL, 0, false);
+        run_pass (b, NULL, 0, NULL, 0, false);
     broker_note_stall (b, fmb_monotime_us () - busy_since);
     return go_on;
 }

@@ -58,10 +58,13 @@ static void teardown (void)
 
 static void serve_pass (void)
 {
+    struct pollfd fds[4];
+    int n = http_pollfds (b.http, fds, 4);
+    (void)poll (fds, (nfds_t)n, 0); /* what is ready, as the loop sees it */
     pass_begin (b.pass);
-    http_process (b.http);
+    http_process (b.http, fds, n);
     pass_end (b.pass);
-    http_process (b.http);
+    http_process (b.http, NULL, 0);
 }
 
 static int setup (void)
