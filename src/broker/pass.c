@@ -122,20 +122,24 @@ bool pass_end (struct pass *p)
     return committed;
 }
 
-bool pass_defer_background (struct pass *p, int64_t now_ms)
+bool pass_background_waits (int64_t *since, bool serving, int64_t now_ms)
 {
-    bool foreground = store_changes (p->st) != p->changes_at_begin ||
-                      (p->http && http_holds_answers (p->http));
-    if (!p->open || !foreground) {
-        p->background_deferred_at = 0;
+    if (!serving) {
+        *since = 0;
         return false;
     }
-    if (!p->background_deferred_at)
-        p->background_deferred_at = now_ms;
-    if (now_ms - p->background_deferred_at < PASS_BACKGROUND_DEFER_MAX_MS)
+    if (!*since)
+        *since = now_ms;
+    if (now_ms - *since < PASS_BACKGROUND_DEFER_MAX_MS)
         return true;
-    p->background_deferred_at = 0; /* its turn, requests or not */
+    *since = 0; /* its turn, requests or not */
     return false;
+}
+
+bool pass_defer_background (struct pass *p, int64_t now_ms)
+{
+    bool serving = p->open && p->http && http_holds_answers (p->http);
+    return pass_background_waits (&p->background_deferred_at, serving, now_ms);
 }
 
 static int add_hook (struct pass *p, struct pass_hook h)

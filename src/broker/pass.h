@@ -54,14 +54,18 @@ void pass_forget (struct pass *p, void *arg);
 int pass_write (struct pass *p, pass_write_f fn, void *arg, struct fmb_error *error);
 
 /* Should background work (retention, reconciliation matching) leave
- * this pass alone?  True while the pass holds answers or has written
- * (foreground work: its answers wait for the commit, which would wait
- * for the slice and carry its writes).  False again once background work
+ * this pass alone?  True while the pass holds answers to requests: they
+ * would wait for the slice, and for a commit carrying its writes.  (FM
+ * answers and background writes do not count: the releases of 3,000
+ * orphans would hold matching off.)  False again once background work
  * has been put off for PASS_BACKGROUND_DEFER_MAX_MS in a row ('now_ms':
  * monotonic), so that a steady stream of requests slows it, never stops
  * it. */
-#define PASS_BACKGROUND_DEFER_MAX_MS 100
+#define PASS_BACKGROUND_DEFER_MAX_MS 25
 bool pass_defer_background (struct pass *p, int64_t now_ms);
+/* The rule behind it: 'serving' says the pass holds answers; '*since'
+ * (0 at first) remembers since when background work waits. */
+bool pass_background_waits (int64_t *since, bool serving, int64_t now_ms);
 
 /* Between pass_begin and pass_end? */
 bool pass_open (const struct pass *p);

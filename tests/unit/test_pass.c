@@ -1,4 +1,4 @@
-/* test_pass.c: the loop pass's group commit, as background work sees it. */
+/* test_pass.c: when background work leaves a loop pass to requests. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,70 +7,24 @@
 #include "store.h"
 #include "testutil.h"
 
-struct fx {
-    char *dir;
-    char *db;
-    char *key;
-    struct store *st;
-    struct pass *pass;
-};
-
-static int setup (void **state)
-{
-    struct fx *fx = calloc (1, sizeof (*fx));
-    struct fmb_error e;
-    fx->dir = tu_mkdtemp ();
-    fx->db = tu_path (fx->dir, "fmbroker.db");
-    fx->key = tu_path (fx->dir, "token.key");
-    if (store_open (fx->db, fx->key, &fx->st, &e) < 0)
-        fail_msg ("store_open: %s", e.text);
-    fx->pass = pass_create (fx->st, NULL, NULL);
-    assert_non_null (fx->pass);
-    *state = fx;
-    return 0;
-}
-
-static int teardown (void **state)
-{
-    struct fx *fx = *state;
-    pass_destroy (fx->pass);
-    store_close (fx->st);
-    free (fx->db);
-    free (fx->key);
-    tu_rmtree (fx->dir);
-    free (fx);
-    return 0;
-}
-
-/* What a request does in a pass: write (an event stands for any change). */
-static void foreground_write (struct fx *fx)
-{
-    struct fmb_error e;
-    if (store_event_append (fx->st, "test", NULL, NULL, NULL, &e) < 0)
-        fail_msg ("store_event_append: %s", e.text);
-}
-
-/* A pass with nothing else in it is background work's. */
+/* A pass that serves no request is background work's, at once. */
 static void test_idle_pass_runs_background (void **state)
 {
-    struct fx *fx = *state;
-    pass_begin (fx->pass);
-    assert_false (pass_defer_background (fx->pass, 1000));
-    assert_true (pass_end (fx->pass));
+    (void)state;
+    int64_t since = 0;
+    assert_false (pass_background_waits (&since, false, 1000));
+    assert_int_equal (since, 0);
 }
 
-/* A pass that wrote for a request leaves background work to the next one,
- * which has no request and runs it. */
-static void test_foreground_pass_defers_background (void **state)
+/* A pass that holds answers leaves background work to the next one,
+ * which holds none and runs it. */
+static void test_serving_pass_defers_background (void **state)
 {
-    struct fx *fx = *state;
-    pass_begin (fx->pass);
-    foreground_write (fx);
-    assert_true (pass_defer_background (fx->pass, 1000));
-    assert_true (pass_end (fx->pass));
-    pass_begin (fx->pass);
-    assert_false (pass_defer_background (fx->pass, 1001));
-    assert_true (pass_end (fx->pass));
+    (void)state;
+    int64_t since = 0;
+    assert_true (pass_background_waits (&since, true, 1000));
+    assert_false (pass_background_waits (&since, false, 1001));
+    assert_true (pass_background_waits (&since, true, 1002)); /* afresh */
 }
 
 /* Requests in every pass: background work is put off for at most
@@ -78,42 +32,47 @@ static void test_foreground_pass_defers_background (void **state)
  * starts again. */
 static void test_steady_requests_do_not_starve_background (void **state)
 {
-    struct fx *fx = *state;
-    int64_t t0 = 5000, now = t0;
-    bool ran = false;
-    for (; now <= t0 + 2 * PASS_BACKGROUND_DEFER_MAX_MS && !ran; now += 10) {
-        pass_begin (fx->pass);
-        foreground_write (fx);
-        ran = !pass_defer_background (fx->pass, now);
-        assert_true (pass_end (fx->pass));
-    }
-    assert_true (ran);
-    assert_int_equal (now - 10 - t0, PASS_BACKGROUND_DEFER_MAX_MS);
-    pass_begin (fx->pass);
-    foreground_write (fx);
-    assert_true (pass_defer_background (fx->pass, now));
-    assert_true (pass_end (fx->pass));
+    (void)state;
+    int64_t since = 0, t0 = 5000, now;
+    for (now = t0; now < t0 + PASS_BACKGROUND_DEFER_MAX_MS; now++)
+        assert_true (pass_background_waits (&since, true, now));
+    assert_false (pass_background_waits (&since, true, now));
+    assert_true (pass_background_waits (&since, true, now + 1));
 }
 
-/* Outside a pass nothing waits for a commit. */
-static void test_outside_a_pass_never_defers (void **state)
+/* The broker's own pass: without an HTTP server (or outside a pass)
+ * nothing waits for it, whatever was written. */
+static void test_pass_without_requests_never_defers (void **state)
 {
-    struct fx *fx = *state;
-    foreground_write (fx);
-    assert_false (pass_defer_background (fx->pass, 1000));
+    (void)state;
+    char *dir = tu_mkdtemp ();
+    char *db = tu_path (dir, "fmbroker.db"), *key = tu_path (dir, "token.key");
+    struct store *st;
+    struct fmb_error e;
+    if (store_open (db, key, &st, &e) < 0)
+        fail_msg ("store_open: %s", e.text);
+    struct pass *p = pass_create (st, NULL, NULL);
+    assert_non_null (p);
+    assert_false (pass_defer_background (p, 1000));
+    pass_begin (p);
+    if (store_event_append (st, "test", NULL, NULL, NULL, &e) < 0)
+        fail_msg ("store_event_append: %s", e.text);
+    assert_false (pass_defer_background (p, 1001));
+    assert_true (pass_end (p));
+    pass_destroy (p);
+    store_close (st);
+    free (db);
+    free (key);
+    tu_rmtree (dir);
 }
 
 int main (void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown (
-            test_idle_pass_runs_background, setup, teardown),
-        cmocka_unit_test_setup_teardown (
-            test_foreground_pass_defers_background, setup, teardown),
-        cmocka_unit_test_setup_teardown (
-            test_steady_requests_do_not_starve_background, setup, teardown),
-        cmocka_unit_test_setup_teardown (
-            test_outside_a_pass_never_defers, setup, teardown),
+        cmocka_unit_test (test_idle_pass_runs_background),
+        cmocka_unit_test (test_serving_pass_defers_background),
+        cmocka_unit_test (test_steady_requests_do_not_starve_background),
+        cmocka_unit_test (test_pass_without_requests_never_defers),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
