@@ -73,20 +73,23 @@ expect_ok '[broker] reap_foreign = true reaps ids we have no record of at every 
     wait_for 100 0.1 mockfm_lacks_job c1-777 &&
     grep -q "deleting FM reservation c1-777, which this broker has no record of (reap_foreign)" broker.err
 '
+# The orphans go straight into the FM's state file, and the FM keeps
+# that file as it is: 3,000 POSTs, and 3,000 deletes, each rewrote and
+# synced it, which took over two minutes under ASan.
+add_orphans () {
+    jq "[range(1; 3001) | \"c1-o\(.)\"] as \$ids |
+        .jobs += ([\$ids[] | {key: ., value: {jobID: ., mcastLimit: 2, sessionToken: \"t\", jobSteps: {}}}] | from_entries)" \
+        "$T/fm.state" >fm.state.new && mv fm.state.new "$T/fm.state"
+}
 expect_ok '3000 orphans are matched in slices, the loop serving between them' '
-    stop_broker && reconcile_s=3600 write_broker_conf "[broker]" "reap_foreign = true" && start_broker &&
-    for i in $(seq 3000); do
-        printf "url = %s/fabric/collectives/jobs\njson = {\"jobID\":\"c1-o%d\",\"mcastLimit\":2}\noutput = /dev/null\nnext\n" "$fm_url" "$i"
-    done | sed "\$d" >posts.cfg &&
-    curl -sfS --parallel --parallel-max 16 --no-progress-meter -K posts.cfg &&
+    stop_broker && stop_mockfm && add_orphans && start_mockfm --state-readonly &&
     n=$(mockfm_jobs | grep -c "^c1-o") && echo "# $n orphans at the FM" && [ "$n" = 3000 ] &&
-    before=$(rm_call GET /metrics | awk "/^fmbroker_reconcile_slices_total / {print \$2}") &&
-    rm_call POST /v1/reconcile >/dev/null &&
+    reconcile_s=3600 write_broker_conf "[broker]" "reap_foreign = true" && start_broker &&
     rm_call GET /v1/health >/dev/null &&
     wait_for 300 0.1 sh -c "! curl -sf $fm_url/_mock/state | jq -r \".jobs | keys[]\" | grep -q ^c1-o" &&
-    after=$(rm_call GET /metrics | awk "/^fmbroker_reconcile_slices_total / {print \$2}") &&
-    echo "# 3000 orphans matched in $((after - before)) slices" &&
-    [ $((after - before)) -ge 3 ] &&
+    slices=$(rm_call GET /metrics | awk "/^fmbroker_reconcile_slices_total / {print \$2}") &&
+    echo "# 3000 orphans matched in $slices slices (the reconciliation at start)" &&
+    [ "$slices" -ge 3 ] &&
     mockfm_has_job c1-3
 '
 done_testing

@@ -102,8 +102,10 @@ expect_ok 'a damaged token found while commits fail is reported once they succee
 # POST), instead of answering "reserving" for ever.
 job5_reserving () { rm_call GET /v1/jobs/5 | jq -e ".hwcoll.state == \"reserving\"" >/dev/null; }
 posts () { grep -c "^POST /fabric/collectives/jobs " "$T/fm.log"; }
+# (the POST takes 6 s: time for the disk to fail under any load)
 expect_ok 'a reservation whose outcome did not commit: 503, then the repeated RUN finds it' '
-    mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=1500 x1" &&
+    stop_broker && reserve_ms=15000 timeout_ms=15000 write_broker_conf && start_broker_failing &&
+    mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=6000 x1" &&
     { api_call PUT /v1/jobs/5 "$body" >r5 & } &&
     wait_for 50 0.1 job5_reserving && touch "$T/disk-bad" && wait $! &&
     read code _ <r5 && test "$code" = 503 && cat r5 &&
