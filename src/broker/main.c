@@ -338,6 +338,7 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
      * requests that arrived meanwhile are handled in a pass of their own. */
     if (pass_flush_now (b->pass))
         run_pass (b, NULL, 0, NULL, 0, false);
+    pass_start_kept (b->pass); /* the FM calls the answers went before */
     broker_note_stall (b, fmb_monotime_us () - busy_since);
     return go_on;
 }

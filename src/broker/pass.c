@@ -114,10 +114,15 @@ bool pass_end (struct pass *p)
     run_hooks (p, committed);
     p->flush_now = p->http && http_release (p->http, committed) > 0;
     if (p->fmc) {
-        if (committed)
-            fmc_start_held (p->fmc);
-        else /* what they would do was rolled back */
+        if (!committed) /* what they would do was rolled back */
             fmc_drop_held (p->fmc);
+        else if (p->flush_now)
+            /* Answers first (CLEANUP's 202 is not to wait for the FM
+             * DELETE to be sent): the loop starts these after it sent
+             * them (pass_start_kept). */
+            fmc_keep_held (p->fmc);
+        else
+            fmc_start_held (p->fmc);
     }
     return committed;
 }
@@ -190,6 +195,12 @@ int pass_write (struct pass *p, pass_write_f fn, void *arg, struct fmb_error *er
         return -1;
     }
     return store_commit (p->st, error);
+}
+
+void pass_start_kept (struct pass *p)
+{
+    if (p->fmc)
+        fmc_start_held (p->fmc);
 }
 
 bool pass_open (const struct pass *p)

@@ -71,8 +71,11 @@ bool pass_background_waits (int64_t *since, bool serving, int64_t now_ms);
 bool pass_open (const struct pass *p);
 /* Loop passes so far (each one transaction). */
 uint64_t pass_count (const struct pass *p);
-/* Answers were released by the last pass_end: send them without waiting. */
+/* Answers were released by the last pass_end: send them without waiting,
+ * then pass_start_kept.  The FM calls that pass committed wait until
+ * then, so that its answers leave first. */
 bool pass_flush_now (const struct pass *p);
+void pass_start_kept (struct pass *p);
 /* The last pass that tried to write could not commit (until a writing pass
  * commits again); 'why' is the store's message. */
 bool pass_commits_failing (const struct pass *p, const char **why);

@@ -98,6 +98,7 @@ struct fmc {
     bool done_pending; /* transfers may have ended outside fmc_process */
     bool holding;      /* fmc_hold: calls that change the FM wait */
     struct fmc_req *held, *held_tail;
+    struct fmc_req *kept, *kept_tail; /* fmc_keep_held: committed, not started */
     unsigned inflight;
     /* Listings parsed off the loop: a 100,000-entry answer is ~4 MB of
      * JSON, ~1 s of json_loadb and freeing on a loaded machine. */
@@ -1075,10 +1076,23 @@ void fmc_hold (struct fmc *fmc, bool on)
     fmc->holding = on;
 }
 
+void fmc_keep_held (struct fmc *fmc)
+{
+    if (!fmc->held)
+        return;
+    if (fmc->kept_tail)
+        fmc->kept_tail->next = fmc->held;
+    else
+        fmc->kept = fmc->held;
+    fmc->kept_tail = fmc->held_tail;
+    fmc->held = fmc->held_tail = NULL;
+}
+
 void fmc_start_held (struct fmc *fmc)
 {
-    struct fmc_req *list = fmc->held;
-    fmc->held = fmc->held_tail = NULL;
+    fmc_keep_held (fmc); /* in the order they were submitted */
+    struct fmc_req *list = fmc->kept;
+    fmc->kept = fmc->kept_tail = NULL;
     while (list) {
         struct fmc_req *r = list;
         list = r->next;

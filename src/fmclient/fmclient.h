@@ -174,6 +174,10 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n);
  * call at all; what ends later is seen by the next fmc_process. */
 void fmc_hold (struct fmc *fmc, bool on);
 void fmc_start_held (struct fmc *fmc);
+/* The held calls' intent committed, but they are to leave a little later
+ * (after the answers of the same commit): the next fmc_start_held starts
+ * them, and fmc_drop_held no longer touches them. */
+void fmc_keep_held (struct fmc *fmc);
 /* The intent of the held calls did not commit: complete each, unsent,
  * with FMC_NOT_SENT. */
 void fmc_drop_held (struct fmc *fmc);

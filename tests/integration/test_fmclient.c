@@ -549,6 +549,46 @@ static void held_changes_wait_for_their_commit (void **state)
                       0);
 }
 
+/* The loop sends a pass's answers before its FM changes (fmc_keep_held);
+ * the next pass's commit may fail meanwhile, and withdrawing that pass's
+ * changes must not withdraw the committed ones: they leave at the next
+ * fmc_start_held, in the order they were made. */
+static void kept_changes_outlive_a_later_withdrawal (void **state)
+{
+    struct fx *fx = *state;
+    struct outcome made, kept, gone;
+    struct fmb_error e;
+    start (fx, FMB_AUTH_NONE, NULL);
+    make_client (fx);
+    struct fmc *c = fx->fmc;
+    RUN (c, made, fmc_job_create (c, "c1-1", 4, on_done, &made, &e_));
+    RUN (c, made, fmc_job_create (c, "c1-2", 4, on_done, &made, &e_));
+
+    memset (&kept, 0, sizeof (kept));
+    memset (&gone, 0, sizeof (gone));
+    fmc_hold (c, true);
+    assert_int_equal (fmc_job_delete (c, "c1-1", on_done, &kept, &e), 0);
+    fmc_keep_held (c); /* its pass committed */
+    assert_int_equal (fmc_job_delete (c, "c1-2", on_done, &gone, &e), 0);
+    fmc_drop_held (c); /* the next pass did not */
+    fmc_hold (c, false);
+    assert_int_equal (gone.done, 1);
+    EXPECT (gone, FMC_NOT_SENT);
+    assert_int_equal (kept.done, 0); /* not sent, not withdrawn */
+    assert_int_equal (mockfm_log_count (&fx->m, "DELETE /fabric/collectives/jobs/c1-1"),
+                      0);
+
+    fmc_start_held (c);
+    assert_int_equal (fmc_run (c, 20000), 0);
+    EXPECT (kept, FMC_OK);
+    json_t *s = mockfm_state (&fx->m);
+    assert_null (json_object_get (json_object_get (s, "jobs"), "c1-1"));
+    assert_non_null (json_object_get (json_object_get (s, "jobs"), "c1-2"));
+    json_decref (s);
+    assert_int_equal (mockfm_log_count (&fx->m, "DELETE /fabric/collectives/jobs/c1-2"),
+                      0);
+}
+
 /* A reservation whose intent did not commit must not create anything:
  * abandoned while its GET is out, it ends without the POST. */
 static void abandoned_reservation_creates_nothing (void **state)
@@ -1010,6 +1050,7 @@ int main (void)
         T (persistent_401_stops_after_one_refresh),
         T (calls_overlap_on_one_loop),
         T (held_changes_wait_for_their_commit),
+        T (kept_changes_outlive_a_later_withdrawal),
         T (abandoned_reservation_creates_nothing),
         T (every_failure_is_classified),
         T (reserve_keeps_its_deadline),
