@@ -34,9 +34,9 @@
 #define EVENT_WAIT_MAX_S 60
 #define STEP_WAIT_MAX_S  60
 /* Background work (retention, reconciliation) runs in slices of about
- * this much time, one per loop pass and not in a pass that serves
- * requests (pass_defer_background), so that a request never waits long
- * behind it. */
+ * this much time, each put off while its pass holds answers to requests
+ * (pass_defer_background, at most 25 ms in a row), so that a request
+ * never waits long behind it. */
 #define BACKGROUND_SLICE_US 4000
 /* Between slices of a background backlog: requests get the loop, and
  * the backlog still moves at about half speed. */
@@ -87,6 +87,7 @@ struct broker {
     bool stopping;
 
     unsigned long prune_round[2]; /* jobs, events deleted in this round */
+    int64_t prune_waits_since;    /* pass_defer_background */
 
     struct metrics metrics;
     struct ratelimit *step_limit; /* step cleanups per job ([api] step_cleanup_*) */

@@ -204,9 +204,21 @@ static int reply_job (struct broker *b,
     struct fmb_error e;
     if (store_job_get (b->st, id, &j, &e) < 0)
         return http_problem_errno (p, "%s", e.text);
-    http_reply (req, status, job_view (b, j, http_caller (req)));
+    bool unrecorded = j->state == STORE_JOB_ACTIVE &&
+                      j->hwcoll == STORE_HWCOLL_RESERVING &&
+                      !reservations_busy (b->rsv, id);
+    if (!unrecorded)
+        http_reply (req, status, job_view (b, j, http_caller (req)));
     store_job_free (j);
-    return 0;
+    /* Its reservation ended (at once, say) but the outcome could not be
+     * written: not an answer to build a job on; the repeated RUN starts
+     * it again. */
+    return unrecorded ? http_problemf (p,
+                                       503,
+                                       "job '%s': the outcome of its reservation could "
+                                       "not be recorded; repeat the request",
+                                       id)
+                      : 0;
 }
 
 /* ---- RUN ----------------------------------------------------------- */
@@ -1116,7 +1128,7 @@ static int64_t prune_history (void *arg, int64_t mono)
     struct fmb_error e;
     if (b->cfg.retain_days == 0)
         return PRUNE_INTERVAL_MS;
-    if (pass_defer_background (b->pass, mono))
+    if (pass_defer_background (b->pass, &b->prune_waits_since, mono))
         return 1;
     int64_t before = now_wall () - (int64_t)b->cfg.retain_days * DAY_MS;
     int64_t end = fmb_monotime_us () + BACKGROUND_SLICE_US;

@@ -276,7 +276,7 @@ static json_t *outbox_status (struct broker *b)
     int64_t next = 0;
     store_outbox_depth (b->st, &depth, &e);
     json_t *outbox = json_pack ("{s:i}", "depth", (int)depth);
-    if (store_outbox_next_ms (b->st, &next, &e) == 0)
+    if (store_outbox_next_ms (b->st, &next, &e) == 0 && next != INT64_MAX)
         json_object_set_new (outbox, "next_due_ms", json_integer (next));
     return outbox;
 }

@@ -212,8 +212,21 @@ static void outbox_done (const struct fmc_result *res, void *arg)
     }
     bool finished = res->status == FMC_OK || res->status == FMC_NOT_FOUND;
     struct outbox_result r = {c, res};
-    if (pass_write (b->pass, write_result, &r, &e) < 0)
+    if (pass_write (b->pass, write_result, &r, &e) < 0) {
+        /* What it did cannot be recorded (the job unreadable, say): the
+         * entry is due again after a back-off, like a failed call, rather
+         * than sent again at once for as long as the error lasts; its
+         * attempts count towards release_failed. */
+        char why[FMB_ERROR_TEXT_MAX + 64];
+        snprintf (why, sizeof (why), "its result cannot be recorded: %s", e.text);
+        struct fmc_result unrecorded = *res;
+        unrecorded.status = FMC_RETRYABLE;
+        unrecorded.error = why;
+        r.res = &unrecorded;
         broker_log_store_error (b, c->target, &e);
+        if (pass_write (b->pass, write_result, &r, &e) < 0)
+            broker_log_store_error (b, c->target, &e);
+    }
     if (finished && c->step)
         steps_wake (c->o, c->id, false);
     outbox_changed (c->o);
@@ -284,13 +297,9 @@ static int64_t outbox_run (struct outbox *o)
     /* Next run: when the earliest entry is due, but not in a busy loop
      * over entries that are in flight or deferred. */
     int64_t next;
-    if (store_outbox_next_ms (b->st, &next, &e) < 0) {
-        if (errno == ENOENT)
-            next = INT64_MAX; /* empty: a new entry wakes the timer */
-        else {
-            broker_log_store_error (b, "outbox", &e);
-            next = now + 1000; /* not idle: nothing else would wake it */
-        }
+    if (store_outbox_next_ms (b->st, &next, &e) < 0) { /* INT64_MAX: empty */
+        broker_log_store_error (b, "outbox", &e);
+        next = now + 1000; /* not idle: nothing else would wake it */
     }
     if (next <= now || deferred)
         next = now + 200;

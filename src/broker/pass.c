@@ -25,7 +25,6 @@ struct pass {
     bool ungrouped; /* the last pass could not begin one (logged once) */
     int64_t changes_at_begin;
     bool flush_now;
-    int64_t background_deferred_at; /* monotonic ms; 0: not deferred */
     bool commits_failing;
     char commit_error[256];
     struct pass_hook *hooks;
@@ -141,10 +140,10 @@ bool pass_background_waits (int64_t *since, bool serving, int64_t now_ms)
     return false;
 }
 
-bool pass_defer_background (struct pass *p, int64_t now_ms)
+bool pass_defer_background (struct pass *p, int64_t *since, int64_t now_ms)
 {
     bool serving = p->open && p->http && http_holds_answers (p->http);
-    return pass_background_waits (&p->background_deferred_at, serving, now_ms);
+    return pass_background_waits (since, serving, now_ms);
 }
 
 static int add_hook (struct pass *p, struct pass_hook h)

@@ -26,6 +26,7 @@ struct reconciler {
     json_t *foreign_seen;   /* FM ids reported foreign at the last pass */
     struct offloop *reaper; /* frees finished listings off the loop thread */
     struct timer *listing_timer, *slice_timer;
+    int64_t slice_waits_since; /* pass_defer_background */
     struct reconcile_hooks hooks;
 };
 
@@ -35,7 +36,8 @@ void reconcile_set_hooks (struct reconciler *rc, const struct reconcile_hooks *h
 }
 
 /* A reconciliation in progress: the FM's listing, matched against the
- * store a slice at a time (BACKGROUND_SLICE_US each, one per loop pass),
+ * store a slice at a time (BACKGROUND_SLICE_US each, at most one per loop
+ * pass, put off while the pass holds answers: pass_defer_background),
  * so that 100,000 FM entries never hold the loop.  The store may change
  * between slices: whatever the scan at the start did not see as live is
  * read again before anything is done to it. */
@@ -341,7 +343,7 @@ static int64_t slice_timer (void *arg, int64_t now)
         return TIMER_IDLE; /* a new listing wakes it */
     if (now < b->rc->cur->resume_at)
         return b->rc->cur->resume_at - now;
-    if (pass_defer_background (b->pass, now))
+    if (pass_defer_background (b->pass, &b->rc->slice_waits_since, now))
         return 1;
     /* Matching goes on while the session is down: it only writes the
      * store (the outbox waits for the FM). */

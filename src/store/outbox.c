@@ -105,17 +105,11 @@ int store_outbox_next_ms (struct store *st, int64_t *ret, struct fmb_error *erro
     if (!s)
         return -1;
     int rc = sqlite3_step (s);
-    bool empty = rc == SQLITE_ROW && sqlite3_column_type (s, 0) == SQLITE_NULL;
-    if (rc == SQLITE_ROW && !empty)
-        *ret = sqlite3_column_int64 (s, 0);
+    if (rc == SQLITE_ROW)
+        *ret = sqlite3_column_type (s, 0) == SQLITE_NULL ? INT64_MAX
+                                                         : sqlite3_column_int64 (s, 0);
     sqlite3_reset (s);
-    if (rc != SQLITE_ROW)
-        return store_fail (st, rc, error, "outbox next");
-    if (empty) {
-        errno = ENOENT;
-        return fmb_errorf (error, "outbox is empty");
-    }
-    return 0;
+    return rc == SQLITE_ROW ? 0 : store_fail (st, rc, error, "outbox next");
 }
 
 static int change_one (struct store *st,

@@ -400,7 +400,7 @@ int store_outbox_due (struct store *st,
                       store_outbox_f cb,
                       void *arg,
                       struct fmb_error *error);
-/* When the next entry is due; ENOENT if the outbox is empty. */
+/* When the next entry is due (wall ms); INT64_MAX if the outbox is empty. */
 int store_outbox_next_ms (struct store *st, int64_t *ret, struct fmb_error *error);
 int store_outbox_done (struct store *st, int64_t id, struct fmb_error *error);
 int store_outbox_retry (struct store *st,

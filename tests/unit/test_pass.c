@@ -40,6 +40,22 @@ static void test_steady_requests_do_not_starve_background (void **state)
     assert_true (pass_background_waits (&since, true, now + 1));
 }
 
+/* Two pieces of background work (reconciliation's slices run before
+ * retention's in every pass): each waits at most the bound on its own,
+ * the first one's turn does not start the second's wait afresh. */
+static void test_each_piece_waits_on_its_own (void **state)
+{
+    (void)state;
+    int64_t slices = 0, prune = 0, now;
+    bool slices_ran = false, prune_ran = false;
+    for (now = 1000; now <= 1000 + PASS_BACKGROUND_DEFER_MAX_MS; now++) {
+        slices_ran |= !pass_background_waits (&slices, true, now);
+        prune_ran |= !pass_background_waits (&prune, true, now);
+    }
+    assert_true (slices_ran);
+    assert_true (prune_ran);
+}
+
 /* The broker's own pass: without an HTTP server (or outside a pass)
  * nothing waits for it, whatever was written. */
 static void test_pass_without_requests_never_defers (void **state)
@@ -53,11 +69,12 @@ static void test_pass_without_requests_never_defers (void **state)
         fail_msg ("store_open: %s", e.text);
     struct pass *p = pass_create (st, NULL, NULL);
     assert_non_null (p);
-    assert_false (pass_defer_background (p, 1000));
+    int64_t since = 0;
+    assert_false (pass_defer_background (p, &since, 1000));
     pass_begin (p);
     if (store_event_append (st, "test", NULL, NULL, NULL, &e) < 0)
         fail_msg ("store_event_append: %s", e.text);
-    assert_false (pass_defer_background (p, 1001));
+    assert_false (pass_defer_background (p, &since, 1001));
     assert_true (pass_end (p));
     pass_destroy (p);
     store_close (st);
@@ -72,6 +89,7 @@ int main (void)
         cmocka_unit_test (test_idle_pass_runs_background),
         cmocka_unit_test (test_serving_pass_defers_background),
         cmocka_unit_test (test_steady_requests_do_not_starve_background),
+        cmocka_unit_test (test_each_piece_waits_on_its_own),
         cmocka_unit_test (test_pass_without_requests_never_defers),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
