@@ -232,13 +232,12 @@ static int judge_job (struct broker *b,
 static int match_slice (struct broker *b, struct reconcile *r, struct fmb_error *e)
 {
     int64_t end = fmb_monotime_us () + BACKGROUND_SLICE_US;
-    unsigned k = 0;
     if (!r->judge_at && r->pos < r->n) {
         while (r->pos < r->n) {
             if (match_entry (b, r, r->fm_ids[r->pos], e) < 0)
                 return -1;
             r->pos++;
-            if (++k % 32 == 0 && fmb_monotime_us () >= end)
+            if (fmb_monotime_us () >= end) /* an entry may read a cold page */
                 return 0;
         }
     }
@@ -252,7 +251,7 @@ static int match_slice (struct broker *b, struct reconcile *r, struct fmb_error 
                        e) < 0)
             return -1;
         r->judge_at = json_object_iter_next (r->judged, r->judge_at);
-        if (++k % 32 == 0 && fmb_monotime_us () >= end && r->judge_at)
+        if (r->judge_at && fmb_monotime_us () >= end)
             return 0;
     }
     r->done = true;
