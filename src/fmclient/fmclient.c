@@ -1003,7 +1003,9 @@ static void answer (struct fmc_req *r, CURLcode cc)
     json_decref (body);
 }
 
-static void check_done (struct fmc *fmc)
+/* Answer the transfers that ended, until 'end' (monotonic µs): curl keeps
+ * the rest for the next call. */
+static void check_done (struct fmc *fmc, int64_t end)
 {
     CURLMsg *m;
     int left;
@@ -1013,6 +1015,10 @@ static void check_done (struct fmc *fmc)
         struct fmc_req *r = NULL;
         curl_easy_getinfo (m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
         answer (r, m->data.result);
+        if (left > 0 && fmb_monotime_us () >= end) {
+            fmc->done_pending = true; /* the next fmc_process, at once */
+            return;
+        }
     }
 }
 
@@ -1046,6 +1052,7 @@ static void expire_waiting (struct fmc *fmc)
 void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
 {
     int running;
+    int64_t end = fmb_monotime_us () + FMC_PROCESS_BUDGET_US;
     fmc->done_pending = false;
     for (int i = 0; i < n; i++) {
         if (!fds[i].revents ||
@@ -1061,14 +1068,14 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
         curl_multi_socket_action (fmc->multi, fds[i].fd, mask, &running);
     }
     run_timer (fmc);
-    check_done (fmc);
+    check_done (fmc, end);
     take_parsed (fmc);
     expire_waiting (fmc);
     /* Calls those answers dispatched without submit() (the ones parked
      * for a token that came, one repeated after a 401) leave now, not a
      * loop pass later. */
     if (run_timer (fmc))
-        check_done (fmc);
+        check_done (fmc, end);
 }
 
 void fmc_hold (struct fmc *fmc, bool on)

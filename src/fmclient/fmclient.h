@@ -163,7 +163,11 @@ int fmc_pollfds (struct fmc *fmc, struct pollfd *fds, int max);
  * -1 when nothing is pending. */
 int fmc_timeout_ms (struct fmc *fmc);
 /* Handle what poll() reported for the fds fmc_pollfds gave (n may be 0),
- * and due timers; runs completion callbacks. */
+ * and due timers; runs completion callbacks, for about
+ * FMC_PROCESS_BUDGET_US at most: the calls that ended beyond that (64
+ * releases answered together, each written to a store) are answered by
+ * the next fmc_process, which fmc_timeout_ms then asks for at once. */
+#define FMC_PROCESS_BUDGET_US 4000
 void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n);
 /* Calls leave as soon as they are submitted, except that while holding,
  * those that change the FM (create, patch, delete) wait for

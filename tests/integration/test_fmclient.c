@@ -589,6 +589,55 @@ static void kept_changes_outlive_a_later_withdrawal (void **state)
                       0);
 }
 
+/* ---- a burst of answers --------------------------------------------- */
+
+static void on_done_slowly (const struct fmc_result *r, void *arg)
+{
+    (void)r;
+    ++*(int *)arg;
+    usleep (1000); /* as a callback that writes to a store */
+}
+
+/* Calls that end together are answered over several fmc_process calls,
+ * about FMC_PROCESS_BUDGET_US of callbacks each, so that a burst of
+ * answers (64 releases) never holds a loop pass; fmc_timeout_ms asks for
+ * the rest at once. */
+static void a_burst_of_answers_is_spread_over_calls (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    enum { N = 40 };
+    int done = 0, most = 0;
+    bool asked_at_once = false;
+    start (fx, FMB_AUTH_NONE, NULL);
+    make_client (fx);
+    struct fmc *c = fx->fmc;
+    for (int i = 0; i < N; i++) {
+        char id[32];
+        snprintf (id, sizeof (id), "c1-burst%d", i);
+        assert_int_equal (fmc_job_get (c, id, on_done_slowly, &done, &e), 0);
+    }
+    int64_t end = fmb_monotime_ms () + 20000;
+    while (done < N && fmb_monotime_ms () < end) {
+        struct pollfd fds[64];
+        int n = fmc_pollfds (c, fds, 64);
+        int t = fmc_timeout_ms (c);
+        poll (fds, (nfds_t)n, t < 0 || t > 50 ? 50 : t);
+        usleep (20 * 1000); /* answers pile up, as behind a busy loop pass */
+        int before = done;
+        fmc_process (c, fds, n);
+        if (done - before > most)
+            most = done - before;
+        if (done < N && done > before && fmc_timeout_ms (c) == 0)
+            asked_at_once = true;
+    }
+    print_message ("%d answers, at most %d in one fmc_process\n", done, most);
+    assert_int_equal (done, N);
+    assert_true (most >= 2); /* answers did pile up */
+    assert_true (most <= FMC_PROCESS_BUDGET_US / 1000 + 2);
+    assert_true (asked_at_once);
+}
+
 /* A reservation whose intent did not commit must not create anything:
  * abandoned while its GET is out, it ends without the POST. */
 static void abandoned_reservation_creates_nothing (void **state)
@@ -1051,6 +1100,7 @@ int main (void)
         T (calls_overlap_on_one_loop),
         T (held_changes_wait_for_their_commit),
         T (kept_changes_outlive_a_later_withdrawal),
+        T (a_burst_of_answers_is_spread_over_calls),
         T (abandoned_reservation_creates_nothing),
         T (every_failure_is_classified),
         T (reserve_keeps_its_deadline),
