@@ -490,6 +490,18 @@ static void drive_until (struct fmc *fmc, const int *a, const int *b, int ms)
     }
 }
 
+/* mockfm without auth, a client, and the FM holding jobs c1-1 and c1-2. */
+static struct fmc *start_with_two_jobs (struct fx *fx)
+{
+    struct outcome made;
+    start (fx, FMB_AUTH_NONE, NULL);
+    make_client (fx);
+    struct fmc *c = fx->fmc;
+    RUN (c, made, fmc_job_create (c, "c1-1", 4, on_done, &made, &e_));
+    RUN (c, made, fmc_job_create (c, "c1-2", 4, on_done, &made, &e_));
+    return c;
+}
+
 /* The broker's promise "intent before the FM call" rests on this: while
  * held, a change waits for fmc_start_held (or is withdrawn unsent), and
  * reads, including a reservation's GET and the POST after it, go at once. */
@@ -498,11 +510,7 @@ static void held_changes_wait_for_their_commit (void **state)
     struct fx *fx = *state;
     struct outcome del, get, rsv, gone;
     struct fmb_error e;
-    start (fx, FMB_AUTH_NONE, NULL);
-    make_client (fx);
-    struct fmc *c = fx->fmc;
-    RUN (c, del, fmc_job_create (c, "c1-1", 4, on_done, &del, &e_));
-    RUN (c, del, fmc_job_create (c, "c1-2", 4, on_done, &del, &e_));
+    struct fmc *c = start_with_two_jobs (fx);
 
     memset (&del, 0, sizeof (del));
     memset (&get, 0, sizeof (get));
@@ -556,13 +564,9 @@ static void held_changes_wait_for_their_commit (void **state)
 static void kept_changes_outlive_a_later_withdrawal (void **state)
 {
     struct fx *fx = *state;
-    struct outcome made, kept, gone;
+    struct outcome kept, gone;
     struct fmb_error e;
-    start (fx, FMB_AUTH_NONE, NULL);
-    make_client (fx);
-    struct fmc *c = fx->fmc;
-    RUN (c, made, fmc_job_create (c, "c1-1", 4, on_done, &made, &e_));
-    RUN (c, made, fmc_job_create (c, "c1-2", 4, on_done, &made, &e_));
+    struct fmc *c = start_with_two_jobs (fx);
 
     memset (&kept, 0, sizeof (kept));
     memset (&gone, 0, sizeof (gone));
