@@ -101,13 +101,17 @@ expect_ok 'a damaged token found while commits fail is reported once they succee
 # starts the reservation again, and its GET finds the FM's (no second
 # POST), instead of answering "reserving" for ever.
 job5_reserving () { rm_call GET /v1/jobs/5 | jq -e ".hwcoll.state == \"reserving\"" >/dev/null; }
+# (read by another connection: committed, not only written in the pass)
+job5_committed () {
+    test "$(sqlite3 -cmd ".timeout 5000" "$T/state/fmbroker.db" "SELECT hwcoll FROM jobs WHERE id = '5'")" = reserving
+}
 posts () { grep -c "^POST /fabric/collectives/jobs " "$T/fm.log"; }
 # (the POST takes 6 s: time for the disk to fail under any load)
 expect_ok 'a reservation whose outcome did not commit: 503, then the repeated RUN finds it' '
     stop_broker && reserve_ms=15000 timeout_ms=15000 write_broker_conf && start_broker_failing &&
     mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=6000 x1" &&
     { api_call PUT /v1/jobs/5 "$body" >r5 & } &&
-    wait_for 50 0.1 job5_reserving && touch "$T/disk-bad" && wait $! &&
+    wait_for 50 0.1 job5_committed && touch "$T/disk-bad" && wait $! &&
     read code _ <r5 && test "$code" = 503 && cat r5 &&
     rm -f "$T/disk-bad" && job5_reserving && mockfm_has_job c1-5 && p0=$(posts) &&
     rm_call PUT /v1/jobs/5 "$body" >run5.json && cat run5.json &&
