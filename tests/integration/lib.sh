@@ -112,6 +112,33 @@ done_testing () {
     [ "$test_failed" -eq 0 ]
 }
 
+# jq 1.6 exits 0 under -e when its input is empty, so "rm_call ... | jq -e
+# COND" passed when the call itself failed (curl -f prints nothing).
+# Here no output at all from jq -e is a failure (4, as jq 1.7 does): with
+# any input, jq -e prints something or exits non-zero by itself.
+jq () {
+    local arg want_e=false
+    for arg in "$@"; do
+        case $arg in
+        --*) ;;
+        -*e*) want_e=true ;;
+        esac
+    done
+    if ! $want_e; then
+        command jq "$@"
+        return
+    fi
+    local out rc
+    out=$(command jq "$@")
+    rc=$?
+    if [ $rc = 0 ] && [ -z "$out" ]; then
+        echo "jq -e: no input" >&2
+        return 4
+    fi
+    [ -z "$out" ] || printf '%s\n' "$out"
+    return $rc
+}
+
 # ---- mockfm and fmbrokerd ------------------------------------------------
 
 # start_mockfm [ARGS...]: a mock FM on a free loopback port, keeping its
