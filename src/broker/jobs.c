@@ -193,7 +193,9 @@ static void add_node_reports (struct broker *b, const struct store_job *j, json_
     }
 }
 
-/* Reply with the job as it is in the store now. */
+/* Reply with the job as it is in the store now; 503 for an active job
+ * still 'reserving' with no reservation running (its outcome could not be
+ * written). */
 static int reply_job (struct broker *b,
                       struct http_req *req,
                       const char *id,

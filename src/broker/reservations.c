@@ -67,18 +67,6 @@ static void unlink_reservation (struct reservations *rs, struct reservation *rv)
         }
 }
 
-static void reply_unrecorded (struct waiter *w, void *arg)
-{
-    const struct fmb_error *e = arg;
-    waitq_remove (w);
-    http_reply_problem (
-        w->req,
-        503,
-        "the outcome of the job's reservation could not be recorded (%s); "
-        "repeat the request",
-        e->text);
-}
-
 struct outcome {
     struct reservation *rv;
     const struct fmc_result *res;
@@ -113,14 +101,14 @@ static void reserve_done (const struct fmc_result *res, void *arg)
         return;
     }
     struct outcome o = {rv, res};
-    if (pass_write (b->pass, write_outcome, &o, &e) < 0) {
-        /* The job stays 'reserving': its RUNs get a 503 and a repeated
-         * RUN starts the reservation again (the FM's GET finds one this
-         * call may have made). */
+    if (pass_write (b->pass, write_outcome, &o, &e) < 0)
         broker_log_store_error (b, rv->job, &e);
-        waitq_each (&rv->waiters, reply_unrecorded, &e);
-    } else
-        waitq_each (&rv->waiters, reply_waiter, rv);
+    /* Ended: out of the list before its RUNs are answered, so that a job
+     * left 'reserving' (its outcome not written) is answered 503 by
+     * ops.reply, as when it ends at once, and a repeated RUN starts the
+     * reservation again (the FM's GET finds one this call may have made). */
+    unlink_reservation (rv->rs, rv);
+    waitq_each (&rv->waiters, reply_waiter, rv);
     if (rv->starting)
         rv->finished = true;
     else

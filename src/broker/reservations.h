@@ -21,7 +21,9 @@ struct reservations_ops {
                    const char *job,
                    const struct fmc_result *res,
                    struct fmb_error *e);
-    /* Answer a RUN that waited, with the job as stored now. */
+    /* Answer a RUN that waited, with the job as stored now (the
+     * reservation already ended: a job still 'reserving' had its outcome
+     * lost, and is not an answer to give). */
     int (*reply) (struct broker *b,
                   struct http_req *req,
                   const char *job,
