@@ -48,8 +48,9 @@ struct fmc_req {
     CURL *easy;
     struct curl_slist *headers;
     char *resp;
-    size_t resp_len;
+    size_t resp_len, resp_cap;
     bool too_large;
+    bool paused; /* its answer stopped for this fmc_process (read_budget) */
     char errbuf[CURL_ERROR_SIZE];
     /* OP_LIST: the answer is parsed on the parser thread (see
      * parse_listing), which owns the request until it hands it back. */
@@ -105,6 +106,16 @@ struct fmc {
     struct offloop *parser;
     unsigned parsing; /* handed to the parser, not yet back */
     unsigned long offloop_parses;
+    /* What one fmc_process may read of the answers before it pauses
+     * them for the next: a listing of 100,000 entries is megabytes, and
+     * reading it at once held the loop for ~20 ms. */
+    struct {
+        bool on;          /* inside fmc_process */
+        int64_t until_us; /* monotonic */
+        size_t left;      /* bytes */
+        bool paused;      /* some transfer waits for the next fmc_process */
+        unsigned long pauses;
+    } read_budget;
     fmc_observer_f observer;
     void *observer_arg;
 };
@@ -210,7 +221,7 @@ int fmc_pollfds (struct fmc *fmc, struct pollfd *fds, int max)
 
 int fmc_timeout_ms (struct fmc *fmc)
 {
-    if (fmc->done_pending)
+    if (fmc->done_pending || fmc->read_budget.paused)
         return 0;
     int64_t due = fmc->timer_due;
     /* A call parked for a token must still end at its deadline. */
@@ -238,6 +249,11 @@ unsigned long fmc_token_fetches (struct fmc *fmc)
 unsigned long fmc_offloop_parses (struct fmc *fmc)
 {
     return fmc->offloop_parses;
+}
+
+unsigned long fmc_read_pauses (struct fmc *fmc)
+{
+    return fmc->read_budget.pauses;
 }
 
 /* ---- requests ------------------------------------------------------ */
@@ -282,6 +298,21 @@ static void req_free (struct fmc_req *r)
     }
 }
 
+/* Past the budget, curl keeps the data and hands it again once
+ * resume_paused unpauses the transfer. */
+static bool over_read_budget (struct fmc *fmc, size_t n)
+{
+    if (!fmc->read_budget.on)
+        return false;
+    if (fmc->read_budget.left >= n && fmb_monotime_us () < fmc->read_budget.until_us) {
+        fmc->read_budget.left -= n;
+        return false;
+    }
+    fmc->read_budget.paused = true;
+    fmc->read_budget.pauses++;
+    return true;
+}
+
 static size_t write_cb (char *data, size_t size, size_t nmemb, void *arg)
 {
     struct fmc_req *r = arg;
@@ -290,11 +321,21 @@ static size_t write_cb (char *data, size_t size, size_t nmemb, void *arg)
         r->too_large = true;
         return 0; /* aborts the transfer */
     }
-    char *nb = realloc (r->resp, r->resp_len + n + 1);
-    if (!nb)
-        return 0;
-    memcpy (nb + r->resp_len, data, n);
-    r->resp = nb;
+    if (over_read_budget (r->fmc, n)) {
+        r->paused = true;
+        return CURL_WRITEFUNC_PAUSE;
+    }
+    if (r->resp_len + n + 1 > r->resp_cap) { /* doubling: a listing is megabytes */
+        size_t cap = r->resp_cap ? r->resp_cap : 4096;
+        while (cap < r->resp_len + n + 1)
+            cap *= 2;
+        char *nb = realloc (r->resp, cap);
+        if (!nb)
+            return 0;
+        r->resp = nb;
+        r->resp_cap = cap;
+    }
+    memcpy (r->resp + r->resp_len, data, n);
     r->resp_len += n;
     r->resp[r->resp_len] = '\0';
     return n;
@@ -420,8 +461,8 @@ static int start (struct fmc_req *r, struct fmb_error *error)
     r->errbuf[0] = '\0';
     free (r->resp);
     r->resp = NULL;
-    r->resp_len = 0;
-    r->too_large = false;
+    r->resp_len = r->resp_cap = 0;
+    r->too_large = r->paused = false;
     curl_slist_free_all (r->headers);
     r->headers = NULL;
     r->headers = curl_slist_append (r->headers, "Accept: application/json");
@@ -879,7 +920,7 @@ static bool parse_listing (struct offloop_job *job)
     json_decref (body);
     free (r->resp);
     r->resp = NULL;
-    r->resp_len = 0;
+    r->resp_len = r->resp_cap = 0;
     return true;
 }
 
@@ -1049,11 +1090,29 @@ static void expire_waiting (struct fmc *fmc)
     }
 }
 
+/* The answers paused by an earlier fmc_process's read budget go on. */
+static void resume_paused (struct fmc *fmc)
+{
+    if (!fmc->read_budget.paused)
+        return;
+    fmc->read_budget.paused = false;
+    for (struct fmc_req *r = fmc->all; r; r = r->all_next)
+        if (r->paused) {
+            r->paused = false;
+            if (r->easy) /* hands back what it kept: may pause again */
+                curl_easy_pause (r->easy, CURLPAUSE_CONT);
+        }
+}
+
 void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
 {
     int running;
     int64_t end = fmb_monotime_us () + FMC_PROCESS_BUDGET_US;
     fmc->done_pending = false;
+    fmc->read_budget.on = true;
+    fmc->read_budget.until_us = end;
+    fmc->read_budget.left = FMC_PROCESS_READ_MAX;
+    resume_paused (fmc);
     for (int i = 0; i < n; i++) {
         if (!fds[i].revents ||
             (fmc->parsing > 0 && fds[i].fd == offloop_fd (fmc->parser)))
@@ -1076,6 +1135,7 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
      * loop pass later. */
     if (run_timer (fmc))
         check_done (fmc, end);
+    fmc->read_budget.on = false;
 }
 
 void fmc_hold (struct fmc *fmc, bool on)

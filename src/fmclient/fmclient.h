@@ -168,6 +168,10 @@ int fmc_timeout_ms (struct fmc *fmc);
  * releases answered together, each written to a store) are answered by
  * the next fmc_process, which fmc_timeout_ms then asks for at once. */
 #define FMC_PROCESS_BUDGET_US 4000
+/* It reads at most FMC_PROCESS_READ_MAX bytes of answers (and only within
+ * FMC_PROCESS_BUDGET_US): a larger answer is paused and read on by the
+ * next calls, which fmc_timeout_ms asks for at once. */
+#define FMC_PROCESS_READ_MAX (1024 * 1024)
 void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n);
 /* Calls leave as soon as they are submitted, except that while holding,
  * those that change the FM (create, patch, delete) wait for
@@ -199,6 +203,8 @@ unsigned long fmc_token_fetches (struct fmc *fmc);
  * caller's thread; fmc_pollfds includes the parser's fd while one is
  * being parsed. (For tests.) */
 unsigned long fmc_offloop_parses (struct fmc *fmc);
+/* Answers paused because an fmc_process had read its share (for tests). */
+unsigned long fmc_read_pauses (struct fmc *fmc);
 
 const char *fmc_status_name (enum fmc_status s);
 

@@ -1019,7 +1019,8 @@ static void on_listing (const struct fmc_result *r, void *arg)
     }
 }
 
-/* A listing of 50,000 FM entries (~2 MB of JSON) is parsed on fmclient's
+/* A listing of 50,000 FM entries (~2 MB of JSON) is read over several
+ * fmc_process calls (FMC_PROCESS_READ_MAX each) and parsed on fmclient's
  * parser thread; its callback still runs in fmc_process on the caller's
  * thread, with every id, and the parser's fd is polled meanwhile (the
  * fmc_run below only wakes for what fmc_pollfds gives it).  A second
@@ -1058,6 +1059,8 @@ static void large_listing_is_parsed_off_the_loop (void **state)
         assert_int_equal (ls.ours, BIG_LISTING);
         assert_true (ls.on_caller_thread);
         assert_int_equal (fmc_offloop_parses (fx->fmc), round);
+        /* ~2 MB is read over several fmc_process calls, not in one */
+        assert_true (fmc_read_pauses (fx->fmc) >= (unsigned long)round);
         assert_int_equal (ls.taken, round == 2);
         free (ls.seen);
     }
