@@ -221,7 +221,7 @@ int fmc_pollfds (struct fmc *fmc, struct pollfd *fds, int max)
 
 int fmc_timeout_ms (struct fmc *fmc)
 {
-    if (fmc->done_pending || fmc->read_budget.paused)
+    if (fmc->done_pending || fmc->read_budget.paused || fmc->kept)
         return 0;
     int64_t due = fmc->timer_due;
     /* A call parked for a token must still end at its deadline. */
@@ -249,6 +249,14 @@ unsigned long fmc_token_fetches (struct fmc *fmc)
 unsigned long fmc_offloop_parses (struct fmc *fmc)
 {
     return fmc->offloop_parses;
+}
+
+unsigned fmc_kept (struct fmc *fmc)
+{
+    unsigned n = 0;
+    for (struct fmc_req *r = fmc->kept; r; r = r->next)
+        n++;
+    return n;
 }
 
 unsigned long fmc_read_pauses (struct fmc *fmc)
@@ -1090,6 +1098,28 @@ static void expire_waiting (struct fmc *fmc)
     }
 }
 
+/* Start the kept calls, in the order they were submitted, for about
+ * FMC_START_BUDGET_US: starting 64 releases together (curl makes each
+ * request and sends it) held a loop pass 5-10 ms.  The rest start in the
+ * next fmc_process, which fmc_timeout_ms asks for at once. */
+static void start_kept (struct fmc *fmc)
+{
+    int64_t end = fmb_monotime_us () + FMC_START_BUDGET_US;
+    while (fmc->kept) {
+        struct fmc_req *r = fmc->kept;
+        fmc->kept = r->next;
+        if (!fmc->kept)
+            fmc->kept_tail = NULL;
+        r->next = NULL;
+        dispatch (r); /* calls back at once only when curl cannot start it */
+        /* Transfers that end here are seen by the next fmc_process. */
+        if (run_timer (fmc))
+            fmc->done_pending = true;
+        if (fmb_monotime_us () >= end)
+            break;
+    }
+}
+
 /* The answers paused by an earlier fmc_process's read budget go on. */
 static void resume_paused (struct fmc *fmc)
 {
@@ -1113,6 +1143,7 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
     fmc->read_budget.until_us = end;
     fmc->read_budget.left = FMC_PROCESS_READ_MAX;
     resume_paused (fmc);
+    start_kept (fmc); /* what the last fmc_start_held left */
     for (int i = 0; i < n; i++) {
         if (!fds[i].revents ||
             (fmc->parsing > 0 && fds[i].fd == offloop_fd (fmc->parser)))
@@ -1157,18 +1188,8 @@ void fmc_keep_held (struct fmc *fmc)
 
 void fmc_start_held (struct fmc *fmc)
 {
-    fmc_keep_held (fmc); /* in the order they were submitted */
-    struct fmc_req *list = fmc->kept;
-    fmc->kept = fmc->kept_tail = NULL;
-    while (list) {
-        struct fmc_req *r = list;
-        list = r->next;
-        r->next = NULL;
-        dispatch (r); /* calls back at once only when curl cannot start it */
-    }
-    /* Transfers that end here are seen by the next fmc_process. */
-    if (run_timer (fmc))
-        fmc->done_pending = true;
+    fmc_keep_held (fmc);
+    start_kept (fmc);
 }
 
 void fmc_drop_held (struct fmc *fmc)

@@ -179,7 +179,10 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n);
  * records their intent is open, and starts them once it committed.  Reads
  * (get, list, token) and the POST of a reservation whose GET answered are
  * never held.  fmc_start_held runs no callback unless curl cannot start a
- * call at all; what ends later is seen by the next fmc_process. */
+ * call at all; what ends later is seen by the next fmc_process.  It
+ * starts calls for about FMC_START_BUDGET_US: the rest (a storm of
+ * releases) start in order in the next fmc_process, asked for at once. */
+#define FMC_START_BUDGET_US 2000
 void fmc_hold (struct fmc *fmc, bool on);
 void fmc_start_held (struct fmc *fmc);
 /* The held calls' intent committed, but they are to leave a little later
@@ -203,6 +206,8 @@ unsigned long fmc_token_fetches (struct fmc *fmc);
  * caller's thread; fmc_pollfds includes the parser's fd while one is
  * being parsed. (For tests.) */
 unsigned long fmc_offloop_parses (struct fmc *fmc);
+/* Calls whose intent committed that wait to be started (for tests). */
+unsigned fmc_kept (struct fmc *fmc);
 /* Answers paused because an fmc_process had read its share (for tests). */
 unsigned long fmc_read_pauses (struct fmc *fmc);
 

@@ -557,6 +557,50 @@ static void held_changes_wait_for_their_commit (void **state)
                       0);
 }
 
+static void on_counted (const struct fmc_result *r, void *arg)
+{
+    int *n = arg;
+    if (r->status == FMC_NOT_FOUND)
+        n[0]++;
+    else
+        n[1]++;
+}
+
+/* A storm of releases committed together (a reconciliation's orphans)
+ * starts over several calls, FMC_START_BUDGET_US each, not in one loop
+ * pass; the rest start, in the next fmc_process, asked for at once, and
+ * every one of them reaches the FM. */
+static void a_storm_of_held_calls_starts_over_several_calls (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    enum { N = 500 };
+    int counts[2] = {0, 0}; /* not found (as expected), anything else */
+    start (fx, FMB_AUTH_NONE, NULL);
+    make_client (fx);
+    struct fmc *c = fx->fmc;
+    fmc_hold (c, true);
+    for (int i = 0; i < N; i++) {
+        char id[32];
+        snprintf (id, sizeof (id), "c1-storm%d", i);
+        assert_int_equal (fmc_job_delete (c, id, on_counted, counts, &e), 0);
+    }
+    fmc_start_held (c);
+    fmc_hold (c, false);
+    unsigned left = fmc_kept (c);
+    print_message ("%u of %d calls left for the next fmc_process\n", left, N);
+    assert_true (left > 0 && left < N);
+    assert_int_equal (fmc_timeout_ms (c), 0);
+    fmc_process (c, NULL, 0);
+    assert_true (fmc_kept (c) < left);
+    assert_int_equal (fmc_run (c, 60000), 0);
+    assert_int_equal (counts[0], N);
+    assert_int_equal (counts[1], 0);
+    assert_int_equal (fmc_kept (c), 0);
+    assert_int_equal (
+        mockfm_log_count (&fx->m, "DELETE /fabric/collectives/jobs/c1-storm"), N);
+}
+
 /* The loop sends a pass's answers before its FM changes (fmc_keep_held);
  * the next pass's commit may fail meanwhile, and withdrawing that pass's
  * changes must not withdraw the committed ones: they leave at the next
@@ -1101,6 +1145,7 @@ int main (void)
         T (tls_is_verified_by_default),
         T (mtls_needs_the_client_certificate),
         T (token_expiry_mid_run_fails_no_operation),
+        T (a_storm_of_held_calls_starts_over_several_calls),
         T (many_calls_meeting_one_expired_token_refresh_once),
         T (token_is_refreshed_before_it_expires),
         T (persistent_401_stops_after_one_refresh),
