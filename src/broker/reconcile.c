@@ -47,8 +47,11 @@ struct reconcile {
     size_t n, pos;
     json_t *holding; /* FM ids of jobs that held or were making a reservation */
     json_t *judged;  /* job id -> FM id: reserved before the listing was asked for */
-    json_t *listed;  /* set of the FM ids listed (filled by the first phase) */
-    void *judge_at;  /* second phase: position in 'judged' */
+    /* The FM ids in 'judged' -> whether the first phase saw them listed.
+     * (A set of all 100,000 listed ids cost two 10-15 ms slices as it
+     * grew, rehashing.) */
+    json_t *judged_listed;
+    void *judge_at; /* second phase: position in 'judged' */
     bool reap_foreign;
     json_t *foreign_now; /* set of FM ids left as foreign */
     unsigned orphans, foreign, reaped, lost;
@@ -64,7 +67,7 @@ struct reconcile {
 };
 
 /* On the reaper thread: what was built of the listing (100,000 entries
- * in 'listed' take tens of ms to free).  'foreign_now' may be shared
+ * take tens of ms to free).  'foreign_now' may be shared
  * with foreign_seen, so the loop drops it (reconcile_free). */
 static void reconcile_free_now (void *arg)
 {
@@ -72,7 +75,7 @@ static void reconcile_free_now (void *arg)
     free (r->fm_ids);
     json_decref (r->holding);
     json_decref (r->judged);
-    json_decref (r->listed);
+    json_decref (r->judged_listed);
     free (r);
 }
 
@@ -92,8 +95,10 @@ static int scan_unreleased (const struct store_job_brief *j, void *arg)
     /* Only reservations recorded before the listing was asked for can be
      * judged by it. */
     if (j->state == STORE_JOB_ACTIVE && j->hwcoll == STORE_HWCOLL_RESERVED &&
-        j->updated_ms < r->listed_at)
+        j->updated_ms < r->listed_at) {
         json_object_set_new (r->judged, j->id, json_string (j->fm_job_id));
+        json_object_set_new (r->judged_listed, j->fm_job_id, json_false ());
+    }
     return 0;
 }
 
@@ -111,12 +116,12 @@ static struct reconcile *reconcile_begin (struct broker *b,
     r->listed_at = listed_at;
     r->holding = json_object ();
     r->judged = json_object ();
-    r->listed = json_object ();
+    r->judged_listed = json_object ();
     r->foreign_now = json_object ();
     r->reap_foreign = reap_foreign || b->cfg.reap_foreign;
     r->fm_ids = fmc_take_job_ids (res);
     r->n = res->njob_ids;
-    if (!r->holding || !r->judged || !r->listed || !r->foreign_now || !r->fm_ids)
+    if (!r->holding || !r->judged || !r->judged_listed || !r->foreign_now || !r->fm_ids)
         goto nomem;
     if (store_job_list_unreleased (b->st, scan_unreleased, r, &e) < 0) {
         broker_log_store_error (b, "reconcile", &e);
@@ -182,7 +187,8 @@ static int match_entry (struct broker *b,
                         struct fmb_error *e)
 {
     const char *job = broker_local_job (b, fmid);
-    json_object_set_new (r->listed, fmid, json_true ());
+    if (json_object_get (r->judged_listed, fmid))
+        json_object_set_new (r->judged_listed, fmid, json_true ());
     if (!job)
         return 0; /* another cluster's: never ours to touch */
     if (json_object_get (r->holding, fmid) || live_now (b, job, fmid))
@@ -218,7 +224,7 @@ static int judge_job (struct broker *b,
                       const char *fmid,
                       struct fmb_error *e)
 {
-    if (json_object_get (r->listed, fmid))
+    if (json_is_true (json_object_get (r->judged_listed, fmid)))
         return 0;
     if (!b->rc->hooks.lost)
         return 0;
