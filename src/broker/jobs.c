@@ -1118,7 +1118,12 @@ int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *
 #define PRUNE_ROWS        64            /* rows per table per statement */
 #define PRUNE_INTERVAL_MS (3600 * 1000) /* between rounds */
 #define PRUNE_FIRST_MS    (10 * 1000)   /* after start: reconcile first */
-#define DAY_MS            (86400LL * 1000)
+/* Between slices of a backlog: history can wait.  A slice in 22 ms
+ * (~10,000 jobs a second here) keeps the disk traffic of deleting a
+ * quarter of 1,000,000 jobs from slowing RUNs' commits: their p99 went
+ * from 15-37 ms to about 7 ms against 3-6 ms idle (bench 5). */
+#define PRUNE_PAUSE_MS 20
+#define DAY_MS         (86400LL * 1000)
 
 /* One slice of retention (a timer, first PRUNE_FIRST_MS after start):
  * batches of PRUNE_ROWS until the backlog is gone or the slice's time is
@@ -1151,7 +1156,7 @@ static int64_t prune_history (void *arg, int64_t mono)
     b->prune_round[0] += jobs;
     b->prune_round[1] += events;
     if (more)
-        return BACKGROUND_PAUSE_MS;
+        return PRUNE_PAUSE_MS;
     if (b->prune_round[0] || b->prune_round[1])
         fmb_log (LOG_INFO,
                  "retention: deleted %lu released jobs and %lu events older than %u "

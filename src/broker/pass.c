@@ -24,6 +24,7 @@ struct pass {
     bool grouped;   /* the pass's transaction began */
     bool ungrouped; /* the last pass could not begin one (logged once) */
     int64_t changes_at_begin;
+    bool background_ran; /* a background slice took this pass */
     bool flush_now;
     bool commits_failing;
     char commit_error[256];
@@ -61,6 +62,7 @@ void pass_begin (struct pass *p)
     struct fmb_error e;
     p->count++;
     p->open = true;
+    p->background_ran = false;
     p->grouped = store_begin (p->st, &e) == 0;
     p->changes_at_begin = store_changes (p->st);
     if (!p->grouped)
@@ -142,8 +144,14 @@ bool pass_background_waits (int64_t *since, bool serving, int64_t now_ms)
 
 bool pass_defer_background (struct pass *p, int64_t *since, int64_t now_ms)
 {
+    /* One slice a pass: two would add up, in the pass and in its commit. */
+    if (p->open && p->background_ran)
+        return true;
     bool serving = p->open && p->http && http_holds_answers (p->http);
-    return pass_background_waits (since, serving, now_ms);
+    if (pass_background_waits (since, serving, now_ms))
+        return true;
+    p->background_ran = p->open;
+    return false;
 }
 
 static int add_hook (struct pass *p, struct pass_hook h)

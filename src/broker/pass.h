@@ -54,13 +54,14 @@ void pass_forget (struct pass *p, void *arg);
 int pass_write (struct pass *p, pass_write_f fn, void *arg, struct fmb_error *error);
 
 /* Should a piece of background work (a retention or reconciliation
- * slice) leave this pass alone?  True while the pass holds answers to
- * requests: they would wait for the slice, and for a commit carrying its
- * writes.  (FM answers and background writes do not count: the releases
- * of 3,000 orphans would hold matching off.)  False again once that piece
- * has been put off for PASS_BACKGROUND_DEFER_MAX_MS in a row, so that a
- * steady stream of requests slows it, never stops it.  '*since' (0 at
- * first) is the piece's own: since when it waits; 'now_ms' monotonic, > 0. */
+ * slice) leave this pass alone?  True when another piece already ran in
+ * it (one slice a pass: the first timer's, reconciliation's, wins while
+ * both have work), and while the pass holds answers to requests: they
+ * would wait for the slice, and for a commit carrying its writes.  (FM answers and
+ * background writes do not count: the releases of 3,000 orphans would hold matching
+ * off.)  False again once that piece has been put off for PASS_BACKGROUND_DEFER_MAX_MS
+ * in a row, so that a steady stream of requests slows it, never stops it.  '*since' (0
+ * at first) is the piece's own: since when it waits; 'now_ms' monotonic, > 0. */
 #define PASS_BACKGROUND_DEFER_MAX_MS 25
 bool pass_defer_background (struct pass *p, int64_t *since, int64_t now_ms);
 /* The rule behind it, for a pass that holds answers ('serving') or not. */

@@ -720,7 +720,11 @@ static int open_db (const char *db_path,
         fmb_errorf (error, "%s: cannot use WAL journal mode", db_path);
         goto error;
     }
+    /* temp_store: a statement journal (a retention batch inside a pass's
+     * savepoint, some hundred KiB) stays in memory, not in a file under
+     * /var/tmp written on the loop. */
     if (exec (st, "PRAGMA synchronous = FULL", error, "synchronous") < 0 ||
+        exec (st, "PRAGMA temp_store = MEMORY", error, "temp_store") < 0 ||
         exec (st, "PRAGMA foreign_keys = ON", error, "foreign_keys") < 0 ||
         query_int (st, "PRAGMA foreign_keys", &one, error) < 0)
         goto error;

@@ -56,6 +56,36 @@ static void test_each_piece_waits_on_its_own (void **state)
     assert_true (prune_ran);
 }
 
+/* One background slice a pass: the second piece waits for the next pass
+ * (two slices and their writes would add up in one), whose first piece
+ * runs again. */
+static void test_one_background_slice_a_pass (void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp ();
+    char *db = tu_path (dir, "fmbroker.db"), *key = tu_path (dir, "token.key");
+    struct store *st;
+    struct fmb_error e;
+    if (store_open (db, key, &st, &e) < 0)
+        fail_msg ("store_open: %s", e.text);
+    struct pass *p = pass_create (st, NULL, NULL);
+    assert_non_null (p);
+    int64_t slices = 0, prune = 0;
+    pass_begin (p);
+    assert_false (pass_defer_background (p, &slices, 1000));
+    assert_true (pass_defer_background (p, &prune, 1000));
+    assert_true (pass_end (p));
+    pass_begin (p);
+    assert_false (pass_defer_background (p, &prune, 1001));
+    assert_true (pass_defer_background (p, &slices, 1001));
+    assert_true (pass_end (p));
+    pass_destroy (p);
+    store_close (st);
+    free (db);
+    free (key);
+    tu_rmtree (dir);
+}
+
 /* The broker's own pass: without an HTTP server (or outside a pass)
  * nothing waits for it, whatever was written. */
 static void test_pass_without_requests_never_defers (void **state)
@@ -90,6 +120,7 @@ int main (void)
         cmocka_unit_test (test_serving_pass_defers_background),
         cmocka_unit_test (test_steady_requests_do_not_starve_background),
         cmocka_unit_test (test_each_piece_waits_on_its_own),
+        cmocka_unit_test (test_one_background_slice_a_pass),
         cmocka_unit_test (test_pass_without_requests_never_defers),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
