@@ -56,61 +56,71 @@ static void test_each_piece_waits_on_its_own (void **state)
     assert_true (prune_ran);
 }
 
+/* A store in a directory of its own, and a pass over it without an HTTP
+ * server or an FM client: the broker's own passes. */
+struct pass_fx {
+    char *dir, *db, *key;
+    struct store *st;
+    struct pass *p;
+};
+
+static int pass_setup (void **state)
+{
+    struct pass_fx *fx = calloc (1, sizeof (*fx));
+    struct fmb_error e;
+    fx->dir = tu_mkdtemp ();
+    fx->db = tu_path (fx->dir, "fmbroker.db");
+    fx->key = tu_path (fx->dir, "token.key");
+    if (store_open (fx->db, fx->key, &fx->st, &e) < 0)
+        fail_msg ("store_open: %s", e.text);
+    fx->p = pass_create (fx->st, NULL, NULL);
+    assert_non_null (fx->p);
+    *state = fx;
+    return 0;
+}
+
+static int pass_teardown (void **state)
+{
+    struct pass_fx *fx = *state;
+    pass_destroy (fx->p);
+    store_close (fx->st);
+    tu_rmtree (fx->dir);
+    free (fx->db);
+    free (fx->key);
+    free (fx);
+    return 0;
+}
+
 /* One background slice a pass: the second piece waits for the next pass
  * (two slices and their writes would add up in one), whose first piece
  * runs again. */
 static void test_one_background_slice_a_pass (void **state)
 {
-    (void)state;
-    char *dir = tu_mkdtemp ();
-    char *db = tu_path (dir, "fmbroker.db"), *key = tu_path (dir, "token.key");
-    struct store *st;
-    struct fmb_error e;
-    if (store_open (db, key, &st, &e) < 0)
-        fail_msg ("store_open: %s", e.text);
-    struct pass *p = pass_create (st, NULL, NULL);
-    assert_non_null (p);
+    struct pass_fx *fx = *state;
     int64_t slices = 0, prune = 0;
-    pass_begin (p);
-    assert_false (pass_defer_background (p, &slices, 1000));
-    assert_true (pass_defer_background (p, &prune, 1000));
-    assert_true (pass_end (p));
-    pass_begin (p);
-    assert_false (pass_defer_background (p, &prune, 1001));
-    assert_true (pass_defer_background (p, &slices, 1001));
-    assert_true (pass_end (p));
-    pass_destroy (p);
-    store_close (st);
-    free (db);
-    free (key);
-    tu_rmtree (dir);
+    pass_begin (fx->p);
+    assert_false (pass_defer_background (fx->p, &slices, 1000));
+    assert_true (pass_defer_background (fx->p, &prune, 1000));
+    assert_true (pass_end (fx->p));
+    pass_begin (fx->p);
+    assert_false (pass_defer_background (fx->p, &prune, 1001));
+    assert_true (pass_defer_background (fx->p, &slices, 1001));
+    assert_true (pass_end (fx->p));
 }
 
 /* The broker's own pass: without an HTTP server (or outside a pass)
  * nothing waits for it, whatever was written. */
 static void test_pass_without_requests_never_defers (void **state)
 {
-    (void)state;
-    char *dir = tu_mkdtemp ();
-    char *db = tu_path (dir, "fmbroker.db"), *key = tu_path (dir, "token.key");
-    struct store *st;
+    struct pass_fx *fx = *state;
     struct fmb_error e;
-    if (store_open (db, key, &st, &e) < 0)
-        fail_msg ("store_open: %s", e.text);
-    struct pass *p = pass_create (st, NULL, NULL);
-    assert_non_null (p);
     int64_t since = 0;
-    assert_false (pass_defer_background (p, &since, 1000));
-    pass_begin (p);
-    if (store_event_append (st, "test", NULL, NULL, NULL, &e) < 0)
+    assert_false (pass_defer_background (fx->p, &since, 1000));
+    pass_begin (fx->p);
+    if (store_event_append (fx->st, "test", NULL, NULL, NULL, &e) < 0)
         fail_msg ("store_event_append: %s", e.text);
-    assert_false (pass_defer_background (p, &since, 1001));
-    assert_true (pass_end (p));
-    pass_destroy (p);
-    store_close (st);
-    free (db);
-    free (key);
-    tu_rmtree (dir);
+    assert_false (pass_defer_background (fx->p, &since, 1001));
+    assert_true (pass_end (fx->p));
 }
 
 int main (void)
@@ -120,8 +130,10 @@ int main (void)
         cmocka_unit_test (test_serving_pass_defers_background),
         cmocka_unit_test (test_steady_requests_do_not_starve_background),
         cmocka_unit_test (test_each_piece_waits_on_its_own),
-        cmocka_unit_test (test_one_background_slice_a_pass),
-        cmocka_unit_test (test_pass_without_requests_never_defers),
+        cmocka_unit_test_setup_teardown (
+            test_one_background_slice_a_pass, pass_setup, pass_teardown),
+        cmocka_unit_test_setup_teardown (
+            test_pass_without_requests_never_defers, pass_setup, pass_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
