@@ -224,14 +224,18 @@ for n in $STORE_SIZES; do
     (while kill -0 "$broker_pid" 2>/dev/null; do metric fmbroker_loop_stall_seconds; sleep 0.5; done >"$T/stalls") &
     sampler=$!
     sleep_until () { sleep "$(awk -v t="$(($(ms_now) - t0))" -v at="$1" 'BEGIN { s = at - t / 1000; print (s > 0 ? s : 0) }')"; }
-    sleep_until "$(awk -v s="$serving" 'BEGIN { print s / 1000 + 1 }')"
-    releasing=$(bench run --socket "$T/api.sock" --count 300 --concurrency 1 --prefix w$n)
+    # RUNs from 1 s after serving, while the FM is watched
+    (sleep_until "$(awk -v s="$serving" 'BEGIN { print s / 1000 + 1 }')"
+        bench run --socket "$T/api.sock" --count 300 --concurrency 1 --prefix w$n >"$T/releasing") &
+    releasing_pid=$!
     fm_clean=
     for i in $(seq 240); do
         [ "$(curl -sf "$fm_url/_mock/state" | jq '[.jobs | keys[] | select(startswith("c1-r"))] | length')" = 0 ] &&
             { fm_clean=$(($(ms_now) - t0)); break; }
         sleep 0.5
     done
+    wait "$releasing_pid"
+    releasing=$(cat "$T/releasing")
     sleep_until 10.5
     during=$(bench run --socket "$T/api.sock" --count 300 --concurrency 1 --prefix p$n)
     # until retention has caught up (the quarter of the store older than

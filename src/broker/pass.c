@@ -117,13 +117,13 @@ bool pass_end (struct pass *p)
     if (p->fmc) {
         if (!committed) /* what they would do was rolled back */
             fmc_drop_held (p->fmc);
-        else if (p->flush_now)
+        else
             /* Answers first (CLEANUP's 202 is not to wait for the FM
              * DELETE to be sent): the loop starts these after it sent
-             * them (pass_start_kept). */
+             * them, once a loop turn (pass_start_kept), so that a storm
+             * of releases gets FMC_START_BUDGET_US of it, not one per
+             * pass. */
             fmc_keep_held (p->fmc);
-        else
-            fmc_start_held (p->fmc);
     }
     return committed;
 }

@@ -72,8 +72,9 @@ bool pass_open (const struct pass *p);
 /* Loop passes so far (each one transaction). */
 uint64_t pass_count (const struct pass *p);
 /* Answers were released by the last pass_end: send them without waiting,
- * then pass_start_kept.  The FM calls that pass committed wait until
- * then, so that its answers leave first. */
+ * then pass_start_kept.  The FM calls a pass committed wait for
+ * pass_start_kept (once a loop turn, after the answers), which starts
+ * them for about FMC_START_BUDGET_US; the rest in the next turns. */
 bool pass_flush_now (const struct pass *p);
 void pass_start_kept (struct pass *p);
 /* The last pass that tried to write could not commit (until a writing pass

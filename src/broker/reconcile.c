@@ -340,7 +340,8 @@ static void reconcile_step (struct broker *b)
 }
 
 /* Slices of the reconciliation in progress, a short pause apart so that
- * requests get the loop and the backlog still moves at about half speed. */
+ * requests get the loop and the listing is still matched at about a
+ * third of the loop's time (BACKGROUND_SLICE_US, BACKGROUND_PAUSE_MS). */
 static int64_t slice_timer (void *arg, int64_t now)
 {
     struct broker *b = arg;

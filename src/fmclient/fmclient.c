@@ -50,7 +50,8 @@ struct fmc_req {
     char *resp;
     size_t resp_len, resp_cap;
     bool too_large;
-    bool paused; /* its answer stopped for this fmc_process (read_budget) */
+    bool paused;      /* its answer stopped for this fmc_process (read_budget) */
+    bool write_error; /* curl dropped part of the answer on a resume */
     char errbuf[CURL_ERROR_SIZE];
     /* OP_LIST: the answer is parsed on the parser thread (see
      * parse_listing), which owns the request until it hands it back. */
@@ -329,6 +330,8 @@ static size_t write_cb (char *data, size_t size, size_t nmemb, void *arg)
         r->too_large = true;
         return 0; /* aborts the transfer */
     }
+    if (r->write_error)
+        return 0;
     if (over_read_budget (r->fmc, n)) {
         r->paused = true;
         return CURL_WRITEFUNC_PAUSE;
@@ -470,7 +473,7 @@ static int start (struct fmc_req *r, struct fmb_error *error)
     free (r->resp);
     r->resp = NULL;
     r->resp_len = r->resp_cap = 0;
-    r->too_large = r->paused = false;
+    r->too_large = r->paused = r->write_error = false;
     curl_slist_free_all (r->headers);
     r->headers = NULL;
     r->headers = curl_slist_append (r->headers, "Accept: application/json");
@@ -500,6 +503,10 @@ static int start (struct fmc_req *r, struct fmb_error *error)
     curl_easy_setopt (e, CURLOPT_WRITEDATA, r);
     curl_easy_setopt (e, CURLOPT_ERRORBUFFER, r->errbuf);
     curl_easy_setopt (e, CURLOPT_NOSIGNAL, 1L);
+    /* HTTP/1.1 even over TLS (curl would offer HTTP/2): the dialect is
+     * HTTP/1.1's as Slurm and libfabric use it, and a paused answer
+     * (read_budget) is what the tests run, over HTTP/1.1 only. */
+    curl_easy_setopt (e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt (e, CURLOPT_TIMEOUT_MS, (long)timeout);
     curl_easy_setopt (e, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout);
     curl_easy_setopt (e, CURLOPT_FOLLOWLOCATION, 0L);
@@ -984,6 +991,8 @@ static void answer (struct fmc_req *r, CURLcode cc)
         finish (r, FMC_PERMANENT, http, text, &res);
         return;
     }
+    if (cc == CURLE_OK && r->write_error)
+        cc = CURLE_WRITE_ERROR; /* part of it was lost: retryable */
     if (cc != CURLE_OK) {
         bool tls = cc == CURLE_PEER_FAILED_VERIFICATION ||
                    cc == CURLE_SSL_CACERT_BADFILE || cc == CURLE_SSL_CERTPROBLEM ||
@@ -1100,8 +1109,8 @@ static void expire_waiting (struct fmc *fmc)
 
 /* Start the kept calls, in the order they were submitted, for about
  * FMC_START_BUDGET_US: starting 64 releases together (curl makes each
- * request and sends it) held a loop pass 5-10 ms.  The rest start in the
- * next fmc_process, which fmc_timeout_ms asks for at once. */
+ * request and sends it) held a loop pass 5-10 ms.  The rest wait for the
+ * next fmc_start_held, which fmc_timeout_ms asks for at once. */
 static void start_kept (struct fmc *fmc)
 {
     int64_t end = fmb_monotime_us () + FMC_START_BUDGET_US;
@@ -1129,8 +1138,12 @@ static void resume_paused (struct fmc *fmc)
     for (struct fmc_req *r = fmc->all; r; r = r->all_next)
         if (r->paused) {
             r->paused = false;
-            if (r->easy) /* hands back what it kept: may pause again */
-                curl_easy_pause (r->easy, CURLPAUSE_CONT);
+            /* Hands back what it kept (and may pause again).  Should the
+             * answer fail to be taken then, curl drops that part and goes
+             * on: the answer is refused (write_error) rather than parsed
+             * with a hole in it. */
+            if (r->easy && curl_easy_pause (r->easy, CURLPAUSE_CONT) != CURLE_OK)
+                r->write_error = true;
         }
 }
 
@@ -1143,7 +1156,6 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
     fmc->read_budget.until_us = end;
     fmc->read_budget.left = FMC_PROCESS_READ_MAX;
     resume_paused (fmc);
-    start_kept (fmc); /* what the last fmc_start_held left */
     for (int i = 0; i < n; i++) {
         if (!fds[i].revents ||
             (fmc->parsing > 0 && fds[i].fd == offloop_fd (fmc->parser)))
@@ -1214,6 +1226,7 @@ int fmc_run (struct fmc *fmc, int timeout_ms)
             errno = ETIMEDOUT;
             return -1;
         }
+        start_kept (fmc); /* what fmc_start_held left */
         int n = fmc_pollfds (fmc, fds, FMC_MAX_SOCKETS);
         int t = fmc_timeout_ms (fmc);
         if (t < 0 || t > left)

@@ -183,13 +183,14 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n);
  * never held.  fmc_start_held runs no callback unless curl cannot start a
  * call at all; what ends later is seen by the next fmc_process.  It
  * starts calls for about FMC_START_BUDGET_US: the rest (a storm of
- * releases) start in order in the next fmc_process, asked for at once. */
+ * releases) stay kept, in order, for the next fmc_start_held (or
+ * fmc_run), which fmc_timeout_ms asks for at once. */
 #define FMC_START_BUDGET_US 2000
 void fmc_hold (struct fmc *fmc, bool on);
 void fmc_start_held (struct fmc *fmc);
 /* The held calls' intent committed, but they are to leave a little later
  * (after the answers of the same commit): the next fmc_start_held starts
- * them, and fmc_drop_held no longer touches them. */
+ * them (within its budget), and fmc_drop_held no longer touches them. */
 void fmc_keep_held (struct fmc *fmc);
 /* The intent of the held calls did not commit: complete each, unsent,
  * with FMC_NOT_SENT. */

@@ -567,14 +567,16 @@ static void on_counted (const struct fmc_result *r, void *arg)
 }
 
 /* A storm of releases committed together (a reconciliation's orphans)
- * starts over several calls, FMC_START_BUDGET_US each, not in one loop
- * pass; the rest start, in the next fmc_process, asked for at once, and
- * every one of them reaches the FM. */
+ * starts over several fmc_start_held calls, FMC_START_BUDGET_US each,
+ * not in one loop turn; fmc_timeout_ms asks for the next at once, and
+ * every one of them reaches the FM.  (1,000 calls: a start costs
+ * 10-300 us here, the first 16 with a connect, so 2 ms never starts them
+ * all.) */
 static void a_storm_of_held_calls_starts_over_several_calls (void **state)
 {
     struct fx *fx = *state;
     struct fmb_error e;
-    enum { N = 500 };
+    enum { N = 1000 };
     int counts[2] = {0, 0}; /* not found (as expected), anything else */
     start (fx, FMB_AUTH_NONE, NULL);
     make_client (fx);
@@ -588,10 +590,22 @@ static void a_storm_of_held_calls_starts_over_several_calls (void **state)
     fmc_start_held (c);
     fmc_hold (c, false);
     unsigned left = fmc_kept (c);
-    print_message ("%u of %d calls left for the next fmc_process\n", left, N);
+    print_message ("%u of %d calls left for the next fmc_start_held\n", left, N);
     assert_true (left > 0 && left < N);
+    /* fmc_process does not start them (its time is for answers); once
+     * the started ones have answered, the kept ones alone make
+     * fmc_timeout_ms ask for the next turn at once */
+    int64_t until = fmb_monotime_ms () + 20000;
+    while (fmc_inflight (c) > fmc_kept (c) && fmb_monotime_ms () < until) {
+        struct pollfd fds[64];
+        int n = fmc_pollfds (c, fds, 64);
+        poll (fds, (nfds_t)n, 10);
+        fmc_process (c, fds, n);
+    }
+    assert_int_equal (fmc_kept (c), left);
+    assert_int_equal (fmc_inflight (c), left);
     assert_int_equal (fmc_timeout_ms (c), 0);
-    fmc_process (c, NULL, 0);
+    fmc_start_held (c);
     assert_true (fmc_kept (c) < left);
     assert_int_equal (fmc_run (c, 60000), 0);
     assert_int_equal (counts[0], N);

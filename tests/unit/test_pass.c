@@ -40,9 +40,10 @@ static void test_steady_requests_do_not_starve_background (void **state)
     assert_true (pass_background_waits (&since, true, now + 1));
 }
 
-/* Two pieces of background work (reconciliation's slices run before
- * retention's in every pass): each waits at most the bound on its own,
- * the first one's turn does not start the second's wait afresh. */
+/* Two pieces of background work (reconciliation's slices and
+ * retention's, asked in that order): each waits for requests at most the
+ * bound on its own, the first one's turn does not start the second's
+ * wait afresh. */
 static void test_each_piece_waits_on_its_own (void **state)
 {
     (void)state;
@@ -91,9 +92,9 @@ static int pass_teardown (void **state)
     return 0;
 }
 
-/* One background slice a pass: the second piece waits for the next pass
- * (two slices and their writes would add up in one), whose first piece
- * runs again. */
+/* One background slice a pass: the second piece to ask waits for the
+ * next pass (two slices and their writes would add up in one), in which
+ * whichever asks first runs. */
 static void test_one_background_slice_a_pass (void **state)
 {
     struct pass_fx *fx = *state;
