@@ -55,8 +55,8 @@ int pass_write (struct pass *p, pass_write_f fn, void *arg, struct fmb_error *er
 
 /* Should a piece of background work (a retention or reconciliation
  * slice) leave this pass alone?  True when another piece already ran in
- * it (one slice a pass: the first timer's, reconciliation's, wins while
- * both have work), and while the pass holds answers to requests: they
+ * it (one slice a pass: whichever asks first; the other asks again a
+ * millisecond later), and while the pass holds answers to requests: they
  * would wait for the slice, and for a commit carrying its writes.  (FM answers and
  * background writes do not count: the releases of 3,000 orphans would hold matching
  * off.)  False again once that piece has been put off for PASS_BACKGROUND_DEFER_MAX_MS
