@@ -202,6 +202,8 @@ if want 5; then
 STORE_SIZES=${BENCH_STORE_SIZES:-1000000 10000000}
 load () { awk '{print $1}' /proc/loadavg; }
 metric () { curl -sf --unix-socket "$T/api.sock" http://fmbroker/metrics | awk -v k="$1" '$1 == k {print $2}'; }
+# sleep until $1 seconds after this store's broker started (t0)
+sleep_until () { sleep "$(awk -v t="$(($(ms_now) - t0))" -v at="$1" 'BEGIN { s = at - t / 1000; print (s > 0 ? s : 0) }')"; }
 echo "## 5. Scale: N stored jobs (1,000 active), 100,000 entries at the FM (99,000 to release), retain_days = 30"
 printf "| stored jobs | load | start until serving | until the FM holds only active jobs | longest loop stall during reconcile+prune | RUN p99 while releasing / pruning / after (1 client) | pruned (from start) | resident MiB |\n|---|---|---|---|---|---|---|---|\n"
 for n in $STORE_SIZES; do
@@ -223,7 +225,6 @@ for n in $STORE_SIZES; do
     # the longest stall the broker reports, sampled through the whole run
     (while kill -0 "$broker_pid" 2>/dev/null; do metric fmbroker_loop_stall_seconds; sleep 0.5; done >"$T/stalls") &
     sampler=$!
-    sleep_until () { sleep "$(awk -v t="$(($(ms_now) - t0))" -v at="$1" 'BEGIN { s = at - t / 1000; print (s > 0 ? s : 0) }')"; }
     # RUNs from 1 s after serving, while the FM is watched
     (sleep_until "$(awk -v s="$serving" 'BEGIN { print s / 1000 + 1 }')"
         bench run --socket "$T/api.sock" --count 300 --concurrency 1 --prefix w$n >"$T/releasing") &

@@ -111,8 +111,7 @@ struct fmc {
      * them for the next: a listing of 100,000 entries is megabytes, and
      * reading it at once held the loop for ~20 ms. */
     struct {
-        bool on;          /* inside fmc_process */
-        int64_t until_us; /* monotonic */
+        int64_t until_us; /* monotonic; 0: outside fmc_process, no budget */
         size_t left;      /* bytes */
         bool paused;      /* some transfer waits for the next fmc_process */
         unsigned long pauses;
@@ -311,7 +310,7 @@ static void req_free (struct fmc_req *r)
  * resume_paused unpauses the transfer. */
 static bool over_read_budget (struct fmc *fmc, size_t n)
 {
-    if (!fmc->read_budget.on)
+    if (!fmc->read_budget.until_us)
         return false;
     if (fmc->read_budget.left >= n && fmb_monotime_us () < fmc->read_budget.until_us) {
         fmc->read_budget.left -= n;
@@ -1152,7 +1151,6 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
     int running;
     int64_t end = fmb_monotime_us () + FMC_PROCESS_BUDGET_US;
     fmc->done_pending = false;
-    fmc->read_budget.on = true;
     fmc->read_budget.until_us = end;
     fmc->read_budget.left = FMC_PROCESS_READ_MAX;
     resume_paused (fmc);
@@ -1178,7 +1176,7 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n)
      * loop pass later. */
     if (run_timer (fmc))
         check_done (fmc, end);
-    fmc->read_budget.on = false;
+    fmc->read_budget.until_us = 0;
 }
 
 void fmc_hold (struct fmc *fmc, bool on)
