@@ -167,6 +167,10 @@ mockfm_ctl () {
 mockfm_jobs () { curl -sf "$fm_url/_mock/state" | jq -r '.jobs | keys[]'; }
 mockfm_has_job () { curl -sf "$fm_url/_mock/state" | jq -e --arg j "$1" '.jobs | has($j)' >/dev/null; }
 mockfm_lacks_job () { ! mockfm_has_job "$1"; }
+# ms_now: the wall clock in ms
+ms_now () { date +%s%3N; }
+# mockfm_count PREFIX: how many of the FM's jobs' IDs start with PREFIX
+mockfm_count () { curl -sf "$fm_url/_mock/count?prefix=$1" | jq -e .jobs; }
 
 # write_broker_conf [EXTRA INI LINES]: $T/broker.conf for a broker on
 # $T/api.sock talking to mockfm (if started), cluster "c1".

@@ -14,10 +14,11 @@
  *     POST   /fabric/collectives/multicasts        {macs, vni, timeout, jobID,
  * jobStepID} DELETE /fabric/collectives/multicasts/{id}   200 JSON (never 204)
  *
- * and, for tests only, /_mock/state, /_mock/faults, /_mock/restart,
- * /_mock/expire-tokens and /_mock/config.  Error bodies carry both
- * "detail" (Slurm reads it) and "message" (libfabric reads it; 507s put
- * the "NN:" sub-code there).
+ * and, for tests only, /_mock/state, /_mock/count?prefix=P (how many
+ * jobs' IDs start with P: a watch that costs no copy of the state),
+ * /_mock/faults, /_mock/restart, /_mock/expire-tokens and /_mock/config.  Error bodies
+ * carry both "detail" (Slurm reads it) and "message" (libfabric reads it; 507s put the
+ * "NN:" sub-code there).
  *
  * Fault script (--faults FILE, or the text body of POST /_mock/faults),
  * one rule per line, first match wins:
@@ -842,8 +843,19 @@ static void handle_mcast_delete (struct MHD_Connection *c,
 
 /* ---- control (tests only) ------------------------------------------ */
 
+static json_int_t count_jobs (const char *prefix)
+{
+    json_int_t n = 0;
+    const char *id;
+    json_t *v;
+    size_t len = strlen (prefix);
+    json_object_foreach (jobs, id, v) n += strncmp (id, prefix, len) == 0;
+    return n;
+}
+
 static void handle_mock (const char *method,
                          const char *path,
+                         const char *prefix,
                          const char *body,
                          struct reply *r)
 {
@@ -852,6 +864,11 @@ static void handle_mock (const char *method,
         pthread_mutex_lock (&lock);
         reply_set (r, 200, state_to_json (true));
         pthread_mutex_unlock (&lock);
+    } else if (strcmp (path, "/_mock/count") == 0 && strcmp (method, "GET") == 0) {
+        pthread_mutex_lock (&lock);
+        json_int_t n = count_jobs (prefix ? prefix : "");
+        pthread_mutex_unlock (&lock);
+        reply_set (r, 200, json_pack ("{s:I}", "jobs", n));
     } else if (strcmp (path, "/_mock/faults") == 0 && strcmp (method, "POST") == 0) {
         pthread_mutex_lock (&lock);
         int rc = load_rules (body, err, sizeof (err));
@@ -1128,7 +1145,11 @@ static enum MHD_Result access_cb (void *cls,
     bool control = strncmp (url, "/_mock/", 7) == 0;
 
     if (control) {
-        handle_mock (method, url, body, &r);
+        handle_mock (method,
+                     url,
+                     MHD_lookup_connection_value (c, MHD_GET_ARGUMENT_KIND, "prefix"),
+                     body,
+                     &r);
         enum MHD_Result ret = send_reply (c, &r);
         json_decref (r.body);
         return ret;
