@@ -31,6 +31,10 @@ struct outbox {
     uint64_t abort_hooked;     /* the pass whose abort hook is registered */
     struct timer *timer, *steps_timer;
     struct outbox_hooks hooks;
+    /* the rate: calls that may start now (OUTBOX_RATE a second, at most
+     * OUTBOX_PARALLEL), as of tokens_at (monotonic ms) */
+    double tokens;
+    int64_t tokens_at;
 };
 
 void outbox_set_hooks (struct outbox *o, const struct outbox_hooks *hooks)
@@ -254,20 +258,44 @@ static int collect_due (const struct store_outbox_entry *en, void *arg)
     return 0;
 }
 
+/* How many calls may start now; 0 with the ms until enough may that it
+ * is worth a look at the store (OUTBOX_STEP, or every free slot). */
+static int outbox_allowance (struct outbox *o, int64_t *wait_ms)
+{
+    int64_t mono = now_mono ();
+    o->tokens += (double)(mono - o->tokens_at) * OUTBOX_RATE / 1000.0;
+    o->tokens_at = mono;
+    if (o->tokens > OUTBOX_PARALLEL)
+        o->tokens = OUTBOX_PARALLEL;
+    int room = OUTBOX_PARALLEL - o->n_inflight;
+    int worth = room < OUTBOX_STEP ? room : OUTBOX_STEP;
+    if (o->tokens >= worth)
+        return (int)o->tokens < room ? (int)o->tokens : room;
+    *wait_ms = (int64_t)((worth - o->tokens) * 1000.0 / OUTBOX_RATE) + 1;
+    return 0;
+}
+
 /* Run the due entries; returns when to run again (ms). */
 static int64_t outbox_run (struct outbox *o)
 {
     struct broker *b = o->b;
-    struct due *d = malloc (sizeof (*d)); /* ~100 KiB: no memset per pass */
     struct fmb_error e;
     int64_t now = now_wall ();
     bool deferred = false;
+    int64_t wait_ms = 0;
+    int allowed = outbox_allowance (o, &wait_ms);
+    if (o->n_inflight == OUTBOX_PARALLEL)
+        return TIMER_IDLE; /* a call that ends wakes it */
+    if (allowed == 0)
+        return wait_ms;
+    struct due *d = malloc (sizeof (*d)); /* ~100 KiB: no memset per pass */
     if (!d)
         return 200;
     d->n = 0;
     if (store_outbox_due (b->st, now, OUTBOX_BATCH, collect_due, d, &e) < 0)
         broker_log_store_error (b, "outbox", &e);
-    for (int i = 0; i < d->n && o->n_inflight < OUTBOX_PARALLEL; i++) {
+    int started = 0;
+    for (int i = 0; i < d->n && started < allowed; i++) {
         struct outbox_call *src = &d->calls[i];
         if (inflight_has (o, src->id))
             continue;
@@ -282,6 +310,8 @@ static int64_t outbox_run (struct outbox *o)
         *c = *src;
         c->o = o;
         o->inflight[o->n_inflight++] = c->id;
+        o->tokens--;
+        started++;
         int rc = c->step ? fmc_job_delete_step (
                                b->fmc, c->target, c->arg, outbox_done, c, &e)
                          : fmc_job_delete (b->fmc, c->target, outbox_done, c, &e);
@@ -301,7 +331,9 @@ static int64_t outbox_run (struct outbox *o)
         broker_log_store_error (b, "outbox", &e);
         next = now + 1000; /* not idle: nothing else would wake it */
     }
-    if (next <= now || deferred)
+    if (started == allowed && next <= now)
+        next = now + (int64_t)(OUTBOX_STEP * 1000 / OUTBOX_RATE); /* a backlog */
+    else if (next <= now || deferred)
         next = now + 200;
     /* (anything queued during this run woke the timer: it wins) */
     return next == INT64_MAX ? TIMER_IDLE : next - now;
