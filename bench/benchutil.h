@@ -14,6 +14,14 @@ static inline double bench_now (void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Wall clock milliseconds (for logs that other processes' times meet). */
+static inline double bench_wall_ms (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_REALTIME, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 /* A curl write callback that drops the answer. */
 static inline size_t bench_discard (char *d, size_t s, size_t n, void *u)
 {

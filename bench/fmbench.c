@@ -9,6 +9,12 @@
  * connection per request, as Slurm's plugin does (run it with --concurrency 1 for that
  * pattern)
  *
+ * Paced runs (with --concurrency 1): --interval-ms M waits M ms between one
+ * request's answer and the next request; --stop-file F ends the run early once F
+ * exists, so that a run can cover exactly a window another process watches.
+ * --latency-log F writes one line per operation, "START_MS LATENCY_MS" (the
+ * wall clock in ms when it started), for the caller to cut into windows.
+ *
  * Prints one line: "requests N errors E seconds S rate R median_ms M p99_ms P",
  * latencies per operation (a job start is GET+POST for fm, PUT for run).
  */
@@ -18,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -35,12 +42,16 @@ static struct {
     long nodes;
     int lifecycle;
     int fresh;
+    long interval_ms;
+    const char *stop_file;
+    const char *latency_log;
 } o = {.prefix = "bench", .count = 1000, .concurrency = 16, .nodes = 2};
 
 struct op {
     long i;
     int stage; /* fm: 0 GET, 1 POST; run --lifecycle: 0 PUT, 1 DELETE */
     double start;
+    double start_wall_ms;
     CURL *e;
     char url[256];
     char body[256];
@@ -110,6 +121,9 @@ int main (int argc, char **argv)
         {"prefix", 1, 0, 'p'},
         {"lifecycle", 0, 0, 'l'},
         {"fresh", 0, 0, 'f'},
+        {"interval-ms", 1, 0, 'i'},
+        {"stop-file", 1, 0, 'S'},
+        {"latency-log", 1, 0, 'L'},
         {0},
     };
     if (argc < 2) {
@@ -147,9 +161,28 @@ int main (int argc, char **argv)
         case 'f':
             o.fresh = 1;
             break;
+        case 'i':
+            o.interval_ms = atol (optarg);
+            break;
+        case 'S':
+            o.stop_file = optarg;
+            break;
+        case 'L':
+            o.latency_log = optarg;
+            break;
         default:
             return 2;
         }
+    }
+    if ((o.interval_ms > 0 || o.stop_file) && o.concurrency != 1) {
+        fprintf (stderr,
+                 "fmbench: --interval-ms and --stop-file pace --concurrency 1\n");
+        return 2;
+    }
+    FILE *latency_log = NULL;
+    if (o.latency_log && !(latency_log = fopen (o.latency_log, "w"))) {
+        perror (o.latency_log);
+        return 2;
     }
     curl_global_init (CURL_GLOBAL_DEFAULT);
     CURLM *m = curl_multi_init ();
@@ -161,6 +194,7 @@ int main (int argc, char **argv)
     for (long k = 0; k < o.concurrency && next < o.count; k++, next++) {
         ops[k].i = next;
         ops[k].start = bench_now ();
+        ops[k].start_wall_ms = bench_wall_ms ();
         setup (&ops[k]);
         curl_multi_add_handle (m, ops[k].e);
         running_ops++;
@@ -191,12 +225,22 @@ int main (int argc, char **argv)
             }
             if (!ok)
                 errors++;
-            lat[done++] = (bench_now () - op->start) * 1000.0;
+            lat[done] = (bench_now () - op->start) * 1000.0;
+            if (latency_log)
+                fprintf (latency_log, "%.0f %.3f\n", op->start_wall_ms, lat[done]);
+            done++;
             running_ops--;
+            if (o.stop_file && access (o.stop_file, F_OK) == 0)
+                next = o.count; /* the watched window is over */
+            if (next < o.count && o.interval_ms > 0)
+                nanosleep (&(struct timespec){o.interval_ms / 1000,
+                                              (o.interval_ms % 1000) * 1000000L},
+                           NULL);
             if (next < o.count) {
                 op->i = next++;
                 op->stage = 0;
                 op->start = bench_now ();
+                op->start_wall_ms = bench_wall_ms ();
                 setup (op);
                 curl_multi_add_handle (m, op->e);
                 running_ops++;
@@ -215,6 +259,8 @@ int main (int argc, char **argv)
         done / secs,
         done ? lat[done / 2] : 0,
         done ? lat[(long)(done * 0.99)] : 0);
+    if (latency_log)
+        fclose (latency_log);
     curl_multi_cleanup (m);
     curl_global_cleanup ();
     free (lat);
