@@ -1,7 +1,8 @@
 /* outbox.c: FM changes that must happen, from the store's outbox
  * (outbox.h).
  *
- * Due entries run concurrently (at most OUTBOX_PARALLEL); success or 404
+ * Due entries run concurrently (at most OUTBOX_PARALLEL, and at most
+ * OUTBOX_RATE a second, so a backlog does not hold the loop); success or 404
  * removes the entry and records the outcome in the same transaction;
  * anything else reschedules it with exponential back-off and jitter, and
  * after OUTBOX_ALERT_ATTEMPTS a release_failed event says so.  A job's
@@ -211,6 +212,7 @@ static void outbox_done (const struct fmc_result *res, void *arg)
     if (res->status == FMC_NOT_SENT) {
         /* The pass that queued it did not commit: the entry is as it was
          * before (due again, or gone with the pass). */
+        outbox_changed (c->o);
         free (c);
         return;
     }
@@ -234,6 +236,18 @@ static void outbox_done (const struct fmc_result *res, void *arg)
     if (finished && c->step)
         steps_wake (c->o, c->id, false);
     outbox_changed (c->o);
+    free (c);
+}
+
+/* A call fmclient refused at once: its entry as after a failed call. */
+static void refused_at_once (struct outbox_call *c, const char *why)
+{
+    struct fmb_error e;
+    struct fmc_result res = {.status = FMC_RETRYABLE, .error = why, .mcast_limit = -1};
+    struct outbox_result r = {c, &res};
+    inflight_remove (c->o, c->id);
+    if (pass_write (c->o->b->pass, write_result, &r, &e) < 0)
+        broker_log_store_error (c->o->b, c->target, &e);
     free (c);
 }
 
@@ -316,9 +330,14 @@ static int64_t outbox_run (struct outbox *o)
                                b->fmc, c->target, c->arg, outbox_done, c, &e)
                          : fmc_job_delete (b->fmc, c->target, outbox_done, c, &e);
         if (rc < 0) {
-            inflight_remove (o, c->id);
+            /* refused before it left (an id fmclient will not send, no
+             * memory): retried after a back-off like a failed call, so
+             * that it neither spends the rate nor holds up the entries
+             * behind it at every run */
             fmb_log (LOG_ERR, "outbox %s: %s", c->target, e.text);
-            free (c);
+            o->tokens++;
+            started--;
+            refused_at_once (c, e.text);
         }
         if (fmsession_state (b->fms) != FM_UP)
             break; /* a call failed at once and took the session down */
@@ -332,7 +351,7 @@ static int64_t outbox_run (struct outbox *o)
         next = now + 1000; /* not idle: nothing else would wake it */
     }
     if (started == allowed && next <= now)
-        next = now + (int64_t)(OUTBOX_STEP * 1000 / OUTBOX_RATE); /* a backlog */
+        next = now + OUTBOX_STEP * 1000 / OUTBOX_RATE; /* a backlog */
     else if (next <= now || deferred)
         next = now + 200;
     /* (anything queued during this run woke the timer: it wins) */

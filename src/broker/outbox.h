@@ -15,10 +15,12 @@
 /* ...and at most this many a second (a bucket of OUTBOX_PARALLEL): each
  * costs the loop ~0.2 ms, and with an FM that answers at once a backlog
  * of 99,000 releases kept the loop busy for 17 s, every job start
- * waiting five times as long.  A real FM (64 calls of 50-100 ms) stays
- * under it. */
-#define OUTBOX_RATE           1000
-#define OUTBOX_STEP           8    /* a backlog's calls leave this many at a time */
+ * waiting five times as long.  An FM taking 64 ms or more a call stays
+ * under it anyway.  A backlog delays what is queued after it (a job's
+ * release, a step's cleanup) by its length over the rate. */
+#define OUTBOX_RATE 1000
+#define OUTBOX_STEP 8 /* a backlog's calls leave this many at a time */
+_Static_assert(OUTBOX_STEP * 1000 / OUTBOX_RATE >= 1, "a backlog's step is >= 1 ms");
 #define OUTBOX_BACKOFF_MS     1000 /* first retry; doubles per attempt */
 #define OUTBOX_BACKOFF_MAX_MS (5 * 60 * 1000)
 #define OUTBOX_ALERT_ATTEMPTS 5 /* then a release_failed event */
