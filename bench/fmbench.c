@@ -12,8 +12,9 @@
  * Paced runs (with --concurrency 1): --interval-ms M waits M ms between one
  * request's answer and the next request; --stop-file F ends the run early once F
  * exists, so that a run can cover exactly a window another process watches.
- * --latency-log F writes one line per operation, "START_MS LATENCY_MS" (the
- * wall clock in ms when it started), for the caller to cut into windows.
+ * --latency-log F writes one line per operation, "START_MS LATENCY_MS OK" (the
+ * wall clock in ms when it started; OK 1 or 0), for the caller to cut into
+ * windows.
  *
  * Prints one line: "requests N errors E seconds S rate R median_ms M p99_ms P",
  * latencies per operation (a job start is GET+POST for fm, PUT for run).
@@ -110,7 +111,8 @@ static void setup (struct op *op)
     op->e = e;
 }
 
-int main (int argc, char **argv)
+/* The command line into 'o'; 0, or the exit status for a bad one. */
+static int parse_options (int argc, char **argv)
 {
     static const struct option opts[] = {
         {"socket", 1, 0, 's'},
@@ -179,6 +181,14 @@ int main (int argc, char **argv)
                  "fmbench: --interval-ms and --stop-file pace --concurrency 1\n");
         return 2;
     }
+    return 0;
+}
+
+int main (int argc, char **argv)
+{
+    int rc = parse_options (argc, argv);
+    if (rc)
+        return rc;
     FILE *latency_log = NULL;
     if (o.latency_log && !(latency_log = fopen (o.latency_log, "w"))) {
         perror (o.latency_log);
@@ -227,7 +237,8 @@ int main (int argc, char **argv)
                 errors++;
             lat[done] = (bench_now () - op->start) * 1000.0;
             if (latency_log)
-                fprintf (latency_log, "%.0f %.3f\n", op->start_wall_ms, lat[done]);
+                fprintf (
+                    latency_log, "%.0f %.3f %d\n", op->start_wall_ms, lat[done], ok);
             done++;
             running_ops--;
             if (o.stop_file && access (o.stop_file, F_OK) == 0)
