@@ -849,7 +849,11 @@ static json_int_t count_jobs (const char *prefix)
     const char *id;
     json_t *v;
     size_t len = strlen (prefix);
-    json_object_foreach (jobs, id, v) n += strncmp (id, prefix, len) == 0;
+    json_object_foreach (jobs, id, v)
+    {
+        if (strncmp (id, prefix, len) == 0)
+            n++;
+    }
     return n;
 }
 
