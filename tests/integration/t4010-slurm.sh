@@ -238,6 +238,21 @@ expect_ok 'reservation_lost, FMBROKER_LOST_ACTION=cancel: the job is cancelled, 
     grep -q "job $j: $lost_why; FMBROKER_LOST_ACTION=cancel" "$S/log/hooks.log" &&
     consumer_stop
 '
+# The requeued job goes back to PENDING with its restart counted (Slurm
+# holds it until its begin time); the reason stays on it.
+job_requeued () {
+    scontrol show job "$1" >"$T/requeued.txt" &&
+        grep -q "JobState=PENDING" "$T/requeued.txt" && grep -q "Restarts=1" "$T/requeued.txt"
+}
+expect_ok '... requeue: the job goes back to the queue, the reason on it and in the log' '
+    wait_for 100 0.1 all_idle && rm -f "$D/requeue.up" &&
+    j=$(cd "$D" && as_nobody sbatch --parsable --requeue -N2 -o /dev/null --wrap "touch $D/requeue.up; sleep 120") &&
+    wait_for 300 0.1 test -e "$D/requeue.up" && consumer_start requeue && lose_reservation "$j" &&
+    { wait_for 300 0.1 job_requeued "$j" || { scontrol show job "$j"; false; }; } &&
+    scontrol show job "$j" | grep -q "AdminComment=$lost_why" &&
+    grep -q "job $j: $lost_why; FMBROKER_LOST_ACTION=requeue" "$S/log/hooks.log" &&
+    consumer_stop && scancel "$j" && wait_for 100 0.1 job_gone "$j"
+'
 expect_ok '... notify (the default): the job'"'"'s srun prints the reason, the job runs on' '
     wait_for 100 0.1 all_idle && consumer_start notify &&
     rm -f "$D"/notify.up.* &&
