@@ -390,9 +390,16 @@ static void listing_done (const struct fmc_result *res, void *arg)
                        : TIMER_IDLE);
     } else {
         /* Try again later, not in a loop against an FM that answers errors;
-         * an admin's request to reap stays for the next listing. */
+         * an answer that would be refused again (too large, malformed, a
+         * 4xx) not before the next periodic listing, so that a 16 MiB
+         * listing is not fetched every 5 s.  An admin's request to reap
+         * stays for the next listing. */
+        int64_t retry_ms = 5000;
+        if (res->status == FMC_PERMANENT &&
+            b->cfg.reconcile_interval_s * 1000LL > retry_ms)
+            retry_ms = b->cfg.reconcile_interval_s * 1000LL;
         b->rc->reap_wanted = b->rc->reap_wanted || l->reap_foreign;
-        timer_set (b->rc->listing_timer, 5000);
+        timer_set (b->rc->listing_timer, retry_ms);
         if (res->http_status != 0)
             fmb_log (LOG_ERR, "reconcile: %s", res->error);
     }

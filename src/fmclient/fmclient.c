@@ -983,7 +983,7 @@ static void answer (struct fmc_req *r, CURLcode cc)
     if (r->too_large) {
         snprintf (text,
                   sizeof (text),
-                  "FM answer to %s %s larger than %d bytes",
+                  "FM answer to %s %s larger than %d bytes (the most fmbroker reads)",
                   r->method,
                   r->path,
                   FMC_MAX_REPLY);

@@ -109,4 +109,35 @@ expect_ok 'a release refused before it leaves is retried with back-off' '
     tries=$(($(grep -c "outbox c1-bad id" broker.err || :) - before)) &&
     echo "# tried $tries times in 4 s" && [ "$tries" -ge 1 ] && [ "$tries" -le 4 ]
 '
+# A shared FM at the scale the broker is built for: 120,000 jobs of
+# another cluster, ids as long as Slurm's ("perlmutter-" and 8 digits),
+# make a 5.6 MB listing, more than the 4 MiB fmclient once read.  The
+# listing counts only if it is read whole: our foreign id in it is reaped.
+expect_ok 'an FM listing of 120,000 jobs (5.6 MB) is read whole' '
+    stop_mockfm &&
+    jq "del(.jobs[\"c1-bad id\"]) | [range(10000000; 10120000) | \"perlmutter-\(.)\"] as \$ids |
+        .jobs += ([\$ids[] | {key: ., value: {jobID: ., mcastLimit: 2, sessionToken: \"t\", jobSteps: {}}}] | from_entries) |
+        .jobs += {\"c1-far\": {jobID: \"c1-far\", mcastLimit: 2, sessionToken: \"t\", jobSteps: {}}}" \
+        "$T/fm.state" >fm.state.new && mv fm.state.new "$T/fm.state" &&
+    start_mockfm --state-readonly &&
+    bytes=$(curl -sf "$fm_url/fabric/collectives/jobs/" | wc -c) && echo "# the listing: $bytes bytes" &&
+    [ "$bytes" -gt $((4 * 1024 * 1024)) ] &&
+    start_broker && wait_for 600 0.1 sh -c "[ \$(curl -sf \"$fm_url/_mock/count?prefix=c1-far\" | jq .jobs) = 0 ]" &&
+    [ "$(mockfm_count perlmutter-)" = 120000 ]
+'
+# Past what fmclient reads (16 MiB), the listing is refused and the log
+# names the limit; nothing is judged from a part of it, the broker serves
+# on, and it does not fetch 16 MiB again every 5 s (reconcile_interval_s
+# is 3600 here).
+expect_ok 'a listing larger than 16 MiB is refused, says so, deletes nothing, and is not fetched again at once' '
+    mockfm_ctl POST /_mock/faults "GET /fabric/collectives/jobs/ pad=12000000" &&
+    listings () { grep -c "^GET /fabric/collectives/jobs/ " "$T/fm.log" || :; } && before=$(listings) &&
+    curl -sf -H "Content-Type: application/json" --data "{\"jobID\":\"c1-near\",\"mcastLimit\":2}" "$fm_url/fabric/collectives/jobs" >/dev/null &&
+    rm_call POST /v1/reconcile >/dev/null &&
+    wait_for 100 0.1 grep -q "reconcile: FM answer to GET /fabric/collectives/jobs/ larger than 16777216 bytes (the most fmbroker reads)" broker.err &&
+    [ "$(mockfm_count c1-near)" = 1 ] && rm_call GET /v1/health >/dev/null &&
+    rm_call PUT /v1/jobs/big1 "$body" | jq -e ".state == \"active\"" &&
+    sleep 5.5 && echo "# $(($(listings) - before)) listing(s) in 5.5 s" && [ "$(($(listings) - before))" = 1 ] &&
+    mockfm_ctl DELETE /_mock/faults
+'
 done_testing

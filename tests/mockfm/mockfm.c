@@ -28,9 +28,10 @@
  * connection without an answer), garbage (200 with a non-JSON body),
  * wrong_types (the normal answer with fields of the wrong JSON type),
  * truncate (half the body, then close), slow_body (one byte each 200 ms),
- * delay=MS (wait, then answer normally), hostile_token (the normal answer
- * with a sessionToken that injects shell code) or hostile_detail (500 with
- * an error detail that tries to forge a log line).
+ * delay=MS (wait, then answer normally), pad=BYTES (the normal answer
+ * followed by BYTES spaces: still valid JSON, only larger), hostile_token (the normal
+ * answer with a sessionToken that injects shell code) or hostile_detail (500 with an
+ * error detail that tries to forge a log line).
  *
  * One thread per connection, so injected latency overlaps across
  * connections just as a real server's would; all state sits behind one
@@ -105,6 +106,7 @@ enum fault_action {
     FAULT_TRUNCATE,
     FAULT_SLOW_BODY,
     FAULT_DELAY,
+    FAULT_PAD,
     FAULT_HOSTILE_TOKEN,
     FAULT_HOSTILE_DETAIL,
 };
@@ -115,6 +117,7 @@ struct fault_rule {
     enum fault_action action;
     int status;
     unsigned delay_ms;
+    size_t pad_bytes;
     long remaining; /* -1: unlimited */
     double probability;
 };
@@ -176,6 +179,7 @@ struct reply {
     json_t *body; /* owned; NULL for an empty body */
     bool drop;
     enum fault_action shape; /* FAULT_STATUS: normal */
+    size_t pad_bytes;        /* FAULT_PAD: spaces after the body */
 };
 
 static void reply_set (struct reply *r, int status, json_t *body)
@@ -316,6 +320,9 @@ static int parse_rule (char *line, struct fault_rule *r, char *err, size_t errle
     } else if (strncmp (action, "delay=", 6) == 0) {
         r->action = FAULT_DELAY;
         r->delay_ms = (unsigned)strtoul (action + 6, NULL, 10);
+    } else if (strncmp (action, "pad=", 4) == 0) {
+        r->action = FAULT_PAD;
+        r->pad_bytes = (size_t)strtoull (action + 4, NULL, 10);
     } else {
         size_t i;
         for (i = 0; i < sizeof (names) / sizeof (names[0]); i++)
@@ -1094,6 +1101,15 @@ static enum MHD_Result send_reply (struct MHD_Connection *c, struct reply *r)
         free (text);
         text = strdup ("<html><body>502 Bad Gateway</body></html>");
     }
+    if (r->shape == FAULT_PAD && text) {
+        size_t len = strlen (text);
+        char *padded = realloc (text, len + r->pad_bytes + 1);
+        if (padded) {
+            memset (padded + len, ' ', r->pad_bytes);
+            padded[len + r->pad_bytes] = '\0';
+            text = padded;
+        }
+    }
     if (r->shape == FAULT_TRUNCATE || r->shape == FAULT_SLOW_BODY) {
         struct trickle *t = calloc (1, sizeof (*t));
         t->text = text;
@@ -1194,6 +1210,7 @@ static enum MHD_Result access_cb (void *cls,
         route (c, method, url, body, req->len, &r);
         if (faulted) {
             r.shape = rule.action;
+            r.pad_bytes = rule.pad_bytes;
             if (rule.action == FAULT_WRONG_TYPES && r.body)
                 make_wrong_types (r.body);
             if (rule.action == FAULT_HOSTILE_TOKEN && r.body &&
