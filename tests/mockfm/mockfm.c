@@ -321,8 +321,13 @@ static int parse_rule (char *line, struct fault_rule *r, char *err, size_t errle
         r->action = FAULT_DELAY;
         r->delay_ms = (unsigned)strtoul (action + 6, NULL, 10);
     } else if (strncmp (action, "pad=", 4) == 0) {
+        unsigned long long pad = strtoull (action + 4, &end, 10);
+        if (*end || end == action + 4 || pad > (1ULL << 30)) {
+            snprintf (err, errlen, "pad=BYTES: a number of bytes up to 1 GiB");
+            return -1;
+        }
         r->action = FAULT_PAD;
-        r->pad_bytes = (size_t)strtoull (action + 4, NULL, 10);
+        r->pad_bytes = (size_t)pad;
     } else {
         size_t i;
         for (i = 0; i < sizeof (names) / sizeof (names[0]); i++)
