@@ -357,6 +357,12 @@ static int64_t slice_timer (void *arg, int64_t now)
     return BACKGROUND_PAUSE_MS; /* idle then if it was the last slice */
 }
 
+/* A failed listing is asked for again after LISTING_RETRY_MS; one that
+ * would be refused again (FMC_PERMANENT) after the interval, at most
+ * LISTING_REFUSED_RETRY_MS. */
+#define LISTING_RETRY_MS         5000
+#define LISTING_REFUSED_RETRY_MS (300 * 1000)
+
 struct listing {
     struct broker *b;
     int64_t started;
@@ -389,15 +395,22 @@ static void listing_done (const struct fmc_result *res, void *arg)
                        ? (int64_t)b->cfg.reconcile_interval_s * 1000
                        : TIMER_IDLE);
     } else {
-        /* Try again later, not in a loop against an FM that answers errors;
-         * an answer that would be refused again (too large, malformed, a
-         * 4xx) not before the next periodic listing, so that a 16 MiB
-         * listing is not fetched every 5 s.  An admin's request to reap
-         * stays for the next listing. */
-        int64_t retry_ms = 5000;
-        if (res->status == FMC_PERMANENT &&
-            b->cfg.reconcile_interval_s * 1000LL > retry_ms)
-            retry_ms = b->cfg.reconcile_interval_s * 1000LL;
+        /* Try again later, not in a loop against an FM that answers errors.
+         * An answer that would be refused again (too large, malformed,
+         * most 4xx) waits longer, so that a 16 MiB listing is not fetched
+         * every 5 s: until the next periodic listing, and at most
+         * LISTING_REFUSED_RETRY_MS, also with reconcile_interval_s = 0 --
+         * a listing refused at start is not given up on.  An admin's
+         * request to reap stays for the next listing. */
+        int64_t retry_ms = LISTING_RETRY_MS;
+        if (res->status == FMC_PERMANENT) {
+            int64_t every = b->cfg.reconcile_interval_s * 1000LL;
+            retry_ms = every > 0 && every < LISTING_REFUSED_RETRY_MS
+                           ? every
+                           : LISTING_REFUSED_RETRY_MS;
+            if (retry_ms < LISTING_RETRY_MS)
+                retry_ms = LISTING_RETRY_MS;
+        }
         b->rc->reap_wanted = b->rc->reap_wanted || l->reap_foreign;
         timer_set (b->rc->listing_timer, retry_ms);
         if (res->http_status != 0)

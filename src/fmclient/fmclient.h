@@ -39,7 +39,8 @@
 /* The largest FM answer read: the job listing, at ~47 bytes a job
  * ("/fabric/collectives/jobs/perlmutter-12345678", quoted, a comma),
  * holds ~350,000 jobs in 16 MiB.  (4 MiB, which held 100,000 only with
- * ids of 40 bytes or less, stopped reconciliation at the scale the
+ * ids of about 13 characters or fewer -- each entry spends ~28 bytes on
+ * the path, quotes and comma -- stopped reconciliation at the scale the
  * broker is built for.)  Parsed off the loop; the broker's resident
  * size grew by 23 MB while it read 120,000 jobs and by 67 MB for 340,000
  * (measured: ~200 bytes a job). */

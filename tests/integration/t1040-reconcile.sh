@@ -135,9 +135,20 @@ expect_ok 'a listing larger than 16 MiB is refused, says so, deletes nothing, an
     curl -sf -H "Content-Type: application/json" --data "{\"jobID\":\"c1-near\",\"mcastLimit\":2}" "$fm_url/fabric/collectives/jobs" >/dev/null &&
     rm_call POST /v1/reconcile >/dev/null &&
     wait_for 100 0.1 grep -q "reconcile: FM answer to GET /fabric/collectives/jobs/ larger than 16777216 bytes (the most fmbroker reads)" broker.err &&
-    [ "$(mockfm_count c1-near)" = 1 ] && rm_call GET /v1/health >/dev/null &&
+    rm_call GET /v1/health >/dev/null &&
     rm_call PUT /v1/jobs/big1 "$body" | jq -e ".state == \"active\"" &&
     sleep 5.5 && echo "# $(($(listings) - before)) listing(s) in 5.5 s" && [ "$(($(listings) - before))" = 1 ] &&
+    [ "$(mockfm_count c1-near)" = 1 ]
+'
+# reconcile_interval_s = 0 (listings only at start and after a
+# reconnect): the refused listing at start is asked for again within 5
+# minutes (not tested: too long), not every 5 s.
+expect_ok 'with reconcile_interval_s = 0, a refused listing is not fetched again every 5 s' '
+    stop_broker && : >broker.err && before=$(listings) &&
+    reconcile_s=0 write_broker_conf "[broker]" "reap_foreign = true" && start_broker &&
+    wait_for 100 0.1 grep -q "larger than 16777216 bytes" broker.err &&
+    sleep 5.5 && echo "# $(($(listings) - before)) listing(s) in 5.5 s" && [ "$(($(listings) - before))" = 1 ] &&
+    [ "$(mockfm_count c1-near)" = 1 ] &&
     mockfm_ctl DELETE /_mock/faults
 '
 done_testing
