@@ -64,8 +64,9 @@ struct metrics {
     unsigned long prune_slices;     /* loop passes that pruned something */
     unsigned long reconcile_slices; /* loop passes that matched a listing */
     /* The longest loop pass (time spent not waiting for input), in this
-     * window and the one before. */
+     * window and the one before, and the time its commits took. */
     int64_t stall_us[2];
+    int64_t stall_commit_us[2];
     int64_t stall_window; /* monotonic ms when the current window began */
 };
 

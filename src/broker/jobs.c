@@ -1186,6 +1186,15 @@ static int64_t expire_quarantine (void *arg, int64_t mono)
     return 1000;
 }
 
+/* RUNs waiting on their FM calls: background slices let them finish
+ * first (the FM's answer would wait for the slice and its commit).  A
+ * RUN every 20 ms during retention of 250,000 jobs: p99 6.5-8.2 ms with
+ * this, 8.7-12.1 without (bench 5 at 1M, 3 and 5 runs). */
+static bool runs_in_flight (void *arg)
+{
+    return reservations_pending (arg);
+}
+
 void jobs_start (struct broker *b)
 {
     /* The outbox and reconciliation see a reservation's delete finish and
@@ -1201,6 +1210,7 @@ void jobs_start (struct broker *b)
     /* and the reservations in flight record and answer through these */
     static const struct reservations_ops reservations_ops = {record_outcome, reply_job};
     reservations_set_ops (b->rsv, &reservations_ops);
+    pass_set_foreground (b->pass, runs_in_flight, b->rsv);
     outbox_set_hooks (b->outbox, &outbox_hooks);
     reconcile_set_hooks (b->rc, &reconcile_hooks);
     b->t_expire = timer_add (b->timers, "quarantine expiry", 0, expire_quarantine, b);

@@ -339,7 +339,8 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
     if (pass_flush_now (b->pass))
         run_pass (b, NULL, 0, NULL, 0, false);
     pass_start_kept (b->pass); /* the FM calls the answers went before */
-    broker_note_stall (b, fmb_monotime_us () - busy_since);
+    broker_note_stall (
+        b, fmb_monotime_us () - busy_since, pass_take_commit_us (b->pass));
     return go_on;
 }
 

@@ -6,19 +6,22 @@
 #include "broker.h"
 #include "log.h"
 
-void broker_note_stall (struct broker *b, int64_t us)
+void broker_note_stall (struct broker *b, int64_t us, int64_t commit_us)
 {
     struct metrics *m = &b->metrics;
     int64_t now = now_mono ();
     if (now - m->stall_window >= STALL_WINDOW_MS) {
         /* a window with no pass at all leaves nothing to remember */
-        m->stall_us[1] =
-            now - m->stall_window < 2 * STALL_WINDOW_MS ? m->stall_us[0] : 0;
-        m->stall_us[0] = 0;
+        bool last = now - m->stall_window < 2 * STALL_WINDOW_MS;
+        m->stall_us[1] = last ? m->stall_us[0] : 0;
+        m->stall_commit_us[1] = last ? m->stall_commit_us[0] : 0;
+        m->stall_us[0] = m->stall_commit_us[0] = 0;
         m->stall_window = now;
     }
-    if (us > m->stall_us[0])
+    if (us > m->stall_us[0]) {
         m->stall_us[0] = us;
+        m->stall_commit_us[0] = commit_us;
+    }
 }
 
 static const char *const fm_op_names[FM_OPS] = {
@@ -199,9 +202,7 @@ static void broker_counters (struct broker *b, FILE *f)
              "fmbroker_pruned_total{what=\"events\"} %lu\n",
              b->metrics.pruned_jobs,
              b->metrics.pruned_events);
-    int64_t stall = b->metrics.stall_us[0] > b->metrics.stall_us[1]
-                        ? b->metrics.stall_us[0]
-                        : b->metrics.stall_us[1];
+    int longest = b->metrics.stall_us[0] > b->metrics.stall_us[1] ? 0 : 1;
     fprintf (f,
              "# HELP fmbroker_prune_slices_total Retention slices that deleted "
              "something.\n"
@@ -214,10 +215,15 @@ static void broker_counters (struct broker *b, FILE *f)
              "# HELP fmbroker_loop_stall_seconds Longest single pass of the broker's "
              "loop over the last one to two minutes.\n"
              "# TYPE fmbroker_loop_stall_seconds gauge\n"
-             "fmbroker_loop_stall_seconds %.6f\n",
+             "fmbroker_loop_stall_seconds %.6f\n"
+             "# HELP fmbroker_loop_stall_commit_seconds Of that longest pass, the "
+             "time the store's commits took (waiting for the disk, mostly).\n"
+             "# TYPE fmbroker_loop_stall_commit_seconds gauge\n"
+             "fmbroker_loop_stall_commit_seconds %.6f\n",
              b->metrics.prune_slices,
              b->metrics.reconcile_slices,
-             (double)stall / 1e6);
+             (double)b->metrics.stall_us[longest] / 1e6,
+             (double)b->metrics.stall_commit_us[longest] / 1e6);
     fprintf (f,
              "# HELP fmbroker_build_info The running fmbrokerd's version (always 1).\n"
              "# TYPE fmbroker_build_info gauge\n"

@@ -14,8 +14,9 @@ struct broker;
 
 /* The FM client's observer: every FM call, counted by call and result. */
 void broker_observe_fm (const struct fmc_result *res, void *arg);
-/* The loop spent 'us' in one pass: the stall metric. */
-void broker_note_stall (struct broker *b, int64_t us);
+/* The loop spent 'us' in one turn, 'commit_us' of it committing: the
+ * stall metrics. */
+void broker_note_stall (struct broker *b, int64_t us, int64_t commit_us);
 /* Prometheus text (malloc'ed), or NULL. */
 char *broker_metrics_text (struct broker *b);
 json_t *broker_status (struct broker *b);

@@ -6,6 +6,7 @@
 #include "fmclient.h"
 #include "http.h"
 #include "log.h"
+#include "monotime.h"
 #include "pass.h"
 #include "store.h"
 
@@ -25,8 +26,11 @@ struct pass {
     bool ungrouped; /* the last pass could not begin one (logged once) */
     int64_t changes_at_begin;
     bool background_ran; /* a background slice took this pass */
+    pass_busy_f foreground; /* pass_set_foreground */
+    void *foreground_arg;
     bool flush_now;
     bool commits_failing;
+    int64_t commit_us; /* the commits' time since pass_take_commit_us */
     char commit_error[256];
     struct pass_hook *hooks;
     size_t nhooks, cap;
@@ -104,7 +108,9 @@ bool pass_end (struct pass *p)
         http_hold (p->http, false);
     if (p->fmc)
         fmc_hold (p->fmc, false);
+    int64_t commit_began = fmb_monotime_us ();
     bool committed = !p->grouped || store_commit (p->st, &e) == 0;
+    p->commit_us += fmb_monotime_us () - commit_began;
     if (committed && p->grouped && store_changes (p->st) != p->changes_at_begin)
         p->commits_failing = false;
     if (!committed) {
@@ -147,11 +153,18 @@ bool pass_defer_background (struct pass *p, int64_t *since, int64_t now_ms)
     /* One slice a pass: two would add up, in the pass and in its commit. */
     if (p->open && p->background_ran)
         return true;
-    bool serving = p->open && p->http && http_holds_answers (p->http);
+    bool serving = p->open && ((p->http && http_holds_answers (p->http)) ||
+                               (p->foreground && p->foreground (p->foreground_arg)));
     if (pass_background_waits (since, serving, now_ms))
         return true;
     p->background_ran = p->open;
     return false;
+}
+
+void pass_set_foreground (struct pass *p, pass_busy_f fn, void *arg)
+{
+    p->foreground = fn;
+    p->foreground_arg = arg;
 }
 
 static int add_hook (struct pass *p, struct pass_hook h)
@@ -223,6 +236,13 @@ uint64_t pass_count (const struct pass *p)
 bool pass_flush_now (const struct pass *p)
 {
     return p->flush_now;
+}
+
+int64_t pass_take_commit_us (struct pass *p)
+{
+    int64_t us = p->commit_us;
+    p->commit_us = 0;
+    return us;
 }
 
 bool pass_commits_failing (const struct pass *p, const char **why)

@@ -56,14 +56,19 @@ int pass_write (struct pass *p, pass_write_f fn, void *arg, struct fmb_error *er
 /* Should a piece of background work (a retention or reconciliation
  * slice) leave this pass alone?  True when another piece already ran in
  * it (one slice a pass: whichever asks first; the other asks again a
- * millisecond later), and while the pass holds answers to requests: they
- * would wait for the slice, and for a commit carrying its writes.  (FM answers and
+ * millisecond later), while the pass holds answers to requests: they
+ * would wait for the slice, and for a commit carrying its writes, and
+ * while foreground work is in flight (pass_set_foreground: RUNs waiting
+ * on the FM, whose answers would wait for the slice).  (FM answers and
  * background writes do not count: the releases of 3,000 orphans would hold matching
  * off.)  False again once that piece has been put off for PASS_BACKGROUND_DEFER_MAX_MS
  * in a row, so that a steady stream of requests slows it, never stops it.  '*since' (0
  * at first) is the piece's own: since when it waits; 'now_ms' monotonic, > 0. */
 #define PASS_BACKGROUND_DEFER_MAX_MS 25
 bool pass_defer_background (struct pass *p, int64_t *since, int64_t now_ms);
+/* Is foreground work in flight?  (Set once by its owner; NULL: none.) */
+typedef bool (*pass_busy_f) (void *arg);
+void pass_set_foreground (struct pass *p, pass_busy_f fn, void *arg);
 /* The rule behind it, for a pass that holds answers ('serving') or not. */
 bool pass_background_waits (int64_t *since, bool serving, int64_t now_ms);
 
@@ -80,5 +85,9 @@ void pass_start_kept (struct pass *p);
 /* The last pass that tried to write could not commit (until a writing pass
  * commits again); 'why' is the store's message. */
 bool pass_commits_failing (const struct pass *p, const char **why);
+/* The time the passes' commits took since the last call (the store's
+ * fsync, mostly), so that a long loop turn can say how much of it was
+ * the disk. */
+int64_t pass_take_commit_us (struct pass *p);
 
 #endif

@@ -3,7 +3,8 @@
 # fsync(2) fails (an LD_PRELOAD library), no change can commit: every
 # answer that would claim one is a 503, the broker keeps serving, and
 # once the disk is back nothing is half-done: the FM ends up holding
-# exactly the reservations of the jobs the broker has.
+# exactly the reservations of the jobs the broker has.  A slow disk shows
+# in the stall metrics as the commit's share of the longest pass.
 . "$(dirname "$0")/lib.sh"
 failsync=$FMB_BIN/../faultinject/libfailsync.so
 [ -f "$failsync" ] || { echo "Bail out! $failsync not built"; exit 1; }
@@ -16,6 +17,7 @@ start_broker_failing () {
     # ASan wants its runtime first among preloads; the library is only
     # an fsync wrapper.
     LD_PRELOAD=$failsync FAILSYNC_TRIGGER=$T/disk-bad \
+        FAILSYNC_SLOW_TRIGGER=$T/disk-slow FAILSYNC_SLOW_MS=150 \
         ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 start_broker
 }
 
@@ -117,5 +119,15 @@ expect_ok 'a reservation whose outcome did not commit: 503, then the repeated RU
     rm_call PUT /v1/jobs/5 "$body" >run5.json && cat run5.json &&
     jq -e ".hwcoll.state == \"reserved\" and (.hwcoll.session_token | length > 0)" run5.json &&
     test "$(posts)" = "$p0"
+'
+# Every sync takes 150 ms: the loop's longest pass is a RUN's commit, and
+# the metrics say so (an admin can tell a slow disk from a busy broker).
+metric () { awk -v k="$1" '$1 == k {print $2}' m.txt; }
+expect_ok 'with a slow disk, the longest loop stall and its commit share say so' '
+    touch "$T/disk-slow" && rm_call PUT /v1/jobs/6 "$body" >/dev/null && rm -f "$T/disk-slow" &&
+    rm_call GET /metrics >m.txt && stall=$(metric fmbroker_loop_stall_seconds) &&
+    commit=$(metric fmbroker_loop_stall_commit_seconds) &&
+    echo "# longest pass $stall s, of which committing $commit s" &&
+    awk -v s="$stall" -v c="$commit" "BEGIN { exit !(c >= 0.15 && s >= c) }"
 '
 done_testing

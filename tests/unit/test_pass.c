@@ -124,6 +124,38 @@ static void test_pass_without_requests_never_defers (void **state)
     assert_true (pass_end (fx->p));
 }
 
+static bool busy_flag (void *arg)
+{
+    return *(bool *)arg;
+}
+
+/* Foreground work in flight (RUNs waiting on the FM) holds background
+ * slices off like held answers do, and as long at most; none, and they
+ * run. */
+static void test_foreground_work_defers_background (void **state)
+{
+    struct pass_fx *fx = *state;
+    bool busy = true;
+    int64_t since = 0, now = 1000;
+    pass_set_foreground (fx->p, busy_flag, &busy);
+    pass_begin (fx->p);
+    assert_true (pass_defer_background (fx->p, &since, now));
+    assert_true (pass_end (fx->p));
+    busy = false;
+    pass_begin (fx->p);
+    assert_false (pass_defer_background (fx->p, &since, now + 1));
+    assert_true (pass_end (fx->p));
+    busy = true;
+    for (now = 2000; now < 2000 + PASS_BACKGROUND_DEFER_MAX_MS; now++) {
+        pass_begin (fx->p);
+        assert_true (pass_defer_background (fx->p, &since, now));
+        assert_true (pass_end (fx->p));
+    }
+    pass_begin (fx->p);
+    assert_false (pass_defer_background (fx->p, &since, now));
+    assert_true (pass_end (fx->p));
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -135,6 +167,8 @@ int main (void)
             test_one_background_slice_a_pass, pass_setup, pass_teardown),
         cmocka_unit_test_setup_teardown (
             test_pass_without_requests_never_defers, pass_setup, pass_teardown),
+        cmocka_unit_test_setup_teardown (
+            test_foreground_work_defers_background, pass_setup, pass_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
