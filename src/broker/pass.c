@@ -25,7 +25,7 @@ struct pass {
     bool grouped;   /* the pass's transaction began */
     bool ungrouped; /* the last pass could not begin one (logged once) */
     int64_t changes_at_begin;
-    bool background_ran; /* a background slice took this pass */
+    bool background_ran;    /* a background slice took this pass */
     pass_busy_f foreground; /* pass_set_foreground */
     void *foreground_arg;
     bool flush_now;
