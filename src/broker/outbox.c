@@ -36,6 +36,7 @@ struct outbox {
      * OUTBOX_PARALLEL), as of tokens_at (monotonic ms) */
     double tokens;
     int64_t tokens_at;
+    int64_t waits_since; /* pass_background_waits */
 };
 
 void outbox_set_hooks (struct outbox *o, const struct outbox_hooks *hooks)
@@ -365,6 +366,13 @@ static int64_t outbox_timer (void *arg, int64_t now)
     (void)now;
     if (!b->fmc || b->stopping || fmsession_state (b->fms) != FM_UP)
         return TIMER_IDLE; /* the session coming up wakes it */
+    /* Releases start once the RUNs at the FM are answered, or
+     * PASS_BACKGROUND_DEFER_MAX_MS later (the rate's tokens wait too):
+     * their answers would be handled in the passes those RUNs wait on.  A
+     * RUN every 20 ms while 99,000 orphans are released: p99 5.6 ms with
+     * this, 6.6-7.1 without (bench 5 at 1M, 2 runs each). */
+    if (pass_background_waits (&o->waits_since, pass_serving (b->pass), now_mono ()))
+        return 1;
     return outbox_run (o);
 }
 

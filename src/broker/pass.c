@@ -148,14 +148,18 @@ bool pass_background_waits (int64_t *since, bool serving, int64_t now_ms)
     return false;
 }
 
+bool pass_serving (const struct pass *p)
+{
+    return p->open && ((p->http && http_holds_answers (p->http)) ||
+                       (p->foreground && p->foreground (p->foreground_arg)));
+}
+
 bool pass_defer_background (struct pass *p, int64_t *since, int64_t now_ms)
 {
     /* One slice a pass: two would add up, in the pass and in its commit. */
     if (p->open && p->background_ran)
         return true;
-    bool serving = p->open && ((p->http && http_holds_answers (p->http)) ||
-                               (p->foreground && p->foreground (p->foreground_arg)));
-    if (pass_background_waits (since, serving, now_ms))
+    if (pass_background_waits (since, pass_serving (p), now_ms))
         return true;
     p->background_ran = p->open;
     return false;

@@ -66,6 +66,9 @@ int pass_write (struct pass *p, pass_write_f fn, void *arg, struct fmb_error *er
  * at first) is the piece's own: since when it waits; 'now_ms' monotonic, > 0. */
 #define PASS_BACKGROUND_DEFER_MAX_MS 25
 bool pass_defer_background (struct pass *p, int64_t *since, int64_t now_ms);
+/* Do requests wait on this pass: it holds answers, or foreground work is
+ * in flight?  (What pass_defer_background defers for.) */
+bool pass_serving (const struct pass *p);
 /* Is foreground work in flight?  (Set once by its owner; NULL: none.) */
 typedef bool (*pass_busy_f) (void *arg);
 void pass_set_foreground (struct pass *p, pass_busy_f fn, void *arg);

@@ -96,6 +96,25 @@ expect_ok '3000 orphans are matched in slices and released at the outbox'"'"'s r
     [ "$slices" -ge 3 ] && [ "$took" -ge 2500 ] &&
     mockfm_has_job c1-3
 '
+# Releases wait while RUNs are at the FM, for 25 ms at most each time:
+# four clients keeping RUNs there all the time (each POST takes 300 ms)
+# slow the release of the 3,000 orphans, never stop it.
+busy_runs () {
+    for i in $(seq 60); do
+        [ -f runs.stop ] && break
+        rm_call PUT "/v1/jobs/busy$1-$i" "$body" >/dev/null && echo "$i" >"runs.$1"
+    done
+}
+expect_ok 'with RUNs at the FM all the time, the releases still go out' '
+    stop_broker && stop_mockfm && start_mockfm --state-readonly &&
+    [ "$(mockfm_count c1-o)" = 3000 ] && rm -f runs.* &&
+    mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=300" &&
+    start_broker && pids= && for k in 1 2 3 4; do busy_runs $k & pids="$pids $!"; done &&
+    wait_for 150 0.1 sh -c "[ \$(curl -sf \"$fm_url/_mock/count?prefix=c1-o\" | jq .jobs) = 0 ]" &&
+    runs=$(cat runs.1 runs.2 runs.3 runs.4 | awk "{ n += \$1 } END { print n }") &&
+    touch runs.stop && wait $pids && echo "# released while $runs RUNs went to the FM" &&
+    [ "$runs" -ge 8 ] && mockfm_ctl DELETE /_mock/faults
+'
 # An FM id fmclient will not put in a URL (a space): its delete is
 # refused before it leaves.  It must wait out a back-off like a failed
 # call, not be tried again (and logged) at every run of the outbox.
