@@ -212,7 +212,7 @@ bool http_holds_answers (const struct http *h)
     return h->held != NULL;
 }
 
-int http_release (struct http *h, bool committed)
+int http_release (struct http *h, bool committed, const char *why)
 {
     int n = 0;
     struct http_req *list = h->held;
@@ -225,7 +225,7 @@ int http_release (struct http *h, bool committed)
             /* the pass's changes are gone: the answer must not claim them */
             free (req->resp);
             req->replied = false;
-            http_reply_uncommitted (req);
+            http_reply_uncommitted (req, why);
             if (req->held) /* http_reply_problem held it again */
                 continue;
         }
@@ -324,10 +324,17 @@ void http_reply_problem (struct http_req *req, int status, const char *fmt, ...)
     http_reply_text (req, status, "application/problem+json", text);
 }
 
-void http_reply_uncommitted (struct http_req *req)
+void http_reply_uncommitted (struct http_req *req, const char *why)
 {
-    http_reply_problem (
-        req, 503, "the broker could not commit this change; repeat the request");
+    if (why && why[0])
+        http_reply_problem (req,
+                            503,
+                            "the broker could not commit this change (%s); repeat "
+                            "the request",
+                            why);
+    else
+        http_reply_problem (
+            req, 503, "the broker could not commit this change; repeat the request");
 }
 
 void http_no_hold (struct http_req *req)

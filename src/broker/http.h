@@ -92,9 +92,9 @@ void http_quiesce (struct http *h);
 
 /* Group commit: while holding, answers are kept back; http_release sends
  * them once the loop pass's transaction committed (or, if it did not,
- * replaces them with 503). */
+ * replaces them with 503s that give 'why', the store's reason). */
 void http_hold (struct http *h, bool on);
-int http_release (struct http *h, bool committed);
+int http_release (struct http *h, bool committed, const char *why);
 
 int http_pollfds (struct http *h, struct pollfd *fds, int max);
 int http_timeout_ms (struct http *h);
@@ -136,8 +136,10 @@ int http_problem_errno (struct http_problem *p, const char *fmt, ...)
 void http_reply_failure (struct http_req *req, const struct http_problem *p);
 /* Answers wait for the loop pass's commit (http_hold)? */
 bool http_holds_answers (const struct http *h);
-/* 503: the loop pass that held this request's change did not commit. */
-void http_reply_uncommitted (struct http_req *req);
+/* 503: the loop pass that held this request's change did not commit,
+ * because of 'why' (the store's reason, e.g. "database or disk is full";
+ * NULL: not known). */
+void http_reply_uncommitted (struct http_req *req, const char *why);
 /* errno -> status (ENOENT 404, EEXIST 409, EINVAL 400, EAGAIN 503, ...). */
 int http_status_of_errno (int errnum);
 /* Answer later: the handler returns; a later http_reply resumes it. */

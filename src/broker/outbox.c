@@ -111,20 +111,27 @@ void outbox_steps_answer_all (struct outbox *o)
 }
 
 /* Waiters on entries the pass that did not commit had queued: 503. */
+struct uncommitted {
+    uint64_t pass;
+    const char *why;
+};
+
 static void step_uncommitted (struct waiter *w, void *arg)
 {
-    const uint64_t *pass = arg;
-    if (w->pass != *pass)
+    const struct uncommitted *u = arg;
+    if (w->pass != u->pass)
         return;
     waitq_remove (w);
-    http_reply_uncommitted (w->req);
+    http_reply_uncommitted (w->req, u->why);
 }
 
 static void steps_abort (void *arg)
 {
     struct outbox *o = arg;
-    uint64_t pass = pass_count (o->b->pass);
-    waitq_each (&o->step_waiters, step_uncommitted, &pass);
+    struct uncommitted u = {.pass = pass_count (o->b->pass)};
+    if (!pass_commits_failing (o->b->pass, &u.why))
+        u.why = NULL;
+    waitq_each (&o->step_waiters, step_uncommitted, &u);
 }
 
 static int64_t backoff_ms (unsigned attempts)

@@ -119,7 +119,7 @@ bool pass_end (struct pass *p)
     }
     p->open = false;
     run_hooks (p, committed);
-    p->flush_now = p->http && http_release (p->http, committed) > 0;
+    p->flush_now = p->http && http_release (p->http, committed, p->commit_error) > 0;
     if (p->fmc) {
         if (!committed) /* what they would do was rolled back */
             fmc_drop_held (p->fmc);

@@ -26,14 +26,14 @@ expect_ok 'with a good disk, RUN reserves' '
     rm_call PUT /v1/jobs/1 "$body" | jq -e ".hwcoll.state == \"reserved\""
 '
 # The broker's own commit of the pass, or the request's when the pass
-# could not even begin: either way a 503 that names the commit.
+# could not even begin: either way a 503 that names the commit and why.
 expect_ok 'with a bad disk, RUN, CLEANUP and a waited step cleanup answer 503 and say why' '
     touch "$T/disk-bad" &&
     api_call PUT /v1/jobs/2 "$body" >r2 && read code _ <r2 && test "$code" = 503 &&
-    grep -q "commit" r2 &&
-    api_call DELETE /v1/jobs/1 >r1 && read code _ <r1 && test "$code" = 503 && grep -q "commit" r1 &&
+    grep -q "commit.*disk I/O error" r2 &&
+    api_call DELETE /v1/jobs/1 >r1 && read code _ <r1 && test "$code" = 503 && grep -q "commit.*disk I/O error" r1 &&
     api_call DELETE "/v1/jobs/1/steps/0?wait=5" >r3 && read code _ <r3 && test "$code" = 503 &&
-    grep -q "commit" r3 &&
+    grep -q "commit.*disk I/O error" r3 &&
     grep -q "PUT job 2: 503 .*commit" "$T/broker.err" && grep -q "DELETE job 1: 503 .*commit" "$T/broker.err"
 '
 expect_ok 'the broker keeps answering what needs no write' '
