@@ -1188,8 +1188,9 @@ static int64_t expire_quarantine (void *arg, int64_t mono)
 
 /* RUNs waiting on their FM calls: background slices let them finish
  * first (the FM's answer would wait for the slice and its commit).  A
- * RUN every 20 ms during retention of 250,000 jobs: p99 6.5-8.2 ms with
- * this, 8.7-12.1 without (bench 5 at 1M, 3 and 5 runs). */
+ * RUN every 20 ms during retention of 250,000 jobs: p99 6.5-9.8 ms with
+ * this, 8.7-12.1 without (bench 5 at 1M, 4 and 5 runs).  (Aborted
+ * reservations whose call is still out count too, for 25 ms at most.) */
 static bool runs_in_flight (void *arg)
 {
     return reservations_pending (arg);

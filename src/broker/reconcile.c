@@ -23,6 +23,7 @@ struct reconciler {
     struct reconcile *cur;  /* a listing being matched, in slices */
     bool inflight;          /* a listing (not a probe) was asked for */
     bool reap_wanted;       /* an admin asked: the next listing reaps them */
+    bool retrying;          /* the last listing failed: its retry is set */
     json_t *foreign_seen;   /* FM ids reported foreign at the last pass */
     struct offloop *reaper; /* frees finished listings off the loop thread */
     struct timer *listing_timer, *slice_timer;
@@ -379,6 +380,7 @@ static void listing_done (const struct fmc_result *res, void *arg)
     else
         b->rc->inflight = false;
     fmsession_note (b->fms, res);
+    b->rc->retrying = res->status != FMC_OK;
     if (res->status == FMC_OK) {
         /* While one still runs, this listing is not used: ask for a new
          * one when that is done (and keep an admin's request to reap). */
@@ -451,6 +453,8 @@ void reconcile_now (struct reconciler *rc, bool reap_foreign)
 
 void reconcile_reschedule (struct reconciler *rc, unsigned interval_s)
 {
+    if (rc->retrying) /* a failed listing's retry keeps its time */
+        return;
     timer_set (rc->listing_timer, interval_s ? (int64_t)interval_s * 1000 : TIMER_IDLE);
 }
 

@@ -40,7 +40,8 @@ void reconcile_start (struct broker *b);
  * our prefix that this broker has no record of (normally only reported). */
 void reconcile_now (struct reconciler *rc, bool reap_foreign);
 /* [broker] reconcile_interval_s changed (reload): the next listing in
- * that much time (0: none until asked for). */
+ * that much time (0: none until asked for) -- unless the last one failed:
+ * its retry stays as it was. */
 void reconcile_reschedule (struct reconciler *rc, unsigned interval_s);
 
 #endif
