@@ -111,27 +111,20 @@ void outbox_steps_answer_all (struct outbox *o)
 }
 
 /* Waiters on entries the pass that did not commit had queued: 503. */
-struct uncommitted {
-    uint64_t pass;
-    const char *why;
-};
-
 static void step_uncommitted (struct waiter *w, void *arg)
 {
-    const struct uncommitted *u = arg;
-    if (w->pass != u->pass)
+    const char *why;
+    if (w->pass != pass_count (arg))
         return;
+    bool failing = pass_commits_failing (arg, &why);
     waitq_remove (w);
-    http_reply_uncommitted (w->req, u->why);
+    http_reply_uncommitted (w->req, failing ? why : NULL);
 }
 
 static void steps_abort (void *arg)
 {
     struct outbox *o = arg;
-    struct uncommitted u = {.pass = pass_count (o->b->pass)};
-    if (!pass_commits_failing (o->b->pass, &u.why))
-        u.why = NULL;
-    waitq_each (&o->step_waiters, step_uncommitted, &u);
+    waitq_each (&o->step_waiters, step_uncommitted, o->b->pass);
 }
 
 static int64_t backoff_ms (unsigned attempts)

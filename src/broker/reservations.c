@@ -120,9 +120,10 @@ static void reserve_done (const struct fmc_result *res, void *arg)
  * already, reconciliation reaps what it made). */
 static void reply_uncommitted (struct waiter *w, void *arg)
 {
-    const char *why = arg;
+    const char *why;
+    bool failing = pass_commits_failing (arg, &why);
     waitq_remove (w);
-    http_reply_uncommitted (w->req, why);
+    http_reply_uncommitted (w->req, failing ? why : NULL);
 }
 
 static void abort_reservation (void *arg)
@@ -136,11 +137,7 @@ static void abort_reservation (void *arg)
         LOG_ERR, "job %s: its RUN was not committed; the RM must repeat it", rv->job);
     broker_fm_id (rv->b, rv->job, fmid, sizeof (fmid));
     fmc_job_reserve_abandon (rv->b->fmc, fmid);
-    const char *failing = NULL;
-    char why[256] = "";
-    if (pass_commits_failing (rv->b->pass, &failing))
-        snprintf (why, sizeof (why), "%s", failing);
-    waitq_each (&rv->waiters, reply_uncommitted, why);
+    waitq_each (&rv->waiters, reply_uncommitted, rv->b->pass);
 }
 
 /* Start the FM reservation of a job whose intent is committed. */
