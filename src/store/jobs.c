@@ -79,13 +79,25 @@ static const char SQL_JOB_COLUMNS[] =
     "SELECT id, fm_job_id, uid, user, nodes, node_count, ncores, request, state,"
     " hwcoll, hwcoll_reason, mcast_limit, token, created_ms, updated_ms,"
     " released_ms, tcs FROM jobs WHERE id = ?1";
-static const char SQL_JOB_LIST[] =
-    "SELECT id, fm_job_id, uid, user, nodes, node_count, ncores, request, state,"
-    " hwcoll, hwcoll_reason, mcast_limit, token, created_ms, updated_ms,"
+/* Listings, each on the index of what it filters by, in id order from
+ * ?4 ('' for the first page): one by state or by user reads that state's
+ * or that user's jobs only.  One query for every filter (each an "?N IS
+ * NULL OR ..." term) used no index but the ids': listing a state with no
+ * job read every job stored, 0.33 s on the loop at 1,000,000 (what every
+ * node's `fmbroker-cxi clean` asks, for lost and releasing jobs). */
+#define SQL_JOB_LIST_FROM                                                         \
+    "SELECT id, fm_job_id, uid, user, nodes, node_count, ncores, request, state," \
+    " hwcoll, hwcoll_reason, mcast_limit, token, created_ms, updated_ms,"         \
     " released_ms, tcs FROM jobs"
-    " WHERE (?1 IS NULL OR state = ?1) AND (?2 < 0 OR uid = ?2)"
-    " AND updated_ms >= ?3 AND (?4 IS NULL OR id > ?4)"
+const char SQL_JOB_LIST_BY_STATE[] = SQL_JOB_LIST_FROM
+    " INDEXED BY jobs_by_state WHERE state = ?1 AND id > ?4"
+    " AND (?2 < 0 OR uid = ?2) AND updated_ms >= ?3"
     " ORDER BY id LIMIT ?5";
+const char SQL_JOB_LIST_BY_UID[] = SQL_JOB_LIST_FROM
+    " INDEXED BY jobs_by_uid WHERE uid = ?2 AND id > ?4"
+    " AND updated_ms >= ?3 ORDER BY id LIMIT ?5";
+const char SQL_JOB_LIST_ALL[] =
+    SQL_JOB_LIST_FROM " WHERE id > ?4 AND updated_ms >= ?3 ORDER BY id LIMIT ?5";
 /* Both on jobs_by_state: they read the unreleased jobs only, however
  * many released ones the store keeps (test_store checks the plans). */
 const char SQL_JOB_UNRELEASED[] =
@@ -443,14 +455,19 @@ int store_job_list (struct store *st,
                     void *arg,
                     struct fmb_error *error)
 {
-    sqlite3_stmt *s = store_stmt (st, SQL_JOB_LIST, error);
+    bool by_state = f && f->state >= 0, by_uid = f && f->uid >= 0;
+    sqlite3_stmt *s = store_stmt (st,
+                                  by_state ? SQL_JOB_LIST_BY_STATE
+                                  : by_uid ? SQL_JOB_LIST_BY_UID
+                                           : SQL_JOB_LIST_ALL,
+                                  error);
     if (!s)
         return -1;
-    if (f && f->state >= 0)
+    if (by_state)
         sqlite3_bind_text (s, 1, store_job_state_name (f->state), -1, SQLITE_STATIC);
     sqlite3_bind_int64 (s, 2, f ? f->uid : -1);
     sqlite3_bind_int64 (s, 3, f ? f->since_ms : 0);
-    store_bind_text (s, 4, f ? f->after : NULL);
+    store_bind_text (s, 4, f && f->after ? f->after : "");
     sqlite3_bind_int64 (s, 5, f && f->limit ? (int64_t)f->limit : -1);
     int rc;
     while ((rc = sqlite3_step (s)) == SQLITE_ROW) {

@@ -352,6 +352,9 @@ int store_query_plan (
         {"recover", SQL_JOB_RESERVING},
         {"unreleased", SQL_JOB_UNRELEASED},
         {"count", SQL_JOB_COUNT},
+        {"list_state", SQL_JOB_LIST_BY_STATE},
+        {"list_uid", SQL_JOB_LIST_BY_UID},
+        {"list_all", SQL_JOB_LIST_ALL},
     };
     const char *sql = NULL;
     for (size_t i = 0; i < sizeof (queries) / sizeof (queries[0]); i++)

@@ -248,6 +248,27 @@ static void listing_filters_and_pages (void **state)
     assert_string_equal (c2.ids[0], "c");
     assert_string_equal (c2.ids[1], "d");
 
+    /* a state and a user together, a page at a time (each listing has
+     * its own query: by state, by user, neither) */
+    static const char *const pages[] = {"a", "c", NULL};
+    f = (struct store_job_filter){.state = STORE_JOB_ACTIVE, .uid = 1000, .limit = 1};
+    for (int i = 0; i < 3; i++) {
+        memset (&c, 0, sizeof (c));
+        assert_int_equal (store_job_list (fx->st, &f, collect_job, &c, &e), 0);
+        assert_int_equal (c.n, pages[i] ? 1 : 0);
+        if (!pages[i])
+            break;
+        assert_string_equal (c.ids[0], pages[i]);
+        snprintf (c2.ids[i], sizeof (c2.ids[i]), "%s", c.ids[0]);
+        f.after = c2.ids[i];
+    }
+    f = (struct store_job_filter){.state = -1, .uid = 1000, .after = "a"};
+    memset (&c, 0, sizeof (c));
+    assert_int_equal (store_job_list (fx->st, &f, collect_job, &c, &e), 0);
+    assert_int_equal (c.n, 2);
+    assert_string_equal (c.ids[0], "c");
+    assert_string_equal (c.ids[1], "d");
+
     unsigned n;
     assert_int_equal (store_job_count (fx->st, STORE_JOB_ACTIVE, &n, &e), 0);
     assert_int_equal (n, 3);
@@ -750,6 +771,10 @@ static void queries_use_their_indexes (void **state)
         {"prune_jobs", "USING INDEX jobs_released (released_ms<?)"},
         {"recover", "USING INDEX jobs_by_state (state=?)"},
         {"unreleased", "USING INDEX jobs_by_state (state=?)"},
+        /* a page of a listing starts at its 'after' in the index */
+        {"list_state", "USING INDEX jobs_by_state (state=? AND id>?)"},
+        {"list_uid", "USING INDEX jobs_by_uid (uid=? AND id>?)"},
+        {"list_all", "USING INDEX sqlite_autoindex_jobs_1 (id>?)"},
     };
     for (size_t i = 0; i < sizeof (want) / sizeof (want[0]); i++) {
         assert_int_equal (
