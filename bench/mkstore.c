@@ -3,7 +3,8 @@
  * FM ids c1-N), the rest released (ids rN) at times spread evenly over the
  * last SPAN_DAYS days (default 40: with retain_days = 30 the oldest quarter
  * is due for retention, as after a broker was down or retention was
- * lowered).  One transaction; the released rows in one statement.
+ * lowered), each with the nodes, steps and event a real one leaves
+ * (store_fill_released says which).  One transaction.
  * With TOTAL 0 it only opens DB, bringing its schema up to date. */
 #include <stdio.h>
 #include <stdlib.h>

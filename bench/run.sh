@@ -34,9 +34,10 @@ cpu_ticks () { awk '{print $14 + $15}' "/proc/$1/stat"; }
 cpu_ms () { awk -v d=$(($2 - $1)) -v hz="$(getconf CLK_TCK)" -v n="$3" 'BEGIN { printf "%.3f", d / hz / n * 1000 }'; }
 # state_from_store N: $T/state holds a copy of a generated store of N jobs
 # (1,000 active), built once and kept in BENCH_STORE_DIR (/tmp) as
-# fmbench-store-N.db (benchmarks 5 and 7).
+# fmbench-jobs2-N.db (benchmarks 5 and 7; "2": jobs with their nodes,
+# steps and events, as fmbench-mkstore writes them since 2026-11-26).
 state_from_store () {
-    local dir=${BENCH_STORE_DIR:-/tmp} src=${BENCH_STORE_DIR:-/tmp}/fmbench-store-$1.db
+    local dir=${BENCH_STORE_DIR:-/tmp} src=${BENCH_STORE_DIR:-/tmp}/fmbench-jobs2-$1.db
     if [ ! -s "$src" ]; then
         rm -f "$src" "$src-wal" "$src-shm"
         "$FMB_BIN/fmbench-mkstore" "$src" "$dir/fmbench-store.key" "$1" 1000 || return 1
@@ -189,7 +190,9 @@ fi
 if want 5; then
 # ---- 5. scale: start-up, reconciliation and retention ------------------------
 # A store of N jobs (1,000 active, the rest released over the last 40 days,
-# so with retain_days = 30 a quarter is due for retention), an FM holding
+# so with retain_days = 30 a quarter is due for retention; each released
+# job with its nodes, steps and event as the broker leaves them, 7 nodes on
+# average: see store_fill_released), an FM holding
 # the 1,000 active jobs and 99,000 released ones whose release never
 # reached it.  Readings: serving after start; until the FM holds nothing
 # but the active jobs (released there, not just matched); the longest loop
@@ -201,7 +204,7 @@ if want 5; then
 # The FM is watched through mockfm's count (a copy of its 100,000 jobs
 # piped through jq every half second took most of a core).
 # The stores are built once and kept in BENCH_STORE_DIR (/tmp) as
-# fmbench-store-N.db: 10M rows take minutes and ~2 GB.
+# fmbench-jobs2-N.db: 10M jobs take ~10 minutes and ~10 GB.
 STORE_SIZES=${BENCH_STORE_SIZES:-1000000 10000000}
 load () { awk '{print $1}' /proc/loadavg; }
 metric () { curl -sf --unix-socket "$T/api.sock" http://fmbroker/metrics | awk -v k="$1" '$1 == k {print $2}'; }
@@ -228,11 +231,16 @@ echo "## 5. Scale: N stored jobs (1,000 active), 100,000 entries at the FM (99,0
 printf "| stored jobs | load | start until serving | until the FM holds only active jobs | longest loop stall during reconcile+prune (of it, committing) | RUN p99 ms (RUNs) while releasing / while pruning (from 10 s) / after, 1 client, 20 ms between RUNs | pruned (from start) | resident MiB |\n|---|---|---|---|---|---|---|---|\n"
 for n in $STORE_SIZES; do
     state_from_store "$n" || exit 1
-    # the FM: the active jobs, and the newest 99,000 released ones
-    awk -v n="$n" 'BEGIN { printf "{\"trees\":[],\"jobs\":{"
-        for (i = 0; i < 1000; i++) printf "%s\"c1-%d\":{\"jobID\":\"c1-%d\",\"mcastLimit\":4,\"sessionToken\":\"t%d\",\"jobSteps\":{}}", (i ? "," : ""), i, i, i
-        for (i = n - 1000 - 99000; i < n - 1000; i++) printf ",\"c1-r%09d\":{\"jobID\":\"c1-r%09d\",\"mcastLimit\":4,\"sessionToken\":\"t\",\"jobSteps\":{}}", i, i
-        printf "}}" }' >"$T/fm.state"
+    # the FM: the active jobs, and the newest 99,000 released ones that had
+    # a reservation (jobs of 2 nodes or more: the store is made as with
+    # [hwcoll] min_nodes = 2, as lib.sh configures the broker; a reservation
+    # of a job that never had one is foreign, and the broker leaves it alone)
+    sqlite3 "$T/state/fmbroker.db" "SELECT fm_job_id FROM jobs WHERE hwcoll = 'released'
+        AND id >= 'r' AND id < 's' ORDER BY id DESC LIMIT 99000" >"$T/orphans" || exit 1
+    awk 'BEGIN { printf "{\"trees\":[],\"jobs\":{"
+        for (i = 0; i < 1000; i++) printf "%s\"c1-%d\":{\"jobID\":\"c1-%d\",\"mcastLimit\":4,\"sessionToken\":\"t%d\",\"jobSteps\":{}}", (i ? "," : ""), i, i, i }
+        { printf ",\"%s\":{\"jobID\":\"%s\",\"mcastLimit\":4,\"sessionToken\":\"t\",\"jobSteps\":{}}", $1, $1 }
+        END { printf "}}" }' "$T/orphans" >"$T/fm.state"
     fm_state_file="--state-file=$T/fm.state" start_mockfm --state-readonly
     write_broker_conf "[fabric_manager]" "max_connections = 64" "[broker]" "retain_days = 30"
     sync
