@@ -89,15 +89,28 @@ static const char SQL_JOB_COLUMNS[] =
     "SELECT id, fm_job_id, uid, user, nodes, node_count, ncores, request, state," \
     " hwcoll, hwcoll_reason, mcast_limit, token, created_ms, updated_ms,"         \
     " released_ms, tcs FROM jobs"
-const char SQL_JOB_LIST_BY_STATE[] = SQL_JOB_LIST_FROM
+static const char SQL_JOB_LIST_BY_STATE[] = SQL_JOB_LIST_FROM
     " INDEXED BY jobs_by_state WHERE state = ?1 AND id > ?4"
     " AND (?2 < 0 OR uid = ?2) AND updated_ms >= ?3"
     " ORDER BY id LIMIT ?5";
-const char SQL_JOB_LIST_BY_UID[] = SQL_JOB_LIST_FROM
+static const char SQL_JOB_LIST_BY_UID[] = SQL_JOB_LIST_FROM
     " INDEXED BY jobs_by_uid WHERE uid = ?2 AND id > ?4"
-    " AND updated_ms >= ?3 ORDER BY id LIMIT ?5";
-const char SQL_JOB_LIST_ALL[] =
+    " AND (?1 IS NULL OR state = ?1) AND updated_ms >= ?3"
+    " ORDER BY id LIMIT ?5";
+static const char SQL_JOB_LIST_ALL[] =
     SQL_JOB_LIST_FROM " WHERE id > ?4 AND updated_ms >= ?3 ORDER BY id LIMIT ?5";
+
+/* A user's released jobs (what a user who is not rm or admin lists with
+ * state=released) go by the user's index: the released state holds
+ * nearly every job stored. */
+const char *store_job_list_sql (const struct store_job_filter *f)
+{
+    bool by_state = f && f->state >= 0, by_uid = f && f->uid >= 0;
+    if (by_state && !(by_uid && f->state == STORE_JOB_RELEASED))
+        return SQL_JOB_LIST_BY_STATE;
+    return by_uid ? SQL_JOB_LIST_BY_UID : SQL_JOB_LIST_ALL;
+}
+
 /* Both on jobs_by_state: they read the unreleased jobs only, however
  * many released ones the store keeps (test_store checks the plans). */
 const char SQL_JOB_UNRELEASED[] =
@@ -455,15 +468,10 @@ int store_job_list (struct store *st,
                     void *arg,
                     struct fmb_error *error)
 {
-    bool by_state = f && f->state >= 0, by_uid = f && f->uid >= 0;
-    sqlite3_stmt *s = store_stmt (st,
-                                  by_state ? SQL_JOB_LIST_BY_STATE
-                                  : by_uid ? SQL_JOB_LIST_BY_UID
-                                           : SQL_JOB_LIST_ALL,
-                                  error);
+    sqlite3_stmt *s = store_stmt (st, store_job_list_sql (f), error);
     if (!s)
         return -1;
-    if (by_state)
+    if (f && f->state >= 0)
         sqlite3_bind_text (s, 1, store_job_state_name (f->state), -1, SQLITE_STATIC);
     sqlite3_bind_int64 (s, 2, f ? f->uid : -1);
     sqlite3_bind_int64 (s, 3, f ? f->since_ms : 0);

@@ -352,14 +352,25 @@ int store_query_plan (
         {"recover", SQL_JOB_RESERVING},
         {"unreleased", SQL_JOB_UNRELEASED},
         {"count", SQL_JOB_COUNT},
-        {"list_state", SQL_JOB_LIST_BY_STATE},
-        {"list_uid", SQL_JOB_LIST_BY_UID},
-        {"list_all", SQL_JOB_LIST_ALL},
+    };
+    /* listings: the statement store_job_list picks for such a filter */
+    static const struct {
+        const char *name;
+        struct store_job_filter filter;
+    } listings[] = {
+        {"list_state", {.state = STORE_JOB_ACTIVE, .uid = -1}},
+        {"list_state_uid", {.state = STORE_JOB_LOST, .uid = 1000}},
+        {"list_released_uid", {.state = STORE_JOB_RELEASED, .uid = 1000}},
+        {"list_uid", {.state = -1, .uid = 1000}},
+        {"list_all", {.state = -1, .uid = -1}},
     };
     const char *sql = NULL;
     for (size_t i = 0; i < sizeof (queries) / sizeof (queries[0]); i++)
         if (strcmp (queries[i].name, query) == 0)
             sql = queries[i].sql;
+    for (size_t i = 0; i < sizeof (listings) / sizeof (listings[0]); i++)
+        if (strcmp (listings[i].name, query) == 0)
+            sql = store_job_list_sql (&listings[i].filter);
     if (!sql) {
         errno = EINVAL;
         return fmb_errorf (error, "no query named '%s'", query);

@@ -218,8 +218,9 @@ int store_file_version (struct store *st);
 /* Test support: SQLite's plan (EXPLAIN QUERY PLAN, the details joined by
  * "; ") for one of the store's own queries named by 'query': "prune_jobs",
  * "prune_events", "recover", "unreleased", "count" (store_job_count),
- * "list_state", "list_uid", "list_all" (store_job_list by state, by uid,
- * neither). */
+ * store_job_list's statement for a filter by "list_state" (active),
+ * "list_state_uid" (lost, a uid), "list_released_uid" (released, a uid),
+ * "list_uid" or "list_all" (none). */
 int store_query_plan (struct store *st,
                       const char *query,
                       char *out,

@@ -56,9 +56,8 @@ int store_column_strdup (sqlite3_stmt *s, int col, char **ret);
 
 /* The statements whose plans store_query_plan() shows. */
 extern const char SQL_JOB_UNRELEASED[];
-extern const char SQL_JOB_LIST_BY_STATE[];
-extern const char SQL_JOB_LIST_BY_UID[];
-extern const char SQL_JOB_LIST_ALL[];
+/* The statement store_job_list runs for filter 'f' (NULL: none). */
+const char *store_job_list_sql (const struct store_job_filter *f);
 extern const char SQL_JOB_RESERVING[];
 extern const char SQL_PRUNE_JOBS[];
 extern const char SQL_PRUNE_EVENTS[];

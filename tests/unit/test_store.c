@@ -269,6 +269,17 @@ static void listing_filters_and_pages (void **state)
     assert_string_equal (c.ids[0], "c");
     assert_string_equal (c.ids[1], "d");
 
+    /* a user's released jobs (through the user's index), and only theirs */
+    put_job (fx, "e", 1000, NULL, NULL);
+    put_job (fx, "f", 2000, NULL, NULL);
+    assert_int_equal (store_job_set_state (fx->st, "e", STORE_JOB_RELEASED, &e), 0);
+    assert_int_equal (store_job_set_state (fx->st, "f", STORE_JOB_RELEASED, &e), 0);
+    f = (struct store_job_filter){.state = STORE_JOB_RELEASED, .uid = 1000};
+    memset (&c, 0, sizeof (c));
+    assert_int_equal (store_job_list (fx->st, &f, collect_job, &c, &e), 0);
+    assert_int_equal (c.n, 1);
+    assert_string_equal (c.ids[0], "e");
+
     unsigned n;
     assert_int_equal (store_job_count (fx->st, STORE_JOB_ACTIVE, &n, &e), 0);
     assert_int_equal (n, 3);
@@ -773,6 +784,9 @@ static void queries_use_their_indexes (void **state)
         {"unreleased", "USING INDEX jobs_by_state (state=?)"},
         /* a page of a listing starts at its 'after' in the index */
         {"list_state", "USING INDEX jobs_by_state (state=? AND id>?)"},
+        {"list_state_uid", "USING INDEX jobs_by_state (state=? AND id>?)"},
+        /* a user's history: the released state is nearly every job */
+        {"list_released_uid", "USING INDEX jobs_by_uid (uid=? AND id>?)"},
         {"list_uid", "USING INDEX jobs_by_uid (uid=? AND id>?)"},
         {"list_all", "USING INDEX sqlite_autoindex_jobs_1 (id>?)"},
     };
