@@ -229,8 +229,8 @@ int store_query_plan (struct store *st,
 
 /* Benchmark support: add 'count' released jobs (ids "r000000000"...),
  * released at times spread evenly from 'from_ms' to 'to_ms' in id order,
- * with their nodes, steps and events (jobs.c says how many; ~100,000 a
- * second, ~1 KB each). */
+ * with their nodes, steps and events (jobs.c says how many; 15,000-30,000
+ * a second here, ~1 KB each). */
 int store_fill_released (struct store *st,
                          int64_t count,
                          int64_t from_ms,
