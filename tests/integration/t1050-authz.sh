@@ -44,6 +44,25 @@ expect_ok 'a plain user lists only their own jobs' '
     test "$(status_of <b)" = 404 &&
     test "$(cut -d" " -f2- b | jq -r .detail | sed s/B/X/)" = "$(cut -d" " -f2- n | jq -r .detail | sed s/NOPE/X/)"
 '
+# A plain user's listing by state goes by the user's own index (for
+# released jobs, nearly all the store): still theirs only, page by page.
+released () { rm_call GET "/v1/jobs/$1" | jq -e '.state == "released"' >/dev/null; }
+ids_are () { cut -d" " -f2- | jq -e --argjson w "$1" '[.jobs[].id] == $w' >/dev/null; }
+expect_ok 'a plain user lists their own jobs of one state, released ones too' '
+    rm_call PUT /v1/jobs/R1 "$body" >/dev/null &&
+    rm_call PUT /v1/jobs/R2 "$body" >/dev/null &&
+    rm_call PUT /v1/jobs/R3 "{\"uid\":1001,\"nodes\":[\"n3\",\"n4\"]}" >/dev/null &&
+    rm_call DELETE /v1/jobs/R1 >/dev/null && rm_call DELETE /v1/jobs/R2 >/dev/null &&
+    rm_call DELETE /v1/jobs/R3 >/dev/null &&
+    wait_for 100 0.1 released R1 && wait_for 100 0.1 released R2 &&
+    wait_for 100 0.1 released R3 &&
+    ucall 1000 GET "/v1/jobs?state=released&limit=1" >p1 && ids_are "[\"R1\"]" <p1 &&
+    cut -d" " -f2- p1 | jq -e ".next_after == \"R1\"" >/dev/null &&
+    ucall 1000 GET "/v1/jobs?state=released&limit=1&after=R1" | ids_are "[\"R2\"]" &&
+    ucall 1000 GET "/v1/jobs?state=released&after=R2" | ids_are "[]" &&
+    ucall 1001 GET "/v1/jobs?state=released" | ids_are "[\"R3\"]" &&
+    ucall 1000 GET "/v1/jobs?state=active" | ids_are "[\"A\"]"
+'
 expect_ok 'tokens reach only the owner, the RM and admins' '
     ucall 1000 GET /v1/jobs/A | cut -d" " -f2- | jq -e --arg t "$tokA" ".hwcoll.session_token == \$t" &&
     ucall 1001 GET /v1/jobs/A >x && ! grep -q "$tokA" x &&
