@@ -339,6 +339,9 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
     if (pass_flush_now (b->pass))
         run_pass (b, NULL, 0, NULL, 0, false);
     pass_start_kept (b->pass); /* the FM calls the answers went before */
+    /* The answers are out: the WAL's last few frames, if the store's
+     * thread left them (once per WAL cycle), so that it starts over. */
+    (void)store_finish_checkpoint (b->st);
     broker_note_stall (
         b, fmb_monotime_us () - busy_since, pass_take_commit_us (b->pass));
     return go_on;

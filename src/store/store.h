@@ -177,17 +177,26 @@ typedef void (*store_damage_f) (void *arg, const char *job_id, const char *why);
 void store_set_damage_hook (struct store *st, store_damage_f fn, void *arg);
 
 /* The WAL is checkpointed on a thread of the store's own (a commit never
- * copies the WAL into the database file on the caller's thread), from a
- * WAL of 1,000 pages, and at least once a second after commits; past 16,384
- * pages (64 MiB) the committing thread checkpoints itself.  What it did
- * so far: */
+ * copies the WAL into the database file on the caller's thread), after
+ * every 1,000 pages committed, and at least once a second after commits;
+ * past 16,384 pages (64 MiB) the committing thread checkpoints itself.
+ * What it did so far: */
 struct store_wal_stats {
     int wal_pages;                    /* WAL frames after the last commit */
     int backfilled;                   /* copied by the last checkpoint */
     unsigned long checkpoints;        /* by the store's thread */
     unsigned long failures;           /* of those, failed (SQLite error) */
     unsigned long writer_checkpoints; /* by the committing thread (over the cap) */
+    unsigned long writer_finishes;    /* the last frames, by store_finish_checkpoint */
+    unsigned long restarts;           /* commits that started the WAL over */
 };
+/* The committing thread, when nothing waits on it: once the WAL holds
+ * 3,000 pages and the store's thread could not copy its last few frames
+ * (at most 64) because commits kept coming, copy them here (two fsyncs),
+ * so that the next commit starts the WAL over instead of growing the
+ * file.  True if it did; false and nothing done otherwise (the usual
+ * case: a flag read). */
+bool store_finish_checkpoint (struct store *st);
 /* -1 ENOENT when the thread could not start (auto-checkpoint is used). */
 int store_wal_stats (struct store *st, struct store_wal_stats *ret);
 /* Test support: the WAL sizes (pages) that wake the checkpointer and

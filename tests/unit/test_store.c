@@ -980,6 +980,47 @@ static void wal_stays_bounded_when_the_checkpointer_lags (void **state)
     assert_true (ws.writer_checkpoints > 0);
 }
 
+/* Commits that never pause, with the broker's call after each (the
+ * answers are out): the thread copies the WAL while it grows, the
+ * committing thread copies the last few frames, and the WAL starts over
+ * again and again instead of growing; what was committed stays. */
+static void wal_starts_over_under_steady_commits (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    struct store_wal_stats ws;
+    int most = 0, n = 2000;
+    store_set_wal_limits (fx->st, 40, 1 << 30);
+    for (int i = 0; i < n; i++) {
+        commit_job (fx, i);
+        (void)store_finish_checkpoint (fx->st);
+        ws = wal_stats (fx);
+        if (ws.wal_pages > most)
+            most = ws.wal_pages;
+    }
+    fprintf (stderr,
+             "# %d commits: %lu checkpoints, %lu finished here, %lu restarts, "
+             "WAL at most %d pages\n",
+             n,
+             ws.checkpoints,
+             ws.writer_finishes,
+             ws.restarts,
+             most);
+    assert_true (ws.restarts >= 5);
+    assert_true (ws.writer_finishes > 0);
+    assert_true (most < 1000);
+    assert_int_equal (ws.failures, 0);
+    assert_int_equal (ws.writer_checkpoints, 0);
+    fx_reopen (fx);
+    for (int i = 0; i < n; i += 97) {
+        char id[16];
+        struct store_job *j;
+        snprintf (id, sizeof (id), "w%05d", i);
+        assert_int_equal (store_job_get (fx->st, id, &j, &e), 0);
+        store_job_free (j);
+    }
+}
+
 int main (void)
 {
 #define T(f) cmocka_unit_test_setup_teardown (f, setup, teardown)
@@ -1009,6 +1050,7 @@ int main (void)
         T (job_counts_follow_every_change),
         T (wal_is_checkpointed_by_the_store_thread),
         T (wal_stays_bounded_when_the_checkpointer_lags),
+        T (wal_starts_over_under_steady_commits),
     };
     return cmocka_run_group_tests_name ("store", tests, NULL, NULL);
 }
