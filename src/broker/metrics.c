@@ -217,7 +217,8 @@ static void broker_counters (struct broker *b, FILE *f)
              "# TYPE fmbroker_loop_stall_seconds gauge\n"
              "fmbroker_loop_stall_seconds %.6f\n"
              "# HELP fmbroker_loop_stall_commit_seconds Of that longest pass, the "
-             "time the store's commits took (waiting for the disk, mostly).\n"
+             "time the store's commits and WAL copies took (waiting for the disk, "
+             "mostly).\n"
              "# TYPE fmbroker_loop_stall_commit_seconds gauge\n"
              "fmbroker_loop_stall_commit_seconds %.6f\n",
              b->metrics.prune_slices,

@@ -22,15 +22,20 @@
  * writer's commits wake the thread again while more than FINISH_PAGES
  * are left, and the writer's thread copies the last few itself when it
  * has a moment (store_finish_checkpoint).  That costs the loop two fsyncs
- * per cycle (13-24 ms each while benchmark 5 releases and prunes, hence
- * one cycle every few rounds, not every round); the commits in between
- * overwrite blocks the file already has.  (Before, a WAL past the
- * threshold woke the thread at every commit, ~1 checkpoint and 2 more
+ * per cycle, and the commit that starts the WAL over a third (SQLite
+ * syncs the new header): 3-21 ms each while benchmark 5 releases and
+ * prunes, hence one cycle every few rounds, not every round.  The commits
+ * in between overwrite blocks the file already has.  (Before, a WAL past
+ * the threshold woke the thread at every commit, ~1 checkpoint and 2 more
  * fsyncs per 2 RUNs of one client, and grew appending: a RUN of one
- * client took 1.5-1.8 ms, against 1.0-1.3 ms with this.)  A restart is seen as a
- * commit that leaves the WAL smaller than the one before; a first commit
- * bigger than the whole WAL before it goes unnoticed, and only makes the
- * next round come early.
+ * client took 1.5-1.8 ms, against 1.0-1.3 ms with this.)
+ *
+ * A restart is seen as a commit that leaves the WAL smaller than the one
+ * before.  A first commit bigger than the whole WAL before it goes
+ * unnoticed: 'copied' then counts frames of the old WAL, the next round
+ * comes that much late, and sets 'copied' right.  A reader that holds
+ * old frames (a long backup) makes rounds copy nothing: until the WAL
+ * grows by another round, neither thread tries again.
  *
  * Durability is unchanged: a commit is durable when its WAL frames are
  * fsync'ed (synchronous = FULL on the writer); the checkpointer's
@@ -74,6 +79,10 @@ struct store_checkpointer {
     int max_pages;
     int last_pages; /* the WAL after the previous commit (smaller: started over) */
     int copied;     /* frames of this WAL already in the database file */
+    int round_at;   /* the WAL's frames when the last round (or finish) began */
+    bool gained;    /* the last round or finish copied frames: worth chasing */
+    unsigned long
+        generation; /* WALs started over (a restart or the cap's truncation) */
     struct store_wal_stats stats;
 };
 
@@ -84,6 +93,30 @@ static bool restart_due (const struct store_checkpointer *c)
            c->last_pages >= (long long)RESTART_ROUNDS * c->checkpoint_pages;
 }
 
+/* A new WAL: nothing of it copied yet. */
+static void wal_started_over (struct store_checkpointer *c)
+{
+    c->generation++;
+    c->copied = c->round_at = c->stats.backfilled = 0;
+    c->gained = false;
+}
+
+/* A round (or a finish) that began when the WAL had 'log' frames copied
+ * up to 'done' -- of this WAL, if no restart came in between. */
+static void note_copied (struct store_checkpointer *c,
+                         unsigned long generation,
+                         int log,
+                         int done)
+{
+    if (c->generation != generation)
+        return;
+    c->stats.backfilled = done;
+    c->gained = done > c->copied;
+    if (c->gained)
+        c->copied = done;
+    c->round_at = log;
+}
+
 /* The writer's WAL hook: after every commit, on the writer's thread. */
 static int wal_hook (void *arg, sqlite3 *db, const char *name, int pages)
 {
@@ -92,30 +125,38 @@ static int wal_hook (void *arg, sqlite3 *db, const char *name, int pages)
     pthread_mutex_lock (&c->mu);
     if (pages < c->last_pages) { /* this commit started the WAL over */
         c->stats.restarts++;
-        c->copied = 0;
+        wal_started_over (c);
     }
     c->last_pages = c->stats.wal_pages = pages;
+    /* the first commit since a round starts the thread's idle delay (it
+     * waits without one while nothing is to copy) */
+    bool first = !c->dirty;
     c->dirty = true;
-    /* a round's worth committed; or, once the WAL is due to start over,
-     * more left than the writer should copy itself */
-    wake = !c->due && (pages - c->copied >= c->checkpoint_pages ||
-                       (restart_due (c) && pages - c->copied > FINISH_PAGES));
+    /* a round's worth committed since the last round; or, once the WAL is
+     * due to start over and rounds gain on it, more left than the
+     * writer's thread should copy */
+    wake =
+        !c->due && (pages - c->round_at >= c->checkpoint_pages ||
+                    (restart_due (c) && c->gained && pages - c->copied > FINISH_PAGES));
     if (wake)
         c->due = true;
     cap = pages >= c->max_pages;
-    if (wake)
+    if (wake || first)
         pthread_cond_signal (&c->wake);
     pthread_mutex_unlock (&c->mu);
     if (cap) {
-        /* The checkpointer is behind: copy and start the WAL over here,
-         * waiting (busy timeout) for a checkpoint of its in progress. */
+        /* The checkpointer is behind: copy and start the WAL over here.
+         * (While the thread is copying this fails at once, SQLITE_BUSY
+         * whatever the busy handler: the next commit tries again.) */
         int log = 0, done = 0;
         int rc = sqlite3_wal_checkpoint_v2 (
             db, name, SQLITE_CHECKPOINT_TRUNCATE, &log, &done);
         pthread_mutex_lock (&c->mu);
         c->stats.writer_checkpoints++;
-        if (rc == SQLITE_OK) /* truncated: the next commit starts it over */
-            c->stats.wal_pages = c->last_pages = c->copied = 0;
+        if (rc == SQLITE_OK) { /* truncated: the next commit starts it over */
+            c->stats.wal_pages = c->last_pages = 0;
+            wal_started_over (c);
+        }
         pthread_mutex_unlock (&c->mu);
     }
     return SQLITE_OK;
@@ -147,7 +188,7 @@ static void *checkpointer (void *arg)
         c->due = false;
         c->dirty = false;
         c->running = true;
-        unsigned long restarts = c->stats.restarts;
+        unsigned long generation = c->generation;
         pthread_mutex_unlock (&c->mu);
         int log = 0, done = 0;
         int rc = sqlite3_wal_checkpoint_v2 (
@@ -156,12 +197,9 @@ static void *checkpointer (void *arg)
         c->running = false;
         if (rc == SQLITE_OK) {
             c->stats.checkpoints++;
-            c->stats.backfilled = done;
             /* Not all of it copied (the writer went on): the next round
-             * comes from the commits (wal_hook) or the idle delay; a WAL
-             * started over meanwhile has none of these frames. */
-            if (c->stats.restarts == restarts && done > c->copied)
-                c->copied = done;
+             * comes from the commits (wal_hook) or the idle delay. */
+            note_copied (c, generation, log, done);
             if (done < log)
                 c->dirty = true;
         } else if ((rc & 0xff) == SQLITE_BUSY)
@@ -245,20 +283,27 @@ bool store_finish_checkpoint (struct store *st)
         return false;
     pthread_mutex_lock (&c->mu);
     int left = c->last_pages - c->copied;
-    bool finish =
-        restart_due (c) && left > 0 && left <= FINISH_PAGES && !c->running && !c->due;
+    bool finish = restart_due (c) && c->gained && left > 0 && left <= FINISH_PAGES &&
+                  !c->running && !c->due;
+    unsigned long generation = c->generation;
+    int copied = c->copied;
     pthread_mutex_unlock (&c->mu);
     if (!finish)
         return false;
     int log = 0, done = 0;
     int rc = sqlite3_wal_checkpoint_v2 (
         st->db, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+    bool copied_some = rc == SQLITE_OK && done > copied;
     pthread_mutex_lock (&c->mu);
-    c->stats.writer_finishes++;
-    if (rc == SQLITE_OK && done > c->copied)
-        c->copied = done;
+    if (rc == SQLITE_OK)
+        note_copied (c, generation, log, done);
+    if (copied_some) {
+        c->stats.writer_finishes++;
+        if (done - copied > c->stats.writer_finish_pages_max)
+            c->stats.writer_finish_pages_max = done - copied;
+    }
     pthread_mutex_unlock (&c->mu);
-    return rc == SQLITE_OK;
+    return copied_some;
 }
 
 int store_wal_stats (struct store *st, struct store_wal_stats *ret)

@@ -183,11 +183,12 @@ void store_set_damage_hook (struct store *st, store_damage_f fn, void *arg);
  * What it did so far: */
 struct store_wal_stats {
     int wal_pages;                    /* WAL frames after the last commit */
-    int backfilled;                   /* copied by the last checkpoint */
+    int backfilled;                   /* of those, copied (by the last checkpoint) */
     unsigned long checkpoints;        /* by the store's thread */
     unsigned long failures;           /* of those, failed (SQLite error) */
     unsigned long writer_checkpoints; /* by the committing thread (over the cap) */
     unsigned long writer_finishes;    /* the last frames, by store_finish_checkpoint */
+    int writer_finish_pages_max;      /* the most frames one of those copied */
     unsigned long restarts;           /* commits that started the WAL over */
 };
 /* The committing thread, when nothing waits on it: once the WAL holds

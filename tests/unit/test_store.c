@@ -938,10 +938,12 @@ static void wal_is_checkpointed_by_the_store_thread (void **state)
     store_set_wal_limits (fx->st, 40, 1 << 30);
     for (int i = 0; i < 300; i++)
         commit_job (fx, i);
-    /* bounded wait for the thread: 10 s at most, 10 ms at a time */
+    /* bounded wait for a round of the thread after the last commit (the
+     * idle one, within a second): 10 s at most, 10 ms at a time */
+    unsigned long rounds = wal_stats (fx).checkpoints;
     for (int i = 0; i < 1000; i++) {
         ws = wal_stats (fx);
-        if (ws.checkpoints > 0 && ws.backfilled >= ws.wal_pages)
+        if (ws.checkpoints > rounds && ws.backfilled >= ws.wal_pages)
             break;
         nanosleep (&(struct timespec){.tv_nsec = 10000000}, NULL);
     }
@@ -960,6 +962,24 @@ static void wal_is_checkpointed_by_the_store_thread (void **state)
         assert_int_equal (store_job_get (fx->st, id, &j, &e), 0);
         store_job_free (j);
     }
+}
+
+/* A few commits, far below a round's worth, then quiet: the thread
+ * copies them within its idle delay (a second), not never. */
+static void quiet_wal_is_copied_within_a_second (void **state)
+{
+    struct fx *fx = *state;
+    struct store_wal_stats ws;
+    for (int i = 0; i < 3; i++)
+        commit_job (fx, i);
+    for (int i = 0; i < 500; i++) { /* 5 s at most, 10 ms at a time */
+        ws = wal_stats (fx);
+        if (ws.checkpoints > 0 && ws.backfilled >= ws.wal_pages)
+            break;
+        nanosleep (&(struct timespec){.tv_nsec = 10000000}, NULL);
+    }
+    assert_true (ws.wal_pages > 0 && ws.wal_pages < 100);
+    assert_int_equal (ws.backfilled, ws.wal_pages);
 }
 
 /* However far behind the thread is, the WAL never grows past the cap
@@ -989,7 +1009,7 @@ static void wal_starts_over_under_steady_commits (void **state)
     struct fx *fx = *state;
     struct fmb_error e;
     struct store_wal_stats ws;
-    int most = 0, n = 2000;
+    int most = 0, n = 1000;
     store_set_wal_limits (fx->st, 40, 1 << 30);
     for (int i = 0; i < n; i++) {
         commit_job (fx, i);
@@ -999,16 +1019,22 @@ static void wal_starts_over_under_steady_commits (void **state)
             most = ws.wal_pages;
     }
     fprintf (stderr,
-             "# %d commits: %lu checkpoints, %lu finished here, %lu restarts, "
-             "WAL at most %d pages\n",
+             "# %d commits: %lu checkpoints, %lu finished here (at most %d "
+             "frames), %lu restarts, WAL at most %d pages\n",
              n,
              ws.checkpoints,
              ws.writer_finishes,
+             ws.writer_finish_pages_max,
              ws.restarts,
              most);
+    /* restarts come every ~120 pages (3 rounds of 40): dozens here; the
+     * thread's copies run beside the commits, hence the loose bounds.
+     * Without the committing thread's part: no restart at all, and a WAL
+     * of ~5,000 pages. */
     assert_true (ws.restarts >= 5);
     assert_true (ws.writer_finishes > 0);
-    assert_true (most < 1000);
+    assert_true (ws.writer_finish_pages_max <= 64); /* the loop copies little */
+    assert_true (most < 2000);
     assert_int_equal (ws.failures, 0);
     assert_int_equal (ws.writer_checkpoints, 0);
     fx_reopen (fx);
@@ -1051,6 +1077,7 @@ int main (void)
         T (wal_is_checkpointed_by_the_store_thread),
         T (wal_stays_bounded_when_the_checkpointer_lags),
         T (wal_starts_over_under_steady_commits),
+        T (quiet_wal_is_copied_within_a_second),
     };
     return cmocka_run_group_tests_name ("store", tests, NULL, NULL);
 }
