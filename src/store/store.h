@@ -94,12 +94,21 @@ struct store_job {
     int64_t released_ms; /* 0 until released */
 };
 
+/* Jobs in id order, filtered.  The listing reads the index of its state
+ * or its user (or every job), from 'after' on; a filter that index does
+ * not hold (since_ms; a user within a state) is tested on each job read,
+ * so a page of few matches may read many jobs: 'scan_max' bounds them. */
 struct store_job_filter {
     int state;         /* enum store_job_state, or -1 for any */
     int64_t uid;       /* or -1 for any */
     int64_t since_ms;  /* updated at or after; 0 for any */
     const char *after; /* paging: ids greater than this; NULL from the start */
-    unsigned limit;    /* 0: no limit */
+    unsigned limit;    /* jobs listed at most; 0: no limit */
+    unsigned scan_max; /* jobs read at most, listed or not; 0: no bound */
+    /* Out (STORE_JOB_ID_MAX + 1 bytes; may be NULL): where the next page
+     * starts ('after') when the listing stopped at 'limit' or 'scan_max',
+     * "" when it read to the end. */
+    char *next_after;
 };
 
 struct store_node {

@@ -287,6 +287,75 @@ static void listing_filters_and_pages (void **state)
     assert_int_equal (n, 1);
 }
 
+/* A filter that the listing's index does not hold is tested job by job:
+ * a page reads at most scan_max jobs, stops there with a cursor however
+ * few it listed, and a caller that follows the cursors sees every match
+ * once, in order -- through each of the three listings. */
+static void listing_pages_read_a_bounded_number_of_jobs (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    char id[16];
+    for (int i = 0; i < 40; i++) { /* j00..j39; every tenth updated later */
+        snprintf (id, sizeof (id), "j%02d", i);
+        put_job (fx, id, 1000, NULL, NULL);
+    }
+    fx->clock.now_ms += 1000;
+    for (int i = 5; i < 40; i += 10) {
+        snprintf (id, sizeof (id), "j%02d", i);
+        assert_int_equal (store_job_set_state (fx->st, id, STORE_JOB_RELEASING, &e), 0);
+    }
+    static const struct store_job_filter filters[] = {
+        {.state = -1, .uid = -1},                  /* every job */
+        {.state = STORE_JOB_RELEASING, .uid = -1}, /* by state */
+        {.state = -1, .uid = 1000},                /* by user */
+    };
+    for (size_t k = 0; k < sizeof (filters) / sizeof (filters[0]); k++) {
+        char next[STORE_JOB_ID_MAX + 1], after[STORE_JOB_ID_MAX + 1] = "";
+        struct store_job_filter f = filters[k];
+        struct collect all = {0};
+        int pages = 0;
+        f.since_ms = fx->clock.now_ms;
+        f.limit = 100;
+        f.scan_max = 8;
+        f.next_after = next;
+        do {
+            struct collect c = {0};
+            f.after = after[0] ? after : NULL;
+            assert_int_equal (store_job_list (fx->st, &f, collect_job, &c, &e), 0);
+            /* 8 read; one stored job in ten matches, every releasing one */
+            assert_true (c.n <= (k == 1 ? 4 : 1));
+            for (int i = 0; i < c.n; i++)
+                snprintf (all.ids[all.n++], sizeof (all.ids[0]), "%s", c.ids[i]);
+            if (next[0])
+                assert_true (strcmp (next, after) > 0); /* forward only */
+            snprintf (after, sizeof (after), "%s", next);
+            assert_true (++pages <= 20);
+        } while (next[0]);
+        assert_int_equal (all.n, 4);
+        assert_string_equal (all.ids[0], "j05");
+        assert_string_equal (all.ids[3], "j35");
+        /* the releasing state holds 4 jobs: one page; the others read all
+         * 40, 8 a page, and a sixth page finds the end */
+        assert_int_equal (pages, k == 1 ? 1 : 6);
+        /* without the bound, one page lists them all and says it ended */
+        f.scan_max = 0;
+        f.after = NULL;
+        struct collect c = {0};
+        assert_int_equal (store_job_list (fx->st, &f, collect_job, &c, &e), 0);
+        assert_int_equal (c.n, 4);
+        assert_string_equal (next, "");
+    }
+    /* a full page stops there and gives its last job as the cursor */
+    char next[STORE_JOB_ID_MAX + 1];
+    struct store_job_filter f = {
+        .state = -1, .uid = -1, .limit = 3, .next_after = next};
+    struct collect c = {0};
+    assert_int_equal (store_job_list (fx->st, &f, collect_job, &c, &e), 0);
+    assert_int_equal (c.n, 3);
+    assert_string_equal (next, "j02");
+}
+
 struct briefs {
     char text[8][80];
     int n;
@@ -1057,6 +1126,7 @@ int main (void)
         T (bad_node_list_stores_nothing),
         T (state_changes_are_recorded),
         T (listing_filters_and_pages),
+        T (listing_pages_read_a_bounded_number_of_jobs),
         T (unreleased_jobs_are_listed_in_brief),
         T (released_job_can_be_replaced_once_its_vnis_are_free),
         T (steps_are_upserted_per_job),

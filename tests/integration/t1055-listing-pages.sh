@@ -1,0 +1,62 @@
+#!/bin/bash
+# t1055-listing-pages.sh: listing a store of many jobs.  A filter that
+# the listing's index does not hold ('since'; a user within a state) is
+# tested job by job, so a page reads at most 10,000 stored jobs: it stops
+# there with next_after however few jobs it listed (even none), and the
+# loop is never held for the whole store.  Following next_after yields
+# every match once, in order.
+. "$(dirname "$0")/lib.sh"
+start_mockfm
+# 25,000 released jobs (r000000000 on) of earlier days, as the broker keeps them
+"$FMB_BIN/fmbench-mkstore" "$T/store.db" "$T/store.key" 25000 0 >/dev/null ||
+    { echo "Bail out! fmbench-mkstore failed"; exit 1; }
+mkdir -m 700 "$T/state" && mv "$T/store.db" "$T/state/fmbroker.db" &&
+    mv "$T/store.key" "$T/state/token.key"
+start_broker
+since=$(date +%s%3N)
+body='{"uid":1000,"nodes":["n1","n2"]}'
+# list QUERY: every page of /v1/jobs?QUERY, one line per page: "JOBS NEXT"
+list () {
+    local after= page n=0
+    while :; do
+        page=$(rm_call GET "/v1/jobs?$1${after:+&after=$after}") || return 1
+        echo "$page" | jq -r '"\(.jobs | map(.id) | join(",")) \(.next_after // "-")"'
+        after=$(echo "$page" | jq -r '.next_after // empty')
+        [ -n "$after" ] || return 0
+        [ $((n += 1)) -lt 20 ] || return 1
+    done
+}
+show () { cat pages page 2>/dev/null; tail -n 5 "$T/broker.err"; }
+step_fail_hook=show
+
+expect_ok 'two jobs start after 25,000 stored ones' '
+    rm_call PUT /v1/jobs/a1 "$body" >/dev/null && rm_call PUT /v1/jobs/zz9 "$body" >/dev/null
+'
+# a1 sorts before every stored job, zz9 after: they are on the first and
+# the last page; the page between lists nothing and still goes on
+expect_ok 'jobs changed since a time: pages of at most 10,000 read, the matches in order' '
+    list "since=$since&limit=100" >pages && cat pages &&
+    test "$(wc -l <pages)" = 3 &&
+    test "$(cut -d" " -f1 pages | tr "\n" " ")" = "a1  zz9 " &&
+    test "$(cut -d" " -f2 pages | tr "\n" " ")" = "r000009998 r000019998 - "
+'
+expect_ok 'released jobs changed since a time (the state index, then since): none, in 3 pages' '
+    list "state=released&since=$since" >pages && cat pages &&
+    test "$(cut -d" " -f2 pages | tr "\n" " ")" = "r000009999 r000019999 - " &&
+    test "$(cut -d" " -f1 pages | tr -d "\n")" = ""
+'
+# As it runs for a user: their own jobs only, through their index (50 of
+# the stored jobs are theirs), so on one page.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    chmod 755 "$T" # the socket's directory, for uid 1000
+    expect_ok 'a plain user lists their jobs changed since a time on the socket: theirs, one page' '
+        as_user 1000 curl -sf --unix-socket "$T/api.sock" "http://fmbroker/v1/jobs?since=$since" >page &&
+        jq -e "[.jobs[].id] == [\"a1\", \"zz9\"] and (has(\"next_after\") | not)" page
+    '
+fi
+expect_ok 'without a filter beyond the index, a full page ends at its last job' '
+    rm_call GET "/v1/jobs?state=released&limit=1000" >page &&
+    jq -e ".jobs | length == 1000" page >/dev/null &&
+    jq -e ".next_after == \"r000000999\"" page >/dev/null
+'
+done_testing
