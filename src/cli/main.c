@@ -383,6 +383,52 @@ static int print_jobs_table (json_t *jobs, const int *cols, int ncols, bool nohe
     return 0;
 }
 
+/* Up to 'limit' jobs of the listing /v1/jobs?QUERY ('query' starts with
+ * '&' or is empty), page after page: a page holds at most 1,000 jobs, and
+ * fewer, even none, when the broker stopped reading for the page (its
+ * 10,000 jobs) before finding them.  *ret: {"jobs": [...]} with the
+ * cursor "next_after" when more are left. */
+static int list_jobs (const char *query, long long limit, json_t **ret)
+{
+    json_t *all = json_array ();
+    char next[512] = ""; /* the broker's cursor; ids are shorter */
+    int rc = 0;
+    if (!all)
+        return EXIT_REFUSED;
+    do {
+        long long want = limit - (long long)json_array_size (all);
+        char *after = next[0] ? escape (next) : NULL;
+        char path[1400];
+        json_t *page;
+        snprintf (path,
+                  sizeof (path),
+                  "/v1/jobs?limit=%lld%s%s%s",
+                  want < 1000 ? want : 1000,
+                  query,
+                  after ? "&after=" : "",
+                  after ? after : "");
+        free (after);
+        if ((rc = call ("GET", path, NULL, NULL, &page))) {
+            json_decref (all);
+            return rc;
+        }
+        json_array_extend (all, json_object_get (page, "jobs"));
+        const char *cursor = json_string_value (json_object_get (page, "next_after"));
+        if (cursor && strcmp (cursor, next) <= 0) { /* pages only go forward */
+            fprintf (stderr, "fmbroker: the broker's job list did not go forward\n");
+            json_decref (page);
+            json_decref (all);
+            return EXIT_REFUSED;
+        }
+        snprintf (next, sizeof (next), "%s", cursor ? cursor : "");
+        json_decref (page);
+    } while (next[0] && (long long)json_array_size (all) < limit);
+    *ret = json_pack ("{s:o}", "jobs", all);
+    if (next[0])
+        json_object_set_new (*ret, "next_after", json_string (next));
+    return 0;
+}
+
 static int cmd_jobs (int argc, char **argv)
 {
     static const struct option o[] = {{"state", 1, 0, 's'},
@@ -394,7 +440,7 @@ static int cmd_jobs (int argc, char **argv)
     char q[512] = "";
     int c, cols[16], ncols = 0;
     bool noheader = false;
-    long long limit;
+    long long limit = 100;
     const char *colspec = JOBS_DEFAULT_COLS;
     optind = 0; /* 0: glibc restarts its scan (main used "+") */
     while ((c = getopt_long (argc, argv, "s:u:l:o:n", o, NULL)) != -1) {
@@ -411,7 +457,6 @@ static int cmd_jobs (int argc, char **argv)
                 free (v);
                 return EXIT_USAGE;
             }
-            snprintf (q + strlen (q), sizeof (q) - strlen (q), "&limit=%lld", limit);
             break;
         case 'o':
             colspec = optarg;
@@ -431,10 +476,8 @@ static int cmd_jobs (int argc, char **argv)
     }
     if ((ncols = parse_job_cols (colspec, cols, 16)) < 0)
         return EXIT_USAGE;
-    char path[600];
-    snprintf (path, sizeof (path), "/v1/jobs%s%s", q[0] ? "?" : "", q[0] ? q + 1 : "");
-    json_t *r;
-    int rc = call ("GET", path, NULL, NULL, &r);
+    json_t *r = NULL;
+    int rc = list_jobs (q, limit, &r);
     if (rc)
         return rc;
     if (g.json)
@@ -444,7 +487,7 @@ static int cmd_jobs (int argc, char **argv)
             fprintf (stderr, "fmbroker: out of memory\n");
         if (json_object_get (r, "next_after"))
             fprintf (stderr,
-                     "(more: --limit, or the API's after=%s)\n",
+                     "(more: a larger --limit, or the API's after=%s)\n",
                      str (r, "next_after"));
     }
     json_decref (r);
@@ -910,7 +953,7 @@ static const struct {
      "List jobs (numeric ids by value, then the others by name).\n"
      "  -s, --state S     active, releasing, released or lost\n"
      "  -u, --user U      only this user's jobs (name or uid)\n"
-     "  -l, --limit N     at most N jobs (1-100000)\n"
+     "  -l, --limit N     at most N jobs (1-100000; 100), page after page\n"
      "  -o, --output COLS the columns, comma-separated, from\n"
      "                    " JOBS_DEFAULT_COLS "\n"
      "  -n, --noheader    no header line\n"},

@@ -202,10 +202,11 @@ static void *checkpointer (void *arg)
             note_copied (c, generation, log, done);
             if (done < log)
                 c->dirty = true;
-        } else if ((rc & 0xff) == SQLITE_BUSY)
-            c->dirty = true; /* the writer restarting the WAL: next time */
-        else
-            c->stats.failures++;
+        } else { /* the writer restarting the WAL (busy), or a failure: next time */
+            if ((rc & 0xff) != SQLITE_BUSY)
+                c->stats.failures++;
+            c->dirty = true;
+        }
     }
     pthread_mutex_unlock (&c->mu);
     return NULL;

@@ -106,8 +106,9 @@ struct store_job_filter {
     unsigned limit;    /* jobs listed at most; 0: no limit */
     unsigned scan_max; /* jobs read at most, listed or not; 0: no bound */
     /* Out (STORE_JOB_ID_MAX + 1 bytes; may be NULL): where the next page
-     * starts ('after') when the listing stopped at 'limit' or 'scan_max',
-     * "" when it read to the end. */
+     * starts ('after') when the listing stopped at 'limit' or 'scan_max'
+     * (the next page may then be empty), "" when it read to the end;
+     * untouched when store_job_list fails. */
     char *next_after;
 };
 
@@ -204,8 +205,8 @@ struct store_wal_stats {
  * 3,000 pages and the store's thread could not copy its last few frames
  * (at most 64) because commits kept coming, copy them here (two fsyncs),
  * so that the next commit starts the WAL over instead of growing the
- * file.  True if it did; false and nothing done otherwise (the usual
- * case: a flag read). */
+ * file.  True if it copied frames; false otherwise (the usual case:
+ * a flag read, nothing done). */
 bool store_finish_checkpoint (struct store *st);
 /* -1 ENOENT when the thread could not start (auto-checkpoint is used). */
 int store_wal_stats (struct store *st, struct store_wal_stats *ret);

@@ -12,6 +12,8 @@ start_mockfm
     { echo "Bail out! fmbench-mkstore failed"; exit 1; }
 mkdir -m 700 "$T/state" && mv "$T/store.db" "$T/state/fmbroker.db" &&
     mv "$T/store.key" "$T/state/token.key"
+# no retention: it would delete the oldest stored jobs (40 days back) 10 s on
+write_broker_conf "[broker]" "retain_days = 0"
 start_broker
 since=$(date +%s%3N)
 body='{"uid":1000,"nodes":["n1","n2"]}'
@@ -58,5 +60,12 @@ expect_ok 'without a filter beyond the index, a full page ends at its last job' 
     rm_call GET "/v1/jobs?state=released&limit=1000" >page &&
     jq -e ".jobs | length == 1000" page >/dev/null &&
     jq -e ".next_after == \"r000000999\"" page >/dev/null
+'
+expect_ok 'fmbroker jobs --limit 2500 reads 3 pages and says that more are left' '
+    "$FMB_BIN/fmbroker" --socket "$T/api.sock" --json jobs --state released --limit 2500 >cli.json 2>err &&
+    jq -e ".jobs | length == 2500 and .[0].id == \"r000000000\"" cli.json >/dev/null &&
+    jq -e ".next_after == \"r000002499\"" cli.json >/dev/null &&
+    "$FMB_BIN/fmbroker" --socket "$T/api.sock" jobs --state released --limit 1500 --noheader >table 2>err &&
+    test "$(wc -l <table)" = 1500 && grep -q "more: a larger --limit, or the API.s after=r000001499" err
 '
 done_testing

@@ -26,6 +26,13 @@ static void pages_add_up_until_the_last (void **state)
     assert_int_equal (job_set_add_page (&set, p, after, &e), 0);
     assert_string_equal (after, "2");
     json_decref (p);
+    /* a page the broker stopped reading for (its 10,000 jobs) before it
+     * found any: nothing to add, and the cursor goes on */
+    p = page ("{\"jobs\":[],\"next_after\":\"2x\"}");
+    assert_int_equal (job_set_add_page (&set, p, after, &e), 0);
+    assert_string_equal (after, "2x");
+    assert_int_equal (set.n, 2);
+    json_decref (p);
     p = page ("{\"jobs\":[{\"id\":\"3\",\"uid\":7,\"vnis\":[1025,1026]}]}");
     assert_int_equal (job_set_add_page (&set, p, after, &e), 0);
     assert_string_equal (after, "");
