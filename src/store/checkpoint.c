@@ -28,7 +28,7 @@
  * in between overwrite blocks the file already has.  (Before, a WAL past
  * the threshold woke the thread at every commit, ~1 checkpoint and 2 more
  * fsyncs per 2 RUNs of one client, and grew appending: a RUN of one
- * client took 1.5-1.8 ms, against 1.0-1.3 ms with this.)
+ * client took 1.3-1.8 ms, against 1.0-1.3 ms with this.)
  *
  * A restart is seen as a commit that leaves the WAL smaller than the one
  * before.  A first commit bigger than the whole WAL before it goes
