@@ -81,8 +81,7 @@ struct store_checkpointer {
     int copied;     /* frames of this WAL already in the database file */
     int round_at;   /* the WAL's frames when the last round (or finish) began */
     bool gained;    /* the last round or finish copied frames: worth chasing */
-    unsigned long
-        generation; /* WALs started over (a restart or the cap's truncation) */
+    unsigned long generation; /* WALs so far (restarts, the cap's truncations) */
     struct store_wal_stats stats;
 };
 
