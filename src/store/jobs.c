@@ -75,10 +75,12 @@ static const char SQL_JOB_INSERT[] =
 static const char SQL_NODE_INSERT[] =
     "INSERT INTO job_nodes (job_id, node, cxi, updated_ms)"
     " VALUES (?1, ?2, 'pending', ?3)";
-static const char SQL_JOB_COLUMNS[] =
-    "SELECT id, fm_job_id, uid, user, nodes, node_count, ncores, request, state,"
-    " hwcoll, hwcoll_reason, mcast_limit, token, created_ms, updated_ms,"
-    " released_ms, tcs FROM jobs WHERE id = ?1";
+/* A job's columns in job_from_row's order: one job, and the listings. */
+#define SQL_JOB_SELECT                                                            \
+    "SELECT id, fm_job_id, uid, user, nodes, node_count, ncores, request, state," \
+    " hwcoll, hwcoll_reason, mcast_limit, token, created_ms, updated_ms,"         \
+    " released_ms, tcs"
+static const char SQL_JOB_GET[] = SQL_JOB_SELECT " FROM jobs WHERE id = ?1";
 /* Listings, each on the index of what it filters by, in id order from
  * ?4 ('' for the first page): one by state or by user reads that state's
  * or that user's jobs only.  One query for every filter (each an "?N IS
@@ -89,11 +91,8 @@ static const char SQL_JOB_COLUMNS[] =
  * 'since') is the last column, "matches", tested as the rows come, so
  * that the listing can stop after ?5 jobs read however few of them match
  * (store_job_filter's scan_max). */
-#define SQL_JOB_LIST_COLUMNS                                                      \
-    "SELECT id, fm_job_id, uid, user, nodes, node_count, ncores, request, state," \
-    " hwcoll, hwcoll_reason, mcast_limit, token, created_ms, updated_ms,"         \
-    " released_ms, tcs, "
-#define LIST_MATCHES_COLUMN 17
+#define SQL_JOB_LIST_COLUMNS SQL_JOB_SELECT ", "
+#define LIST_MATCHES_COLUMN  17
 static const char SQL_JOB_LIST_BY_STATE[] = SQL_JOB_LIST_COLUMNS
     "(?2 < 0 OR uid = ?2) AND updated_ms >= ?3"
     " FROM jobs INDEXED BY jobs_by_state WHERE state = ?1 AND id > ?4"
@@ -274,7 +273,7 @@ void store_job_free (struct store_job *job)
     }
 }
 
-/* Fill 'job' from a row of SQL_JOB_COLUMNS / SQL_JOB_LIST. */
+/* Fill 'job' from a row of SQL_JOB_SELECT (SQL_JOB_GET, the listings). */
 static int job_from_row (struct store *st,
                          sqlite3_stmt *s,
                          struct store_job *job,
@@ -335,7 +334,7 @@ int store_job_get (struct store *st,
                    struct store_job **ret,
                    struct fmb_error *error)
 {
-    sqlite3_stmt *s = store_stmt (st, SQL_JOB_COLUMNS, error);
+    sqlite3_stmt *s = store_stmt (st, SQL_JOB_GET, error);
     if (!s)
         return -1;
     sqlite3_bind_text (s, 1, id, -1, SQLITE_STATIC);

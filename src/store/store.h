@@ -96,7 +96,8 @@ struct store_job {
 
 /* Jobs in id order, filtered.  The listing reads the index of its state
  * or its user (or every job), from 'after' on; a filter that index does
- * not hold (since_ms; a user within a state) is tested on each job read,
+ * not hold (since_ms; a user within a state, a state within a user) is
+ * tested on each job read,
  * so a page of few matches may read many jobs: 'scan_max' bounds them. */
 struct store_job_filter {
     int state;         /* enum store_job_state, or -1 for any */
