@@ -67,7 +67,7 @@ void pass_begin (struct pass *p)
     p->count++;
     p->open = true;
     p->background_ran = false;
-    p->grouped = store_begin (p->st, &e) == 0;
+    p->grouped = store_begin_on_use (p->st, &e) == 0;
     p->changes_at_begin = store_changes (p->st);
     if (!p->grouped)
         note_failure (p, &e);

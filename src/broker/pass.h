@@ -1,16 +1,24 @@
 /* pass.h: one pass of the broker's loop and everything that waits on its
  * commit (group commit).
  *
- * A pass is one store transaction.  Between pass_begin and pass_end,
- * answers are deferred (http_hold) and FM calls that change the fabric
- * are held (fmc_hold); pass_end commits, then sends the answers and
- * starts the held calls -- or, when the commit failed, turns the answers
- * into 503s, drops the held calls and runs the on-abort hooks, so that
- * whatever remembered the pass's writes in memory forgets them too.
- * Nothing leaves the broker claiming a change before it is durable.
+ * A pass is one store transaction, begun by its first statement
+ * (store_begin_on_use): most passes touch no row (answers going out, FM
+ * replies that change nothing) and cost the store nothing, where a
+ * BEGIN and COMMIT cost two statements and four file locks (fcntl).
+ * When that BEGIN fails (another writer holds the lock past the busy
+ * timeout), the pass fails whole, like a failed commit.
  *
- * When the pass cannot even begin its transaction, each write commits on
- * its own (pass_write) and the pass "commits" trivially.
+ * Between pass_begin and pass_end, answers are deferred (http_hold) and
+ * FM calls that change the fabric are held (fmc_hold); pass_end commits,
+ * then sends the answers and starts the held calls -- or, when the
+ * commit failed, turns the answers into 503s, drops the held calls and
+ * runs the on-abort hooks, so that whatever remembered the pass's writes
+ * in memory forgets them too.  Nothing leaves the broker claiming a
+ * change before it is durable.
+ *
+ * Should a transaction be open already when the pass begins (a bug),
+ * each write commits on its own (pass_write) and the pass "commits"
+ * trivially.
  */
 #ifndef FMB_PASS_H
 #define FMB_PASS_H

@@ -206,7 +206,11 @@ int store_fail (struct store *st, int rc, struct fmb_error *error, const char *w
  * statement is refused; the caller's commit fails as well. */
 static int check_tx_alive (struct store *st, struct fmb_error *error)
 {
-    if (st->tx_depth == 0 || !sqlite3_get_autocommit (st->db))
+    if (st->begin_failed) {
+        errno = EIO;
+        return fmb_errorf (error, "%s", st->begin_error);
+    }
+    if (st->tx_depth == 0 || st->begin_pending || !sqlite3_get_autocommit (st->db))
         return 0;
     errno = EIO;
     return fmb_errorf (error,
@@ -214,10 +218,12 @@ static int check_tx_alive (struct store *st, struct fmb_error *error)
                        "nothing more is written in it");
 }
 
+static int begin_now (struct store *st, struct fmb_error *error);
+
 sqlite3_stmt *store_stmt (struct store *st, const char *sql, struct fmb_error *error)
 {
     int i;
-    if (check_tx_alive (st, error) < 0)
+    if (check_tx_alive (st, error) < 0 || begin_now (st, error) < 0)
         return NULL;
     for (i = 0; i < STORE_STMT_CACHE && st->cache[i].sql; i++)
         if (st->cache[i].sql == sql) {
@@ -452,12 +458,59 @@ int store_begin (struct store *st, struct fmb_error *error)
     return 0;
 }
 
+int store_begin_on_use (struct store *st, struct fmb_error *error)
+{
+    if (st->tx_depth != 0) {
+        errno = EBUSY;
+        return fmb_errorf (error, "a transaction is already open");
+    }
+    st->begin_pending = true;
+    st->tx_depth = 1;
+    return 0;
+}
+
+/* The BEGIN that store_begin_on_use put off, before the first statement
+ * in its transaction.  A failure is kept: what the transaction's other
+ * statements would write could not commit with the first one's. */
+static int begin_now (struct store *st, struct fmb_error *error)
+{
+    if (!st->begin_pending)
+        return 0;
+    st->begin_pending = false;
+    st->tx_depth = 0; /* the BEGIN runs outside any transaction */
+    int rc =
+        tx_statement (st, sql_begin, "SAVEPOINT sp", 0, error, "begin transaction");
+    st->tx_depth = 1;
+    if (rc == 0)
+        return 0;
+    int saved = errno;
+    st->begin_failed = true;
+    snprintf (st->begin_error, sizeof (st->begin_error), "%s", error->text);
+    errno = saved;
+    return -1;
+}
+
+/* A transaction that never began (store_begin_on_use, no statement ran)
+ * ends without a statement; one whose BEGIN failed ends with its error. */
+static int end_unbegun (struct store *st, struct fmb_error *error)
+{
+    bool failed = st->begin_failed;
+    st->begin_pending = st->begin_failed = false;
+    st->tx_depth--;
+    if (!failed)
+        return 0;
+    errno = EIO;
+    return fmb_errorf (error, "%s", st->begin_error);
+}
+
 int store_commit (struct store *st, struct fmb_error *error)
 {
     if (st->tx_depth <= 0) {
         errno = EINVAL;
         return fmb_errorf (error, "commit without a transaction");
     }
+    if (st->tx_depth == 1 && (st->begin_pending || st->begin_failed))
+        return end_unbegun (st, error);
     if (tx_statement (st, sql_end, "RELEASE sp", st->tx_depth - 1, error, "commit") <
         0) {
         store_rollback (st);
@@ -473,6 +526,12 @@ void store_rollback (struct store *st)
     char sql[64];
     if (st->tx_depth <= 0)
         return;
+    if (st->tx_depth == 1 && (st->begin_pending || st->begin_failed)) {
+        struct fmb_error ignored;
+        (void)end_unbegun (st, &ignored);
+        errno = saved;
+        return;
+    }
     if (st->tx_depth == 1)
         snprintf (sql, sizeof (sql), "ROLLBACK");
     else

@@ -264,6 +264,12 @@ int store_create_at_version (const char *db_path, int version, struct fmb_error 
 /* ---- transactions -------------------------------------------------- */
 
 int store_begin (struct store *st, struct fmb_error *error);
+/* The outermost transaction, begun with its first statement: one that no
+ * statement used commits without taking a lock or writing a byte (the
+ * loop opens one every pass, most of which read nothing).  If that BEGIN
+ * fails, the statement fails with its error, every later one in the
+ * transaction fails, and so does the commit.  EBUSY if one is open. */
+int store_begin_on_use (struct store *st, struct fmb_error *error);
 int store_commit (struct store *st, struct fmb_error *error);
 void store_rollback (struct store *st);
 

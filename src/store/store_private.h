@@ -2,6 +2,7 @@
 #ifndef FMB_STORE_PRIVATE_H
 #define FMB_STORE_PRIVATE_H
 
+#include <stdbool.h>
 #include <sqlite3.h>
 
 #include "store.h"
@@ -17,6 +18,13 @@ struct store {
     void *damage_arg;
     void *now_arg;
     int tx_depth;
+    /* store_begin_on_use: the outermost transaction is open but BEGIN has
+     * not run yet (it runs before the first statement in it) */
+    bool begin_pending;
+    /* that BEGIN failed: nothing runs in the transaction, and its commit
+     * fails with 'begin_error' */
+    bool begin_failed;
+    char begin_error[FMB_ERROR_TEXT_MAX];
     int file_version;
     struct store_checkpointer *ckpt; /* NULL: SQLite's auto-checkpoint */
     struct {

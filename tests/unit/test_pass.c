@@ -3,8 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <sqlite3.h>
+#include <string.h>
+
 #include "pass.h"
 #include "store.h"
+#include "store_private.h" /* the busy timeout, shortened */
 #include "testutil.h"
 
 /* A pass that serves no request is background work's, at once. */
@@ -156,6 +160,46 @@ static void test_foreground_work_defers_background (void **state)
     assert_true (pass_end (fx->p));
 }
 
+/* Another process's write transaction on the store's file. */
+static sqlite3 *other_writer (struct pass_fx *fx)
+{
+    sqlite3 *db;
+    assert_int_equal (sqlite3_open (fx->db, &db), SQLITE_OK);
+    assert_int_equal (sqlite3_exec (db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+                      SQLITE_OK);
+    return db;
+}
+
+/* Most passes touch no row (answers going out, FM replies that change
+ * nothing): they take no lock and commit nothing.  One that writes
+ * takes the lock with its first statement.  And one whose transaction
+ * cannot begin (another writer holds the lock past the busy timeout)
+ * fails whole, saying why, and the next pass commits. */
+static void test_pass_begins_its_transaction_when_used (void **state)
+{
+    struct pass_fx *fx = *state;
+    struct fmb_error e;
+    const char *why;
+    pass_begin (fx->p);
+    sqlite3 *other = other_writer (fx); /* the idle pass holds no lock */
+    sqlite3_busy_timeout (fx->st->db, 20);
+    if (store_event_append (fx->st, "test", NULL, NULL, NULL, &e) == 0)
+        fail_msg ("a write beside another writer's lock succeeded");
+    assert_false (pass_end (fx->p));
+    assert_true (pass_commits_failing (fx->p, &why));
+    assert_non_null (strstr (why, "begin transaction: database is locked"));
+
+    assert_int_equal (sqlite3_exec (other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    pass_begin (fx->p);
+    if (store_event_append (fx->st, "test", NULL, NULL, NULL, &e) < 0)
+        fail_msg ("store_event_append: %s", e.text);
+    assert_int_equal (sqlite3_exec (other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+                      SQLITE_BUSY);
+    assert_true (pass_end (fx->p));
+    assert_false (pass_commits_failing (fx->p, NULL));
+    sqlite3_close (other);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -169,6 +213,8 @@ int main (void)
             test_pass_without_requests_never_defers, pass_setup, pass_teardown),
         cmocka_unit_test_setup_teardown (
             test_foreground_work_defers_background, pass_setup, pass_teardown),
+        cmocka_unit_test_setup_teardown (
+            test_pass_begins_its_transaction_when_used, pass_setup, pass_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -977,6 +977,87 @@ static void writes_after_sqlite_rolled_back_do_not_commit_alone (void **state)
     store_job_free (j);
 }
 
+/* Another connection to the store's file that tries to begin writing:
+ * SQLITE_BUSY at once while the store holds the write lock. */
+static int other_begins_writing (struct fx *fx, sqlite3 **other)
+{
+    assert_int_equal (sqlite3_open (fx->db, other), SQLITE_OK);
+    return sqlite3_exec (*other, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+}
+
+/* The loop opens a transaction every pass and most passes use no
+ * statement: such a transaction takes no lock and writes nothing; the
+ * first statement in it begins it for real. */
+static void transaction_begins_with_its_first_statement (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    struct store_job *j;
+    sqlite3 *other;
+    assert_int_equal (store_begin_on_use (fx->st, &e), 0);
+    assert_int_equal (store_begin_on_use (fx->st, &e), -1);
+    assert_int_equal (errno, EBUSY);
+    assert_int_equal (other_begins_writing (fx, &other), SQLITE_OK);
+    assert_int_equal (sqlite3_exec (other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal (store_commit (fx->st, &e), 0);
+
+    /* used: locked from its first statement, committed whole */
+    assert_int_equal (store_begin_on_use (fx->st, &e), 0);
+    put_job (fx, "a", 1, NULL, NULL);
+    assert_int_equal (sqlite3_exec (other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+                      SQLITE_BUSY);
+    assert_int_equal (store_begin (fx->st, &e), 0); /* a savepoint in it */
+    put_job (fx, "b", 1, NULL, NULL);
+    store_rollback (fx->st);
+    assert_int_equal (store_commit (fx->st, &e), 0);
+    assert_int_equal (store_job_get (fx->st, "a", &j, &e), 0);
+    store_job_free (j);
+    assert_int_equal (store_job_get (fx->st, "b", &j, &e), -1);
+
+    /* unused and rolled back: nothing to undo, the next one works */
+    assert_int_equal (store_begin_on_use (fx->st, &e), 0);
+    store_rollback (fx->st);
+    assert_int_equal (store_commit (fx->st, &e), -1);
+    assert_int_equal (errno, EINVAL);
+    sqlite3_close (other);
+}
+
+/* When its BEGIN cannot take the lock, the statement that needed it fails
+ * with why, so do the rest of the transaction and its commit (what they
+ * wrote could not commit with the first), and the next one begins again. */
+static void transaction_that_cannot_begin_fails_whole (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    struct store_job *j;
+    sqlite3 *other;
+    sqlite3_busy_timeout (fx->st->db, 20);
+    assert_int_equal (other_begins_writing (fx, &other), SQLITE_OK);
+    assert_int_equal (store_begin_on_use (fx->st, &e), 0);
+    assert_int_equal (store_job_get (fx->st, "a", &j, &e), -1);
+    assert_non_null (strstr (e.text, "begin transaction: database is locked"));
+    assert_int_equal (sqlite3_exec (other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    struct store_job b = {.uid = 1,
+                          .request = "{}",
+                          .state = STORE_JOB_ACTIVE,
+                          .hwcoll = STORE_HWCOLL_NOT_ELIGIBLE};
+    snprintf (b.id, sizeof (b.id), "b");
+    snprintf (b.fm_job_id, sizeof (b.fm_job_id), "c1-b");
+    assert_int_equal (store_job_put (fx->st, &b, &e), -1);
+    assert_non_null (strstr (e.text, "database is locked"));
+    assert_int_equal (store_begin (fx->st, &e), -1);
+    assert_int_equal (store_commit (fx->st, &e), -1);
+    assert_non_null (strstr (e.text, "begin transaction: database is locked"));
+    assert_int_equal (store_job_get (fx->st, "b", &j, &e), -1);
+    assert_int_equal (errno, ENOENT);
+    assert_int_equal (store_begin_on_use (fx->st, &e), 0);
+    put_job (fx, "c", 1, NULL, NULL);
+    assert_int_equal (store_commit (fx->st, &e), 0);
+    assert_int_equal (store_job_get (fx->st, "c", &j, &e), 0);
+    store_job_free (j);
+    sqlite3_close (other);
+}
+
 /* ---- the WAL checkpointer ---------------------------------------------- */
 
 static void commit_job (struct fx *fx, int i)
@@ -1143,6 +1224,8 @@ int main (void)
         T (prune_of_a_backlog_goes_in_bounded_slices),
         T (rolled_back_work_is_gone_and_savepoints_nest),
         T (writes_after_sqlite_rolled_back_do_not_commit_alone),
+        T (transaction_begins_with_its_first_statement),
+        T (transaction_that_cannot_begin_fails_whole),
         T (job_counts_follow_every_change),
         T (wal_is_checkpointed_by_the_store_thread),
         T (wal_stays_bounded_when_the_checkpointer_lags),
