@@ -71,8 +71,9 @@ void pass_begin (struct pass *p)
     p->changes_at_begin = store_changes (p->st);
     if (!p->grouped)
         note_failure (p, &e);
-    /* Without the pass's transaction each write commits on its own (and
-     * its request answers 503 if it cannot): say so once, not every pass. */
+    /* Only a transaction left open (a bug) keeps the pass from opening
+     * its own; its writes then go into that one: say so once, not every
+     * pass. */
     if (!p->grouped && !p->ungrouped)
         fmb_log (LOG_ERR, "store: cannot begin a transaction: %s", e.text);
     else if (p->grouped && p->ungrouped)
@@ -251,7 +252,9 @@ int64_t pass_take_commit_us (struct pass *p)
 
 bool pass_commits_failing (const struct pass *p, const char **why)
 {
+    /* this pass's transaction could not begin: it will fail too */
+    const char *now = p->open ? store_tx_error (p->st) : NULL;
     if (why)
-        *why = p->commit_error;
-    return p->commits_failing;
+        *why = now ? now : p->commit_error;
+    return now || p->commits_failing;
 }

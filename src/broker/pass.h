@@ -6,7 +6,9 @@
  * replies that change nothing) and cost the store nothing, where a
  * BEGIN and COMMIT cost two statements and four file locks (fcntl).
  * When that BEGIN fails (another writer holds the lock past the busy
- * timeout), the pass fails whole, like a failed commit.
+ * timeout), what the pass writes fails and so does its commit, as when a
+ * commit fails; its reads still run, so that health (which does not wait
+ * for the commit) answers and says why.
  *
  * Between pass_begin and pass_end, answers are deferred (http_hold) and
  * FM calls that change the fabric are held (fmc_hold); pass_end commits,
@@ -17,8 +19,7 @@
  * change before it is durable.
  *
  * Should a transaction be open already when the pass begins (a bug),
- * each write commits on its own (pass_write) and the pass "commits"
- * trivially.
+ * the pass's writes go into that one and the pass "commits" trivially.
  */
 #ifndef FMB_PASS_H
 #define FMB_PASS_H
@@ -56,9 +57,9 @@ int pass_on_abort (struct pass *p, pass_abort_f fn, void *arg);
 /* 'arg' is going away: drop the hooks registered with it. */
 void pass_forget (struct pass *p, void *arg);
 
-/* Run 'fn' all-or-nothing inside the pass (a savepoint; outside a pass or
- * in an ungrouped one, its own transaction).  On failure it is rolled
- * back and -1 returned with 'error' filled. */
+/* Run 'fn' all-or-nothing inside the pass (a savepoint; outside a pass,
+ * its own transaction).  On failure it is rolled back and -1 returned
+ * with 'error' filled. */
 int pass_write (struct pass *p, pass_write_f fn, void *arg, struct fmb_error *error);
 
 /* Should a piece of background work (a retention or reconciliation

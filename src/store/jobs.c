@@ -666,21 +666,16 @@ static int fill_step (struct store *st,
                       int64_t c,
                       struct fmb_error *error)
 {
-    sqlite3_stmt *s;
-    int rc = sqlite3_prepare_v2 (st->db, sql, -1, &s, NULL);
-    if (rc != SQLITE_OK)
-        return store_fail (st, rc, error, "fill");
+    sqlite3_stmt *s = store_stmt (st, sql, error);
+    if (!s)
+        return -1;
     if (sqlite3_bind_parameter_count (s) >= 1)
         sqlite3_bind_int64 (s, 1, a);
     if (sqlite3_bind_parameter_count (s) >= 3) {
         sqlite3_bind_int64 (s, 2, b);
         sqlite3_bind_int64 (s, 3, c);
     }
-    rc = sqlite3_step (s);
-    sqlite3_finalize (s);
-    if (rc != SQLITE_DONE)
-        return store_fail (st, sqlite3_extended_errcode (st->db), error, "fill");
-    return 0;
+    return store_step_done (st, s, error, "fill");
 }
 
 int store_fill_released (struct store *st,

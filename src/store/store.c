@@ -219,12 +219,14 @@ static int check_tx_alive (struct store *st, struct fmb_error *error)
 }
 
 static int begin_now (struct store *st, struct fmb_error *error);
+static bool tx_control (const char *sql);
 
-sqlite3_stmt *store_stmt (struct store *st, const char *sql, struct fmb_error *error)
+/* The statement for 'sql', prepared once and cached, reset. */
+static sqlite3_stmt *cached_stmt (struct store *st,
+                                  const char *sql,
+                                  struct fmb_error *error)
 {
     int i;
-    if (check_tx_alive (st, error) < 0 || begin_now (st, error) < 0)
-        return NULL;
     for (i = 0; i < STORE_STMT_CACHE && st->cache[i].sql; i++)
         if (st->cache[i].sql == sql) {
             sqlite3_reset (st->cache[i].stmt);
@@ -249,6 +251,22 @@ sqlite3_stmt *store_stmt (struct store *st, const char *sql, struct fmb_error *e
         return NULL;
     }
     return s;
+}
+
+sqlite3_stmt *store_stmt (struct store *st, const char *sql, struct fmb_error *error)
+{
+    sqlite3_stmt *s = cached_stmt (st, sql, error);
+    if (!s)
+        return NULL;
+    if (check_tx_alive (st, error) == 0 && begin_now (st, error) == 0)
+        return s;
+    /* The transaction could not begin (another writer held the lock past
+     * the busy timeout): what only reads runs on its own, so that what
+     * needs no write still answers (health says why changes fail); what
+     * writes fails, and so does the commit. */
+    if (st->begin_failed && sqlite3_stmt_readonly (s) && !tx_control (sql))
+        return s;
+    return NULL;
 }
 
 int store_step_done (struct store *st,
@@ -428,6 +446,16 @@ static const char *const sql_end[] = {"COMMIT",
                                       "RELEASE sp7"};
 #define TX_CACHED_DEPTH ((int)(sizeof (sql_begin) / sizeof (sql_begin[0])))
 
+/* Is 'sql' one of the cached transaction statements?  (SQLite calls them
+ * read-only.) */
+static bool tx_control (const char *sql)
+{
+    for (int i = 0; i < TX_CACHED_DEPTH; i++)
+        if (sql == sql_begin[i] || sql == sql_end[i])
+            return true;
+    return false;
+}
+
 /* Run the transaction statement 'cached[depth]', or 'prefix' followed by
  * the depth when nesting goes deeper than the table. */
 static int tx_statement (struct store *st,
@@ -476,18 +504,24 @@ static int begin_now (struct store *st, struct fmb_error *error)
 {
     if (!st->begin_pending)
         return 0;
+    struct fmb_error why;
     st->begin_pending = false;
     st->tx_depth = 0; /* the BEGIN runs outside any transaction */
-    int rc =
-        tx_statement (st, sql_begin, "SAVEPOINT sp", 0, error, "begin transaction");
+    int rc = tx_statement (st, sql_begin, "SAVEPOINT sp", 0, &why, "begin transaction");
     st->tx_depth = 1;
     if (rc == 0)
         return 0;
     int saved = errno;
     st->begin_failed = true;
-    snprintf (st->begin_error, sizeof (st->begin_error), "%s", error->text);
+    snprintf (st->begin_error, sizeof (st->begin_error), "%s", why.text);
+    fmb_errorf (error, "%s", why.text);
     errno = saved;
     return -1;
+}
+
+const char *store_tx_error (const struct store *st)
+{
+    return st->begin_failed ? st->begin_error : NULL;
 }
 
 /* A transaction that never began (store_begin_on_use, no statement ran)

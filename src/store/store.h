@@ -267,9 +267,14 @@ int store_begin (struct store *st, struct fmb_error *error);
 /* The outermost transaction, begun with its first statement: one that no
  * statement used commits without taking a lock or writing a byte (the
  * loop opens one every pass, most of which read nothing).  If that BEGIN
- * fails, the statement fails with its error, every later one in the
- * transaction fails, and so does the commit.  EBUSY if one is open. */
+ * fails, every statement that writes fails with its error, and so does
+ * the commit; statements that only read run on their own.  EBUSY if one
+ * is open. */
 int store_begin_on_use (struct store *st, struct fmb_error *error);
+/* Why the open transaction cannot commit (its BEGIN failed); NULL when
+ * it can, as far as is known.  Statements that only read still run then,
+ * each on its own. */
+const char *store_tx_error (const struct store *st);
 int store_commit (struct store *st, struct fmb_error *error);
 void store_rollback (struct store *st);
 

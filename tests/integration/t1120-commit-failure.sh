@@ -25,8 +25,7 @@ expect_ok 'with a good disk, RUN reserves' '
     start_broker_failing &&
     rm_call PUT /v1/jobs/1 "$body" | jq -e ".hwcoll.state == \"reserved\""
 '
-# The broker's own commit of the pass, or the request's when the pass
-# could not even begin: either way a 503 that names the commit and why.
+# The pass's commit fails: a 503 that names the commit and why.
 expect_ok 'with a bad disk, RUN, CLEANUP and a waited step cleanup answer 503 and say why' '
     touch "$T/disk-bad" &&
     api_call PUT /v1/jobs/2 "$body" >r2 && read code _ <r2 && test "$code" = 503 &&
@@ -129,5 +128,29 @@ expect_ok 'with a slow disk, the longest loop stall and its commit share say so'
     commit=$(metric fmbroker_loop_stall_commit_seconds) &&
     echo "# longest pass $stall s, of which committing $commit s" &&
     awk -v s="$stall" -v c="$commit" "BEGIN { exit !(c >= 0.15 && s >= c) }"
+'
+# Another process holds the store's write lock past the busy timeout (5
+# s): an admin's sqlite3 shell left in a transaction, say.  The passes
+# that need to write cannot begin: what they would change is a 503 that
+# names the lock, health still answers (degraded, with the reason), and
+# once the lock is gone the same request succeeds.
+hold_write_lock () { # SECONDS
+    python3 -c '
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+open(sys.argv[2], "w").close()
+time.sleep(float(sys.argv[3]))
+db.execute("ROLLBACK")
+' "$T/state/fmbroker.db" "$T/locked" "$1" &
+    lock_pid=$!
+}
+expect_ok 'another writer holds the lock: health says why, a RUN is a 503 naming it, then it succeeds' '
+    rm -f "$T/locked" && hold_write_lock 14 && wait_for 100 0.1 test -f "$T/locked" &&
+    rm_call GET /v1/health >h.json && cat h.json &&
+    jq -e ".status == \"degraded\" and (.reasons[0] | test(\"begin transaction: database is locked\"))" h.json &&
+    api_call PUT /v1/jobs/7 "$body" >r7 && read code _ <r7 && test "$code" = 503 && cat r7 &&
+    grep -q "database is locked" r7 && wait "$lock_pid" &&
+    rm_call PUT /v1/jobs/7 "$body" | jq -e ".hwcoll.state == \"reserved\""
 '
 done_testing

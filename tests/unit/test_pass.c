@@ -174,7 +174,8 @@ static sqlite3 *other_writer (struct pass_fx *fx)
  * nothing): they take no lock and commit nothing.  One that writes
  * takes the lock with its first statement.  And one whose transaction
  * cannot begin (another writer holds the lock past the busy timeout)
- * fails whole, saying why, and the next pass commits. */
+ * fails whole, saying why (already while it runs, for health), though
+ * what only reads still answers; the next pass commits. */
 static void test_pass_begins_its_transaction_when_used (void **state)
 {
     struct pass_fx *fx = *state;
@@ -185,6 +186,12 @@ static void test_pass_begins_its_transaction_when_used (void **state)
     sqlite3_busy_timeout (fx->st->db, 20);
     if (store_event_append (fx->st, "test", NULL, NULL, NULL, &e) == 0)
         fail_msg ("a write beside another writer's lock succeeded");
+    /* what reads still answers (health), and says why writes fail */
+    unsigned depth;
+    if (store_outbox_depth (fx->st, &depth, &e) < 0)
+        fail_msg ("a read after the failed BEGIN: %s", e.text);
+    assert_true (pass_commits_failing (fx->p, &why));
+    assert_non_null (strstr (why, "begin transaction: database is locked"));
     assert_false (pass_end (fx->p));
     assert_true (pass_commits_failing (fx->p, &why));
     assert_non_null (strstr (why, "begin transaction: database is locked"));

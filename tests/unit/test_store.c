@@ -942,6 +942,18 @@ static void rolled_back_work_is_gone_and_savepoints_nest (void **state)
     assert_int_equal (errno, EINVAL);
 }
 
+/* store_job_put of a job with no reservation: its result, not asserted. */
+static int try_put_job (struct fx *fx, const char *id, struct fmb_error *e)
+{
+    struct store_job j = {.uid = 1,
+                          .request = "{}",
+                          .state = STORE_JOB_ACTIVE,
+                          .hwcoll = STORE_HWCOLL_NOT_ELIGIBLE};
+    snprintf (j.id, sizeof (j.id), "%s", id);
+    snprintf (j.fm_job_id, sizeof (j.fm_job_id), "c1-%s", id);
+    return store_job_put (fx->st, &j, e);
+}
+
 /* After SQLITE_FULL, SQLITE_IOERR or SQLITE_NOMEM, SQLite may roll the
  * whole transaction back by itself (simulated here by a ROLLBACK behind
  * the store's back).  What the caller then writes "inside" it must not
@@ -957,13 +969,7 @@ static void writes_after_sqlite_rolled_back_do_not_commit_alone (void **state)
                       SQLITE_OK);
     assert_int_equal (store_begin (fx->st, &e), -1); /* a savepoint */
     assert_non_null (strstr (e.text, "rolled back"));
-    struct store_job b = {.uid = 1,
-                          .request = "{}",
-                          .state = STORE_JOB_ACTIVE,
-                          .hwcoll = STORE_HWCOLL_NOT_ELIGIBLE};
-    snprintf (b.id, sizeof (b.id), "b");
-    snprintf (b.fm_job_id, sizeof (b.fm_job_id), "c1-b");
-    assert_int_equal (store_job_put (fx->st, &b, &e), -1);
+    assert_int_equal (try_put_job (fx, "b", &e), -1);
     assert_int_equal (store_commit (fx->st, &e), -1);
     assert_int_equal (store_job_get (fx->st, "a", &j, &e), -1);
     assert_int_equal (errno, ENOENT);
@@ -998,8 +1004,8 @@ static void transaction_begins_with_its_first_statement (void **state)
     assert_int_equal (store_begin_on_use (fx->st, &e), -1);
     assert_int_equal (errno, EBUSY);
     assert_int_equal (other_begins_writing (fx, &other), SQLITE_OK);
+    assert_int_equal (store_commit (fx->st, &e), 0); /* beside the other's lock */
     assert_int_equal (sqlite3_exec (other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-    assert_int_equal (store_commit (fx->st, &e), 0);
 
     /* used: locked from its first statement, committed whole */
     assert_int_equal (store_begin_on_use (fx->st, &e), 0);
@@ -1022,39 +1028,66 @@ static void transaction_begins_with_its_first_statement (void **state)
     sqlite3_close (other);
 }
 
-/* When its BEGIN cannot take the lock, the statement that needed it fails
- * with why, so do the rest of the transaction and its commit (what they
- * wrote could not commit with the first), and the next one begins again. */
+/* When its BEGIN cannot take the lock (another writer holds it past the
+ * busy timeout), what writes fails with why, so does the commit (what it
+ * wrote could not commit with the rest), and nothing opens a transaction
+ * of its own; what only reads still runs, each statement on its own, so
+ * that the broker can answer what needs no write.  The next one begins
+ * again. */
 static void transaction_that_cannot_begin_fails_whole (void **state)
 {
     struct fx *fx = *state;
     struct fmb_error e;
     struct store_job *j;
     sqlite3 *other;
+    put_job (fx, "a", 1, NULL, NULL);
     sqlite3_busy_timeout (fx->st->db, 20);
     assert_int_equal (other_begins_writing (fx, &other), SQLITE_OK);
+
+    /* a write first: it fails with the BEGIN's reason */
     assert_int_equal (store_begin_on_use (fx->st, &e), 0);
-    assert_int_equal (store_job_get (fx->st, "a", &j, &e), -1);
+    assert_null (store_tx_error (fx->st));
+    assert_int_equal (try_put_job (fx, "b", &e), -1);
+    assert_int_equal (errno, EAGAIN);
     assert_non_null (strstr (e.text, "begin transaction: database is locked"));
+    assert_non_null (strstr (store_tx_error (fx->st), "database is locked"));
+    assert_int_equal (store_job_get (fx->st, "a", &j, &e), 0); /* reads go on */
+    store_job_free (j);
     assert_int_equal (sqlite3_exec (other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-    struct store_job b = {.uid = 1,
-                          .request = "{}",
-                          .state = STORE_JOB_ACTIVE,
-                          .hwcoll = STORE_HWCOLL_NOT_ELIGIBLE};
-    snprintf (b.id, sizeof (b.id), "b");
-    snprintf (b.fm_job_id, sizeof (b.fm_job_id), "c1-b");
-    assert_int_equal (store_job_put (fx->st, &b, &e), -1);
+    /* the lock is free now: still nothing is written in this one */
+    assert_int_equal (try_put_job (fx, "c", &e), -1);
+    assert_int_equal (errno, EIO);
     assert_non_null (strstr (e.text, "database is locked"));
-    assert_int_equal (store_begin (fx->st, &e), -1);
+    assert_int_equal (store_begin (fx->st, &e), -1); /* no savepoint either */
     assert_int_equal (store_commit (fx->st, &e), -1);
     assert_non_null (strstr (e.text, "begin transaction: database is locked"));
-    assert_int_equal (store_job_get (fx->st, "b", &j, &e), -1);
+    assert_null (store_tx_error (fx->st));
+    assert_int_equal (store_job_get (fx->st, "c", &j, &e), -1);
     assert_int_equal (errno, ENOENT);
+
+    /* a read first: it runs, the write after it fails */
+    assert_int_equal (sqlite3_exec (other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+                      SQLITE_OK);
     assert_int_equal (store_begin_on_use (fx->st, &e), 0);
-    put_job (fx, "c", 1, NULL, NULL);
-    assert_int_equal (store_commit (fx->st, &e), 0);
-    assert_int_equal (store_job_get (fx->st, "c", &j, &e), 0);
+    assert_int_equal (store_job_get (fx->st, "a", &j, &e), 0);
     store_job_free (j);
+    assert_int_equal (try_put_job (fx, "d", &e), -1);
+    assert_int_equal (store_commit (fx->st, &e), -1);
+    assert_int_equal (sqlite3_exec (other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+
+    /* the next one begins again, and store_close ends an open one */
+    assert_int_equal (store_begin_on_use (fx->st, &e), 0);
+    put_job (fx, "e", 1, NULL, NULL);
+    assert_int_equal (store_commit (fx->st, &e), 0);
+    assert_int_equal (store_job_get (fx->st, "e", &j, &e), 0);
+    store_job_free (j);
+    assert_int_equal (store_begin_on_use (fx->st, &e), 0);
+    put_job (fx, "f", 1, NULL, NULL);
+    fx_reopen (fx);
+    assert_int_equal (store_job_get (fx->st, "f", &j, &e), -1);
+    assert_int_equal (sqlite3_exec (other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+                      SQLITE_OK);
+    assert_int_equal (sqlite3_exec (other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close (other);
 }
 
