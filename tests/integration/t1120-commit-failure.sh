@@ -11,7 +11,7 @@ failsync=$FMB_BIN/../faultinject/libfailsync.so
 start_mockfm
 body='{"uid":1000,"nodes":["n1","n2"]}'
 fm_holds_only_job_2 () { test "$(mockfm_jobs | sort | tr "\n" " ")" = "c1-2 "; }
-show () { for f in r1 r2 r3; do [ -f "$f" ] && echo "$f: $(cat "$f")"; done; tail -n 12 "$T/broker.err"; }
+show () { for f in r1 r2 r3 r7; do [ -f "$f" ] && echo "$f: $(cat "$f")"; done; tail -n 12 "$T/broker.err"; }
 step_fail_hook=show
 start_broker_failing () {
     # ASan wants its runtime first among preloads; the library is only
@@ -134,23 +134,28 @@ expect_ok 'with a slow disk, the longest loop stall and its commit share say so'
 # that need to write cannot begin: what they would change is a 503 that
 # names the lock, health still answers (degraded, with the reason), and
 # once the lock is gone the same request succeeds.
-hold_write_lock () { # SECONDS
+hold_write_lock () { # until $T/locked is removed (at most 60 s)
     python3 -c '
-import sqlite3, sys, time
+import os, sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
 db.execute("BEGIN IMMEDIATE")
 open(sys.argv[2], "w").close()
-time.sleep(float(sys.argv[3]))
+for _ in range(600):
+    if not os.path.exists(sys.argv[2]):
+        break
+    time.sleep(0.1)
 db.execute("ROLLBACK")
-' "$T/state/fmbroker.db" "$T/locked" "$1" &
+' "$T/state/fmbroker.db" "$T/locked" &
     lock_pid=$!
 }
+stop_lock () { [ -n "${lock_pid:-}" ] && kill "$lock_pid" 2>/dev/null; lock_pid=; }
+on_exit stop_lock
 expect_ok 'another writer holds the lock: health says why, a RUN is a 503 naming it, then it succeeds' '
-    rm -f "$T/locked" && hold_write_lock 14 && wait_for 100 0.1 test -f "$T/locked" &&
+    rm -f "$T/locked" && hold_write_lock && wait_for 100 0.1 test -f "$T/locked" &&
     rm_call GET /v1/health >h.json && cat h.json &&
     jq -e ".status == \"degraded\" and (.reasons[0] | test(\"begin transaction: database is locked\"))" h.json &&
-    api_call PUT /v1/jobs/7 "$body" >r7 && read code _ <r7 && test "$code" = 503 && cat r7 &&
-    grep -q "database is locked" r7 && wait "$lock_pid" &&
+    api_call PUT /v1/jobs/7 "$body" >r7 && cat r7 && read code _ <r7 && test "$code" = 503 &&
+    grep -q "database is locked" r7 && rm "$T/locked" && wait "$lock_pid" && lock_pid= &&
     rm_call PUT /v1/jobs/7 "$body" | jq -e ".hwcoll.state == \"reserved\""
 '
 done_testing
