@@ -45,9 +45,10 @@
 #define BACKGROUND_PAUSE_MS 3
 #define STALL_WINDOW_MS     60000 /* the stall metric covers 1-2 windows */
 
-#define FM_OPS      7 /* get create patch delete list token login */
-#define FM_RESULTS  (FMC_UNAUTHORIZED + 1) /* the statuses an FM answer has */
-#define LAT_BUCKETS 12
+#define FM_OPS       7 /* get create patch delete list token login */
+#define FM_RESULTS   (FMC_UNAUTHORIZED + 1) /* the statuses an FM answer has */
+#define LAT_BUCKETS  12
+#define PASS_BUCKETS 9 /* the loop pass histogram's bounds, metrics.c */
 
 struct metrics {
     unsigned long fm_calls[FM_OPS][FM_RESULTS];
@@ -68,6 +69,10 @@ struct metrics {
     int64_t stall_us[2];
     int64_t stall_commit_us[2];
     int64_t stall_window; /* monotonic ms when the current window began */
+    /* every pass's time (since start): how often the loop is held, not
+     * only its longest hold */
+    unsigned long pass_busy[PASS_BUCKETS + 1];
+    double pass_busy_sum;
 };
 
 struct broker {

@@ -6,9 +6,24 @@
 #include "broker.h"
 #include "log.h"
 
+static const unsigned pass_bounds_ms[PASS_BUCKETS] = {
+    1, 2, 5, 10, 20, 50, 100, 250, 1000};
+
+/* The bucket of 'ms' among 'n' upper bounds (n: over the last). */
+static int bucket_of (double ms, const unsigned *bounds, int n)
+{
+    int k;
+    for (k = 0; k < n; k++)
+        if (ms <= bounds[k])
+            break;
+    return k;
+}
+
 void broker_note_stall (struct broker *b, int64_t us, int64_t commit_us)
 {
     struct metrics *m = &b->metrics;
+    m->pass_busy[bucket_of ((double)us / 1000, pass_bounds_ms, PASS_BUCKETS)]++;
+    m->pass_busy_sum += (double)us / 1e6;
     int64_t now = now_mono ();
     if (now - m->stall_window >= STALL_WINDOW_MS) {
         /* a window with no pass at all leaves nothing to remember */
@@ -40,11 +55,8 @@ void broker_observe_fm (const struct fmc_result *res, void *arg)
         return;
     if ((unsigned)res->status < FM_RESULTS)
         b->metrics.fm_calls[op][res->status]++;
-    int k;
-    for (k = 0; k < LAT_BUCKETS; k++)
-        if (res->elapsed_ms <= lat_bounds_ms[k])
-            break;
-    b->metrics.fm_latency[op][k]++;
+    b->metrics
+        .fm_latency[op][bucket_of (res->elapsed_ms, lat_bounds_ms, LAT_BUCKETS)]++;
     b->metrics.fm_latency_sum[op] += res->elapsed_ms / 1000.0;
 }
 
@@ -106,6 +118,38 @@ static void store_gauges (struct broker *b, FILE *f)
         rjobs);
 }
 
+/* One histogram's series: 'counts' per bucket of 'bounds' (ms) and one
+ * over the last; 'label' is empty or ends with a comma. */
+static void histogram (FILE *f,
+                       const char *name,
+                       const char *label,
+                       const unsigned *bounds,
+                       int n,
+                       const unsigned long *counts,
+                       double sum)
+{
+    unsigned long cum = 0;
+    for (int k = 0; k <= n; k++) {
+        cum += counts[k];
+        if (k < n)
+            fprintf (f,
+                     "%s_bucket{%sle=\"%g\"} %lu\n",
+                     name,
+                     label,
+                     bounds[k] / 1000.0,
+                     cum);
+        else
+            fprintf (f, "%s_bucket{%sle=\"+Inf\"} %lu\n", name, label, cum);
+    }
+    if (!label[0]) /* no "{}" */
+        fprintf (f, "%s_sum %g\n%s_count %lu\n", name, sum, name, cum);
+    else {
+        int len = (int)strlen (label) - 1; /* without its comma */
+        fprintf (f, "%s_sum{%.*s} %g\n", name, len, label, sum);
+        fprintf (f, "%s_count{%.*s} %lu\n", name, len, label, cum);
+    }
+}
+
 /* The FM session and its calls: counts and latency histograms. */
 static void fm_metrics (struct broker *b, FILE *f)
 {
@@ -128,31 +172,15 @@ static void fm_metrics (struct broker *b, FILE *f)
     fprintf (f, "# HELP fmbroker_fm_request_duration_seconds FM call latency.\n");
     fprintf (f, "# TYPE fmbroker_fm_request_duration_seconds histogram\n");
     for (int op = 0; op < FM_OPS; op++) {
-        unsigned long cum = 0;
-        for (int k = 0; k <= LAT_BUCKETS; k++) {
-            cum += b->metrics.fm_latency[op][k];
-            if (k < LAT_BUCKETS)
-                fprintf (f,
-                         "fmbroker_fm_request_duration_seconds_bucket{call=\"%s\",le="
-                         "\"%g\"} %lu\n",
-                         fm_op_names[op],
-                         lat_bounds_ms[k] / 1000.0,
-                         cum);
-            else
-                fprintf (f,
-                         "fmbroker_fm_request_duration_seconds_bucket{call=\"%s\",le="
-                         "\"+Inf\"} %lu\n",
-                         fm_op_names[op],
-                         cum);
-        }
-        fprintf (f,
-                 "fmbroker_fm_request_duration_seconds_sum{call=\"%s\"} %g\n",
-                 fm_op_names[op],
-                 b->metrics.fm_latency_sum[op]);
-        fprintf (f,
-                 "fmbroker_fm_request_duration_seconds_count{call=\"%s\"} %lu\n",
-                 fm_op_names[op],
-                 cum);
+        char label[32];
+        snprintf (label, sizeof (label), "call=\"%s\",", fm_op_names[op]);
+        histogram (f,
+                   "fmbroker_fm_request_duration_seconds",
+                   label,
+                   lat_bounds_ms,
+                   LAT_BUCKETS,
+                   b->metrics.fm_latency[op],
+                   b->metrics.fm_latency_sum[op]);
     }
 }
 
@@ -225,6 +253,18 @@ static void broker_counters (struct broker *b, FILE *f)
              b->metrics.reconcile_slices,
              (double)b->metrics.stall_us[longest] / 1e6,
              (double)b->metrics.stall_commit_us[longest] / 1e6);
+    fprintf (f,
+             "# HELP fmbroker_loop_pass_seconds Every pass of the broker's loop "
+             "since start: the time it held the loop (what a request arriving "
+             "then waits at most before it is read).\n"
+             "# TYPE fmbroker_loop_pass_seconds histogram\n");
+    histogram (f,
+               "fmbroker_loop_pass_seconds",
+               "",
+               pass_bounds_ms,
+               PASS_BUCKETS,
+               b->metrics.pass_busy,
+               b->metrics.pass_busy_sum);
     fprintf (f,
              "# HELP fmbroker_build_info The running fmbrokerd's version (always 1).\n"
              "# TYPE fmbroker_build_info gauge\n"

@@ -130,6 +130,18 @@ expect_ok 'a reservation found by its GET counts a successful get' '
     rm_call PUT /v1/jobs/2 "$body" | jq -e ".hwcoll.state == \"reserved\"" &&
     test "$(sample "fmbroker_fm_requests_total{call=\"get\",result=\"ok\"}")" -eq $((before + 1))
 '
+# Each request is read in a pass of its own or shares one: at least one
+# pass more per request, each under a second on an idle broker.
+from () { awk -v k="$2" '$1 == k { print $2 }' "$1"; } # FILE SAMPLE
+expect_ok 'every pass of the loop is counted in fmbroker_loop_pass_seconds' '
+    before=$(sample fmbroker_loop_pass_seconds_count) &&
+    for i in 1 2 3 4 5; do rm_call GET /v1/jobs/1 >/dev/null || return 1; done &&
+    metrics >p.txt && grep "^fmbroker_loop_pass_seconds" p.txt &&
+    after=$(from p.txt fmbroker_loop_pass_seconds_count) &&
+    test "$after" -ge $((before + 5)) &&
+    test "$(from p.txt "fmbroker_loop_pass_seconds_bucket{le=\"1\"}")" -eq "$after" &&
+    awk -v s="$(from p.txt fmbroker_loop_pass_seconds_sum)" "BEGIN { exit !(s > 0) }"
+'
 expect_ok 'build info names the running version' '
     v=$("$FMB_BIN/fmbrokerd" --version | cut -d" " -f2) &&
     test "$(sample "fmbroker_build_info{version=\"$v\"}")" = 1
