@@ -141,11 +141,12 @@ static void histogram (FILE *f,
         else
             fprintf (f, "%s_bucket{%sle=\"+Inf\"} %lu\n", name, label, cum);
     }
+    /* 9 digits: a sum of seconds that grows for months keeps its ms */
     if (!label[0]) /* no "{}" */
-        fprintf (f, "%s_sum %g\n%s_count %lu\n", name, sum, name, cum);
+        fprintf (f, "%s_sum %.9g\n%s_count %lu\n", name, sum, name, cum);
     else {
         int len = (int)strlen (label) - 1; /* without its comma */
-        fprintf (f, "%s_sum{%.*s} %g\n", name, len, label, sum);
+        fprintf (f, "%s_sum{%.*s} %.9g\n", name, len, label, sum);
         fprintf (f, "%s_count{%.*s} %lu\n", name, len, label, cum);
     }
 }
@@ -254,9 +255,9 @@ static void broker_counters (struct broker *b, FILE *f)
              (double)b->metrics.stall_us[longest] / 1e6,
              (double)b->metrics.stall_commit_us[longest] / 1e6);
     fprintf (f,
-             "# HELP fmbroker_loop_pass_seconds Every pass of the broker's loop "
-             "since start: the time it held the loop (what a request arriving "
-             "then waits at most before it is read).\n"
+             "# HELP fmbroker_loop_pass_seconds Every turn of the broker's loop "
+             "since start (what it did after one wait for input: a pass, and "
+             "the one that sends its answers): the time it held the loop.\n"
              "# TYPE fmbroker_loop_pass_seconds histogram\n");
     histogram (f,
                "fmbroker_loop_pass_seconds",

@@ -21,9 +21,10 @@ struct pass {
     struct http *http;
     struct fmc *fmc;
     uint64_t count;
-    bool open;      /* between pass_begin and pass_end */
-    bool grouped;   /* the pass's transaction began */
-    bool ungrouped; /* the last pass could not begin one (logged once) */
+    bool open;          /* between pass_begin and pass_end */
+    bool grouped;       /* the pass's transaction began */
+    bool ungrouped;     /* the last pass could not begin one (logged once) */
+    bool begin_failing; /* a pass's BEGIN failed, none wrote since (logged once) */
     int64_t changes_at_begin;
     bool background_ran;    /* a background slice took this pass */
     pass_busy_f foreground; /* pass_set_foreground */
@@ -109,18 +110,32 @@ bool pass_end (struct pass *p)
         http_hold (p->http, false);
     if (p->fmc)
         fmc_hold (p->fmc, false);
+    /* The pass's BEGIN failed (another writer held the lock): it wrote
+     * nothing, every write in it failed and its request said so. */
+    bool not_begun = p->grouped && store_tx_error (p->st);
     int64_t commit_began = fmb_monotime_us ();
     bool committed = !p->grouped || store_commit (p->st, &e) == 0;
     p->commit_us += fmb_monotime_us () - commit_began;
-    if (committed && p->grouped && store_changes (p->st) != p->changes_at_begin)
+    if (committed && p->grouped && store_changes (p->st) != p->changes_at_begin) {
         p->commits_failing = false;
+        if (p->begin_failing)
+            fmb_log (LOG_NOTICE, "store: transactions begin again");
+        p->begin_failing = false;
+    }
     if (!committed) {
         note_failure (p, &e);
-        fmb_log (LOG_ERR, "store: commit failed: %s", e.text);
+        if (!not_begun)
+            fmb_log (LOG_ERR, "store: commit failed: %s", e.text);
+        else if (!p->begin_failing) /* once, not every pass */
+            fmb_log (LOG_ERR, "store: cannot begin a transaction: %s", e.text);
+        p->begin_failing |= not_begun;
     }
     p->open = false;
     run_hooks (p, committed);
-    p->flush_now = p->http && http_release (p->http, committed, p->commit_error) > 0;
+    /* What failed to begin changed nothing: answers go as they are (the
+     * writers' errors, the readers' results), not as 503s for a change. */
+    p->flush_now =
+        p->http && http_release (p->http, committed || not_begun, p->commit_error) > 0;
     if (p->fmc) {
         if (!committed) /* what they would do was rolled back */
             fmc_drop_held (p->fmc);

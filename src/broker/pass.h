@@ -6,9 +6,10 @@
  * replies that change nothing) and cost the store nothing, where a
  * BEGIN and COMMIT cost two statements and four file locks (fcntl).
  * When that BEGIN fails (another writer holds the lock past the busy
- * timeout), what the pass writes fails and so does its commit, as when a
- * commit fails; its reads still run, so that health (which does not wait
- * for the commit) answers and says why.
+ * timeout), every write in the pass fails (its request says so) and so
+ * does the commit: the on-abort hooks run and the held FM calls are
+ * dropped, but the answers go as they are, since none claims a change;
+ * reads still run, each on its own, and health says why.
  *
  * Between pass_begin and pass_end, answers are deferred (http_hold) and
  * FM calls that change the fabric are held (fmc_hold); pass_end commits,

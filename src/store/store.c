@@ -262,8 +262,8 @@ sqlite3_stmt *store_stmt (struct store *st, const char *sql, struct fmb_error *e
         return s;
     /* The transaction could not begin (another writer held the lock past
      * the busy timeout): what only reads runs on its own, so that what
-     * needs no write still answers (health says why changes fail); what
-     * writes fails, and so does the commit. */
+     * needs no write still answers; what writes fails, and so does the
+     * commit. */
     if (st->begin_failed && sqlite3_stmt_readonly (s) && !tx_control (sql))
         return s;
     return NULL;

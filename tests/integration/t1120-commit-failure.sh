@@ -135,8 +135,9 @@ expect_ok 'with a slow disk, the longest loop stall and its commit share say so'
 # Another process holds the store's write lock past the busy timeout (5
 # s): an admin's sqlite3 shell left in a transaction, say.  The passes
 # that need to write cannot begin: what they would change is a 503 that
-# names the lock, health still answers (degraded, with the reason), and
-# once the lock is gone the same request succeeds.
+# names the lock, what only reads still answers (health degraded, with
+# the reason; a job; the metrics), and once the lock is gone the same
+# request succeeds.
 hold_write_lock () { # until $T/locked is removed (at most 60 s)
     python3 -c '
 import os, sqlite3, sys, time
@@ -153,10 +154,12 @@ db.execute("ROLLBACK")
 }
 stop_lock () { [ -n "${lock_pid:-}" ] && kill "$lock_pid" 2>/dev/null; lock_pid=; }
 on_exit stop_lock
-expect_ok 'another writer holds the lock: health says why, a RUN is a 503 naming it, then it succeeds' '
+expect_ok 'another writer holds the lock: health says why, reads answer, a RUN is a 503 naming it, then it succeeds' '
     rm -f "$T/locked" && hold_write_lock && wait_for 100 0.1 test -f "$T/locked" &&
     rm_call GET /v1/health >h.json && cat h.json &&
     jq -e ".status == \"degraded\" and (.reasons[0] | test(\"begin transaction: database is locked\"))" h.json &&
+    rm_call GET /v1/jobs/2 | jq -e ".state == \"active\"" &&
+    rm_call GET /metrics | grep -q "^fmbroker_jobs{state=\"active\"} [1-9]" &&
     api_call PUT /v1/jobs/7 "$body" >r7 && cat r7 && read code _ <r7 && test "$code" = 503 &&
     grep -q "database is locked" r7 && rm "$T/locked" && wait "$lock_pid" && lock_pid= &&
     rm_call PUT /v1/jobs/7 "$body" | jq -e ".hwcoll.state == \"reserved\""
