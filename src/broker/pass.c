@@ -127,7 +127,9 @@ bool pass_end (struct pass *p)
         if (!not_begun)
             fmb_log (LOG_ERR, "store: commit failed: %s", e.text);
         else if (!p->begin_failing) /* once, not every pass */
-            fmb_log (LOG_ERR, "store: cannot begin a transaction: %s", e.text);
+            fmb_log (LOG_ERR,
+                     "store: %s (writes fail until a transaction can begin)",
+                     e.text);
         p->begin_failing |= not_begun;
     }
     p->open = false;
