@@ -23,8 +23,8 @@ struct pass {
     uint64_t count;
     bool open;          /* between pass_begin and pass_end */
     bool grouped;       /* the pass's transaction began */
-    bool ungrouped;     /* the last pass could not begin one (logged once) */
-    bool begin_failing; /* a pass's BEGIN failed, none wrote since (logged once) */
+    bool begin_failing; /* a pass could not begin its transaction, and none
+                         * has committed a write since (logged once) */
     int64_t changes_at_begin;
     bool background_ran;    /* a background slice took this pass */
     pass_busy_f foreground; /* pass_set_foreground */
@@ -70,16 +70,14 @@ void pass_begin (struct pass *p)
     p->background_ran = false;
     p->grouped = store_begin_on_use (p->st, &e) == 0;
     p->changes_at_begin = store_changes (p->st);
-    if (!p->grouped)
-        note_failure (p, &e);
     /* Only a transaction left open (a bug) keeps the pass from opening
-     * its own; its writes then go into that one: say so once, not every
-     * pass. */
-    if (!p->grouped && !p->ungrouped)
-        fmb_log (LOG_ERR, "store: cannot begin a transaction: %s", e.text);
-    else if (p->grouped && p->ungrouped)
-        fmb_log (LOG_NOTICE, "store: transactions begin again");
-    p->ungrouped = !p->grouped;
+     * its own; its writes then go into that one. */
+    if (!p->grouped) {
+        note_failure (p, &e);
+        if (!p->begin_failing)
+            fmb_log (LOG_ERR, "store: cannot begin a transaction: %s", e.text);
+        p->begin_failing = true;
+    }
     if (p->http)
         http_hold (p->http, p->grouped);
     if (p->fmc)

@@ -524,8 +524,15 @@ const char *store_tx_error (const struct store *st)
     return st->begin_failed ? st->begin_error : NULL;
 }
 
-/* A transaction that never began (store_begin_on_use, no statement ran)
- * ends without a statement; one whose BEGIN failed ends with its error. */
+/* Is the open transaction one that never began (store_begin_on_use, and
+ * no statement ran, or its BEGIN failed)? */
+static bool unbegun (const struct store *st)
+{
+    return st->tx_depth == 1 && (st->begin_pending || st->begin_failed);
+}
+
+/* A transaction that never began ends without a statement; one whose
+ * BEGIN failed ends with its error. */
 static int end_unbegun (struct store *st, struct fmb_error *error)
 {
     bool failed = st->begin_failed;
@@ -543,7 +550,7 @@ int store_commit (struct store *st, struct fmb_error *error)
         errno = EINVAL;
         return fmb_errorf (error, "commit without a transaction");
     }
-    if (st->tx_depth == 1 && (st->begin_pending || st->begin_failed))
+    if (unbegun (st))
         return end_unbegun (st, error);
     if (tx_statement (st, sql_end, "RELEASE sp", st->tx_depth - 1, error, "commit") <
         0) {
@@ -560,7 +567,7 @@ void store_rollback (struct store *st)
     char sql[64];
     if (st->tx_depth <= 0)
         return;
-    if (st->tx_depth == 1 && (st->begin_pending || st->begin_failed)) {
+    if (unbegun (st)) {
         struct fmb_error ignored;
         (void)end_unbegun (st, &ignored);
         errno = saved;

@@ -136,8 +136,8 @@ expect_ok 'with a slow disk, the longest loop stall and its commit share say so'
 # s): an admin's sqlite3 shell left in a transaction, say.  The passes
 # that need to write cannot begin: what they would change is a 503 that
 # names the lock, what only reads still answers (health degraded, with
-# the reason; a job; the metrics), and once the lock is gone the same
-# request succeeds.
+# the reason; a job, to root and to its own unprivileged user; the
+# metrics), and once the lock is gone the same request succeeds.
 hold_write_lock () { # until $T/locked is removed (at most 60 s)
     python3 -c '
 import os, sqlite3, sys, time
@@ -159,6 +159,9 @@ expect_ok 'another writer holds the lock: health says why, reads answer, a RUN i
     rm_call GET /v1/health >h.json && cat h.json &&
     jq -e ".status == \"degraded\" and (.reasons[0] | test(\"begin transaction: database is locked\"))" h.json &&
     rm_call GET /v1/jobs/2 | jq -e ".state == \"active\"" &&
+    chmod 755 "$T" && # the socket directory, for the job owner (uid 1000)
+    as_user 1000 curl -sf --max-time 20 --unix-socket "$T/api.sock" http://fmbroker/v1/jobs/2 |
+        jq -e ".state == \"active\"" &&
     rm_call GET /metrics | grep -q "^fmbroker_jobs{state=\"active\"} [1-9]" &&
     api_call PUT /v1/jobs/7 "$body" >r7 && cat r7 && read code _ <r7 && test "$code" = 503 &&
     grep -q "database is locked" r7 && rm "$T/locked" && wait "$lock_pid" && lock_pid= &&
