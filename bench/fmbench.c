@@ -4,10 +4,11 @@
  *   fmbench run     --socket S --count N --concurrency C [--nodes K] [--lifecycle]
  * [--prefix P] PUT /v1/jobs/P-i (and with --lifecycle DELETE it right after) fmbench
  * cleanup --socket S --count N --concurrency C [--prefix P] DELETE /v1/jobs/P-i fmbench
- * fm      --url U --count N --concurrency C [--fresh] [--prefix P] straight to the FM:
- * GET /fabric/collectives/jobs/P-i then POST it, as the broker does; --fresh: a new
- * connection per request, as Slurm's plugin does (run it with --concurrency 1 for that
- * pattern)
+ * fm      --url U --count N --concurrency C [--fresh] [--post-only] [--prefix P]
+ * straight to the FM: GET /fabric/collectives/jobs/P-i then POST it, as Slurm's plugin
+ * does (24.11 and later); --post-only: the POST alone, the one call the broker makes
+ * for a new job; --fresh: a new connection per request, as Slurm's plugin does (run it
+ * with --concurrency 1 for that pattern)
  *
  * Paced runs (with --concurrency 1): --interval-ms M waits M ms between one
  * request's answer and the next request; --stop-file F ends the run early once F
@@ -17,7 +18,7 @@
  * windows.
  *
  * Prints one line: "requests N errors E seconds S rate R median_ms M p99_ms P",
- * latencies per operation (a job start is GET+POST for fm, PUT for run).
+ * latencies per operation (a job start is GET+POST, or the POST, for fm; PUT for run).
  */
 #include <getopt.h>
 #include <stdbool.h>
@@ -43,6 +44,7 @@ static struct {
     long nodes;
     int lifecycle;
     int fresh;
+    int post_only;
     long interval_ms;
     const char *stop_file;
     const char *latency_log;
@@ -57,6 +59,12 @@ struct op {
     char url[256];
     char body[256];
 };
+
+/* fm --post-only starts where the GET would have answered 404. */
+static int first_stage (void)
+{
+    return o.mode == MODE_FM && o.post_only ? 1 : 0;
+}
 
 static void setup (struct op *op)
 {
@@ -123,6 +131,7 @@ static int parse_options (int argc, char **argv)
         {"prefix", 1, 0, 'p'},
         {"lifecycle", 0, 0, 'l'},
         {"fresh", 0, 0, 'f'},
+        {"post-only", 0, 0, 'P'},
         {"interval-ms", 1, 0, 'i'},
         {"stop-file", 1, 0, 'S'},
         {"latency-log", 1, 0, 'L'},
@@ -162,6 +171,9 @@ static int parse_options (int argc, char **argv)
             break;
         case 'f':
             o.fresh = 1;
+            break;
+        case 'P':
+            o.post_only = 1;
             break;
         case 'i':
             o.interval_ms = atol (optarg);
@@ -203,6 +215,7 @@ int main (int argc, char **argv)
     double t0 = bench_now ();
     for (long k = 0; k < o.concurrency && next < o.count; k++, next++) {
         ops[k].i = next;
+        ops[k].stage = first_stage ();
         ops[k].start = bench_now ();
         ops[k].start_wall_ms = bench_wall_ms ();
         setup (&ops[k]);
@@ -249,7 +262,7 @@ int main (int argc, char **argv)
                            NULL);
             if (next < o.count) {
                 op->i = next++;
-                op->stage = 0;
+                op->stage = first_stage ();
                 op->start = bench_now ();
                 op->start_wall_ms = bench_wall_ms ();
                 setup (op);

@@ -2,7 +2,8 @@
  *
  * RUN    PUT /v1/jobs/{job}: validate; VNIs from the pool and the job
  *        row with hwcoll "reserving" committed together (the intent);
- *        then GET-then-POST at the FM within reserve_timeout_ms; the
+ *        then the FM reservation within reserve_timeout_ms (a POST,
+ *        or GET then POST for a repeated RUN: reservations.c); the
  *        answer records the outcome.  Anything but success leaves
  *        hwcoll "unavailable" (the job runs with software collectives)
  *        and an outbox entry that deletes whatever the FM may still make.

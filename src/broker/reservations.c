@@ -1,12 +1,16 @@
 /* reservations.c: the FM reservations in flight (reservations.h).
  *
  * A RUN whose job may use hardware collectives commits its intent (the
- * job "reserving") and starts a reservation here: GET-then-POST at the
- * FM within reserve_timeout_ms.  Its outcome is recorded by the jobs'
- * transition (reservations_ops.record) and answered to every RUN that
- * waits for it.  A reservation whose intent's pass did not commit is
- * abandoned (no POST); what the FM may have made anyway is an orphan for
- * reconciliation.
+ * job "reserving") and starts a reservation here within
+ * reserve_timeout_ms: for a job the broker never reserved before, the
+ * POST at once (it leaves when the intent's pass commits), and a GET
+ * only if the FM refuses it; for one an earlier intent was committed for
+ * (a repeated RUN whose outcome was not recorded, a crash), GET first,
+ * since that earlier POST may have made it.  Its outcome is recorded by
+ * the jobs' transition (reservations_ops.record) and answered to every
+ * RUN that waits for it.  A reservation whose intent's pass did not
+ * commit is abandoned (no POST); what the FM may have made anyway is an
+ * orphan for reconciliation.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,8 +144,11 @@ static void abort_reservation (void *arg)
     waitq_each (&rv->waiters, reply_uncommitted, rv->b->pass);
 }
 
-/* Start the FM reservation of a job whose intent is committed. */
-static struct reservation *start_reservation (struct reservations *rs, const char *job)
+/* Start the FM reservation of a job whose intent is committed ('is_new':
+ * by the pass now open, and none before it: the POST goes first). */
+static struct reservation *start_reservation (struct reservations *rs,
+                                              const char *job,
+                                              bool is_new)
 {
     struct broker *b = rs->b;
     struct fmb_error e;
@@ -156,13 +163,21 @@ static struct reservation *start_reservation (struct reservations *rs, const cha
     rs->list = rv;
     broker_fm_id (b, job, fmid, sizeof (fmid));
     rv->starting = true;
-    int rc = fmc_job_reserve (b->fmc,
-                              fmid,
-                              fmb_config_mcast_limit (&b->cfg),
-                              b->cfg.fm_reserve_timeout_ms,
-                              reserve_done,
-                              rv,
-                              &e);
+    int (*reserve) (struct fmc *,
+                    const char *,
+                    unsigned,
+                    unsigned,
+                    fmc_done_f,
+                    void *,
+                    struct fmb_error *) =
+        is_new ? fmc_job_reserve_new : fmc_job_reserve;
+    int rc = reserve (b->fmc,
+                      fmid,
+                      fmb_config_mcast_limit (&b->cfg),
+                      b->cfg.fm_reserve_timeout_ms,
+                      reserve_done,
+                      rv,
+                      &e);
     rv->starting = false;
     if (rc < 0 && !rv->finished) {
         struct fmc_result res = {
@@ -229,7 +244,7 @@ void reservations_recover (struct reservations *rs)
         fmb_log (LOG_NOTICE,
                  "job %s: resolving a reservation interrupted by a restart",
                  c.ids[i]);
-        start_reservation (rs, c.ids[i]);
+        start_reservation (rs, c.ids[i], false);
     }
     free (c.ids);
 }
@@ -304,7 +319,7 @@ bool reservations_start (struct reservations *rs,
                          struct http_req *req,
                          bool created)
 {
-    struct reservation *rv = start_reservation (rs, job);
+    struct reservation *rv = start_reservation (rs, job, created);
     if (!rv) /* completed (as unavailable) already */
         return false;
     http_wait (req)->key = created; /* 201, or 200 for a repeated RUN */

@@ -1,5 +1,6 @@
-/* reservations.h: the FM reservations in flight (a RUN's GET-then-POST),
- * the RUNs that wait for them, and those a restart interrupted. */
+/* reservations.h: the FM reservations in flight (a RUN's POST, or GET
+ * then POST), the RUNs that wait for them, and those a restart
+ * interrupted. */
 #ifndef FMB_RESERVATIONS_H
 #define FMB_RESERVATIONS_H
 
@@ -43,8 +44,10 @@ void reservations_on_orphan (struct reservations *rs,
 
 /* Start job 'job''s reservation (its intent is in the store) with 'req'
  * waiting for it (201 if 'created', else 200); false if it completed at
- * once (as unavailable).  Also for a job left 'reserving' because its
- * outcome could not be recorded: the GET finds what the FM made. */
+ * once (as unavailable).  'created': this RUN wrote the job's first
+ * intent, in the pass now open, so no call of ours can have made it at
+ * the FM: the POST goes first.  Else (a job left 'reserving' because its
+ * outcome could not be recorded) the GET first finds what the FM made. */
 bool reservations_start (struct reservations *rs,
                          const char *job,
                          struct http_req *req,

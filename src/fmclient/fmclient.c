@@ -1348,15 +1348,23 @@ int fmc_login (struct fmc *fmc, fmc_done_f cb, void *arg, struct fmb_error *erro
         req_new (fmc, OP_LOGIN, "POST", "(login)", NULL, cb, arg), false, error);
 }
 
-/* ---- reserve: GET, POST on 404, GET again on 409 -------------------- */
+/* ---- reserve: GET, POST on 404, GET again when the POST is refused -- */
+
+enum reserve_stage { RESERVE_GET, RESERVE_POST, RESERVE_GET_AFTER_POST };
 
 struct reserve {
     struct fmc *fmc;
     char id[257];
     unsigned mcast_limit;
     int64_t deadline;
-    int stage;      /* 0: first GET, 1: POST, 2: GET after 409 */
+    enum reserve_stage stage;
+    unsigned calls; /* made so far: the first is the caller's, not a follow-up */
     bool abandoned; /* fmc_job_reserve_abandon: no POST any more */
+    /* The POST's answer, when a GET after it looks for the job: it stands
+     * unless the GET finds the job (its reason is not to be lost). */
+    enum fmc_status refused_status;
+    long refused_http;
+    char refused_error[FMC_ERROR_MAX];
     fmc_done_f cb;
     void *arg;
 };
@@ -1384,9 +1392,47 @@ static int reserve_next (struct reserve *rv, enum req_op op, struct fmb_error *e
         r->deadline = rv->deadline;
         r->arg_free = free;
     }
-    /* The POST follows a GET that answered: the caller let the
-     * reservation go when it submitted it. */
-    return submit (r, op == OP_CREATE, error);
+    /* A POST that follows a GET's answer is not held: the caller let the
+     * reservation go when it submitted the first call.  A POST that comes
+     * first is, like any change, until the caller's intent commits. */
+    return submit (r, rv->calls++ > 0, error);
+}
+
+/* Did the FM refuse the POST for something about the job (a 4xx), such
+ * as that it exists already?  (Not auth, not "later": 408, 425, 429.) */
+static bool create_refused (const struct fmc_result *res)
+{
+    long h = res->http_status;
+    return h >= 400 && h < 500 && h != 401 && h != 403 && h != 408 && h != 425 &&
+           h != 429;
+}
+
+static void reserve_finish (struct reserve *rv, const struct fmc_result *res)
+{
+    rv->cb (res, rv->arg);
+    free (rv);
+}
+
+/* The GET after a refused POST: the job it finds, else the POST's answer. */
+static void reserve_after_refusal (struct reserve *rv, const struct fmc_result *res)
+{
+    if (res->status == FMC_OK) {
+        reserve_finish (rv, res);
+        return;
+    }
+    char text[2 * FMC_ERROR_MAX];
+    snprintf (text,
+              sizeof (text),
+              "%s (the GET after it: %s)",
+              rv->refused_error,
+              res->status == FMC_NOT_FOUND ? "no such job" : res->error);
+    struct fmc_result out = {.status = rv->refused_status,
+                             .op = "create",
+                             .http_status = rv->refused_http,
+                             .elapsed_ms = res->elapsed_ms,
+                             .error = text,
+                             .mcast_limit = -1};
+    reserve_finish (rv, &out);
 }
 
 static void reserve_step (const struct fmc_result *res, void *arg)
@@ -1394,44 +1440,50 @@ static void reserve_step (const struct fmc_result *res, void *arg)
     struct reserve *rv = arg;
     struct fmb_error e;
     enum req_op next = OP_TOKEN; /* none */
-    if (rv->stage == 0 && res->status == FMC_NOT_FOUND)
+    if (rv->stage == RESERVE_GET_AFTER_POST) {
+        reserve_after_refusal (rv, res);
+        return;
+    }
+    if (rv->stage == RESERVE_GET && res->status == FMC_NOT_FOUND)
         next = OP_CREATE;
-    else if (rv->stage == 1 && res->http_status == 409)
-        next = OP_GET;
+    else if (rv->stage == RESERVE_POST && create_refused (res)) {
+        next = OP_GET; /* made meanwhile, or before: the GET finds it */
+        rv->refused_status = res->status;
+        rv->refused_http = res->http_status;
+        snprintf (rv->refused_error, sizeof (rv->refused_error), "%s", res->error);
+    }
     if (next == OP_CREATE && rv->abandoned) {
         struct fmc_result stop = {.status = FMC_NOT_SENT,
                                   .op = "create",
                                   .error = "not sent: the reservation was abandoned",
                                   .mcast_limit = -1};
-        rv->cb (&stop, rv->arg);
-        free (rv);
+        reserve_finish (rv, &stop);
         return;
     }
     if (next != OP_TOKEN) {
-        rv->stage++;
+        rv->stage = next == OP_CREATE ? RESERVE_POST : RESERVE_GET_AFTER_POST;
         if (reserve_next (rv, next, &e) == 0)
             return;
         struct fmc_result fail = {.status = FMC_RETRYABLE,
                                   .op = "reserve",
                                   .error = e.text,
                                   .mcast_limit = -1};
-        rv->cb (&fail, rv->arg);
-        free (rv);
+        reserve_finish (rv, &fail);
         return;
     }
     struct fmc_result out = *res;
-    out.created = rv->stage == 1 && res->status == FMC_OK;
-    rv->cb (&out, rv->arg);
-    free (rv);
+    out.created = rv->stage == RESERVE_POST && res->status == FMC_OK;
+    reserve_finish (rv, &out);
 }
 
-int fmc_job_reserve (struct fmc *fmc,
-                     const char *fm_job_id,
-                     unsigned mcast_limit,
-                     unsigned deadline_ms,
-                     fmc_done_f cb,
-                     void *arg,
-                     struct fmb_error *error)
+static int reserve_start (struct fmc *fmc,
+                          const char *fm_job_id,
+                          unsigned mcast_limit,
+                          unsigned deadline_ms,
+                          enum reserve_stage first,
+                          fmc_done_f cb,
+                          void *arg,
+                          struct fmb_error *error)
 {
     if (check_id (fm_job_id, error) < 0)
         return -1;
@@ -1444,15 +1496,40 @@ int fmc_job_reserve (struct fmc *fmc,
     snprintf (rv->id, sizeof (rv->id), "%s", fm_job_id);
     rv->mcast_limit = mcast_limit;
     rv->deadline = fmb_monotime_ms () + deadline_ms;
+    rv->stage = first;
     rv->cb = cb;
     rv->arg = arg;
     /* From here the request owns rv; only a failure to even create the
      * request leaves it with us. */
-    if (reserve_next (rv, OP_GET, error) < 0) {
+    if (reserve_next (rv, first == RESERVE_POST ? OP_CREATE : OP_GET, error) < 0) {
         free (rv);
         return -1;
     }
     return 0;
+}
+
+int fmc_job_reserve (struct fmc *fmc,
+                     const char *fm_job_id,
+                     unsigned mcast_limit,
+                     unsigned deadline_ms,
+                     fmc_done_f cb,
+                     void *arg,
+                     struct fmb_error *error)
+{
+    return reserve_start (
+        fmc, fm_job_id, mcast_limit, deadline_ms, RESERVE_GET, cb, arg, error);
+}
+
+int fmc_job_reserve_new (struct fmc *fmc,
+                         const char *fm_job_id,
+                         unsigned mcast_limit,
+                         unsigned deadline_ms,
+                         fmc_done_f cb,
+                         void *arg,
+                         struct fmb_error *error)
+{
+    return reserve_start (
+        fmc, fm_job_id, mcast_limit, deadline_ms, RESERVE_POST, cb, arg, error);
 }
 
 int fmc_job_reserve_abandon (struct fmc *fmc, const char *fm_job_id)

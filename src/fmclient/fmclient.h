@@ -11,7 +11,8 @@
  *   PATCH  /fabric/collectives/jobs/{id}      fmc_job_delete_step
  *   DELETE /fabric/collectives/jobs/{id}      fmc_job_delete
  *   GET    /fabric/collectives/jobs/          fmc_job_list
- * and fmc_job_reserve, the idempotent GET-then-POST that RUN uses; and
+ * and fmc_job_reserve (GET, then POST) and fmc_job_reserve_new (POST
+ * first), the idempotent reservation that RUN uses; and
  *          /fabric/collectives/multicasts     fmc_multicast_url (for apps)
  *
  * Authentication as Slurm's switch/hpe_slingshot does it, from the same
@@ -81,7 +82,7 @@ struct fmc_result {
     const char *error;         /* "" when status is FMC_OK */
     const char *session_token; /* get, create, reserve: the job's token */
     long mcast_limit;          /* get, create, reserve: -1 if the FM did not say */
-    bool created;              /* reserve: the POST made it (not found by GET) */
+    bool created;              /* reserve: the POST made it (the FM had none) */
     const char *const *job_ids; /* list: the FM job ids ("cluster-job") */
     size_t njob_ids;
     struct fmc_req *req_; /* fmclient's own (fmc_take_job_ids) */
@@ -127,9 +128,10 @@ int fmc_job_create (struct fmc *fmc,
                     fmc_done_f cb,
                     void *arg,
                     struct fmb_error *error);
-/* GET the job; on 404 POST it; if the POST meets 409 (someone made it in
- * between) GET it again.  All within 'deadline_ms' from now; past it the
- * result is FMC_RETRYABLE. */
+/* GET the job; on 404 POST it.  If the FM refuses the POST with a 4xx
+ * about the job (409: someone made it in between), GET it again: the job
+ * it finds, else the POST's answer (with what the GET said).  All within
+ * 'deadline_ms' from now; past it the result is FMC_RETRYABLE. */
 int fmc_job_reserve (struct fmc *fmc,
                      const char *fm_job_id,
                      unsigned mcast_limit,
@@ -137,6 +139,18 @@ int fmc_job_reserve (struct fmc *fmc,
                      fmc_done_f cb,
                      void *arg,
                      struct fmb_error *error);
+/* The same for a job the caller never asked the FM to reserve before
+ * (no earlier intent of it was committed): the POST first, held like
+ * any change (fmc_hold), and the GET only when the FM refuses it (it
+ * holds the job already: 409 from mockfm; Slurm saw a duplicate create
+ * fail).  One call instead of two for every new job. */
+int fmc_job_reserve_new (struct fmc *fmc,
+                         const char *fm_job_id,
+                         unsigned mcast_limit,
+                         unsigned deadline_ms,
+                         fmc_done_f cb,
+                         void *arg,
+                         struct fmb_error *error);
 /* The caller no longer wants the reservations of 'fm_job_id' in flight:
  * each ends without its POST (FMC_NOT_SENT) unless that has left already.
  * Returns how many there were. */

@@ -10,6 +10,12 @@ expect_ok 'RUN of a 2-node job reserves hardware collectives' '
     jq -e ".hwcoll.state == \"reserved\" and .hwcoll.fm_job_id == \"c1-42\"" run.json &&
     mockfm_has_job c1-42
 '
+# Its intent is the job's first: nothing of ours can be at the FM yet, so
+# the POST goes without a GET before it.
+expect_ok 'a new job costs the FM one call, the POST' '
+    test "$(grep -c "^POST /fabric/collectives/jobs 201" "$T/fm.log")" = 1 &&
+    ! grep -q "^GET /fabric/collectives/jobs/c1-42" "$T/fm.log"
+'
 expect_ok 'the env is exactly what tasks need' '
     tok=$(jq -r .hwcoll.session_token run.json) && test ${#tok} -ge 32 &&
     jq -e --arg t "$tok" --arg u "$fm_url/fabric/collectives/multicasts" "
@@ -111,6 +117,17 @@ expect_ok 'an admin may force the VNIs of a stuck job back to the pool' '
 '
 expect_ok 'a released job id can be used again' '
     rm_call PUT /v1/jobs/42 "{\"uid\":2000,\"nodes\":[\"n3\",\"n4\"]}" | jq -e ".uid == 2000 and .hwcoll.state == \"reserved\""
+'
+# The FM holds the job already (a store restored from an older backup):
+# it refuses the POST, and the GET after it finds the reservation.
+expect_ok 'a job the FM holds already: the POST is refused, the GET finds it' '
+    curl -sf -H "Content-Type: application/json" --data "{\"jobID\":\"c1-142\",\"mcastLimit\":4}" \
+        "$fm_url/fabric/collectives/jobs" >fm142.json &&
+    rm_call PUT /v1/jobs/142 "{\"uid\":1000,\"nodes\":[\"n1\",\"n2\"]}" >run142.json &&
+    jq -e --slurpfile f fm142.json ".hwcoll.state == \"reserved\" and .hwcoll.session_token == \$f[0].sessionToken" run142.json &&
+    grep -q "^POST /fabric/collectives/jobs 409" "$T/fm.log" &&
+    grep -q "^GET /fabric/collectives/jobs/c1-142 200" "$T/fm.log" &&
+    api_call DELETE /v1/jobs/142 | grep -q "^202 " && wait_for 50 0.1 mockfm_lacks_job c1-142
 '
 expect_ok 'status, health and metrics report the broker' '
     rm_call GET /v1/status | jq -e ".fabric_manager.state == \"up\" and .jobs.active >= 1 and .vnis.held >= 1" &&

@@ -118,17 +118,20 @@ expect_ok 'the lint catches what it should (a family without HELP)' '
     printf "# TYPE x_total counter\nx_total 1\n" >bad.txt && ! lint bad.txt >out &&
     grep -q "x_total has no HELP" out
 '
-expect_ok 'a fresh reservation counts its GET (404) and its POST' '
+expect_ok 'a new job'"'"'s reservation counts its POST, and no GET' '
     rm_call PUT /v1/jobs/1 "$body" | jq -e ".hwcoll.state == \"reserved\"" &&
-    test "$(sample "fmbroker_fm_requests_total{call=\"get\",result=\"not_found\"}")" -ge 1 &&
-    test "$(sample "fmbroker_fm_requests_total{call=\"create\",result=\"ok\"}")" -ge 1
+    test "$(sample "fmbroker_fm_requests_total{call=\"create\",result=\"ok\"}")" -eq 1 &&
+    test "$(sample "fmbroker_fm_requests_total{call=\"get\",result=\"not_found\"}")" -eq 0 &&
+    test "$(sample "fmbroker_fm_requests_total{call=\"get\",result=\"ok\"}")" -eq 0
 '
-expect_ok 'a reservation found by its GET counts a successful get' '
+expect_ok 'a job the FM holds already counts the refused create and the get that found it' '
     curl -sf -X POST --data-binary "{\"jobID\":\"c1-2\",\"mcastLimit\":4}" \
         "$fm_url/fabric/collectives/jobs" >/dev/null &&
     before=$(sample "fmbroker_fm_requests_total{call=\"get\",result=\"ok\"}") &&
+    refused=$(sample "fmbroker_fm_requests_total{call=\"create\",result=\"retryable\"}") &&
     rm_call PUT /v1/jobs/2 "$body" | jq -e ".hwcoll.state == \"reserved\"" &&
-    test "$(sample "fmbroker_fm_requests_total{call=\"get\",result=\"ok\"}")" -eq $((before + 1))
+    test "$(sample "fmbroker_fm_requests_total{call=\"get\",result=\"ok\"}")" -eq $((before + 1)) &&
+    test "$(sample "fmbroker_fm_requests_total{call=\"create\",result=\"retryable\"}")" -eq $((refused + 1))
 '
 # Each request is read in a pass of its own or shares one: at least one
 # pass more per request, each under a second on an idle broker.

@@ -836,6 +836,95 @@ static void reserve_survives_a_create_race (void **state)
                       1);
 }
 
+/* A job the broker never reserved before: the POST alone, and it waits
+ * for the intent's commit like any change (withdrawn, the FM never hears
+ * of it). */
+static void new_reservation_posts_first_and_waits_for_its_commit (void **state)
+{
+    struct fx *fx = *state;
+    struct outcome o, gone;
+    struct fmb_error e;
+    start (fx, FMB_AUTH_NONE, NULL);
+    make_client (fx);
+    memset (&o, 0, sizeof (o));
+    fmc_hold (fx->fmc, true);
+    assert_int_equal (fmc_job_reserve_new (fx->fmc, "c1-4", 3, 5000, on_done, &o, &e),
+                      0);
+    assert_int_equal (fmc_run (fx->fmc, 300), -1); /* held: nothing leaves */
+    assert_int_equal (o.done, 0);
+    assert_int_equal (mockfm_log_count (&fx->m, "POST /fabric/collectives/jobs"), 0);
+    fmc_start_held (fx->fmc);
+    fmc_hold (fx->fmc, false);
+    assert_int_equal (fmc_run (fx->fmc, 20000), 0);
+    EXPECT (o, FMC_OK);
+    assert_true (o.created);
+    assert_int_equal (o.limit, 3);
+    assert_int_equal (mockfm_log_count (&fx->m, "POST /fabric/collectives/jobs 201"),
+                      1);
+    assert_int_equal (mockfm_log_count (&fx->m, "GET "), 0);
+
+    memset (&gone, 0, sizeof (gone));
+    fmc_hold (fx->fmc, true);
+    assert_int_equal (
+        fmc_job_reserve_new (fx->fmc, "c1-5", 3, 5000, on_done, &gone, &e), 0);
+    fmc_drop_held (fx->fmc);
+    fmc_hold (fx->fmc, false);
+    assert_int_equal (fmc_run (fx->fmc, 1000), 0);
+    EXPECT (gone, FMC_NOT_SENT);
+    json_t *st = mockfm_state (&fx->m);
+    assert_null (json_object_get (json_object_get (st, "jobs"), "c1-5"));
+    json_decref (st);
+    assert_int_equal (mockfm_log_count (&fx->m, "POST "), 1);
+}
+
+/* The FM holds the job already (a standby's, a store restored from an
+ * older backup): the POST is refused, the GET after it finds the job. */
+static void new_reservation_of_a_job_the_fm_holds_finds_it (void **state)
+{
+    struct fx *fx = *state;
+    struct outcome o, first;
+    start (fx, FMB_AUTH_NONE, NULL);
+    make_client (fx);
+    RUN (fx->fmc, first, fmc_job_create (fx->fmc, "c1-6", 2, on_done, &first, &e_));
+    EXPECT (first, FMC_OK);
+    RUN (fx->fmc, o, fmc_job_reserve_new (fx->fmc, "c1-6", 2, 2000, on_done, &o, &e_));
+    EXPECT (o, FMC_OK);
+    assert_false (o.created);
+    assert_string_equal (o.token, first.token);
+    assert_int_equal (mockfm_log_count (&fx->m, "POST /fabric/collectives/jobs 409"),
+                      1);
+    assert_int_equal (
+        mockfm_log_count (&fx->m, "GET /fabric/collectives/jobs/c1-6 200"), 1);
+}
+
+/* A POST refused for a reason of its own (400) by an FM that has no such
+ * job: the POST's answer is the result, with what the GET said. */
+static void refused_reservation_keeps_the_posts_reason (void **state)
+{
+    struct fx *fx = *state;
+    struct outcome o;
+    start (fx, FMB_AUTH_NONE, NULL);
+    make_client (fx);
+    mockfm_ctl (&fx->m, "POST", "/_mock/faults", "POST /fabric/collectives/jobs 400");
+    RUN (fx->fmc, o, fmc_job_reserve_new (fx->fmc, "c1-7", 2, 2000, on_done, &o, &e_));
+    EXPECT (o, FMC_PERMANENT);
+    assert_int_equal (o.http, 400);
+    assert_non_null (strstr (o.error, "POST /fabric/collectives/jobs"));
+    assert_non_null (strstr (o.error, "the GET after it: no such job"));
+    assert_int_equal (
+        mockfm_log_count (&fx->m, "GET /fabric/collectives/jobs/c1-7 404"), 1);
+    /* the same for a reservation that asked first */
+    RUN (fx->fmc, o, fmc_job_reserve (fx->fmc, "c1-8", 2, 2000, on_done, &o, &e_));
+    EXPECT (o, FMC_PERMANENT);
+    assert_int_equal (o.http, 400);
+    /* a 503 is not about the job: no GET after it */
+    mockfm_ctl (&fx->m, "POST", "/_mock/faults", "POST /fabric/collectives/jobs 503");
+    RUN (fx->fmc, o, fmc_job_reserve_new (fx->fmc, "c1-9", 2, 2000, on_done, &o, &e_));
+    EXPECT (o, FMC_RETRYABLE);
+    assert_int_equal (mockfm_log_count (&fx->m, "GET /fabric/collectives/jobs/c1-9"),
+                      0);
+}
+
 /* ---- the application side of the mock (what libfabric does) -------- */
 
 static long mcast_post (
@@ -1171,6 +1260,9 @@ int main (void)
         T (every_failure_is_classified),
         T (reserve_keeps_its_deadline),
         T (reserve_survives_a_create_race),
+        T (new_reservation_posts_first_and_waits_for_its_commit),
+        T (new_reservation_of_a_job_the_fm_holds_finds_it),
+        T (refused_reservation_keeps_the_posts_reason),
         T (libfabric_side_works_with_the_session_token),
         T (mockfm_survives_malformed_requests),
         T (mock_restart_forgets_and_state_file_remembers),
