@@ -45,9 +45,10 @@ void reservations_on_orphan (struct reservations *rs,
 /* Start job 'job''s reservation (its intent is in the store) with 'req'
  * waiting for it (201 if 'created', else 200); false if it completed at
  * once (as unavailable).  'created': this RUN wrote the job's first
- * intent, in the pass now open, so no call of ours can have made it at
- * the FM: the POST goes first.  Else (a job left 'reserving' because its
- * outcome could not be recorded) the GET first finds what the FM made. */
+ * intent, in the pass now open, so normally nothing of it is at the FM:
+ * the POST goes first (and a refused one is followed by a GET).  Else (a
+ * job left 'reserving' because its outcome could not be recorded) the
+ * GET first finds what the FM made. */
 bool reservations_start (struct reservations *rs,
                          const char *job,
                          struct http_req *req,

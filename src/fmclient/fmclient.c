@@ -1398,13 +1398,15 @@ static int reserve_next (struct reserve *rv, enum req_op op, struct fmb_error *e
     return submit (r, rv->calls++ > 0, error);
 }
 
-/* Did the FM refuse the POST for something about the job (a 4xx), such
- * as that it exists already?  (Not auth, not "later": 408, 425, 429.) */
+/* Did the FM answer the POST with a refusal that may mean it holds the
+ * job already?  What the real FM answers to a duplicate create is not
+ * known (Slurm only saw it fail), so any answer but 2xx and auth
+ * (401/403: the GET would meet the same).  Not a call that got no
+ * answer: the GET would get none either. */
 static bool create_refused (const struct fmc_result *res)
 {
     long h = res->http_status;
-    return h >= 400 && h < 500 && h != 401 && h != 403 && h != 408 && h != 425 &&
-           h != 429;
+    return h >= 300 && h != 401 && h != 403;
 }
 
 static void reserve_finish (struct reserve *rv, const struct fmc_result *res)
@@ -1413,11 +1415,16 @@ static void reserve_finish (struct reserve *rv, const struct fmc_result *res)
     free (rv);
 }
 
-/* The GET after a refused POST: the job it finds, else the POST's answer. */
-static void reserve_after_refusal (struct reserve *rv, const struct fmc_result *res)
+/* The GET after a refused POST: the job it finds, else the POST's answer
+ * with what became of the GET ('get_error'; 'get' when it was made).  A
+ * GET that got no answer says so in the result (http_status 0): the FM
+ * may be down. */
+static void reserve_after_refusal (struct reserve *rv,
+                                   const struct fmc_result *get,
+                                   const char *get_error)
 {
-    if (res->status == FMC_OK) {
-        reserve_finish (rv, res);
+    if (get && get->status == FMC_OK) {
+        reserve_finish (rv, get);
         return;
     }
     char text[2 * FMC_ERROR_MAX];
@@ -1425,13 +1432,19 @@ static void reserve_after_refusal (struct reserve *rv, const struct fmc_result *
               sizeof (text),
               "%s (the GET after it: %s)",
               rv->refused_error,
-              res->status == FMC_NOT_FOUND ? "no such job" : res->error);
+              get && get->status == FMC_NOT_FOUND ? "no such job" : get_error);
     struct fmc_result out = {.status = rv->refused_status,
                              .op = "create",
                              .http_status = rv->refused_http,
-                             .elapsed_ms = res->elapsed_ms,
                              .error = text,
                              .mcast_limit = -1};
+    if (get) {
+        out.elapsed_ms = get->elapsed_ms;
+        if (get->http_status == 0) { /* no answer */
+            out.status = get->status;
+            out.http_status = 0;
+        }
+    }
     reserve_finish (rv, &out);
 }
 
@@ -1441,7 +1454,7 @@ static void reserve_step (const struct fmc_result *res, void *arg)
     struct fmb_error e;
     enum req_op next = OP_TOKEN; /* none */
     if (rv->stage == RESERVE_GET_AFTER_POST) {
-        reserve_after_refusal (rv, res);
+        reserve_after_refusal (rv, res, res->error);
         return;
     }
     if (rv->stage == RESERVE_GET && res->status == FMC_NOT_FOUND)
@@ -1464,6 +1477,10 @@ static void reserve_step (const struct fmc_result *res, void *arg)
         rv->stage = next == OP_CREATE ? RESERVE_POST : RESERVE_GET_AFTER_POST;
         if (reserve_next (rv, next, &e) == 0)
             return;
+        if (rv->stage == RESERVE_GET_AFTER_POST) {
+            reserve_after_refusal (rv, NULL, e.text);
+            return;
+        }
         struct fmc_result fail = {.status = FMC_RETRYABLE,
                                   .op = "reserve",
                                   .error = e.text,
@@ -1496,12 +1513,15 @@ static int reserve_start (struct fmc *fmc,
     snprintf (rv->id, sizeof (rv->id), "%s", fm_job_id);
     rv->mcast_limit = mcast_limit;
     rv->deadline = fmb_monotime_ms () + deadline_ms;
-    rv->stage = first;
+    /* A POST first waits for the caller's commit (fmc_hold).  Not holding,
+     * it would leave at once, before an intent that may not be committed
+     * (a caller's bug): then GET first, which is always safe. */
+    rv->stage = first == RESERVE_POST && !fmc->holding ? RESERVE_GET : first;
     rv->cb = cb;
     rv->arg = arg;
     /* From here the request owns rv; only a failure to even create the
      * request leaves it with us. */
-    if (reserve_next (rv, first == RESERVE_POST ? OP_CREATE : OP_GET, error) < 0) {
+    if (reserve_next (rv, rv->stage == RESERVE_POST ? OP_CREATE : OP_GET, error) < 0) {
         free (rv);
         return -1;
     }

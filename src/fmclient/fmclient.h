@@ -128,10 +128,10 @@ int fmc_job_create (struct fmc *fmc,
                     fmc_done_f cb,
                     void *arg,
                     struct fmb_error *error);
-/* GET the job; on 404 POST it.  If the FM refuses the POST with a 4xx
- * about the job (409: someone made it in between), GET it again: the job
- * it finds, else the POST's answer (with what the GET said).  All within
- * 'deadline_ms' from now; past it the result is FMC_RETRYABLE. */
+/* GET the job; on 404 POST it.  If the FM answers the POST with anything
+ * but 2xx or 401/403 (409: someone made it in between), GET it again: the
+ * job it finds, else the POST's answer (with what the GET said).  All
+ * within 'deadline_ms' from now; past it the result is FMC_RETRYABLE. */
 int fmc_job_reserve (struct fmc *fmc,
                      const char *fm_job_id,
                      unsigned mcast_limit,
@@ -141,9 +141,10 @@ int fmc_job_reserve (struct fmc *fmc,
                      struct fmb_error *error);
 /* The same for a job the caller never asked the FM to reserve before
  * (no earlier intent of it was committed): the POST first, held like
- * any change (fmc_hold), and the GET only when the FM refuses it (it
- * holds the job already: 409 from mockfm; Slurm saw a duplicate create
- * fail).  One call instead of two for every new job. */
+ * any change (fmc_hold; not holding, GET first as above), and the GET
+ * only when the FM refuses it (should it hold the job after all: 409
+ * from mockfm; Slurm saw a duplicate create fail, with a status not
+ * recorded).  One call instead of two for every new job. */
 int fmc_job_reserve_new (struct fmc *fmc,
                          const char *fm_job_id,
                          unsigned mcast_limit,

@@ -42,8 +42,8 @@ expect_ok 'health says degraded while changes do not commit, and why' '
     rm_call GET /v1/health | jq -e ".status == \"degraded\" and (.reasons[0] | test(\"do not commit\"))"
 '
 # The release of job 1 was queued in the pass that could not commit, and
-# job 2's reservation had only asked (GET) when that commit failed: neither
-# may change the FM, or it would lose job 1 or hold an orphan for job 2.
+# job 2's POST was held for that commit: neither may change the FM, or it
+# would lose job 1 or hold an orphan for job 2.
 expect_ok 'what a failed commit would have changed at the FM never left' '
     sleep 0.5 && mockfm_jobs | grep -qx c1-1 && ! mockfm_jobs | grep -qx c1-2 &&
     ! grep -q "DELETE /fabric/collectives/jobs/c1-1" "$T/fm.log" &&

@@ -1,8 +1,8 @@
 #!/bin/bash
 # t1200-reserve-fails-at-once.sh: a RUN whose reservation fails before any
 # FM call leaves (the FM token lapsed and the OAuth credentials cannot be
-# read, so the reserve call is answered inside fmc_job_reserve) gets its
-# answer at once, says why, and the broker goes on serving.
+# read, so the POST fails as it is started, after the intent's commit)
+# gets its answer at once, says why, and the broker goes on serving.
 . "$(dirname "$0")/lib.sh"
 reserve_ms=1000 timeout_ms=2000
 mkdir -p "$T/auth" && echo slurm >"$T/auth/client-id" && echo s3cret >"$T/auth/client-secret" &&
