@@ -163,21 +163,12 @@ static struct reservation *start_reservation (struct reservations *rs,
     rs->list = rv;
     broker_fm_id (b, job, fmid, sizeof (fmid));
     rv->starting = true;
-    int (*reserve) (struct fmc *,
-                    const char *,
-                    unsigned,
-                    unsigned,
-                    fmc_done_f,
-                    void *,
-                    struct fmb_error *) =
-        is_new ? fmc_job_reserve_new : fmc_job_reserve;
-    int rc = reserve (b->fmc,
-                      fmid,
-                      fmb_config_mcast_limit (&b->cfg),
-                      b->cfg.fm_reserve_timeout_ms,
-                      reserve_done,
-                      rv,
-                      &e);
+    unsigned limit = fmb_config_mcast_limit (&b->cfg);
+    unsigned timeout_ms = b->cfg.fm_reserve_timeout_ms;
+    int rc = is_new ? fmc_job_reserve_new (
+                          b->fmc, fmid, limit, timeout_ms, reserve_done, rv, &e)
+                    : fmc_job_reserve (
+                          b->fmc, fmid, limit, timeout_ms, reserve_done, rv, &e);
     rv->starting = false;
     if (rc < 0 && !rv->finished) {
         struct fmc_result res = {
