@@ -163,12 +163,14 @@ static struct reservation *start_reservation (struct reservations *rs,
     rs->list = rv;
     broker_fm_id (b, job, fmid, sizeof (fmid));
     rv->starting = true;
-    unsigned limit = fmb_config_mcast_limit (&b->cfg);
-    unsigned timeout_ms = b->cfg.fm_reserve_timeout_ms;
-    int rc = is_new ? fmc_job_reserve_new (
-                          b->fmc, fmid, limit, timeout_ms, reserve_done, rv, &e)
-                    : fmc_job_reserve (
-                          b->fmc, fmid, limit, timeout_ms, reserve_done, rv, &e);
+    int rc = fmc_job_reserve (b->fmc,
+                              fmid,
+                              fmb_config_mcast_limit (&b->cfg),
+                              b->cfg.fm_reserve_timeout_ms,
+                              is_new ? FMC_RESERVE_POST_FIRST : FMC_RESERVE_GET_FIRST,
+                              reserve_done,
+                              rv,
+                              &e);
     rv->starting = false;
     if (rc < 0 && !rv->finished) {
         struct fmc_result res = {

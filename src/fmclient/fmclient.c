@@ -1493,14 +1493,14 @@ static void reserve_step (const struct fmc_result *res, void *arg)
     reserve_finish (rv, &out);
 }
 
-static int reserve_start (struct fmc *fmc,
-                          const char *fm_job_id,
-                          unsigned mcast_limit,
-                          unsigned deadline_ms,
-                          enum reserve_stage first,
-                          fmc_done_f cb,
-                          void *arg,
-                          struct fmb_error *error)
+int fmc_job_reserve (struct fmc *fmc,
+                     const char *fm_job_id,
+                     unsigned mcast_limit,
+                     unsigned deadline_ms,
+                     enum fmc_reserve_order order,
+                     fmc_done_f cb,
+                     void *arg,
+                     struct fmb_error *error)
 {
     if (check_id (fm_job_id, error) < 0)
         return -1;
@@ -1516,7 +1516,8 @@ static int reserve_start (struct fmc *fmc,
     /* A POST first waits for the caller's commit (fmc_hold).  Not holding,
      * it would leave at once, before an intent that may not be committed
      * (a caller's bug): then GET first, which is always safe. */
-    rv->stage = first == RESERVE_POST && !fmc->holding ? RESERVE_GET : first;
+    rv->stage =
+        order == FMC_RESERVE_POST_FIRST && fmc->holding ? RESERVE_POST : RESERVE_GET;
     rv->cb = cb;
     rv->arg = arg;
     /* From here the request owns rv; only a failure to even create the
@@ -1526,30 +1527,6 @@ static int reserve_start (struct fmc *fmc,
         return -1;
     }
     return 0;
-}
-
-int fmc_job_reserve (struct fmc *fmc,
-                     const char *fm_job_id,
-                     unsigned mcast_limit,
-                     unsigned deadline_ms,
-                     fmc_done_f cb,
-                     void *arg,
-                     struct fmb_error *error)
-{
-    return reserve_start (
-        fmc, fm_job_id, mcast_limit, deadline_ms, RESERVE_GET, cb, arg, error);
-}
-
-int fmc_job_reserve_new (struct fmc *fmc,
-                         const char *fm_job_id,
-                         unsigned mcast_limit,
-                         unsigned deadline_ms,
-                         fmc_done_f cb,
-                         void *arg,
-                         struct fmb_error *error)
-{
-    return reserve_start (
-        fmc, fm_job_id, mcast_limit, deadline_ms, RESERVE_POST, cb, arg, error);
 }
 
 int fmc_job_reserve_abandon (struct fmc *fmc, const char *fm_job_id)

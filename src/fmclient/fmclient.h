@@ -11,8 +11,8 @@
  *   PATCH  /fabric/collectives/jobs/{id}      fmc_job_delete_step
  *   DELETE /fabric/collectives/jobs/{id}      fmc_job_delete
  *   GET    /fabric/collectives/jobs/          fmc_job_list
- * and fmc_job_reserve (GET, then POST) and fmc_job_reserve_new (POST
- * first), the idempotent reservation that RUN uses; and
+ * and fmc_job_reserve (GET then POST, or POST first), the idempotent
+ * reservation that RUN uses; and
  *          /fabric/collectives/multicasts     fmc_multicast_url (for apps)
  *
  * Authentication as Slurm's switch/hpe_slingshot does it, from the same
@@ -128,30 +128,26 @@ int fmc_job_create (struct fmc *fmc,
                     fmc_done_f cb,
                     void *arg,
                     struct fmb_error *error);
-/* GET the job; on 404 POST it.  If the FM answers the POST with anything
- * but 2xx or 401/403 (409: someone made it in between), GET it again: the
- * job it finds, else the POST's answer (with what the GET said).  All
- * within 'deadline_ms' from now; past it the result is FMC_RETRYABLE. */
+/* Reserve the job at the FM, all within 'deadline_ms' from now (past it
+ * the result is FMC_RETRYABLE).
+ *   FMC_RESERVE_GET_FIRST: GET the job; on 404 POST it.
+ *   FMC_RESERVE_POST_FIRST, for a job the caller never asked the FM to
+ *     reserve before (no earlier intent of it was committed): the POST
+ *     first, held like any change (fmc_hold; not holding, GET first as
+ *     above).  One call instead of two for every new job.
+ * If the FM answers the POST with anything but 2xx or 401/403 (409:
+ * someone made it in between; what the real FM answers to a duplicate
+ * create is not recorded), GET it again: the job it finds, else the
+ * POST's answer (with what the GET said). */
+enum fmc_reserve_order { FMC_RESERVE_GET_FIRST, FMC_RESERVE_POST_FIRST };
 int fmc_job_reserve (struct fmc *fmc,
                      const char *fm_job_id,
                      unsigned mcast_limit,
                      unsigned deadline_ms,
+                     enum fmc_reserve_order order,
                      fmc_done_f cb,
                      void *arg,
                      struct fmb_error *error);
-/* The same for a job the caller never asked the FM to reserve before
- * (no earlier intent of it was committed): the POST first, held like
- * any change (fmc_hold; not holding, GET first as above), and the GET
- * only when the FM refuses it (should it hold the job after all: 409
- * from mockfm; Slurm saw a duplicate create fail, with a status not
- * recorded).  One call instead of two for every new job. */
-int fmc_job_reserve_new (struct fmc *fmc,
-                         const char *fm_job_id,
-                         unsigned mcast_limit,
-                         unsigned deadline_ms,
-                         fmc_done_f cb,
-                         void *arg,
-                         struct fmb_error *error);
 /* The caller no longer wants the reservations of 'fm_job_id' in flight:
  * each ends without its POST (FMC_NOT_SENT) unless that has left already.
  * Returns how many there were. */

@@ -168,13 +168,18 @@ static void every_operation (struct fx *fx)
     assert_int_equal (o.njobs, 0);
     RUN (c, o, fmc_job_get (c, "c1-1", on_done, &o, &e_));
     EXPECT (o, FMC_NOT_FOUND);
-    RUN (c, o, fmc_job_reserve (c, "c1-1", 4, 2000, on_done, &o, &e_));
+    RUN (c,
+         o,
+         fmc_job_reserve (c, "c1-1", 4, 2000, FMC_RESERVE_GET_FIRST, on_done, &o, &e_));
     EXPECT (o, FMC_OK);
     assert_true (o.created);
     assert_true (strlen (o.token) >= 32); /* at least 128 bits */
     assert_int_equal (o.limit, 4);
     /* idempotent: the second reserve finds it */
-    RUN (c, o2, fmc_job_reserve (c, "c1-1", 4, 2000, on_done, &o2, &e_));
+    RUN (
+        c,
+        o2,
+        fmc_job_reserve (c, "c1-1", 4, 2000, FMC_RESERVE_GET_FIRST, on_done, &o2, &e_));
     EXPECT (o2, FMC_OK);
     assert_false (o2.created);
     assert_string_equal (o.token, o2.token);
@@ -324,7 +329,10 @@ static void tls_is_verified_by_default (void **state)
     make_client (fx);
     RUN (fx->fmc, o, fmc_job_get (fx->fmc, "c1-1", on_done, &o, &e_));
     EXPECT (o, FMC_NOT_FOUND);
-    RUN (fx->fmc, o, fmc_job_reserve (fx->fmc, "c1-1", 2, 5000, on_done, &o, &e_));
+    RUN (fx->fmc,
+         o,
+         fmc_job_reserve (
+             fx->fmc, "c1-1", 2, 5000, FMC_RESERVE_GET_FIRST, on_done, &o, &e_));
     EXPECT (o, FMC_OK);
     fx->cfg.ca_file = NULL;
     fx->cfg.insecure = true;
@@ -375,7 +383,10 @@ static void token_expiry_mid_run_fails_no_operation (void **state)
     struct outcome o;
     start (fx, FMB_AUTH_OAUTH, NULL);
     make_client (fx);
-    RUN (fx->fmc, o, fmc_job_reserve (fx->fmc, "c1-5", 2, 2000, on_done, &o, &e_));
+    RUN (fx->fmc,
+         o,
+         fmc_job_reserve (
+             fx->fmc, "c1-5", 2, 2000, FMC_RESERVE_GET_FIRST, on_done, &o, &e_));
     EXPECT (o, FMC_OK);
     mockfm_ctl (&fx->m, "POST", "/_mock/expire-tokens", "");
     RUN (fx->fmc, o, fmc_job_get (fx->fmc, "c1-5", on_done, &o, &e_));
@@ -518,7 +529,9 @@ static void held_changes_wait_for_their_commit (void **state)
     fmc_hold (c, true);
     assert_int_equal (fmc_job_delete (c, "c1-1", on_done, &del, &e), 0);
     assert_int_equal (fmc_job_get (c, "c1-2", on_done, &get, &e), 0);
-    assert_int_equal (fmc_job_reserve (c, "c1-3", 4, 5000, on_done, &rsv, &e), 0);
+    assert_int_equal (
+        fmc_job_reserve (c, "c1-3", 4, 5000, FMC_RESERVE_GET_FIRST, on_done, &rsv, &e),
+        0);
     drive_until (c, &get.done, &rsv.done, 5000);
     EXPECT (get, FMC_OK);
     EXPECT (rsv, FMC_OK);
@@ -712,9 +725,14 @@ static void abandoned_reservation_creates_nothing (void **state)
     make_client (fx);
     memset (&o, 0, sizeof (o));
     memset (&kept, 0, sizeof (kept));
-    assert_int_equal (fmc_job_reserve (fx->fmc, "c1-7", 4, 5000, on_done, &o, &e), 0);
-    assert_int_equal (fmc_job_reserve (fx->fmc, "c1-8", 4, 5000, on_done, &kept, &e),
-                      0);
+    assert_int_equal (
+        fmc_job_reserve (
+            fx->fmc, "c1-7", 4, 5000, FMC_RESERVE_GET_FIRST, on_done, &o, &e),
+        0);
+    assert_int_equal (
+        fmc_job_reserve (
+            fx->fmc, "c1-8", 4, 5000, FMC_RESERVE_GET_FIRST, on_done, &kept, &e),
+        0);
     assert_int_equal (fmc_job_reserve_abandon (fx->fmc, "c1-7"), 1);
     assert_int_equal (fmc_job_reserve_abandon (fx->fmc, "c1-9"), 0);
     assert_int_equal (fmc_run (fx->fmc, 20000), 0);
@@ -803,7 +821,10 @@ static void reserve_keeps_its_deadline (void **state)
     make_client (fx);
     mockfm_ctl (
         &fx->m, "POST", "/_mock/faults", "GET /fabric/collectives/jobs/* delay=3000");
-    RUN (fx->fmc, o, fmc_job_reserve (fx->fmc, "c1-1", 2, 300, on_done, &o, &e_));
+    RUN (fx->fmc,
+         o,
+         fmc_job_reserve (
+             fx->fmc, "c1-1", 2, 300, FMC_RESERVE_GET_FIRST, on_done, &o, &e_));
     EXPECT (o, FMC_RETRYABLE);
     assert_non_null (strstr (o.error, "GET /fabric/collectives/jobs/c1-1"));
     /* a slow token endpoint counts against the deadline too */
@@ -812,7 +833,10 @@ static void reserve_keeps_its_deadline (void **state)
     start (fx, FMB_AUTH_OAUTH, args);
     make_client (fx);
     mockfm_ctl (&fx->m, "POST", "/_mock/faults", "POST /oauth/token delay=3000");
-    RUN (fx->fmc, o, fmc_job_reserve (fx->fmc, "c1-1", 2, 300, on_done, &o, &e_));
+    RUN (fx->fmc,
+         o,
+         fmc_job_reserve (
+             fx->fmc, "c1-1", 2, 300, FMC_RESERVE_GET_FIRST, on_done, &o, &e_));
     EXPECT (o, FMC_RETRYABLE);
     assert_non_null (strstr (o.error, "deadline"));
 }
@@ -828,7 +852,10 @@ static void reserve_survives_a_create_race (void **state)
     /* the first GET misses it, the POST then meets 409, the second GET finds it */
     mockfm_ctl (
         &fx->m, "POST", "/_mock/faults", "GET /fabric/collectives/jobs/c1-9 404 x1");
-    RUN (fx->fmc, o, fmc_job_reserve (fx->fmc, "c1-9", 2, 2000, on_done, &o, &e_));
+    RUN (fx->fmc,
+         o,
+         fmc_job_reserve (
+             fx->fmc, "c1-9", 2, 2000, FMC_RESERVE_GET_FIRST, on_done, &o, &e_));
     EXPECT (o, FMC_OK);
     assert_false (o.created);
     assert_string_equal (o.token, first.token);
@@ -836,19 +863,26 @@ static void reserve_survives_a_create_race (void **state)
                       1);
 }
 
-/* fmc_job_reserve_new as the broker calls it: inside a pass, its POST
- * held until the pass commits (here at once). */
-#define RUN_NEW(fmc, o, id, limit)                                                    \
-    do {                                                                              \
-        struct fmb_error e_;                                                          \
-        memset (&(o), 0, sizeof (o));                                                 \
-        fmc_hold ((fmc), true);                                                       \
-        if (fmc_job_reserve_new ((fmc), (id), (limit), 2000, on_done, &(o), &e_) < 0) \
-            fail_msg ("fmc_job_reserve_new: %s", e_.text);                            \
-        fmc_start_held (fmc);                                                         \
-        fmc_hold ((fmc), false);                                                      \
-        assert_int_equal (fmc_run ((fmc), 20000), 0);                                 \
-        assert_int_equal ((o).done, 1);                                               \
+/* fmc_job_reserve (FMC_RESERVE_POST_FIRST) as the broker calls it: inside a pass, its
+ * POST held until the pass commits (here at once). */
+#define RUN_NEW(fmc, o, id, limit)                     \
+    do {                                               \
+        struct fmb_error e_;                           \
+        memset (&(o), 0, sizeof (o));                  \
+        fmc_hold ((fmc), true);                        \
+        if (fmc_job_reserve ((fmc),                    \
+                             (id),                     \
+                             (limit),                  \
+                             2000,                     \
+                             FMC_RESERVE_POST_FIRST,   \
+                             on_done,                  \
+                             &(o),                     \
+                             &e_) < 0)                 \
+            fail_msg ("fmc_job_reserve: %s", e_.text); \
+        fmc_start_held (fmc);                          \
+        fmc_hold ((fmc), false);                       \
+        assert_int_equal (fmc_run ((fmc), 20000), 0);  \
+        assert_int_equal ((o).done, 1);                \
     } while (0)
 
 /* A job the broker never reserved before: the POST alone, and it waits
@@ -863,8 +897,10 @@ static void new_reservation_posts_first_and_waits_for_its_commit (void **state)
     make_client (fx);
     memset (&o, 0, sizeof (o));
     fmc_hold (fx->fmc, true);
-    assert_int_equal (fmc_job_reserve_new (fx->fmc, "c1-4", 3, 5000, on_done, &o, &e),
-                      0);
+    assert_int_equal (
+        fmc_job_reserve (
+            fx->fmc, "c1-4", 3, 5000, FMC_RESERVE_POST_FIRST, on_done, &o, &e),
+        0);
     assert_int_equal (fmc_run (fx->fmc, 300), -1); /* held: nothing leaves */
     assert_int_equal (o.done, 0);
     assert_int_equal (mockfm_log_count (&fx->m, "POST /fabric/collectives/jobs"), 0);
@@ -881,7 +917,9 @@ static void new_reservation_posts_first_and_waits_for_its_commit (void **state)
     memset (&gone, 0, sizeof (gone));
     fmc_hold (fx->fmc, true);
     assert_int_equal (
-        fmc_job_reserve_new (fx->fmc, "c1-5", 3, 5000, on_done, &gone, &e), 0);
+        fmc_job_reserve (
+            fx->fmc, "c1-5", 3, 5000, FMC_RESERVE_POST_FIRST, on_done, &gone, &e),
+        0);
     fmc_drop_held (fx->fmc);
     fmc_hold (fx->fmc, false);
     assert_int_equal (fmc_run (fx->fmc, 1000), 0);
@@ -893,7 +931,10 @@ static void new_reservation_posts_first_and_waits_for_its_commit (void **state)
 
     /* not holding (a caller outside its pass, a bug): a POST first would
      * leave before the intent commits, so the GET goes first */
-    RUN (fx->fmc, o, fmc_job_reserve_new (fx->fmc, "c1-6", 3, 5000, on_done, &o, &e_));
+    RUN (fx->fmc,
+         o,
+         fmc_job_reserve (
+             fx->fmc, "c1-6", 3, 5000, FMC_RESERVE_POST_FIRST, on_done, &o, &e_));
     EXPECT (o, FMC_OK);
     assert_true (o.created);
     assert_int_equal (
@@ -938,7 +979,10 @@ static void refused_reservation_keeps_the_posts_reason (void **state)
     assert_int_equal (
         mockfm_log_count (&fx->m, "GET /fabric/collectives/jobs/c1-7 404"), 1);
     /* the same for a reservation that asked first */
-    RUN (fx->fmc, o, fmc_job_reserve (fx->fmc, "c1-8", 2, 2000, on_done, &o, &e_));
+    RUN (fx->fmc,
+         o,
+         fmc_job_reserve (
+             fx->fmc, "c1-8", 2, 2000, FMC_RESERVE_GET_FIRST, on_done, &o, &e_));
     EXPECT (o, FMC_PERMANENT);
     assert_int_equal (o.http, 400);
     /* a 503 may be the FM's answer to a duplicate too: GET after it */
@@ -1008,8 +1052,14 @@ static void libfabric_side_works_with_the_session_token (void **state)
     const char *args[] = {"--pool", "3", NULL};
     start (fx, FMB_AUTH_OAUTH, args);
     make_client (fx);
-    RUN (fx->fmc, a, fmc_job_reserve (fx->fmc, "c1-A", 2, 2000, on_done, &a, &e_));
-    RUN (fx->fmc, b, fmc_job_reserve (fx->fmc, "c1-B", 5, 2000, on_done, &b, &e_));
+    RUN (fx->fmc,
+         a,
+         fmc_job_reserve (
+             fx->fmc, "c1-A", 2, 2000, FMC_RESERVE_GET_FIRST, on_done, &a, &e_));
+    RUN (fx->fmc,
+         b,
+         fmc_job_reserve (
+             fx->fmc, "c1-B", 5, 2000, FMC_RESERVE_GET_FIRST, on_done, &b, &e_));
     EXPECT (a, FMC_OK);
     EXPECT (b, FMC_OK);
 
@@ -1086,7 +1136,10 @@ static void mockfm_survives_malformed_requests (void **state)
     char url[256], *resp;
     start (fx, FMB_AUTH_NONE, NULL);
     make_client (fx);
-    RUN (fx->fmc, o, fmc_job_reserve (fx->fmc, "c1-1", 2, 2000, on_done, &o, &e_));
+    RUN (fx->fmc,
+         o,
+         fmc_job_reserve (
+             fx->fmc, "c1-1", 2, 2000, FMC_RESERVE_GET_FIRST, on_done, &o, &e_));
     json_t *before = mockfm_state (&fx->m);
     char *huge = malloc (200 * 1024);
     memset (huge, 'x', 200 * 1024 - 1);
@@ -1156,7 +1209,10 @@ static void mock_restart_forgets_and_state_file_remembers (void **state)
     const char *args[] = {"--state-file", sf, NULL};
     start (fx, FMB_AUTH_NONE, args);
     make_client (fx);
-    RUN (fx->fmc, o, fmc_job_reserve (fx->fmc, "c1-1", 2, 2000, on_done, &o, &e_));
+    RUN (fx->fmc,
+         o,
+         fmc_job_reserve (
+             fx->fmc, "c1-1", 2, 2000, FMC_RESERVE_GET_FIRST, on_done, &o, &e_));
     EXPECT (o, FMC_OK);
     /* a process restart with the state file keeps the reservation */
     mockfm_stop (&fx->m);
