@@ -469,7 +469,7 @@ static int record_outcome (struct broker *b,
                                      fmb_config_mcast_limit (&b->cfg),
                                      res->session_token,
                                      e);
-    char reason[300];
+    char reason[600]; /* a refused POST's reason and its GET's: ~512 */
     snprintf (reason, sizeof (reason), "fabric manager: %s", res->error);
     broker_fm_id (b, job, fmid, sizeof (fmid));
     /* The FM may still finish a POST we gave up on: make sure it is

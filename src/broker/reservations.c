@@ -2,11 +2,12 @@
  *
  * A RUN whose job may use hardware collectives commits its intent (the
  * job "reserving") and starts a reservation here within
- * reserve_timeout_ms: for a job the broker never reserved before, the
- * POST at once (it leaves when the intent's pass commits), and a GET
- * only if the FM refuses it; for one an earlier intent was committed for
- * (a repeated RUN whose outcome was not recorded, a crash), GET first,
- * since that earlier POST may have made it.  Its outcome is recorded by
+ * reserve_timeout_ms: for a job that had no row in the store (or only a
+ * released one), the POST at once (it leaves when the intent's pass
+ * commits), and a GET only if the FM refuses it; for one an earlier
+ * intent was committed for (a repeated RUN whose outcome was not
+ * recorded, a crash), GET first, since that earlier POST may have made
+ * it.  Its outcome is recorded by
  * the jobs' transition (reservations_ops.record) and answered to every
  * RUN that waits for it.  A reservation whose intent's pass did not
  * commit is abandoned (no POST); what the FM may have made anyway is an
@@ -35,8 +36,9 @@ struct reservation {
     char job[JOB_ID_MAX + 1];
     struct waitq waiters; /* RUNs waiting for the outcome */
     bool aborted; /* the pass that wrote its intent did not commit: no job owns it */
-    /* fmc_job_reserve may answer before it returns (a call that fails at
-     * once, an OAuth credential that cannot be read): its caller frees it */
+    /* fmc_job_reserve may answer before it returns (GET first: a call that
+     * fails at once, an OAuth credential that cannot be read): its caller
+     * frees it */
     bool starting, finished;
 };
 
@@ -145,7 +147,8 @@ static void abort_reservation (void *arg)
 }
 
 /* Start the FM reservation of a job whose intent is committed ('is_new':
- * by the pass now open, and none before it: the POST goes first). */
+ * by the pass now open, the job having no row before it, or only a
+ * released one: the POST goes first). */
 static struct reservation *start_reservation (struct reservations *rs,
                                               const char *job,
                                               bool is_new)

@@ -1348,7 +1348,8 @@ int fmc_login (struct fmc *fmc, fmc_done_f cb, void *arg, struct fmb_error *erro
         req_new (fmc, OP_LOGIN, "POST", "(login)", NULL, cb, arg), false, error);
 }
 
-/* ---- reserve: GET, POST on 404, GET again when the POST is refused -- */
+/* ---- reserve: GET then POST on 404, or POST first; a GET after a ----
+ * ---- refused POST --------------------------------------------------- */
 
 enum reserve_stage { RESERVE_GET, RESERVE_POST, RESERVE_GET_AFTER_POST };
 

@@ -149,7 +149,9 @@ int fmc_job_reserve (struct fmc *fmc,
                      void *arg,
                      struct fmb_error *error);
 /* The caller no longer wants the reservations of 'fm_job_id' in flight:
- * each ends without its POST (FMC_NOT_SENT) unless that has left already.
+ * each whose GET is out ends without its POST (FMC_NOT_SENT) unless that
+ * has left already.  A POST that went first is held with the caller's
+ * other changes: fmc_drop_held withdraws it, this call does not.
  * Returns how many there were. */
 int fmc_job_reserve_abandon (struct fmc *fmc, const char *fm_job_id);
 /* PATCH {"jobSteps":{step:null}}: release one step's multicast trees. */

@@ -10,8 +10,8 @@ expect_ok 'RUN of a 2-node job reserves hardware collectives' '
     jq -e ".hwcoll.state == \"reserved\" and .hwcoll.fm_job_id == \"c1-42\"" run.json &&
     mockfm_has_job c1-42
 '
-# Its intent is the job's first: nothing of ours can be at the FM yet, so
-# the POST goes without a GET before it.
+# Its intent is the job's first: normally nothing of it is at the FM yet,
+# so the POST goes without a GET before it.
 expect_ok 'a new job costs the FM one call, the POST' '
     test "$(grep -c "^POST /fabric/collectives/jobs 201" "$T/fm.log")" = 1 &&
     ! grep -q "^GET /fabric/collectives/jobs/c1-42" "$T/fm.log"

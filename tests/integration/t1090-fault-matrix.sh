@@ -43,7 +43,7 @@ for c in get create patch delete list token; do
             { [ $c != token ] || mockfm_ctl POST /_mock/expire-tokens; } &&
             rm_call_timed PUT /v1/jobs/$n "{\"uid\":1000,\"nodes\":[\"a\",\"b\"]}" >t && read code ms <t &&
             test "$code" = 201 && test "$ms" -lt $((reserve_ms + 1500)) &&
-            { [ $c != get ] || wait_for 30 0.1 grep -q "^GET /fabric/collectives/jobs/c1-$n" "$T/fm.log"; } &&
+            { [ $c != get ] || wait_for 30 0.1 grep -q "^GET /fabric/collectives/jobs/c1-$n " "$T/fm.log"; } &&
             st=$(job_field $n .hwcoll.state) && case $st in reserved|unavailable) ;; *) return 1 ;; esac &&
             { [ $st != reserved ] || api_call DELETE "/v1/jobs/$n/steps/0?wait=2" | grep -q "^20[02] "; } &&
             { [ $n = 1 ] || api_call DELETE /v1/jobs/$((n - 1)) | grep -q "^202 "; } &&

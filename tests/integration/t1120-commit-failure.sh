@@ -117,7 +117,7 @@ expect_ok 'a reservation whose outcome did not commit: 503, then the repeated RU
     rm -f "$T/disk-bad" && job5_reserving && mockfm_has_job c1-5 && p0=$(posts) &&
     rm_call PUT /v1/jobs/5 "$body" >run5.json && cat run5.json &&
     jq -e ".hwcoll.state == \"reserved\" and (.hwcoll.session_token | length > 0)" run5.json &&
-    test "$(posts)" = "$p0"
+    test "$(posts)" = "$p0" && grep -q "^GET /fabric/collectives/jobs/c1-5 200" "$T/fm.log"
 '
 # Every sync takes 150 ms: the loop's longest pass is a RUN's commit, and
 # the metrics say so (an admin can tell a slow disk from a busy broker).

@@ -985,6 +985,9 @@ static void refused_reservation_keeps_the_posts_reason (void **state)
              fx->fmc, "c1-8", 2, 2000, FMC_RESERVE_GET_FIRST, on_done, &o, &e_));
     EXPECT (o, FMC_PERMANENT);
     assert_int_equal (o.http, 400);
+    assert_non_null (strstr (o.error, "the GET after it: no such job"));
+    assert_int_equal (
+        mockfm_log_count (&fx->m, "GET /fabric/collectives/jobs/c1-8 404"), 2);
     /* a 503 may be the FM's answer to a duplicate too: GET after it */
     mockfm_ctl (&fx->m, "POST", "/_mock/faults", "POST /fabric/collectives/jobs 503");
     RUN_NEW (fx->fmc, o, "c1-9", 2);
