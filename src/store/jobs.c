@@ -117,9 +117,11 @@ const char *store_job_list_sql (const struct store_job_filter *f)
 
 /* Both on jobs_by_state: they read the unreleased jobs only, however
  * many released ones the store keeps (test_store checks the plans). */
+/* A page of one state's jobs, from where the last one ended: the index on
+ * (state, id) gives them in order, so a page reads what it returns. */
 const char SQL_JOB_UNRELEASED[] =
     "SELECT id, fm_job_id, state, hwcoll, updated_ms FROM jobs"
-    " WHERE state IN ('active', 'lost')";
+    " WHERE state = ?1 AND id > ?2 ORDER BY id LIMIT ?3";
 const char SQL_JOB_RESERVING[] =
     "SELECT id FROM jobs WHERE state IN ('active', 'releasing', 'lost')"
     " AND hwcoll = 'reserving'";
@@ -562,6 +564,7 @@ static int each_row (struct store *st,
 struct brief_cb {
     store_job_brief_f cb;
     void *arg;
+    int n; /* rows given to cb */
 };
 
 static int brief_row (sqlite3_stmt *s, void *arg)
@@ -575,19 +578,32 @@ static int brief_row (sqlite3_stmt *s, void *arg)
             lookup (hwcoll_state_names, 6, (const char *)sqlite3_column_text (s, 3)),
         .updated_ms = sqlite3_column_int64 (s, 4),
     };
+    c->n++;
     return c->cb (&j, c->arg);
 }
 
 int store_job_list_unreleased (struct store *st,
+                               enum store_job_state state,
+                               const char *after,
+                               unsigned max,
                                store_job_brief_f cb,
                                void *arg,
                                struct fmb_error *error)
 {
-    struct brief_cb c = {cb, arg};
+    if (state != STORE_JOB_ACTIVE && state != STORE_JOB_LOST) {
+        errno = EINVAL;
+        return fmb_errorf (error, "unreleased jobs are active or lost");
+    }
+    struct brief_cb c = {cb, arg, 0};
     sqlite3_stmt *s = store_stmt (st, SQL_JOB_UNRELEASED, error);
     if (!s)
         return -1;
-    return each_row (st, s, brief_row, &c, error, "list unreleased jobs");
+    sqlite3_bind_text (s, 1, store_job_state_name (state), -1, SQLITE_STATIC);
+    sqlite3_bind_text (s, 2, after, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64 (s, 3, max);
+    if (each_row (st, s, brief_row, &c, error, "list unreleased jobs") < 0)
+        return -1;
+    return c.n;
 }
 
 struct id_cb {

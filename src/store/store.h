@@ -318,9 +318,15 @@ int store_job_list (struct store *st,
                     store_job_f cb,
                     void *arg,
                     struct fmb_error *error);
-/* Every active or lost job (those an FM reservation may belong to), in
- * brief, in no particular order. */
+/* A page of the jobs an FM reservation may belong to, in brief: at most
+ * 'max' jobs in 'state' (STORE_JOB_ACTIVE or STORE_JOB_LOST) whose ids
+ * sort after 'after' ("" for the first page), in id order.  A page costs
+ * what it returns, however many jobs are stored.  Returns how many it
+ * listed (fewer than 'max': the last page), or -1. */
 int store_job_list_unreleased (struct store *st,
+                               enum store_job_state state,
+                               const char *after,
+                               unsigned max,
                                store_job_brief_f cb,
                                void *arg,
                                struct fmb_error *error);

@@ -376,12 +376,8 @@ static int collect_brief (const struct store_job_brief *j, void *arg)
     return 0;
 }
 
-static int by_text (const void *a, const void *b)
-{
-    return strcmp (a, b);
-}
-
-/* Reconciliation's view: the jobs an FM reservation may belong to. */
+/* Reconciliation's view: the jobs an FM reservation may belong to, a
+ * state at a time, in pages that go on from the last id. */
 static void unreleased_jobs_are_listed_in_brief (void **state)
 {
     struct fx *fx = *state;
@@ -391,6 +387,8 @@ static void unreleased_jobs_are_listed_in_brief (void **state)
     put_job (fx, "b", 1000, NULL, NULL);
     put_job (fx, "c", 1000, NULL, NULL);
     put_job (fx, "d", 1000, NULL, NULL);
+    put_job (fx, "e", 1000, NULL, NULL);
+    put_job (fx, "f", 1000, NULL, NULL);
     fx->clock.now_ms += 7;
     assert_int_equal (
         store_job_set_hwcoll (fx->st, "a", STORE_HWCOLL_RESERVED, NULL, 4, "t", &e), 0);
@@ -398,11 +396,26 @@ static void unreleased_jobs_are_listed_in_brief (void **state)
     assert_int_equal (store_job_set_state (fx->st, "c", STORE_JOB_RELEASING, &e), 0);
     assert_int_equal (store_job_set_state (fx->st, "d", STORE_JOB_RELEASING, &e), 0);
     assert_int_equal (store_job_set_state (fx->st, "d", STORE_JOB_RELEASED, &e), 0);
-    assert_int_equal (store_job_list_unreleased (fx->st, collect_brief, &b, &e), 0);
-    assert_int_equal (b.n, 2);
-    qsort (b.text, (size_t)b.n, sizeof (b.text[0]), by_text);
+    /* active: a, e, f -- two pages of 2, the second short */
+    assert_int_equal (store_job_list_unreleased (
+                          fx->st, STORE_JOB_ACTIVE, "", 2, collect_brief, &b, &e),
+                      2);
+    assert_int_equal (store_job_list_unreleased (
+                          fx->st, STORE_JOB_ACTIVE, "e", 2, collect_brief, &b, &e),
+                      1);
+    assert_int_equal (store_job_list_unreleased (
+                          fx->st, STORE_JOB_LOST, "", 2, collect_brief, &b, &e),
+                      1);
+    assert_int_equal (b.n, 4);
     assert_string_equal (b.text[0], "a c1-a active reserved 1000007");
-    assert_string_equal (b.text[1], "b c1-b lost reserving 1000007");
+    assert_string_equal (b.text[1], "e c1-e active reserving 1000000");
+    assert_string_equal (b.text[2], "f c1-f active reserving 1000000");
+    assert_string_equal (b.text[3], "b c1-b lost reserving 1000007");
+    /* the other states are not the FM's to hold */
+    assert_int_equal (store_job_list_unreleased (
+                          fx->st, STORE_JOB_RELEASING, "", 2, collect_brief, &b, &e),
+                      -1);
+    assert_int_equal (errno, EINVAL);
 }
 
 static void released_job_can_be_replaced_once_its_vnis_are_free (void **state)
@@ -850,7 +863,8 @@ static void queries_use_their_indexes (void **state)
     } want[] = {
         {"prune_jobs", "USING INDEX jobs_released (released_ms<?)"},
         {"recover", "USING INDEX jobs_by_state (state=?)"},
-        {"unreleased", "USING INDEX jobs_by_state (state=?)"},
+        /* reconciliation's scan: a page from where the last one ended */
+        {"unreleased", "USING INDEX jobs_by_state (state=? AND id>?)"},
         /* a page of a listing starts at its 'after' in the index */
         {"list_state", "USING INDEX jobs_by_state (state=? AND id>?)"},
         {"list_state_uid", "USING INDEX jobs_by_state (state=? AND id>?)"},
