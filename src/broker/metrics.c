@@ -238,7 +238,7 @@ static void broker_counters (struct broker *b, FILE *f)
              "# TYPE fmbroker_prune_slices_total counter\n"
              "fmbroker_prune_slices_total %lu\n"
              "# HELP fmbroker_reconcile_slices_total Slices of reconciliation "
-             "(reading the active jobs, matching the FM's listing).\n"
+             "(reading the active and lost jobs, matching the FM's listing).\n"
              "# TYPE fmbroker_reconcile_slices_total counter\n"
              "fmbroker_reconcile_slices_total %lu\n"
              "# HELP fmbroker_loop_stall_seconds Longest single pass of the broker's "

@@ -1,8 +1,9 @@
 /* reconcile.h: matching the FM's listing of jobs with the store.
  *
- * A listing is matched a slice at a time (BACKGROUND_SLICE_US each, a
- * short pause apart), each slice inside its loop pass; a slice whose pass
- * does not commit is rewound and matched again.  Listings are asked for
+ * The store's active and lost jobs are read, then a listing is matched
+ * with them, a slice at a time (BACKGROUND_SLICE_US each, a short pause
+ * apart), each slice inside its loop pass; a slice whose pass does not
+ * commit is rewound and done again.  Listings are asked for
  * at start (the FM session's probes are listings too), after every
  * reconnect, every [broker] reconcile_interval_s, and on request.
  */

@@ -116,9 +116,10 @@ const char *store_job_list_sql (const struct store_job_filter *f)
 }
 
 /* Both on jobs_by_state: they read the unreleased jobs only, however
- * many released ones the store keeps (test_store checks the plans). */
-/* A page of one state's jobs, from where the last one ended: the index on
- * (state, id) gives them in order, so a page reads what it returns. */
+ * many released ones the store keeps (test_store checks the plans).  The
+ * first is a page of one state's jobs from where the last one ended: the
+ * index on (state, id) gives them in order, so a page reads what it
+ * returns. */
 const char SQL_JOB_UNRELEASED[] =
     "SELECT id, fm_job_id, state, hwcoll, updated_ms FROM jobs"
     " WHERE state = ?1 AND id > ?2 ORDER BY id LIMIT ?3";

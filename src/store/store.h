@@ -322,7 +322,7 @@ int store_job_list (struct store *st,
  * 'max' jobs in 'state' (STORE_JOB_ACTIVE or STORE_JOB_LOST) whose ids
  * sort after 'after' ("" for the first page), in id order.  A page costs
  * what it returns, however many jobs are stored.  Returns how many it
- * listed (fewer than 'max': the last page), or -1. */
+ * listed (fewer than 'max': there are no more), or -1. */
 int store_job_list_unreleased (struct store *st,
                                enum store_job_state state,
                                const char *after,
