@@ -136,9 +136,6 @@ static const char SQL_JOB_SET_HWCOLL[] =
     "UPDATE jobs SET hwcoll = ?2, hwcoll_reason = ?3, mcast_limit = ?4,"
     " token = CASE WHEN ?5 IS NULL THEN token ELSE ?5 END, updated_ms = ?6"
     " WHERE id = ?1";
-static const char SQL_HWCOLL_USAGE[] =
-    "SELECT count(*), coalesce(sum(mcast_limit), 0) FROM jobs"
-    " WHERE hwcoll = 'reserved' AND state IN ('active', 'releasing')";
 static const char SQL_JOB_DELETE[] = "DELETE FROM jobs WHERE id = ?1";
 /* kept by triggers (schema 5): not a count over jobs_by_state */
 const char SQL_JOB_COUNT[] = "SELECT n FROM job_counts WHERE state = ?1";
@@ -739,16 +736,9 @@ int store_hwcoll_usage (struct store *st,
                         unsigned *ret_addrs,
                         struct fmb_error *error)
 {
-    sqlite3_stmt *s = store_stmt (st, SQL_HWCOLL_USAGE, error);
-    if (!s)
-        return -1;
-    if (sqlite3_step (s) != SQLITE_ROW) {
-        sqlite3_reset (s);
-        return store_fail (st, sqlite3_errcode (st->db), error, "hwcoll usage");
-    }
-    *ret_jobs = (unsigned)sqlite3_column_int64 (s, 0);
-    *ret_addrs = (unsigned)sqlite3_column_int64 (s, 1);
-    sqlite3_reset (s);
+    if (store_tally (st, "mcast_jobs", ret_jobs, error) < 0 ||
+        store_tally (st, "mcast_addresses", ret_addrs, error) < 0)
+        return fmb_error_prefix (error, "hwcoll usage");
     return 0;
 }
 

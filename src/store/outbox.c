@@ -24,7 +24,6 @@ static const char SQL_OUTBOX_DONE[] = "DELETE FROM outbox WHERE id = ?1";
 static const char SQL_OUTBOX_RETRY[] =
     "UPDATE outbox SET attempts = attempts + 1, next_ms = ?2, last_error = ?3"
     " WHERE id = ?1";
-static const char SQL_OUTBOX_DEPTH[] = "SELECT count(*) FROM outbox";
 
 int store_outbox_put (struct store *st,
                       const char *kind,
@@ -152,14 +151,7 @@ int store_outbox_retry (struct store *st,
 
 int store_outbox_depth (struct store *st, unsigned *ret, struct fmb_error *error)
 {
-    sqlite3_stmt *s = store_stmt (st, SQL_OUTBOX_DEPTH, error);
-    if (!s)
-        return -1;
-    if (sqlite3_step (s) != SQLITE_ROW) {
-        sqlite3_reset (s);
-        return store_fail (st, sqlite3_errcode (st->db), error, "outbox depth");
-    }
-    *ret = (unsigned)sqlite3_column_int64 (s, 0);
-    sqlite3_reset (s);
+    if (store_tally (st, "outbox", ret, error) < 0)
+        return fmb_error_prefix (error, "outbox depth");
     return 0;
 }

@@ -18,6 +18,7 @@
  * served, and store_check_full() (fmbrokerd --check-db) reads them all.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <fcntl.h>
@@ -32,6 +33,20 @@
 
 #define STORE_APPLICATION_ID  0x464d4252 /* "FMBR" */
 #define STORE_BUSY_TIMEOUT_MS 5000
+
+/* Does row 'r' (jobs, NEW or OLD) hold a multicast reservation for a live
+ * job?  1 or 0 (both columns are NOT NULL).  With the counts below, part
+ * of migration 6: never edit them, add a migration. */
+#define LIVE_MCAST(r) \
+    "(" r ".hwcoll = 'reserved' AND " r ".state IN ('active', 'releasing'))"
+/* What each tally counts, counted: migration 6 starts from these, and
+ * store_check_full compares the tallies with them. */
+#define COUNT_VNIS_HELD        "(SELECT count(*) FROM vnis WHERE state = 'held')"
+#define COUNT_VNIS_QUARANTINED "(SELECT count(*) FROM vnis WHERE state = 'quarantined')"
+#define COUNT_OUTBOX           "(SELECT count(*) FROM outbox)"
+#define COUNT_MCAST_JOBS       "(SELECT count(*) FROM jobs WHERE " LIVE_MCAST ("jobs") ")"
+#define COUNT_MCAST_ADDRESSES \
+    "(SELECT coalesce(sum(mcast_limit), 0) FROM jobs WHERE " LIVE_MCAST ("jobs") ")"
 
 /* Schema migrations: migrations[i] takes the file from version i to i+1.
  * Never edit a released entry; add a new one. */
@@ -137,6 +152,59 @@ static const char *const migrations[] = {
     "  WHEN OLD.state IS NOT NEW.state BEGIN"
     "  UPDATE job_counts SET n = n - 1 WHERE state = OLD.state;"
     "  UPDATE job_counts SET n = n + 1 WHERE state = NEW.state; END;",
+
+    /* 5 -> 6: the other counts metrics, status and health show, kept by
+     * triggers as job_counts is: VNIs held and quarantined (each scrape
+     * read every row of vnis), live jobs' multicast reservations and
+     * addresses (every active job's row), and the outbox's depth (every
+     * entry: 99,000 while a reconciliation's releases wait).  /metrics
+     * took 8-11 ms of the loop at 13,000 active jobs, 1 ms with these.  A job
+     * holds its reservation while active or releasing; the trigger on
+     * jobs only does arithmetic when that, or its size, changes. */
+    "CREATE TABLE tallies ("
+    "  name TEXT PRIMARY KEY,"
+    "  n INTEGER NOT NULL) STRICT, WITHOUT ROWID;"
+    "INSERT INTO tallies (name, n) VALUES"
+    "  ('vnis_held', " COUNT_VNIS_HELD "),"
+    "  ('vnis_quarantined', " COUNT_VNIS_QUARANTINED "),"
+    "  ('outbox', " COUNT_OUTBOX "),"
+    "  ('mcast_jobs', " COUNT_MCAST_JOBS "),"
+    "  ('mcast_addresses', " COUNT_MCAST_ADDRESSES ");"
+    "CREATE TRIGGER vnis_tallied_in AFTER INSERT ON vnis BEGIN"
+    "  UPDATE tallies SET n = n + 1 WHERE name = 'vnis_' || NEW.state; END;"
+    "CREATE TRIGGER vnis_tallied_out AFTER DELETE ON vnis BEGIN"
+    "  UPDATE tallies SET n = n - 1 WHERE name = 'vnis_' || OLD.state; END;"
+    "CREATE TRIGGER vnis_tallied_moved AFTER UPDATE OF state ON vnis"
+    "  WHEN OLD.state IS NOT NEW.state BEGIN"
+    "  UPDATE tallies SET n = n - 1 WHERE name = 'vnis_' || OLD.state;"
+    "  UPDATE tallies SET n = n + 1 WHERE name = 'vnis_' || NEW.state; END;"
+    "CREATE TRIGGER outbox_tallied_in AFTER INSERT ON outbox BEGIN"
+    "  UPDATE tallies SET n = n + 1 WHERE name = 'outbox'; END;"
+    "CREATE TRIGGER outbox_tallied_out AFTER DELETE ON outbox BEGIN"
+    "  UPDATE tallies SET n = n - 1 WHERE name = 'outbox'; END;"
+    "CREATE TRIGGER jobs_mcast_in AFTER INSERT ON jobs"
+    "  WHEN " LIVE_MCAST ("NEW") " BEGIN"
+    "  UPDATE tallies SET n = n + 1 WHERE name = 'mcast_jobs';"
+    "  UPDATE tallies SET n = n + NEW.mcast_limit WHERE name = 'mcast_addresses';"
+    "  END;"
+    "CREATE TRIGGER jobs_mcast_out AFTER DELETE ON jobs"
+    "  WHEN " LIVE_MCAST ("OLD") " BEGIN"
+    "  UPDATE tallies SET n = n - 1 WHERE name = 'mcast_jobs';"
+    "  UPDATE tallies SET n = n - OLD.mcast_limit WHERE name = 'mcast_addresses';"
+    "  END;"
+    "CREATE TRIGGER jobs_mcast_moved AFTER UPDATE OF state, hwcoll, mcast_limit"
+    "  ON jobs WHEN " LIVE_MCAST ("OLD") " IS NOT " LIVE_MCAST ("NEW")
+    "  OR (" LIVE_MCAST ("NEW") " AND OLD.mcast_limit IS NOT NEW.mcast_limit)"
+    "  BEGIN"
+    "  UPDATE tallies SET n = n + " LIVE_MCAST ("NEW") " - " LIVE_MCAST ("OLD")
+    "    WHERE name = 'mcast_jobs';"
+    "  UPDATE tallies SET n = n + " LIVE_MCAST ("NEW") " * NEW.mcast_limit"
+    "    - " LIVE_MCAST ("OLD") " * OLD.mcast_limit WHERE name = 'mcast_addresses';"
+    "  END;"
+    /* and the quarantined VNIs by the time they leave it: expiry runs
+     * every second and read every VNI held (1.5 ms at 24,000) */
+    "CREATE INDEX vnis_expiring ON vnis (until_ms)"
+    "  WHERE state = 'quarantined' AND until_ms > 0;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof (migrations) / sizeof (migrations[0])))
@@ -364,6 +432,34 @@ static int query_int (struct store *st,
     return 0;
 }
 
+/* Counts kept by triggers (schema 6): what store_tally reads. */
+static const char SQL_TALLY[] = "SELECT n FROM tallies WHERE name = ?1";
+
+int store_tally (struct store *st,
+                 const char *name,
+                 unsigned *ret,
+                 struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_TALLY, error);
+    if (!s)
+        return -1;
+    sqlite3_bind_text (s, 1, name, -1, SQLITE_STATIC);
+    int rc = sqlite3_step (s);
+    if (rc != SQLITE_ROW) {
+        int ext = sqlite3_extended_errcode (st->db);
+        sqlite3_reset (s);
+        if (rc == SQLITE_DONE) {
+            errno = EPROTO;
+            return fmb_errorf (error, "no tally '%s' in the store", name);
+        }
+        return store_fail (st, ext, error, name);
+    }
+    int64_t n = sqlite3_column_int64 (s, 0);
+    sqlite3_reset (s);
+    *ret = n < 0 ? 0 : n > UINT_MAX ? UINT_MAX : (unsigned)n;
+    return 0;
+}
+
 int store_query_plan (
     struct store *st, const char *query, char *out, size_t len, struct fmb_error *error)
 {
@@ -376,6 +472,9 @@ int store_query_plan (
         {"recover", SQL_JOB_RESERVING},
         {"unreleased", SQL_JOB_UNRELEASED},
         {"count", SQL_JOB_COUNT},
+        {"tally", SQL_TALLY},
+        {"vni_first_free", SQL_VNI_FIRST_FREE},
+        {"vni_expire", SQL_VNI_EXPIRE},
     };
     /* listings: the statement store_job_list picks for such a filter */
     static const struct {
@@ -853,6 +952,63 @@ error:
     return -1;
 }
 
+/* The counts triggers keep, against what they count (schema 5: jobs by
+ * state; 6: the tallies): a row for each that differs.  Only a file
+ * changed behind SQLite's back (damage the page checks do not see, a
+ * hand edit with the triggers dropped) can make them differ; metrics,
+ * status and health would then show the wrong figures. */
+static const char SQL_CHECK_JOB_COUNTS[] =
+    "SELECT 'job_counts ' || state, n, real FROM (SELECT state, n,"
+    " (SELECT count(*) FROM jobs WHERE jobs.state = job_counts.state) AS real"
+    " FROM job_counts) WHERE n IS NOT real";
+static const char SQL_CHECK_TALLIES[] =
+    "SELECT 'tallies ' || name, n, real FROM (SELECT name, n, CASE name"
+    " WHEN 'vnis_held' THEN " COUNT_VNIS_HELD
+    " WHEN 'vnis_quarantined' THEN " COUNT_VNIS_QUARANTINED
+    " WHEN 'outbox' THEN " COUNT_OUTBOX " WHEN 'mcast_jobs' THEN " COUNT_MCAST_JOBS
+    " WHEN 'mcast_addresses' THEN " COUNT_MCAST_ADDRESSES
+    " END AS real"
+    " FROM tallies) WHERE n IS NOT real";
+
+/* Report each kept count that differs from a count of its table through
+ * 'cb'; the number of them, or -1 when they cannot be read. */
+static int check_counts (struct store *st,
+                         store_problem_f cb,
+                         void *arg,
+                         struct fmb_error *error)
+{
+    const char *const checks[] = {SQL_CHECK_JOB_COUNTS, SQL_CHECK_TALLIES};
+    const int since_version[] = {5, 6};
+    int nproblems = 0;
+    for (size_t i = 0; i < sizeof (checks) / sizeof (checks[0]); i++) {
+        if (st->file_version < since_version[i])
+            continue;
+        sqlite3_stmt *s;
+        int rc = sqlite3_prepare_v2 (st->db, checks[i], -1, &s, NULL);
+        if (rc != SQLITE_OK)
+            return store_fail (st, rc, error, "check the kept counts");
+        while ((rc = sqlite3_step (s)) == SQLITE_ROW) {
+            char line[160];
+            snprintf (line,
+                      sizeof (line),
+                      "%s: kept count %lld, counted %lld (metrics and status "
+                      "show the kept count)",
+                      (const char *)sqlite3_column_text (s, 0),
+                      (long long)sqlite3_column_int64 (s, 1),
+                      (long long)sqlite3_column_int64 (s, 2));
+            if (nproblems++ == 0)
+                fmb_errorf (error, "%s", line);
+            if (cb)
+                cb (line, arg);
+        }
+        int ext = sqlite3_extended_errcode (st->db);
+        sqlite3_finalize (s);
+        if (rc != SQLITE_DONE)
+            return store_fail (st, ext, error, "check the kept counts");
+    }
+    return nproblems;
+}
+
 int store_check_full (const char *db_path,
                       store_problem_f cb,
                       void *arg,
@@ -902,6 +1058,14 @@ int store_check_full (const char *db_path,
         nproblems++;
     }
     sqlite3_finalize (s);
+    if (nproblems == 0) {
+        /* every page read sound: do the kept counts match? */
+        int n = check_counts (st, cb, arg, error);
+        if (n != 0) {
+            fmb_error_prefix (error, "%s: damaged database", db_path);
+            nproblems = n < 0 ? 1 : n;
+        }
+    }
     store_close (st);
     errno = nproblems ? EPROTO : 0;
     return nproblems ? -1 : 0;

@@ -220,9 +220,12 @@ int64_t store_changes (struct store *st);
 void store_close (struct store *st);
 
 /* Every page and index of the database at 'db_path', read-only (safe
- * beside a running broker): 0 if SQLite's integrity_check finds nothing;
+ * beside a running broker), then the counts kept for metrics and status
+ * (jobs by state, the tallies) against the rows they count: 0 if
+ * SQLite's integrity_check finds nothing and every count matches;
  * otherwise -1, errno EPROTO, 'error' naming the first problem and 'cb'
- * called with each (at most 100).  Other failures: -1 with their errno. */
+ * called with each (at most 100 from the page check).  Other failures:
+ * -1 with their errno. */
 typedef void (*store_problem_f) (const char *problem, void *arg);
 int store_check_full (const char *db_path,
                       store_problem_f cb,
@@ -343,7 +346,8 @@ int store_job_count (struct store *st,
                      struct fmb_error *error);
 
 /* Live reservations (hwcoll reserved, job active or releasing) and the
- * multicast addresses they may use (sum of mcast_limit). */
+ * multicast addresses they may use (sum of mcast_limit).  Like the VNI
+ * counts and the outbox depth, kept by triggers: one row read. */
 int store_hwcoll_usage (struct store *st,
                         unsigned *ret_jobs,
                         unsigned *ret_addrs,

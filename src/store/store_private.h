@@ -50,6 +50,13 @@ int store_step_done (struct store *st,
 
 int64_t store_now (struct store *st);
 
+/* The count a trigger keeps under 'name' in the tallies table (schema 6),
+ * read in one row whatever the size of what it counts. */
+int store_tally (struct store *st,
+                 const char *name,
+                 unsigned *ret,
+                 struct fmb_error *error);
+
 /* The WAL checkpointer (checkpoint.c): a thread with its own connection
  * to 'db_path'.  -1 (errno) if it cannot start: SQLite's auto-checkpoint
  * stays on then. */
@@ -70,5 +77,7 @@ extern const char SQL_JOB_RESERVING[];
 extern const char SQL_PRUNE_JOBS[];
 extern const char SQL_PRUNE_EVENTS[];
 extern const char SQL_JOB_COUNT[];
+extern const char SQL_VNI_FIRST_FREE[];
+extern const char SQL_VNI_EXPIRE[];
 
 #endif

@@ -11,12 +11,17 @@
 
 #include "store_private.h"
 
-/* The lowest free VNI in [?1, ?2]: candidates are ?1 itself and the value
- * just above each allocated VNI in the range. */
-static const char SQL_FIRST_FREE[] =
-    "SELECT min(c) FROM (SELECT ?1 AS c UNION ALL"
-    " SELECT vni + 1 FROM vnis WHERE vni >= ?1 AND vni < ?2)"
-    " WHERE c <= ?2 AND c NOT IN (SELECT vni FROM vnis)";
+/* The lowest free VNI in [?1, ?2]: ?1 itself, or else the value just
+ * above the first VNI from ?1 on whose successor is free.  It reads the
+ * VNIs from ?1 up to the first gap and stops there: taking the least of
+ * every candidate in the range (as it did) read every VNI held above
+ * the cursor at each allocation -- every held one once the cursor has
+ * wrapped, 5 ms of a RUN at 24,000 held. */
+const char SQL_VNI_FIRST_FREE[] =
+    "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM vnis WHERE vni = ?1) THEN ?1"
+    " ELSE (SELECT v.vni + 1 FROM vnis AS v WHERE v.vni >= ?1 AND v.vni < ?2"
+    " AND NOT EXISTS (SELECT 1 FROM vnis AS w WHERE w.vni = v.vni + 1)"
+    " ORDER BY v.vni LIMIT 1) END";
 static const char SQL_CURSOR_GET[] = "SELECT value FROM meta WHERE key = 'vni_cursor'";
 static const char SQL_CURSOR_SET[] =
     "UPDATE meta SET value = ?1 WHERE key = 'vni_cursor'";
@@ -27,19 +32,18 @@ static const char SQL_VNI_QUARANTINE[] =
     "UPDATE vnis SET state = 'quarantined', until_ms = ?2, since_ms = ?3"
     " WHERE job_id = ?1";
 static const char SQL_VNI_FREE_JOB[] = "DELETE FROM vnis WHERE job_id = ?1";
-static const char SQL_VNI_EXPIRE[] =
+/* through vnis_expiring (schema 6): it runs every second, and read every
+ * VNI held before */
+const char SQL_VNI_EXPIRE[] =
     "DELETE FROM vnis WHERE state = 'quarantined' AND until_ms > 0"
     " AND until_ms <= ?1";
 static const char SQL_VNI_LIST[] =
     "SELECT vni, job_id, state, until_ms, since_ms FROM vnis ORDER BY vni";
-static const char SQL_VNI_COUNTS[] =
-    "SELECT coalesce(sum(state = 'held'), 0), coalesce(sum(state = 'quarantined'), 0)"
-    " FROM vnis";
 
 static int first_free (
     struct store *st, unsigned lo, unsigned hi, unsigned *ret, struct fmb_error *error)
 {
-    sqlite3_stmt *s = store_stmt (st, SQL_FIRST_FREE, error);
+    sqlite3_stmt *s = store_stmt (st, SQL_VNI_FIRST_FREE, error);
     if (!s)
         return -1;
     sqlite3_bind_int64 (s, 1, lo);
@@ -214,15 +218,8 @@ int store_vni_counts (struct store *st,
                       unsigned *ret_quarantined,
                       struct fmb_error *error)
 {
-    sqlite3_stmt *s = store_stmt (st, SQL_VNI_COUNTS, error);
-    if (!s)
-        return -1;
-    if (sqlite3_step (s) != SQLITE_ROW) {
-        sqlite3_reset (s);
-        return store_fail (st, sqlite3_errcode (st->db), error, "count VNIs");
-    }
-    *ret_held = (unsigned)sqlite3_column_int64 (s, 0);
-    *ret_quarantined = (unsigned)sqlite3_column_int64 (s, 1);
-    sqlite3_reset (s);
+    if (store_tally (st, "vnis_held", ret_held, error) < 0 ||
+        store_tally (st, "vnis_quarantined", ret_quarantined, error) < 0)
+        return fmb_error_prefix (error, "count VNIs");
     return 0;
 }

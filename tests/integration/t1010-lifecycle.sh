@@ -138,6 +138,37 @@ expect_ok 'status, health and metrics report the broker' '
     grep -q "^fmbroker_fm_requests_total{call=\"create\",result=\"ok\"}" metrics.txt &&
     grep -q "^fmbroker_fm_request_duration_seconds_bucket{call=\"get\",le=\"+Inf\"}" metrics.txt
 '
+# What metrics and status count besides jobs (VNIs, multicast
+# reservations, the outbox; kept by the store's triggers since schema 6)
+# follows jobs as they come and go: two more reserved jobs, one cleaned up.
+gauge () { awk -v k="$1" '$1 == k {print $2}' metrics.txt; }
+counted () {
+    rm_call GET /metrics >metrics.txt && rm_call GET /v1/status >status.json &&
+    held=$(gauge "fmbroker_vnis{state=\"held\"}") &&
+    quar=$(gauge "fmbroker_vnis{state=\"quarantined\"}") &&
+    resv=$(gauge fmbroker_mcast_reservations) &&
+    addr=$(gauge fmbroker_mcast_addresses_reserved) &&
+    outbox=$(gauge fmbroker_outbox_depth) &&
+    jq -e --argjson h "$held" --argjson q "$quar" --argjson r "$resv" --argjson a "$addr" \
+        --argjson o "$outbox" ".vnis.held == \$h and .vnis.quarantined == \$q and
+        .hwcoll.reservations == \$r and .hwcoll.addresses_reserved == \$a and
+        .outbox.depth == \$o" status.json >/dev/null
+}
+expect_ok 'metrics and status count VNIs and reservations as jobs come and go' '
+    counted && h0=$held q0=$quar r0=$resv a0=$addr &&
+    for j in 301 302; do
+        rm_call PUT /v1/jobs/$j "{\"uid\":1000,\"nodes\":[\"n1\",\"n2\"]}" |
+            jq -e ".hwcoll.state == \"reserved\"" || return 1
+    done &&
+    counted && echo "held $h0 -> $held, reservations $r0 -> $resv, addresses $a0 -> $addr" &&
+    test "$held" = $((h0 + 2)) && test "$quar" = "$q0" &&
+    test "$resv" = $((r0 + 2)) && test "$addr" = $((a0 + 8)) &&
+    rm_call DELETE /v1/jobs/301 >/dev/null && wait_for 50 0.1 mockfm_lacks_job c1-301 &&
+    wait_for 50 0.1 sh -c "test \$(curl -sf --unix-socket $T/api.sock http://fmbroker/v1/status | jq .outbox.depth) = 0" &&
+    counted && echo "held $held, quarantined $q0 -> $quar, reservations $resv, addresses $addr, outbox $outbox" &&
+    test "$held" = $((h0 + 1)) && test "$quar" = $((q0 + 1)) &&
+    test "$resv" = $((r0 + 1)) && test "$addr" = $((a0 + 4)) && test "$outbox" = 0
+'
 expect_ok 'no token ever reaches the log' '
     ! grep -F "$(jq -r .hwcoll.session_token run.json)" "$T/broker.err"
 '

@@ -538,6 +538,80 @@ static void vni_allocation_is_next_fit_round_robin (void **state)
     store_job_free (j);
 }
 
+/* Next-fit over a pool with holes: past runs of held VNIs, a hole at the
+ * bottom after the wrap, and none left at the end. */
+static void next_fit_finds_the_holes_in_order (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    uint16_t v[1];
+    char id[8];
+    for (int i = 0; i <= 20; i++) {
+        snprintf (id, sizeof (id), "j%d", i);
+        put_job (fx, id, 1, NULL, NULL);
+        assert_int_equal (store_vni_alloc (fx->st, id, 1, 100, 120, v, &e), 0);
+        assert_int_equal (v[0], 100 + i);
+    }
+    static const char *const freed[] = {"j0", "j5", "j10", "j11"};
+    static const unsigned want[] = {100, 105, 110, 111};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal (store_vni_free_job (fx->st, freed[i], &e), 0);
+    for (int i = 0; i < 4; i++) {
+        snprintf (id, sizeof (id), "n%d", i);
+        put_job (fx, id, 1, NULL, NULL);
+        assert_int_equal (store_vni_alloc (fx->st, id, 1, 100, 120, v, &e), 0);
+        assert_int_equal (v[0], want[i]);
+    }
+    put_job (fx, "full", 1, NULL, NULL);
+    assert_int_equal (store_vni_alloc (fx->st, "full", 1, 100, 120, v, &e), -1);
+    assert_int_equal (errno, ENOSPC);
+    assert_string_equal (e.text, "no free VNI in 100-120");
+}
+
+/* The VM steps SQLite ran for the first-free query since the last call. */
+static int first_free_steps (struct fx *fx)
+{
+    for (sqlite3_stmt *s = sqlite3_next_stmt (fx->st->db, NULL); s;
+         s = sqlite3_next_stmt (fx->st->db, s))
+        if (strcmp (sqlite3_sql (s), SQL_VNI_FIRST_FREE) == 0)
+            return sqlite3_stmt_status (s, SQLITE_STMTSTATUS_VM_STEP, 1);
+    fail_msg ("the first-free statement was never prepared");
+    return -1;
+}
+
+/* Finding a free VNI reads the held ones up to the first hole, however
+ * many more are held: with 4,000 held and the cursor wrapped, a hole
+ * 100 VNIs on costs a small part of one 3,400 on.  (Taking the least of
+ * every candidate read all 4,000 both times.) */
+static void finding_a_free_vni_reads_up_to_the_first_hole (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    uint16_t v[1];
+    char id[16];
+    assert_int_equal (store_begin (fx->st, &e), 0);
+    for (int i = 1000; i <= 5000; i++) {
+        snprintf (id, sizeof (id), "j%d", i);
+        put_job (fx, id, 1, NULL, NULL);
+        assert_int_equal (store_vni_alloc (fx->st, id, 1, 1000, 5000, v, &e), 0);
+    }
+    assert_int_equal (store_commit (fx->st, &e), 0);
+    assert_int_equal (store_vni_free_job (fx->st, "j1100", &e), 0);
+    assert_int_equal (store_vni_free_job (fx->st, "j4500", &e), 0);
+    put_job (fx, "near", 1, NULL, NULL);
+    put_job (fx, "far", 1, NULL, NULL);
+    first_free_steps (fx);
+    assert_int_equal (store_vni_alloc (fx->st, "near", 1, 1000, 5000, v, &e), 0);
+    assert_int_equal (v[0], 1100);
+    int near = first_free_steps (fx);
+    assert_int_equal (store_vni_alloc (fx->st, "far", 1, 1000, 5000, v, &e), 0);
+    assert_int_equal (v[0], 4500);
+    int far = first_free_steps (fx);
+    print_message ("# VM steps: hole 100 on %d, 3,400 on %d\n", near, far);
+    if (near * 10 > far)
+        fail_msg ("a hole 100 VNIs on cost %d steps, one 3,400 on %d", near, far);
+}
+
 static void round_robin_resumes_after_reopen (void **state)
 {
     struct fx *fx = *state;
@@ -853,6 +927,138 @@ static void job_counts_follow_every_change (void **state)
     expect_counts (fx, 3, 0);
 }
 
+/* What metrics, status and health show besides the job counts: VNIs,
+ * live multicast reservations, the outbox depth. */
+struct tallies {
+    unsigned held, quarantined, mcast_jobs, mcast_addrs, outbox;
+};
+
+static void expect_tallies (struct fx *fx, struct tallies want, int line)
+{
+    struct tallies got;
+    struct fmb_error e;
+    assert_int_equal (store_vni_counts (fx->st, &got.held, &got.quarantined, &e), 0);
+    assert_int_equal (
+        store_hwcoll_usage (fx->st, &got.mcast_jobs, &got.mcast_addrs, &e), 0);
+    assert_int_equal (store_outbox_depth (fx->st, &got.outbox, &e), 0);
+    if (memcmp (&got, &want, sizeof (got)) != 0)
+        fail_msg (
+            "line %d: held %u quarantined %u mcast %u/%u outbox %u, wanted "
+            "%u %u %u/%u %u",
+            line,
+            got.held,
+            got.quarantined,
+            got.mcast_jobs,
+            got.mcast_addrs,
+            got.outbox,
+            want.held,
+            want.quarantined,
+            want.mcast_jobs,
+            want.mcast_addrs,
+            want.outbox);
+}
+#define EXPECT_TALLIES(...) expect_tallies (fx, (struct tallies){__VA_ARGS__}, __LINE__)
+
+/* Kept by triggers (schema 6), they follow every way a VNI, a
+ * reservation or an outbox entry comes, changes and goes, a rolled-back
+ * change, and a reopen. */
+static void tallies_follow_every_change (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    uint16_t v[2];
+    unsigned n;
+    int64_t id1, id2, again;
+    EXPECT_TALLIES (0, 0, 0, 0, 0);
+    put_job (fx, "a", 1000, NULL, NULL); /* reserving: not counted yet */
+    put_job (fx, "b", 1000, NULL, NULL);
+    put_job (fx, "c", 1000, NULL, NULL);
+    EXPECT_TALLIES (0, 0, 0, 0, 0);
+    assert_int_equal (
+        store_job_set_hwcoll (fx->st, "a", STORE_HWCOLL_RESERVED, NULL, 4, NULL, &e),
+        0);
+    assert_int_equal (
+        store_job_set_hwcoll (fx->st, "b", STORE_HWCOLL_RESERVED, NULL, 6, NULL, &e),
+        0);
+    assert_int_equal (
+        store_job_set_hwcoll (fx->st, "c", STORE_HWCOLL_UNAVAILABLE, "x", 0, NULL, &e),
+        0);
+    EXPECT_TALLIES (.mcast_jobs = 2, .mcast_addrs = 10);
+    /* a new size, the same size again, and a job that is put reserved */
+    assert_int_equal (
+        store_job_set_hwcoll (fx->st, "a", STORE_HWCOLL_RESERVED, NULL, 8, NULL, &e),
+        0);
+    assert_int_equal (
+        store_job_set_hwcoll (fx->st, "a", STORE_HWCOLL_RESERVED, NULL, 8, NULL, &e),
+        0);
+    struct store_job d = {.request = "{}",
+                          .state = STORE_JOB_ACTIVE,
+                          .hwcoll = STORE_HWCOLL_RESERVED,
+                          .mcast_limit = 5};
+    snprintf (d.id, sizeof (d.id), "d");
+    snprintf (d.fm_job_id, sizeof (d.fm_job_id), "c1-d");
+    assert_int_equal (store_job_put (fx->st, &d, &e), 0);
+    EXPECT_TALLIES (.mcast_jobs = 3, .mcast_addrs = 19);
+    /* releasing still holds it; released and lost do not */
+    assert_int_equal (store_job_set_state (fx->st, "a", STORE_JOB_RELEASING, &e), 0);
+    EXPECT_TALLIES (.mcast_jobs = 3, .mcast_addrs = 19);
+    assert_int_equal (store_job_set_state (fx->st, "a", STORE_JOB_RELEASED, &e), 0);
+    assert_int_equal (store_job_set_state (fx->st, "b", STORE_JOB_LOST, &e), 0);
+    EXPECT_TALLIES (.mcast_jobs = 1, .mcast_addrs = 5);
+    assert_int_equal (store_job_set_state (fx->st, "b", STORE_JOB_ACTIVE, &e), 0);
+    assert_int_equal (
+        store_job_set_hwcoll (fx->st, "d", STORE_HWCOLL_RELEASED, NULL, 5, NULL, &e),
+        0);
+    EXPECT_TALLIES (.mcast_jobs = 1, .mcast_addrs = 6);
+
+    /* VNIs: held, quarantined, expired, freed */
+    assert_int_equal (store_vni_alloc (fx->st, "b", 2, 1024, 1100, v, &e), 0);
+    assert_int_equal (store_vni_alloc (fx->st, "c", 1, 1024, 1100, v, &e), 0);
+    EXPECT_TALLIES (3, 0, 1, 6, 0);
+    assert_int_equal (store_vni_quarantine (fx->st, "b", 2000000, &e), 0);
+    assert_int_equal (store_vni_quarantine (fx->st, "b", 2000000, &e), 0);
+    EXPECT_TALLIES (1, 2, 1, 6, 0);
+    assert_int_equal (store_vni_expire (fx->st, 3000000, &n, &e), 0);
+    assert_int_equal (n, 2);
+    EXPECT_TALLIES (1, 0, 1, 6, 0);
+    assert_int_equal (store_vni_free_job (fx->st, "c", &e), 0);
+    EXPECT_TALLIES (0, 0, 1, 6, 0);
+
+    /* the outbox: a repeated put is the same entry */
+    assert_int_equal (store_outbox_put (fx->st, "delete", "c1-a", "", 0, &id1, &e), 0);
+    assert_int_equal (store_outbox_put (fx->st, "delete", "c1-b", "", 0, &id2, &e), 0);
+    assert_int_equal (store_outbox_put (fx->st, "delete", "c1-a", "", 0, &again, &e),
+                      0);
+    assert_int_equal (again, id1);
+    EXPECT_TALLIES (0, 0, 1, 6, 2);
+    assert_int_equal (store_outbox_retry (fx->st, id2, 5, "FM down", &e), 0);
+    assert_int_equal (store_outbox_done (fx->st, id1, &e), 0);
+    EXPECT_TALLIES (0, 0, 1, 6, 1);
+
+    /* a rolled-back change leaves them as they were */
+    assert_int_equal (store_begin (fx->st, &e), 0);
+    assert_int_equal (store_outbox_done (fx->st, id2, &e), 0);
+    assert_int_equal (store_vni_alloc (fx->st, "b", 1, 1024, 1100, v, &e), 0);
+    assert_int_equal (store_job_set_state (fx->st, "b", STORE_JOB_RELEASED, &e), 0);
+    EXPECT_TALLIES (1, 0, 0, 0, 0);
+    store_rollback (fx->st);
+    EXPECT_TALLIES (0, 0, 1, 6, 1);
+
+    /* a released job pruned: it held nothing any more */
+    fx->clock.now_ms += 1000;
+    unsigned nj, ne;
+    assert_int_equal (store_prune (fx->st, fx->clock.now_ms, 0, 100, &nj, &ne, &e), 0);
+    assert_int_equal (nj, 1); /* a */
+    EXPECT_TALLIES (0, 0, 1, 6, 1);
+    fx_reopen (fx);
+    EXPECT_TALLIES (0, 0, 1, 6, 1);
+    store_close (fx->st);
+    fx->st = NULL;
+    if (store_check_full (fx->db, NULL, NULL, &e) < 0)
+        fail_msg ("the kept counts differ from the tables: %s", e.text);
+    fx_open (fx);
+}
+
 static void queries_use_their_indexes (void **state)
 {
     struct fx *fx = *state;
@@ -890,6 +1096,21 @@ static void queries_use_their_indexes (void **state)
     if (!strstr (plan, "SEARCH job_counts USING PRIMARY KEY") ||
         strstr (plan, "jobs_by_state"))
         fail_msg ("count: plan '%s'", plan);
+    /* VNI expiry reads the quarantined ones that are due; finding a free
+     * VNI walks the held ones in order, no sort */
+    assert_int_equal (store_query_plan (fx->st, "vni_expire", plan, sizeof (plan), &e),
+                      0);
+    if (!strstr (plan, "USING INDEX vnis_expiring (until_ms>? AND until_ms<?)"))
+        fail_msg ("vni_expire: plan '%s'", plan);
+    assert_int_equal (
+        store_query_plan (fx->st, "vni_first_free", plan, sizeof (plan), &e), 0);
+    if (!strstr (plan, "SEARCH v USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)") ||
+        strstr (plan, "TEMP B-TREE"))
+        fail_msg ("vni_first_free: plan '%s'", plan);
+    /* and a tally its row */
+    assert_int_equal (store_query_plan (fx->st, "tally", plan, sizeof (plan), &e), 0);
+    if (!strstr (plan, "SEARCH tallies USING PRIMARY KEY"))
+        fail_msg ("tally: plan '%s'", plan);
     assert_int_equal (store_query_plan (fx->st, "nonsense", plan, sizeof (plan), &e),
                       -1);
 }
@@ -1260,6 +1481,8 @@ int main (void)
         T (steps_are_upserted_per_job),
         T (node_reports_count_towards_release),
         T (vni_allocation_is_next_fit_round_robin),
+        T (next_fit_finds_the_holes_in_order),
+        T (finding_a_free_vni_reads_up_to_the_first_hole),
         T (round_robin_resumes_after_reopen),
         T (quarantined_vni_is_never_handed_out),
         T (quarantine_until_nodes_report_does_not_expire),
@@ -1274,6 +1497,7 @@ int main (void)
         T (transaction_begins_with_its_first_statement),
         T (transaction_that_cannot_begin_fails_whole),
         T (job_counts_follow_every_change),
+        T (tallies_follow_every_change),
         T (wal_is_checkpointed_by_the_store_thread),
         T (wal_stays_bounded_when_the_checkpointer_lags),
         T (wal_starts_over_under_steady_commits),

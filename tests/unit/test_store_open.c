@@ -119,7 +119,19 @@ static void each_migration_keeps_existing_data (void **state)
                   " '{}', 'active', 'not_eligible', 1, 1);"
                   "INSERT INTO vnis (vni, job_id, pos, state, since_ms)"
                   " VALUES (1500, 'old', 0, 'held', 1);"
-                  "UPDATE meta SET value = 1500 WHERE key = 'vni_cursor';");
+                  "UPDATE meta SET value = 1500 WHERE key = 'vni_cursor';"
+                  /* one holding a multicast reservation, one whose VNI
+                   * is in quarantine */
+                  "INSERT INTO jobs (id, fm_job_id, uid, node_count, request, state,"
+                  " hwcoll, mcast_limit, created_ms, updated_ms) VALUES ('mc', 'c1-mc',"
+                  " 1000, 8, '{}', 'releasing', 'reserved', 6, 1, 1),"
+                  " ('q', 'c1-q', 1000, 1, '{}', 'released', 'not_eligible', 0, 1, 1);"
+                  "INSERT INTO vnis (vni, job_id, pos, state, since_ms)"
+                  " VALUES (1501, 'q', 0, 'quarantined', 1);");
+        if (v >= 2) /* and an FM operation waiting */
+            raw_exec (fx->db,
+                      "INSERT INTO outbox (kind, target, next_ms, created_ms)"
+                      " VALUES ('delete', 'c1-mc', 1, 1);");
         assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
         assert_int_equal (store_file_version (st), store_schema_version ());
         assert_int_equal (store_job_get (st, "old", &j, &e), 0);
@@ -130,6 +142,24 @@ static void each_migration_keeps_existing_data (void **state)
         unsigned cursor;
         assert_int_equal (store_vni_cursor (st, &cursor, &e), 0);
         assert_int_equal (cursor, 1500);
+        /* what metrics and status count, counted once by the migration */
+        unsigned held, quarantined, mcast_jobs, mcast_addrs, depth, active;
+        assert_int_equal (store_vni_counts (st, &held, &quarantined, &e), 0);
+        assert_int_equal (store_hwcoll_usage (st, &mcast_jobs, &mcast_addrs, &e), 0);
+        assert_int_equal (store_outbox_depth (st, &depth, &e), 0);
+        assert_int_equal (store_job_count (st, STORE_JOB_ACTIVE, &active, &e), 0);
+        if (held != 1 || quarantined != 1 || mcast_jobs != 1 || mcast_addrs != 6 ||
+            depth != (v >= 2) || active != 1)
+            fail_msg (
+                "from version %d: VNIs %u held %u quarantined, mcast %u/%u, "
+                "outbox %u, active %u",
+                v,
+                held,
+                quarantined,
+                mcast_jobs,
+                mcast_addrs,
+                depth,
+                active);
         assert_int_equal (store_event_append (st, "migrated", NULL, NULL, NULL, &e), 0);
         store_close (st);
     }
@@ -285,6 +315,42 @@ static void damage_start_up_does_not_read_is_never_served (void **state)
         fail_msg ("check message '%s'", e.text);
 }
 
+/* The counts kept by triggers for metrics and status are compared with
+ * their tables by the full check: one that differs is reported by name,
+ * with both figures. */
+static void full_check_finds_kept_counts_that_differ (void **state)
+{
+    struct fx *fx = *state;
+    struct store *st;
+    struct fmb_error e;
+    int64_t id;
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
+    assert_int_equal (store_outbox_put (st, "delete", "c1-x", "", 0, &id, &e), 0);
+    store_close (st);
+    assert_int_equal (store_check_full (fx->db, NULL, NULL, &e), 0);
+    raw_exec (fx->db,
+              "UPDATE tallies SET n = n + 4 WHERE name = 'outbox';"
+              "UPDATE job_counts SET n = 7 WHERE state = 'lost';");
+    struct problems {
+        int n;
+    } seen = {0};
+    assert_int_equal (store_check_full (fx->db, count_problem, &seen, &e), -1);
+    assert_int_equal (errno, EPROTO);
+    assert_int_equal (seen.n, 2);
+    if (!strstr (e.text, "damaged database: job_counts lost: kept count 7, counted 0"))
+        fail_msg ("check message '%s'", e.text);
+    /* the store still opens: the counts only feed metrics and status */
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
+    unsigned depth;
+    assert_int_equal (store_outbox_depth (st, &depth, &e), 0);
+    assert_int_equal (depth, 5);
+    store_close (st);
+    raw_exec (fx->db, "UPDATE job_counts SET n = 0 WHERE state = 'lost';");
+    assert_int_equal (store_check_full (fx->db, NULL, NULL, &e), -1);
+    if (!strstr (e.text, "tallies outbox: kept count 5, counted 1"))
+        fail_msg ("check message '%s'", e.text);
+}
+
 static void directory_in_place_of_the_file_is_refused (void **state)
 {
     struct fx *fx = *state;
@@ -358,6 +424,7 @@ int main (void)
         T (non_sqlite_file_is_refused_untouched),
         T (truncated_database_is_refused_untouched),
         T (damage_start_up_does_not_read_is_never_served),
+        T (full_check_finds_kept_counts_that_differ),
         T (directory_in_place_of_the_file_is_refused),
         T (unreadable_file_is_refused),
         T (lost_key_with_stored_tokens_is_refused),
