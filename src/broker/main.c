@@ -62,6 +62,9 @@ static const char usage_text[] =
     "                         metrics with their tables, print what is damaged\n"
     "                         and exit (0: sound, 1: damaged or unreadable);\n"
     "                         start-up checks only a bounded part of it\n"
+    "      --recount          set the counts metrics, status and health show\n"
+    "                         from the tables, when --check-db finds them wrong\n"
+    "                         (safe beside a running broker), and exit\n"
     "  -V, --version          print the version and exit\n"
     "  -h, --help             print this help and exit\n"
     "\n"
@@ -85,11 +88,12 @@ static struct {
     bool check_config;
     bool dump_config;
     bool check_db;
+    bool recount;
 } arg_;
 
 static int parse_args (int argc, char **argv)
 {
-    enum { OPT_CHECK = 256, OPT_DUMP, OPT_CHECK_DB };
+    enum { OPT_CHECK = 256, OPT_DUMP, OPT_CHECK_DB, OPT_RECOUNT };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"set", required_argument, NULL, 's'},
@@ -97,6 +101,7 @@ static int parse_args (int argc, char **argv)
         {"check-config", no_argument, NULL, OPT_CHECK},
         {"dump-config", no_argument, NULL, OPT_DUMP},
         {"check-db", no_argument, NULL, OPT_CHECK_DB},
+        {"recount", no_argument, NULL, OPT_RECOUNT},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -124,6 +129,9 @@ static int parse_args (int argc, char **argv)
             break;
         case OPT_CHECK_DB:
             arg_.check_db = true;
+            break;
+        case OPT_RECOUNT:
+            arg_.recount = true;
             break;
         case 'V':
             printf ("fmbrokerd %s\n", FMB_VERSION);
@@ -247,9 +255,33 @@ static int check_db (const struct fmb_config *cfg)
                      "%s: restore a backup (with token.key) or start on a new "
                      "state directory; the FM's reservations are reconciled",
                      db);
+        else if (errno == EUCLEAN)
+            fmb_log (LOG_ERR,
+                     "%s: the jobs, VNIs and outbox are sound; only the counts "
+                     "shown by metrics, status and health are wrong: run "
+                     "fmbrokerd --recount (safe beside a running broker)",
+                     db);
         return 1;
     }
-    printf ("%s: no damage found (every page and index read)\n", db);
+    printf (
+        "%s: no damage found (every page and index read, every kept count "
+        "matches)\n",
+        db);
+    return 0;
+}
+
+/* --recount: the counts metrics show, set from the tables. */
+static int recount (const struct fmb_config *cfg)
+{
+    char db[PATH_MAX];
+    struct fmb_error error;
+    unsigned fixed;
+    snprintf (db, sizeof (db), "%s/fmbroker.db", cfg->state_dir);
+    if (store_recount (db, &fixed, &error) < 0) {
+        fmb_log (LOG_ERR, "%s", error.text);
+        return 1;
+    }
+    printf ("%s: %u kept count%s put right\n", db, fixed, fixed == 1 ? "" : "s");
     return 0;
 }
 
@@ -375,7 +407,7 @@ static void shutdown_gracefully (struct broker *b, int sigfd)
         loop_once (b, sigfd, 10);
 }
 
-/* Configuration, --dump-config, --check-config, --check-db: the exit
+/* Configuration, --dump-config, --check-config, --check-db, --recount: the exit
  * status when main should end here, -1 to go on and serve. */
 static int configure (int argc, char **argv, struct fmb_config *cfg)
 {
@@ -400,6 +432,8 @@ static int configure (int argc, char **argv, struct fmb_config *cfg)
         return check_config (cfg);
     if (arg_.check_db)
         return check_db (cfg);
+    if (arg_.recount)
+        return recount (cfg);
     if (!cfg->source[0])
         fmb_log (LOG_NOTICE, "no %s; using built-in defaults", FMB_CONFIG_PATH);
     if (cfg->fm_allow_plain_http && strncasecmp (cfg->fm_url, "http://", 7) == 0 &&

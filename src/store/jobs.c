@@ -736,9 +736,12 @@ int store_hwcoll_usage (struct store *st,
                         unsigned *ret_addrs,
                         struct fmb_error *error)
 {
-    if (store_tally (st, "mcast_jobs", ret_jobs, error) < 0 ||
-        store_tally (st, "mcast_addresses", ret_addrs, error) < 0)
+    unsigned jobs, addrs;
+    if (store_tally (st, "mcast_jobs", &jobs, error) < 0 ||
+        store_tally (st, "mcast_addresses", &addrs, error) < 0)
         return fmb_error_prefix (error, "hwcoll usage");
+    *ret_jobs = jobs;
+    *ret_addrs = addrs;
     return 0;
 }
 

@@ -11,7 +11,8 @@
  * guarantees: the file is as long as its header says (no truncation); the
  * schema parses; and the small tables whose damage would do harm nobody
  * would see at once -- meta (the VNI cursor) and vnis (who holds which
- * VNI), with its index -- pass quick_check.  The large tables (jobs,
+ * VNI), with its indexes, and the counts kept for metrics (job_counts,
+ * tallies) -- pass quick_check.  The large tables (jobs,
  * steps, nodes, outbox, events) are not read at open: SQLite checks the
  * structure of every page it reads, so a damaged page makes the request
  * that reaches it fail with "damaged database" (EPROTO) instead of being
@@ -47,6 +48,21 @@
 #define COUNT_MCAST_JOBS       "(SELECT count(*) FROM jobs WHERE " LIVE_MCAST ("jobs") ")"
 #define COUNT_MCAST_ADDRESSES \
     "(SELECT coalesce(sum(mcast_limit), 0) FROM jobs WHERE " LIVE_MCAST ("jobs") ")"
+/* Every tally, counted: (name, count) rows for a VALUES list. */
+#define TALLY_ROWS                                  \
+    "('vnis_held', " COUNT_VNIS_HELD                \
+    "),"                                            \
+    " ('vnis_quarantined', " COUNT_VNIS_QUARANTINED \
+    "),"                                            \
+    " ('outbox', " COUNT_OUTBOX                     \
+    "),"                                            \
+    " ('mcast_jobs', " COUNT_MCAST_JOBS             \
+    "),"                                            \
+    " ('mcast_addresses', " COUNT_MCAST_ADDRESSES ")"
+/* job_counts' rows, counted (schema 5) */
+#define JOB_COUNT_ROWS                                                             \
+    "SELECT column1, (SELECT count(*) FROM jobs WHERE state = column1) AS column2" \
+    " FROM (VALUES ('active'), ('releasing'), ('released'), ('lost'))"
 
 /* Schema migrations: migrations[i] takes the file from version i to i+1.
  * Never edit a released entry; add a new one. */
@@ -164,12 +180,7 @@ static const char *const migrations[] = {
     "CREATE TABLE tallies ("
     "  name TEXT PRIMARY KEY,"
     "  n INTEGER NOT NULL) STRICT, WITHOUT ROWID;"
-    "INSERT INTO tallies (name, n) VALUES"
-    "  ('vnis_held', " COUNT_VNIS_HELD "),"
-    "  ('vnis_quarantined', " COUNT_VNIS_QUARANTINED "),"
-    "  ('outbox', " COUNT_OUTBOX "),"
-    "  ('mcast_jobs', " COUNT_MCAST_JOBS "),"
-    "  ('mcast_addresses', " COUNT_MCAST_ADDRESSES ");"
+    "INSERT INTO tallies (name, n) VALUES " TALLY_ROWS ";"
     "CREATE TRIGGER vnis_tallied_in AFTER INSERT ON vnis BEGIN"
     "  UPDATE tallies SET n = n + 1 WHERE name = 'vnis_' || NEW.state; END;"
     "CREATE TRIGGER vnis_tallied_out AFTER DELETE ON vnis BEGIN"
@@ -835,12 +846,15 @@ static int check_schema (struct store *st, const char *path, struct fmb_error *e
                            SCHEMA_VERSION);
     }
     /* Bounded: these tables are small whatever the history (at most one
-     * row per VNI of the pool); see the comment at the top. */
-    static const char *const bounded[] = {"meta", "vnis"};
+     * row per VNI of the pool, a few counts); see the comment at the top. */
+    static const struct {
+        const char *table;
+        int since_version;
+    } bounded[] = {{"meta", 1}, {"vnis", 1}, {"job_counts", 5}, {"tallies", 6}};
     for (size_t i = 0; i < sizeof (bounded) / sizeof (bounded[0]); i++) {
         char sql[64];
-        snprintf (sql, sizeof (sql), "PRAGMA quick_check(%s)", bounded[i]);
-        if (version > 0 && integrity (st, path, sql, error) < 0)
+        snprintf (sql, sizeof (sql), "PRAGMA quick_check(%s)", bounded[i].table);
+        if (version >= bounded[i].since_version && integrity (st, path, sql, error) < 0)
             return -1;
     }
     st->file_version = (int)version;
@@ -953,22 +967,21 @@ error:
 }
 
 /* The counts triggers keep, against what they count (schema 5: jobs by
- * state; 6: the tallies): a row for each that differs.  Only a file
- * changed behind SQLite's back (damage the page checks do not see, a
- * hand edit with the triggers dropped) can make them differ; metrics,
- * status and health would then show the wrong figures. */
+ * state; 6: the tallies): a row for each that differs or is missing.
+ * Only a file changed behind SQLite's back (damage the page checks do
+ * not see, a hand edit with the triggers dropped) can make them differ;
+ * metrics, status and health would then show wrong figures (or, with a
+ * row missing, fail), and store_recount() puts them right. */
 static const char SQL_CHECK_JOB_COUNTS[] =
-    "SELECT 'job_counts ' || state, n, real FROM (SELECT state, n,"
-    " (SELECT count(*) FROM jobs WHERE jobs.state = job_counts.state) AS real"
-    " FROM job_counts) WHERE n IS NOT real";
+    "SELECT 'job_counts ' || e.column1, c.n, e.column2"
+    " FROM (" JOB_COUNT_ROWS
+    ") AS e LEFT JOIN job_counts AS c ON c.state = e.column1"
+    " WHERE c.n IS NOT e.column2";
 static const char SQL_CHECK_TALLIES[] =
-    "SELECT 'tallies ' || name, n, real FROM (SELECT name, n, CASE name"
-    " WHEN 'vnis_held' THEN " COUNT_VNIS_HELD
-    " WHEN 'vnis_quarantined' THEN " COUNT_VNIS_QUARANTINED
-    " WHEN 'outbox' THEN " COUNT_OUTBOX " WHEN 'mcast_jobs' THEN " COUNT_MCAST_JOBS
-    " WHEN 'mcast_addresses' THEN " COUNT_MCAST_ADDRESSES
-    " END AS real"
-    " FROM tallies) WHERE n IS NOT real";
+    "SELECT 'tallies ' || e.column1, t.n, e.column2"
+    " FROM (VALUES " TALLY_ROWS
+    ") AS e LEFT JOIN tallies AS t ON t.name = e.column1"
+    " WHERE t.n IS NOT e.column2";
 
 /* Report each kept count that differs from a count of its table through
  * 'cb'; the number of them, or -1 when they cannot be read. */
@@ -988,13 +1001,18 @@ static int check_counts (struct store *st,
         if (rc != SQLITE_OK)
             return store_fail (st, rc, error, "check the kept counts");
         while ((rc = sqlite3_step (s)) == SQLITE_ROW) {
-            char line[160];
+            char line[160], kept[32] = "missing";
+            if (sqlite3_column_type (s, 1) != SQLITE_NULL)
+                snprintf (kept,
+                          sizeof (kept),
+                          "%lld",
+                          (long long)sqlite3_column_int64 (s, 1));
             snprintf (line,
                       sizeof (line),
-                      "%s: kept count %lld, counted %lld (metrics and status "
-                      "show the kept count)",
+                      "%s: kept count %s, counted %lld (what metrics, status "
+                      "and health show)",
                       (const char *)sqlite3_column_text (s, 0),
-                      (long long)sqlite3_column_int64 (s, 1),
+                      kept,
                       (long long)sqlite3_column_int64 (s, 2));
             if (nproblems++ == 0)
                 fmb_errorf (error, "%s", line);
@@ -1058,18 +1076,72 @@ int store_check_full (const char *db_path,
         nproblems++;
     }
     sqlite3_finalize (s);
+    int err = nproblems ? EPROTO : 0;
     if (nproblems == 0) {
         /* every page read sound: do the kept counts match? */
         int n = check_counts (st, cb, arg, error);
-        if (n != 0) {
-            fmb_error_prefix (error, "%s: damaged database", db_path);
-            nproblems = n < 0 ? 1 : n;
+        if (n < 0)
+            goto error; /* not read: that is not damage */
+        if (n > 0) {
+            fmb_error_prefix (error, "%s: counts differ from the tables", db_path);
+            nproblems = n;
+            err = EUCLEAN;
         }
     }
     store_close (st);
-    errno = nproblems ? EPROTO : 0;
+    errno = err;
     return nproblems ? -1 : 0;
 error:
+    store_close (st);
+    return -1;
+}
+
+/* Every kept count set to what it counts, missing rows made again; rows
+ * already right are left alone, so that the changes are the fixes. */
+static const char SQL_RECOUNT[] =
+    "INSERT INTO job_counts (state, n) " JOB_COUNT_ROWS
+    " WHERE true ON CONFLICT (state) DO UPDATE SET n = excluded.n"
+    " WHERE n IS NOT excluded.n;"
+    "INSERT INTO tallies (name, n) VALUES " TALLY_ROWS
+    " ON CONFLICT (name) DO UPDATE SET n = excluded.n WHERE n IS NOT excluded.n;";
+
+int store_recount (const char *db_path, unsigned *ret_fixed, struct fmb_error *error)
+{
+    struct store *st;
+    bool exists;
+    if (check_file (db_path, &exists, error) < 0)
+        return -1;
+    if (!exists) {
+        errno = ENOENT;
+        return fmb_errorf (error, "%s: %s", db_path, strerror (errno));
+    }
+    /* target 0: no migration here -- a broker of the file's version may
+     * be serving on it */
+    if (open_db (db_path, 0, &st, error) < 0)
+        return -1;
+    if (st->file_version != SCHEMA_VERSION) {
+        errno = EPROTO;
+        fmb_errorf (error,
+                    "schema version %d, not %d: start this fmbrokerd once to "
+                    "bring it up to date, then recount",
+                    st->file_version,
+                    SCHEMA_VERSION);
+        goto error;
+    }
+    int64_t before = store_changes (st);
+    if (store_begin (st, error) < 0)
+        goto error;
+    if (exec (st, SQL_RECOUNT, error, "recount") < 0) {
+        store_rollback (st);
+        goto error;
+    }
+    if (store_commit (st, error) < 0)
+        goto error;
+    *ret_fixed = (unsigned)(store_changes (st) - before);
+    store_close (st);
+    return 0;
+error:
+    fmb_error_prefix (error, "%s", db_path);
     store_close (st);
     return -1;
 }

@@ -174,9 +174,9 @@ typedef int64_t (*store_clock_f) (void *arg);
  * 'key_path' (created 0600 on first start).  Refuses, without changing the
  * file, one that is not SQLite, not ours, newer than this code, or damaged
  * as far as a check bounded in time sees: truncation, the schema, and the
- * small tables (meta, vnis) in full.  It does not read the jobs, steps,
- * nodes, outbox or events: damage there fails (EPROTO) the call that
- * reads it, and store_check_full() finds it. */
+ * small tables (meta, vnis, the kept counts) in full.  It does not read the jobs,
+ * steps, nodes, outbox or events: damage there fails (EPROTO) the call that reads it,
+ * and store_check_full() finds it. */
 int store_open (const char *db_path,
                 const char *key_path,
                 struct store **ret,
@@ -223,14 +223,23 @@ void store_close (struct store *st);
  * beside a running broker), then the counts kept for metrics and status
  * (jobs by state, the tallies) against the rows they count: 0 if
  * SQLite's integrity_check finds nothing and every count matches;
- * otherwise -1, errno EPROTO, 'error' naming the first problem and 'cb'
- * called with each (at most 100 from the page check).  Other failures:
- * -1 with their errno. */
+ * otherwise -1, 'error' naming the first problem and 'cb' called with
+ * each: errno EPROTO for damaged pages (at most 100 reported; the counts
+ * are not compared then), EUCLEAN when only counts differ (or are
+ * missing): store_recount() puts those right.  Other failures: -1 with
+ * their errno. */
 typedef void (*store_problem_f) (const char *problem, void *arg);
 int store_check_full (const char *db_path,
                       store_problem_f cb,
                       void *arg,
                       struct fmb_error *error);
+/* Set every count kept for metrics and status (jobs by state, VNIs,
+ * multicast reservations, outbox depth) to what the tables hold, in one
+ * transaction; *ret_fixed: how many were wrong or missing.  Safe beside
+ * a running broker (its commits wait while the tables are counted).  The
+ * file must exist at this code's schema version (EPROTO otherwise: the
+ * migration counts everything anyway). */
+int store_recount (const char *db_path, unsigned *ret_fixed, struct fmb_error *error);
 
 /* Timestamps come from this clock (default: wall clock ms). For tests. */
 void store_set_clock (struct store *st, store_clock_f now, void *arg);

@@ -11,8 +11,8 @@
 
 #include "store_private.h"
 
-/* The lowest free VNI in [?1, ?2]: ?1 itself, or else the value just
- * above the first VNI from ?1 on whose successor is free.  It reads the
+/* The lowest free VNI in [?1, ?2] (?1 <= ?2): ?1 itself, or else the
+ * value just above the first VNI from ?1 on whose successor is free.  It reads the
  * VNIs from ?1 up to the first gap and stops there: taking the least of
  * every candidate in the range (as it did) read every VNI held above
  * the cursor at each allocation -- every held one once the cursor has
@@ -218,8 +218,11 @@ int store_vni_counts (struct store *st,
                       unsigned *ret_quarantined,
                       struct fmb_error *error)
 {
-    if (store_tally (st, "vnis_held", ret_held, error) < 0 ||
-        store_tally (st, "vnis_quarantined", ret_quarantined, error) < 0)
+    unsigned held, quarantined;
+    if (store_tally (st, "vnis_held", &held, error) < 0 ||
+        store_tally (st, "vnis_quarantined", &quarantined, error) < 0)
         return fmb_error_prefix (error, "count VNIs");
+    *ret_held = held;
+    *ret_quarantined = quarantined;
     return 0;
 }

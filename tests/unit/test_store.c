@@ -566,6 +566,14 @@ static void next_fit_finds_the_holes_in_order (void **state)
     assert_int_equal (store_vni_alloc (fx->st, "full", 1, 100, 120, v, &e), -1);
     assert_int_equal (errno, ENOSPC);
     assert_string_equal (e.text, "no free VNI in 100-120");
+    /* pools of two and one: the hole at the very top, and none */
+    assert_int_equal (store_vni_alloc (fx->st, "full", 1, 120, 121, v, &e), 0);
+    assert_int_equal (v[0], 121);
+    put_job (fx, "one", 1, NULL, NULL);
+    assert_int_equal (store_vni_alloc (fx->st, "one", 1, 120, 120, v, &e), -1);
+    assert_int_equal (errno, ENOSPC);
+    assert_int_equal (store_vni_alloc (fx->st, "one", 1, 122, 122, v, &e), 0);
+    assert_int_equal (v[0], 122);
 }
 
 /* The VM steps SQLite ran for the first-free query since the last call. */
@@ -1006,9 +1014,18 @@ static void tallies_follow_every_change (void **state)
     assert_int_equal (store_job_set_state (fx->st, "b", STORE_JOB_LOST, &e), 0);
     EXPECT_TALLIES (.mcast_jobs = 1, .mcast_addrs = 5);
     assert_int_equal (store_job_set_state (fx->st, "b", STORE_JOB_ACTIVE, &e), 0);
+    /* released at the FM as the broker does it: its size set to 0 */
     assert_int_equal (
-        store_job_set_hwcoll (fx->st, "d", STORE_HWCOLL_RELEASED, NULL, 5, NULL, &e),
+        store_job_set_hwcoll (fx->st, "d", STORE_HWCOLL_RELEASED, NULL, 0, NULL, &e),
         0);
+    EXPECT_TALLIES (.mcast_jobs = 1, .mcast_addrs = 6);
+    /* a live reserved job deleted */
+    put_job (fx, "e", 1000, NULL, NULL);
+    assert_int_equal (
+        store_job_set_hwcoll (fx->st, "e", STORE_HWCOLL_RESERVED, NULL, 3, NULL, &e),
+        0);
+    EXPECT_TALLIES (.mcast_jobs = 2, .mcast_addrs = 9);
+    assert_int_equal (store_job_delete (fx->st, "e", &e), 0);
     EXPECT_TALLIES (.mcast_jobs = 1, .mcast_addrs = 6);
 
     /* VNIs: held, quarantined, expired, freed */
@@ -1021,6 +1038,12 @@ static void tallies_follow_every_change (void **state)
     assert_int_equal (store_vni_expire (fx->st, 3000000, &n, &e), 0);
     assert_int_equal (n, 2);
     EXPECT_TALLIES (1, 0, 1, 6, 0);
+    assert_int_equal (store_vni_free_job (fx->st, "c", &e), 0);
+    EXPECT_TALLIES (0, 0, 1, 6, 0);
+    /* quarantined VNIs freed when the nodes report */
+    assert_int_equal (store_vni_alloc (fx->st, "c", 2, 1024, 1100, v, &e), 0);
+    assert_int_equal (store_vni_quarantine (fx->st, "c", 0, &e), 0);
+    EXPECT_TALLIES (0, 2, 1, 6, 0);
     assert_int_equal (store_vni_free_job (fx->st, "c", &e), 0);
     EXPECT_TALLIES (0, 0, 1, 6, 0);
 

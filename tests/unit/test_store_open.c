@@ -316,39 +316,68 @@ static void damage_start_up_does_not_read_is_never_served (void **state)
 }
 
 /* The counts kept by triggers for metrics and status are compared with
- * their tables by the full check: one that differs is reported by name,
- * with both figures. */
+ * their tables by the full check: one that differs, or is missing, is
+ * reported by name with both figures, as a count to put right (EUCLEAN),
+ * not as damage; store_recount() puts them right and says how many. */
 static void full_check_finds_kept_counts_that_differ (void **state)
 {
     struct fx *fx = *state;
     struct store *st;
     struct fmb_error e;
     int64_t id;
+    unsigned fixed, depth;
     assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
     assert_int_equal (store_outbox_put (st, "delete", "c1-x", "", 0, &id, &e), 0);
     store_close (st);
     assert_int_equal (store_check_full (fx->db, NULL, NULL, &e), 0);
+    assert_int_equal (store_recount (fx->db, &fixed, &e), 0);
+    assert_int_equal (fixed, 0); /* nothing to put right */
     raw_exec (fx->db,
               "UPDATE tallies SET n = n + 4 WHERE name = 'outbox';"
-              "UPDATE job_counts SET n = 7 WHERE state = 'lost';");
+              "UPDATE job_counts SET n = 7 WHERE state = 'lost';"
+              "DELETE FROM tallies WHERE name = 'vnis_held';");
     struct problems {
         int n;
     } seen = {0};
     assert_int_equal (store_check_full (fx->db, count_problem, &seen, &e), -1);
-    assert_int_equal (errno, EPROTO);
-    assert_int_equal (seen.n, 2);
-    if (!strstr (e.text, "damaged database: job_counts lost: kept count 7, counted 0"))
+    assert_int_equal (errno, EUCLEAN);
+    assert_int_equal (seen.n, 3);
+    if (!strstr (e.text,
+                 "counts differ from the tables: job_counts lost: kept count 7, "
+                 "counted 0"))
         fail_msg ("check message '%s'", e.text);
-    /* the store still opens: the counts only feed metrics and status */
+    /* the store still opens and serves; the outbox shows the wrong depth,
+     * and the missing count fails what reads it */
     assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
-    unsigned depth;
     assert_int_equal (store_outbox_depth (st, &depth, &e), 0);
     assert_int_equal (depth, 5);
+    unsigned held, quarantined;
+    assert_int_equal (store_vni_counts (st, &held, &quarantined, &e), -1);
+    if (!strstr (e.text, "no tally 'vnis_held'"))
+        fail_msg ("message '%s'", e.text);
     store_close (st);
     raw_exec (fx->db, "UPDATE job_counts SET n = 0 WHERE state = 'lost';");
     assert_int_equal (store_check_full (fx->db, NULL, NULL, &e), -1);
-    if (!strstr (e.text, "tallies outbox: kept count 5, counted 1"))
+    if (!strstr (e.text, "tallies vnis_held: kept count missing, counted 0"))
         fail_msg ("check message '%s'", e.text);
+    assert_int_equal (store_recount (fx->db, &fixed, &e), 0);
+    assert_int_equal (fixed, 2);
+    assert_int_equal (store_check_full (fx->db, NULL, NULL, &e), 0);
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
+    assert_int_equal (store_outbox_depth (st, &depth, &e), 0);
+    assert_int_equal (depth, 1);
+    assert_int_equal (store_vni_counts (st, &held, &quarantined, &e), 0);
+    store_close (st);
+    /* never on a file of another schema version, nor one that is not there */
+    unlink (fx->db);
+    assert_int_equal (store_recount (fx->db, &fixed, &e), -1);
+    assert_int_equal (errno, ENOENT);
+    assert_int_equal (access (fx->db, F_OK), -1);
+    assert_int_equal (store_create_at_version (fx->db, 5, &e), 0);
+    assert_int_equal (store_recount (fx->db, &fixed, &e), -1);
+    assert_int_equal (errno, EPROTO);
+    if (!strstr (e.text, "schema version 5"))
+        fail_msg ("message '%s'", e.text);
 }
 
 static void directory_in_place_of_the_file_is_refused (void **state)
