@@ -157,7 +157,7 @@ static void set_state (struct fmsession *s, enum fm_state to, const char *why)
 
 void fmsession_note (struct fmsession *s, const struct fmc_result *res)
 {
-    if (res->status == FMC_NOT_SENT)
+    if (res->status == FMC_NOT_SENT || res->unsent)
         return; /* says nothing about the FM */
     /* counted in metrics by the client's observer, call by call */
     if (res->status != FMC_OK && res->http_status == 0)

@@ -429,7 +429,8 @@ static void complete (struct fmc_req *r, struct fmc_result *res)
     if (r->op != OP_TOKEN) /* token fetches serve calls; they are not calls */
         fmc->inflight--;
     r->arg_free = NULL; /* the callback owns 'arg' from here */
-    if (fmc->observer && r->op != OP_LOGIN && res->status != FMC_NOT_SENT)
+    if (fmc->observer && r->op != OP_LOGIN && res->status != FMC_NOT_SENT &&
+        !res->unsent)
         fmc->observer (res, fmc->observer_arg);
     if (r->cb)
         r->cb (res, r->arg);
@@ -547,9 +548,11 @@ static void dispatch (struct fmc_req *r)
 {
     struct fmc *fmc = r->fmc;
     struct fmb_error e;
-    struct fmc_result res = {.mcast_limit = -1};
+    struct fmc_result res = {.mcast_limit = -1, .unsent = true};
     if (r->deadline && fmb_monotime_ms () >= r->deadline) {
-        finish (r, FMC_RETRYABLE, 0, "deadline passed before the FM answered", &res);
+        /* held past it: the commit it waited for was slow, not the FM */
+        finish (
+            r, FMC_RETRYABLE, 0, "deadline passed before the call could leave", &res);
         return;
     }
     if (r->op != OP_TOKEN && fmc->cfg.auth == FMB_AUTH_OAUTH && !token_usable (fmc)) {
@@ -558,10 +561,13 @@ static void dispatch (struct fmc_req *r)
             start_token_fetch (fmc);
         return;
     }
+    res.unsent = false;
     if (r->op == OP_LOGIN)
         finish (r, FMC_OK, 0, NULL, &res);
-    else if (start (r, &e) < 0)
+    else if (start (r, &e) < 0) {
+        res.unsent = true;
         finish (r, FMC_RETRYABLE, 0, e.text, &res);
+    }
 }
 
 /* Let curl do what its timer asks for (start new transfers, time out old

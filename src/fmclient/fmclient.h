@@ -76,13 +76,16 @@ enum fmc_status {
 
 struct fmc_result {
     enum fmc_status status;
-    const char *op;            /* "get", "create", "patch", "delete", "list", "token" */
-    long http_status;          /* 0 when there was no HTTP answer */
-    unsigned elapsed_ms;       /* from submission to completion */
-    const char *error;         /* "" when status is FMC_OK */
-    const char *session_token; /* get, create, reserve: the job's token */
-    long mcast_limit;          /* get, create, reserve: -1 if the FM did not say */
-    bool created;              /* reserve: the POST made it (the FM had none) */
+    const char *op;   /* "get", "create", "patch", "delete", "list", "token" */
+    long http_status; /* 0 when there was no HTTP answer */
+    /* it never left this host: its deadline passed while it was held for
+     * a commit, or curl could not start it.  Says nothing about the FM. */
+    bool unsent;
+    unsigned elapsed_ms;        /* from submission to completion */
+    const char *error;          /* "" when status is FMC_OK */
+    const char *session_token;  /* get, create, reserve: the job's token */
+    long mcast_limit;           /* get, create, reserve: -1 if the FM did not say */
+    bool created;               /* reserve: the POST made it (the FM had none) */
     const char *const *job_ids; /* list: the FM job ids ("cluster-job") */
     size_t njob_ids;
     struct fmc_req *req_; /* fmclient's own (fmc_take_job_ids) */
@@ -201,8 +204,10 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n);
  * fmc_start_held: the broker holds them while the transaction that
  * records their intent is open, and starts them once it committed.  Reads
  * (get, list, token) and the POST of a reservation whose GET answered are
- * never held.  fmc_start_held runs no callback unless curl cannot start a
- * call at all; what ends later is seen by the next fmc_process.  It
+ * never held.  fmc_start_held runs no callback unless a call cannot leave
+ * (curl cannot start it, or its deadline passed while it was held: both
+ * complete FMC_RETRYABLE, 'unsent'); what ends later is seen by the next
+ * fmc_process.  It
  * starts calls for about FMC_START_BUDGET_US: the rest (a storm of
  * releases) stay kept, in order, for the next fmc_start_held (or
  * fmc_run), which fmc_timeout_ms asks for at once. */

@@ -11,13 +11,13 @@ failsync=$FMB_BIN/../faultinject/libfailsync.so
 start_mockfm
 body='{"uid":1000,"nodes":["n1","n2"]}'
 fm_holds_only_job_2 () { test "$(mockfm_jobs | sort | tr "\n" " ")" = "c1-2 "; }
-show () { for f in r1 r2 r3 r7; do [ -f "$f" ] && echo "$f: $(cat "$f")"; done; tail -n 12 "$T/broker.err"; }
+show () { for f in r1 r2 r3 r7 r70 s70; do [ -f "$f" ] && echo "$f: $(cat "$f")"; done; tail -n 12 "$T/broker.err"; }
 step_fail_hook=show
 start_broker_failing () {
     # ASan wants its runtime first among preloads; the library is only
     # an fsync wrapper.
     LD_PRELOAD=$failsync FAILSYNC_TRIGGER=$T/disk-bad \
-        FAILSYNC_SLOW_TRIGGER=$T/disk-slow FAILSYNC_SLOW_MS=150 \
+        FAILSYNC_SLOW_TRIGGER=$T/disk-slow FAILSYNC_SLOW_MS=${slow_ms:-150} \
         ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 start_broker
 }
 
@@ -131,6 +131,24 @@ expect_ok 'with a slow disk, the longest loop stall and its commit share say so'
     over=$(awk "/^fmbroker_loop_pass_seconds_count / {n = \$2}
         /^fmbroker_loop_pass_seconds_bucket.le=.0.1.. / {b = \$2} END {print n - b}" m.txt) &&
     echo "# passes over 0.1 s: $over" && test "$over" -ge 1
+'
+# A commit slower than reserve_timeout_ms holds a new job's POST past its
+# deadline (it waits for the job's intent to commit): the job goes without
+# collectives, but the FM was never asked, so it is not taken for down --
+# that would send the next jobs without collectives too, for nothing.
+# (Each sync takes 1.5 s, a RUN may wait 0.5 s.)
+expect_ok 'a POST held past its deadline by a slow commit does not make the FM look down' '
+    stop_broker && reserve_ms=500 write_broker_conf && slow_ms=1500 start_broker_failing &&
+    wait_for 50 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/v1/status | jq -e \".fabric_manager.state == \\\"up\\\"\"" &&
+    since=$(rm_call GET /v1/status | jq -e ".fabric_manager | select(.state == \"up\") | .since_ms") &&
+    p0=$(posts) && touch "$T/disk-slow" && rm_call PUT /v1/jobs/70 "$body" >r70 &&
+    rm -f "$T/disk-slow" && cat r70 && jq -e ".hwcoll.state == \"unavailable\"" r70 &&
+    rm_call GET /v1/status >s70 &&
+    jq -e --argjson s "$since" ".fabric_manager.state == \"up\" and .fabric_manager.since_ms == \$s" s70 &&
+    test "$(posts)" = "$p0" &&
+    rm_call PUT /v1/jobs/71 "$body" | jq -e ".hwcoll.state == \"reserved\"" &&
+    rm_call GET /metrics | grep -qx "fmbroker_fm_up 1" &&
+    stop_broker && write_broker_conf && start_broker_failing
 '
 # Another process holds the store's write lock past the busy timeout (5
 # s): an admin's sqlite3 shell left in a transaction, say.  The passes

@@ -25,6 +25,7 @@ struct outcome {
     char token[128];
     long limit;
     bool created;
+    bool unsent;
     size_t njobs;
     char jobs[8][64];
 };
@@ -40,6 +41,7 @@ static void on_done (const struct fmc_result *r, void *arg)
         o->token, sizeof (o->token), "%s", r->session_token ? r->session_token : "");
     o->limit = r->mcast_limit;
     o->created = r->created;
+    o->unsent = r->unsent;
     o->njobs = r->njob_ids;
     for (size_t i = 0; i < r->njob_ids && i < 8; i++)
         snprintf (o->jobs[i], sizeof (o->jobs[i]), "%s", r->job_ids[i]);
@@ -941,6 +943,39 @@ static void new_reservation_posts_first_and_waits_for_its_commit (void **state)
         mockfm_log_count (&fx->m, "GET /fabric/collectives/jobs/c1-6 404"), 1);
 }
 
+/* A call held for a commit slower than its deadline never leaves: it
+ * completes retryable and unsent (the broker then does not take the FM
+ * for down: it was never asked), and the FM hears nothing of it. */
+static void held_past_its_deadline_never_leaves (void **state)
+{
+    struct fx *fx = *state;
+    struct outcome o;
+    struct fmb_error e;
+    start (fx, FMB_AUTH_NONE, NULL);
+    make_client (fx);
+    memset (&o, 0, sizeof (o));
+    fmc_hold (fx->fmc, true);
+    assert_int_equal (
+        fmc_job_reserve (
+            fx->fmc, "c1-7", 3, 200, FMC_RESERVE_POST_FIRST, on_done, &o, &e),
+        0);
+    usleep (300 * 1000); /* the commit it waits for takes longer */
+    fmc_start_held (fx->fmc);
+    fmc_hold (fx->fmc, false);
+    assert_int_equal (fmc_run (fx->fmc, 2000), 0);
+    EXPECT (o, FMC_RETRYABLE);
+    assert_true (o.unsent);
+    assert_int_equal (o.http, 0);
+    if (!strstr (o.error, "before the call could leave"))
+        fail_msg ("error '%s'", o.error);
+    assert_int_equal (mockfm_log_count (&fx->m, "POST "), 0);
+    /* a call that did leave and got no answer is not 'unsent' */
+    mockfm_stop (&fx->m);
+    RUN (fx->fmc, o, fmc_job_get (fx->fmc, "c1-7", on_done, &o, &e_));
+    EXPECT (o, FMC_RETRYABLE);
+    assert_false (o.unsent);
+}
+
 /* The FM holds the job already (a standby's, a store restored from an
  * older backup): the POST is refused, the GET after it finds the job. */
 static void new_reservation_of_a_job_the_fm_holds_finds_it (void **state)
@@ -1364,6 +1399,7 @@ int main (void)
         T (reserve_keeps_its_deadline),
         T (reserve_survives_a_create_race),
         T (new_reservation_posts_first_and_waits_for_its_commit),
+        T (held_past_its_deadline_never_leaves),
         T (new_reservation_of_a_job_the_fm_holds_finds_it),
         T (refused_reservation_keeps_the_posts_reason),
         T (libfabric_side_works_with_the_session_token),
