@@ -548,11 +548,17 @@ static void dispatch (struct fmc_req *r)
 {
     struct fmc *fmc = r->fmc;
     struct fmb_error e;
-    struct fmc_result res = {.mcast_limit = -1, .unsent = true};
+    struct fmc_result res = {.mcast_limit = -1};
     if (r->deadline && fmb_monotime_ms () >= r->deadline) {
-        /* held past it: the commit it waited for was slow, not the FM */
-        finish (
-            r, FMC_RETRYABLE, 0, "deadline passed before the call could leave", &res);
+        /* Held past it (for a commit, or a token that came late): the FM
+         * was not asked, unless this is the repeat after a 401. */
+        res.unsent = !r->auth_retried;
+        finish (r,
+                FMC_RETRYABLE,
+                0,
+                res.unsent ? "deadline passed before the call could leave"
+                           : "deadline passed before the FM answered",
+                &res);
         return;
     }
     if (r->op != OP_TOKEN && fmc->cfg.auth == FMB_AUTH_OAUTH && !token_usable (fmc)) {
@@ -561,13 +567,12 @@ static void dispatch (struct fmc_req *r)
             start_token_fetch (fmc);
         return;
     }
-    res.unsent = false;
+    /* curl cannot start it: not unsent, so that the FM session probes
+     * (backing off) rather than wait for a call that may never come */
     if (r->op == OP_LOGIN)
         finish (r, FMC_OK, 0, NULL, &res);
-    else if (start (r, &e) < 0) {
-        res.unsent = true;
+    else if (start (r, &e) < 0)
         finish (r, FMC_RETRYABLE, 0, e.text, &res);
-    }
 }
 
 /* Let curl do what its timer asks for (start new transfers, time out old
@@ -1447,7 +1452,7 @@ static void reserve_after_refusal (struct reserve *rv,
                              .mcast_limit = -1};
     if (get) {
         out.elapsed_ms = get->elapsed_ms;
-        if (get->http_status == 0) { /* no answer */
+        if (get->http_status == 0 && !get->unsent) { /* no answer */
             out.status = get->status;
             out.http_status = 0;
         }

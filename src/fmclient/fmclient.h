@@ -78,8 +78,8 @@ struct fmc_result {
     enum fmc_status status;
     const char *op;   /* "get", "create", "patch", "delete", "list", "token" */
     long http_status; /* 0 when there was no HTTP answer */
-    /* it never left this host: its deadline passed while it was held for
-     * a commit, or curl could not start it.  Says nothing about the FM. */
+    /* it never left this host: its deadline passed while it was held (for
+     * a commit, or a token).  Says nothing about the FM; not observed. */
     bool unsent;
     unsigned elapsed_ms;        /* from submission to completion */
     const char *error;          /* "" when status is FMC_OK */
@@ -206,8 +206,8 @@ void fmc_process (struct fmc *fmc, const struct pollfd *fds, int n);
  * (get, list, token) and the POST of a reservation whose GET answered are
  * never held.  fmc_start_held runs no callback unless a call cannot leave
  * (curl cannot start it, or its deadline passed while it was held: both
- * complete FMC_RETRYABLE, 'unsent'); what ends later is seen by the next
- * fmc_process.  It
+ * complete FMC_RETRYABLE, the second 'unsent'); what ends later is seen
+ * by the next fmc_process.  It
  * starts calls for about FMC_START_BUDGET_US: the rest (a storm of
  * releases) stay kept, in order, for the next fmc_start_held (or
  * fmc_run), which fmc_timeout_ms asks for at once. */

@@ -1009,8 +1009,8 @@ static int check_counts (struct store *st,
                           (long long)sqlite3_column_int64 (s, 1));
             snprintf (line,
                       sizeof (line),
-                      "%s: kept count %s, counted %lld (what metrics, status "
-                      "and health show)",
+                      "%s: kept count %s (what metrics, status and health "
+                      "show), counted %lld",
                       (const char *)sqlite3_column_text (s, 0),
                       kept,
                       (long long)sqlite3_column_int64 (s, 2));
@@ -1027,14 +1027,14 @@ static int check_counts (struct store *st,
     return nproblems;
 }
 
-int store_check_full (const char *db_path,
-                      store_problem_f cb,
-                      void *arg,
-                      struct fmb_error *error)
+/* The existing file at 'db_path', opened read-only (nothing created or
+ * written, whoever else has it open) and checked as start-up checks it. */
+static int open_readonly (const char *db_path,
+                          struct store **ret,
+                          struct fmb_error *error)
 {
     struct store *st = calloc (1, sizeof (*st));
     bool exists;
-    int nproblems = 0, rc;
     if (!st)
         return fmb_errorf (error, "out of memory");
     if (check_file (db_path, &exists, error) < 0)
@@ -1044,7 +1044,7 @@ int store_check_full (const char *db_path,
         fmb_errorf (error, "%s: %s", db_path, strerror (errno));
         goto error;
     }
-    rc = sqlite3_open_v2 (
+    int rc = sqlite3_open_v2 (
         db_path, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_EXRESCODE, NULL);
     if (rc != SQLITE_OK) {
         store_fail (st, rc, error, db_path);
@@ -1053,6 +1053,22 @@ int store_check_full (const char *db_path,
     sqlite3_busy_timeout (st->db, STORE_BUSY_TIMEOUT_MS);
     if (check_schema (st, db_path, error) < 0)
         goto error;
+    *ret = st;
+    return 0;
+error:
+    store_close (st);
+    return -1;
+}
+
+int store_check_full (const char *db_path,
+                      store_problem_f cb,
+                      void *arg,
+                      struct fmb_error *error)
+{
+    struct store *st;
+    int nproblems = 0, rc;
+    if (open_readonly (db_path, &st, error) < 0)
+        return -1;
     /* integrity_check, not quick_check: it also compares every index
      * with its table.  At most 100 problems: enough to judge the file. */
     sqlite3_stmt *s;
@@ -1108,26 +1124,24 @@ static const char SQL_RECOUNT[] =
 int store_recount (const char *db_path, unsigned *ret_fixed, struct fmb_error *error)
 {
     struct store *st;
-    bool exists;
-    if (check_file (db_path, &exists, error) < 0)
+    /* The version first, read-only: no migration here (a broker of the
+     * file's version may be serving on it), and nothing written to a file
+     * that is not at this version (an empty one would get a header). */
+    if (open_readonly (db_path, &st, error) < 0)
         return -1;
-    if (!exists) {
-        errno = ENOENT;
-        return fmb_errorf (error, "%s: %s", db_path, strerror (errno));
-    }
-    /* target 0: no migration here -- a broker of the file's version may
-     * be serving on it */
-    if (open_db (db_path, 0, &st, error) < 0)
-        return -1;
-    if (st->file_version != SCHEMA_VERSION) {
+    int version = st->file_version;
+    store_close (st);
+    if (version != SCHEMA_VERSION) {
         errno = EPROTO;
-        fmb_errorf (error,
-                    "schema version %d, not %d: start this fmbrokerd once to "
-                    "bring it up to date, then recount",
-                    st->file_version,
-                    SCHEMA_VERSION);
-        goto error;
+        return fmb_errorf (error,
+                           "%s: schema version %d, not %d: start this fmbrokerd "
+                           "once to bring it up to date, then recount",
+                           db_path,
+                           version,
+                           SCHEMA_VERSION);
     }
+    if (open_db (db_path, SCHEMA_VERSION, &st, error) < 0)
+        return -1;
     int64_t before = store_changes (st);
     if (store_begin (st, error) < 0)
         goto error;

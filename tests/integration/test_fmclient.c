@@ -946,13 +946,21 @@ static void new_reservation_posts_first_and_waits_for_its_commit (void **state)
 /* A call held for a commit slower than its deadline never leaves: it
  * completes retryable and unsent (the broker then does not take the FM
  * for down: it was never asked), and the FM hears nothing of it. */
+static void count_observed (const struct fmc_result *r, void *arg)
+{
+    (void)r;
+    (*(int *)arg)++;
+}
+
 static void held_past_its_deadline_never_leaves (void **state)
 {
     struct fx *fx = *state;
     struct outcome o;
     struct fmb_error e;
+    int observed = 0;
     start (fx, FMB_AUTH_NONE, NULL);
     make_client (fx);
+    fmc_set_observer (fx->fmc, count_observed, &observed);
     memset (&o, 0, sizeof (o));
     fmc_hold (fx->fmc, true);
     assert_int_equal (
@@ -969,11 +977,13 @@ static void held_past_its_deadline_never_leaves (void **state)
     if (!strstr (o.error, "before the call could leave"))
         fail_msg ("error '%s'", o.error);
     assert_int_equal (mockfm_log_count (&fx->m, "POST "), 0);
+    assert_int_equal (observed, 0); /* not an FM request in the metrics */
     /* a call that did leave and got no answer is not 'unsent' */
     mockfm_stop (&fx->m);
     RUN (fx->fmc, o, fmc_job_get (fx->fmc, "c1-7", on_done, &o, &e_));
     EXPECT (o, FMC_RETRYABLE);
     assert_false (o.unsent);
+    assert_int_equal (observed, 1);
 }
 
 /* The FM holds the job already (a standby's, a store restored from an
