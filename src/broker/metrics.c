@@ -170,7 +170,9 @@ static void fm_metrics (struct broker *b, FILE *f)
                          fm_op_names[op],
                          fmc_status_name ((enum fmc_status)r),
                          b->metrics.fm_calls[op][r]);
-    fprintf (f, "# HELP fmbroker_fm_request_duration_seconds FM call latency.\n");
+    fprintf (f,
+             "# HELP fmbroker_fm_request_duration_seconds FM call latency, from the "
+             "call leaving to its answer.\n");
     fprintf (f, "# TYPE fmbroker_fm_request_duration_seconds histogram\n");
     for (int op = 0; op < FM_OPS; op++) {
         char label[32];

@@ -41,8 +41,8 @@ struct fmc_req {
     char *url;
     char *body; /* NULL: none; for OP_TOKEN it holds the secret */
     unsigned timeout_ms;
-    int64_t deadline; /* monotonic ms, 0: none beyond timeout_ms */
-    int64_t started;
+    int64_t deadline;        /* monotonic ms, 0: none beyond timeout_ms */
+    int64_t started;         /* submitted; once it left, when it (last) left */
     unsigned long token_gen; /* which token it was sent with */
     bool auth_retried;
     CURL *easy;
@@ -539,6 +539,9 @@ static int start (struct fmc_req *r, struct fmb_error *error)
         r->easy = NULL;
         return fmb_errorf (error, "curl: %s", curl_multi_strerror (mc));
     }
+    /* the FM's time starts here: not the time it was held for a commit
+     * or waited for a token (the latency histogram is the FM's) */
+    r->started = fmb_monotime_ms ();
     return 0;
 }
 

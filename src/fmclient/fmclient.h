@@ -81,8 +81,8 @@ struct fmc_result {
     /* it never left this host: its deadline passed while it was held (for
      * a commit, or a token).  Says nothing about the FM; not observed. */
     bool unsent;
-    unsigned elapsed_ms;        /* from submission to completion */
-    const char *error;          /* "" when status is FMC_OK */
+    unsigned elapsed_ms; /* from leaving (if it never did: submission) to completion */
+    const char *error;   /* "" when status is FMC_OK */
     const char *session_token;  /* get, create, reserve: the job's token */
     long mcast_limit;           /* get, create, reserve: -1 if the FM did not say */
     bool created;               /* reserve: the POST made it (the FM had none) */
