@@ -376,10 +376,18 @@ static int job_facts (struct job_facts *f, json_t **env, struct fmb_error *error
         if (rc == 0)
             return 0;
     }
-    char api[256];
+    char api[512], node[256];
     json_t *job;
-    snprintf (api, sizeof (api), "/v1/jobs/%s", arg_.job);
-    if (broker_call ("GET", api, NULL, &job, error) < 0)
+    /* The job as this node needs it: not the list of every node.  A
+     * broker older than that view answers 405: then the whole job. */
+    this_node (node, sizeof (node));
+    snprintf (api, sizeof (api), "/v1/jobs/%s/nodes/%s", arg_.job, node);
+    int got = broker_call ("GET", api, NULL, &job, error);
+    if (got < 0 && broker_status == 405) {
+        snprintf (api, sizeof (api), "/v1/jobs/%s", arg_.job);
+        got = broker_call ("GET", api, NULL, &job, error);
+    }
+    if (got < 0)
         return fmb_error_prefix (
             error,
             "job %s (give --uid and --vnis to work without the broker)",

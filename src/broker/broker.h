@@ -155,6 +155,7 @@ int jobs_get (struct broker *b, struct http_req *req, struct http_problem *p);
 int jobs_list (struct broker *b, struct http_req *req, struct http_problem *p);
 int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_problem *p);
 int jobs_node_report (struct broker *b, struct http_req *req, struct http_problem *p);
+int jobs_node_get (struct broker *b, struct http_req *req, struct http_problem *p);
 int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *p);
 /* Free quarantined VNIs whose time came; log, event. */
 void jobs_expire_quarantine (struct broker *b);

@@ -85,9 +85,10 @@ static json_t *job_env (struct broker *b, const struct store_job *j, bool token)
     return env;
 }
 
-static json_t *job_view (struct broker *b,
-                         const struct store_job *j,
-                         const struct caller *c)
+/* The job as the API shows it, but for the list of its nodes. */
+static json_t *job_view_without_nodes (struct broker *b,
+                                       const struct store_job *j,
+                                       const struct caller *c)
 {
     bool token = may_see_token (c, j);
     json_t *vnis = json_array ();
@@ -131,10 +132,18 @@ static json_t *job_view (struct broker *b,
                            (json_int_t)j->updated_ms);
     if (j->user)
         json_object_set_new (o, "user", json_string (j->user));
-    if (j->nodes)
-        json_object_set_new (o, "nodes", json_loads (j->nodes, 0, NULL));
     if (j->released_ms)
         json_object_set_new (o, "released_ms", json_integer (j->released_ms));
+    return o;
+}
+
+static json_t *job_view (struct broker *b,
+                         const struct store_job *j,
+                         const struct caller *c)
+{
+    json_t *o = job_view_without_nodes (b, j, c);
+    if (j->nodes)
+        json_object_set_new (o, "nodes", json_loads (j->nodes, 0, NULL));
     return o;
 }
 
@@ -165,7 +174,7 @@ static json_t *waiting_for (struct broker *b, const char *job)
 {
     struct fmb_error e;
     json_t *a = json_array ();
-    if (store_node_list (b->st, job, node_waited_for, a, &e) < 0) {
+    if (store_node_list (b->st, job, NULL, node_waited_for, a, &e) < 0) {
         broker_log_store_error (b, "node reports", &e);
         json_decref (a);
         return NULL;
@@ -181,7 +190,7 @@ static void add_node_reports (struct broker *b, const struct store_job *j, json_
 {
     struct fmb_error e;
     json_t *a = json_array ();
-    if (store_node_list (b->st, j->id, node_report, a, &e) < 0) {
+    if (store_node_list (b->st, j->id, NULL, node_report, a, &e) < 0) {
         broker_log_store_error (b, "node reports", &e);
         json_decref (a);
         return;
@@ -785,7 +794,14 @@ static int jobs_lost (struct broker *b,
 
 /* ---- reading jobs -------------------------------------------------- */
 
-int jobs_get (struct broker *b, struct http_req *req, struct http_problem *p)
+/* GET of one job, whole (node NULL) or as the agent of 'node' needs it:
+ * without the list of nodes and the other nodes' reports.  Each node's
+ * prolog asks: for a 10,000-node job the whole job was 760 KB and 21 ms
+ * of the loop per GET, 210 s for one job's prologs. */
+static int get_job (struct broker *b,
+                    struct http_req *req,
+                    const char *node,
+                    struct http_problem *p)
 {
     const struct caller *c = http_caller (req);
     struct store_job *j;
@@ -798,13 +814,30 @@ int jobs_get (struct broker *b, struct http_req *req, struct http_problem *p)
     if (!(c->roles & (ROLE_RM | ROLE_ADMIN | ROLE_AGENT)) && !c->job_token_ok &&
         !(c->local && c->uid == j->uid))
         rc = http_problemf (p, 404, "job '%s' not found", j->id);
-    else {
+    else if (!node) {
         json_t *view = job_view (b, j, c);
         add_node_reports (b, j, view);
+        http_reply (req, 200, view);
+    } else {
+        json_t *view = job_view_without_nodes (b, j, c);
+        json_t *a = json_array ();
+        if (store_node_list (b->st, j->id, node, node_report, a, &e) < 0)
+            broker_log_store_error (b, "node report", &e);
+        json_object_set_new (view, "node_reports", a);
         http_reply (req, 200, view);
     }
     store_job_free (j);
     return rc;
+}
+
+int jobs_get (struct broker *b, struct http_req *req, struct http_problem *p)
+{
+    return get_job (b, req, NULL, p);
+}
+
+int jobs_node_get (struct broker *b, struct http_req *req, struct http_problem *p)
+{
+    return get_job (b, req, http_node (req), p);
 }
 
 struct list_ctx {

@@ -102,6 +102,7 @@ const struct route broker_routes[] = {
     { "GET",    "/v1/jobs",                     ROLE_RM | ROLE_ADMIN | ROLE_AGENT | ROLE_USER, false, jobs_list },
     { "DELETE", "/v1/jobs/{job}/steps/{step}",  ROLE_RM | ROLE_ADMIN | ROLE_AGENT | ROLE_JOB, false, jobs_step_cleanup },
     { "PUT",    "/v1/jobs/{job}/nodes/{node}",  ROLE_RM | ROLE_ADMIN | ROLE_AGENT,         true,  jobs_node_report },
+    { "GET",    "/v1/jobs/{job}/nodes/{node}",  ROLE_RM | ROLE_ADMIN | ROLE_AGENT | ROLE_JOB | ROLE_USER, false, jobs_node_get },
     { "GET",    "/v1/vnis",                     ROLE_RM | ROLE_ADMIN,                      false, jobs_vni_list },
     { "GET",    "/v1/events",                   ROLE_RM | ROLE_ADMIN,                      false, events_cb },
     { "POST",   "/v1/reconcile",                ROLE_ADMIN,                                false, reconcile_cb },

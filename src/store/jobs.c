@@ -154,6 +154,10 @@ static const char SQL_NODE_PUT[] =
 static const char SQL_NODE_LIST[] =
     "SELECT node, cxi, detail, updated_ms FROM job_nodes WHERE job_id = ?1"
     " ORDER BY node";
+/* one node's: a key lookup, however many nodes the job has */
+static const char SQL_NODE_ONE[] =
+    "SELECT node, cxi, detail, updated_ms FROM job_nodes"
+    " WHERE job_id = ?1 AND node = ?2";
 static const char SQL_NODE_COUNT[] =
     "SELECT count(*), coalesce(sum(cxi = 'destroyed'), 0) FROM job_nodes"
     " WHERE job_id = ?1";
@@ -833,14 +837,17 @@ int store_node_put (struct store *st,
 
 int store_node_list (struct store *st,
                      const char *job_id,
+                     const char *node,
                      store_node_f cb,
                      void *arg,
                      struct fmb_error *error)
 {
-    sqlite3_stmt *s = store_stmt (st, SQL_NODE_LIST, error);
+    sqlite3_stmt *s = store_stmt (st, node ? SQL_NODE_ONE : SQL_NODE_LIST, error);
     if (!s)
         return -1;
     sqlite3_bind_text (s, 1, job_id, -1, SQLITE_STATIC);
+    if (node)
+        sqlite3_bind_text (s, 2, node, -1, SQLITE_STATIC);
     int rc;
     while ((rc = sqlite3_step (s)) == SQLITE_ROW) {
         struct store_node n = {

@@ -391,8 +391,10 @@ int store_node_put (struct store *st,
                     enum store_cxi_state cxi,
                     const char *detail,
                     struct fmb_error *error);
+/* The job's node reports in node order, or only 'node''s (NULL: all). */
 int store_node_list (struct store *st,
                      const char *job_id,
+                     const char *node,
                      store_node_f cb,
                      void *arg,
                      struct fmb_error *error);

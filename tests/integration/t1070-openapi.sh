@@ -36,6 +36,8 @@ expect_ok 'every route answers, successes and failures alike' '
     rec $S DELETE "/v1/jobs/1/steps/0" "" "wrong-token" &&
     rec $N PUT /v1/jobs/1/nodes/n1 "{\"cxi\":\"created\"}" &&
     rec $N PUT /v1/jobs/1/nodes/n1 "{\"cxi\":\"nope\"}" &&
+    rec $N GET /v1/jobs/1/nodes/n1 &&
+    rec $N GET /v1/jobs/404/nodes/n1 &&
     rec /v1/vnis GET /v1/vnis &&
     rec $J DELETE /v1/jobs/1 &&
     rec $J DELETE /v1/jobs/2 &&

@@ -485,7 +485,8 @@ static void node_reports_count_towards_release (void **state)
     assert_int_equal (store_node_count (fx->st, "42", &total, &destroyed, &e), 0);
     assert_int_equal (total, 2);
     assert_int_equal (destroyed, 0);
-    assert_int_equal (store_node_list (fx->st, "42", count_pending, &pending, &e), 0);
+    assert_int_equal (store_node_list (fx->st, "42", NULL, count_pending, &pending, &e),
+                      0);
     assert_int_equal (pending, 2);
     assert_int_equal (
         store_node_put (fx->st, "42", "n1", STORE_CXI_DESTROYED, NULL, &e), 0);
@@ -967,6 +968,18 @@ static void expect_tallies (struct fx *fx, struct tallies want, int line)
 }
 #define EXPECT_TALLIES(...) expect_tallies (fx, (struct tallies){__VA_ARGS__}, __LINE__)
 
+/* The job's multicast state, as the broker sets it; must succeed. */
+static void set_hwcoll (struct fx *fx,
+                        const char *id,
+                        enum store_hwcoll_state hwcoll,
+                        const char *reason,
+                        unsigned mcast_limit)
+{
+    struct fmb_error e;
+    if (store_job_set_hwcoll (fx->st, id, hwcoll, reason, mcast_limit, NULL, &e) < 0)
+        fail_msg ("set hwcoll of %s: %s", id, e.text);
+}
+
 /* Kept by triggers (schema 6), they follow every way a VNI, a
  * reservation or an outbox entry comes, changes and goes, a rolled-back
  * change, and a reopen. */
@@ -982,23 +995,13 @@ static void tallies_follow_every_change (void **state)
     put_job (fx, "b", 1000, NULL, NULL);
     put_job (fx, "c", 1000, NULL, NULL);
     EXPECT_TALLIES (0, 0, 0, 0, 0);
-    assert_int_equal (
-        store_job_set_hwcoll (fx->st, "a", STORE_HWCOLL_RESERVED, NULL, 4, NULL, &e),
-        0);
-    assert_int_equal (
-        store_job_set_hwcoll (fx->st, "b", STORE_HWCOLL_RESERVED, NULL, 6, NULL, &e),
-        0);
-    assert_int_equal (
-        store_job_set_hwcoll (fx->st, "c", STORE_HWCOLL_UNAVAILABLE, "x", 0, NULL, &e),
-        0);
+    set_hwcoll (fx, "a", STORE_HWCOLL_RESERVED, NULL, 4);
+    set_hwcoll (fx, "b", STORE_HWCOLL_RESERVED, NULL, 6);
+    set_hwcoll (fx, "c", STORE_HWCOLL_UNAVAILABLE, "x", 0);
     EXPECT_TALLIES (.mcast_jobs = 2, .mcast_addrs = 10);
     /* a new size, the same size again, and a job that is put reserved */
-    assert_int_equal (
-        store_job_set_hwcoll (fx->st, "a", STORE_HWCOLL_RESERVED, NULL, 8, NULL, &e),
-        0);
-    assert_int_equal (
-        store_job_set_hwcoll (fx->st, "a", STORE_HWCOLL_RESERVED, NULL, 8, NULL, &e),
-        0);
+    set_hwcoll (fx, "a", STORE_HWCOLL_RESERVED, NULL, 8);
+    set_hwcoll (fx, "a", STORE_HWCOLL_RESERVED, NULL, 8);
     struct store_job d = {.request = "{}",
                           .state = STORE_JOB_ACTIVE,
                           .hwcoll = STORE_HWCOLL_RESERVED,
@@ -1015,15 +1018,11 @@ static void tallies_follow_every_change (void **state)
     EXPECT_TALLIES (.mcast_jobs = 1, .mcast_addrs = 5);
     assert_int_equal (store_job_set_state (fx->st, "b", STORE_JOB_ACTIVE, &e), 0);
     /* released at the FM as the broker does it: its size set to 0 */
-    assert_int_equal (
-        store_job_set_hwcoll (fx->st, "d", STORE_HWCOLL_RELEASED, NULL, 0, NULL, &e),
-        0);
+    set_hwcoll (fx, "d", STORE_HWCOLL_RELEASED, NULL, 0);
     EXPECT_TALLIES (.mcast_jobs = 1, .mcast_addrs = 6);
     /* a live reserved job deleted */
     put_job (fx, "e", 1000, NULL, NULL);
-    assert_int_equal (
-        store_job_set_hwcoll (fx->st, "e", STORE_HWCOLL_RESERVED, NULL, 3, NULL, &e),
-        0);
+    set_hwcoll (fx, "e", STORE_HWCOLL_RESERVED, NULL, 3);
     EXPECT_TALLIES (.mcast_jobs = 2, .mcast_addrs = 9);
     assert_int_equal (store_job_delete (fx->st, "e", &e), 0);
     EXPECT_TALLIES (.mcast_jobs = 1, .mcast_addrs = 6);
