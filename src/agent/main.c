@@ -379,10 +379,14 @@ static int job_facts (struct job_facts *f, json_t **env, struct fmb_error *error
     char api[512], node[256];
     json_t *job;
     /* The job as this node needs it: not the list of every node.  A
-     * broker older than that view answers 405: then the whole job. */
+     * broker older than that view answers 405, and a host name that is no
+     * node name cannot ask for it: then the whole job. */
     this_node (node, sizeof (node));
     snprintf (api, sizeof (api), "/v1/jobs/%s/nodes/%s", arg_.job, node);
-    int got = broker_call ("GET", api, NULL, &job, error);
+    int got = -1;
+    broker_status = 405;
+    if (valid_node_name (node))
+        got = broker_call ("GET", api, NULL, &job, error);
     if (got < 0 && broker_status == 405) {
         snprintf (api, sizeof (api), "/v1/jobs/%s", arg_.job);
         got = broker_call ("GET", api, NULL, &job, error);

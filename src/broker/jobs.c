@@ -821,9 +821,11 @@ static int get_job (struct broker *b,
     } else {
         json_t *view = job_view_without_nodes (b, j, c);
         json_t *a = json_array ();
-        if (store_node_list (b->st, j->id, node, node_report, a, &e) < 0)
+        if (store_node_list (b->st, j->id, node, node_report, a, &e) < 0) {
             broker_log_store_error (b, "node report", &e);
-        json_object_set_new (view, "node_reports", a);
+            json_decref (a); /* left out, as in the whole job's view */
+        } else
+            json_object_set_new (view, "node_reports", a);
         http_reply (req, 200, view);
     }
     store_job_free (j);

@@ -540,8 +540,10 @@ static int start (struct fmc_req *r, struct fmb_error *error)
         return fmb_errorf (error, "curl: %s", curl_multi_strerror (mc));
     }
     /* the FM's time starts here: not the time it was held for a commit
-     * or waited for a token (the latency histogram is the FM's) */
-    r->started = fmb_monotime_ms ();
+     * or waited for a token (the latency histogram is the FM's); a repeat
+     * after a 401 goes on counting from the first try */
+    if (!r->auth_retried)
+        r->started = fmb_monotime_ms ();
     return 0;
 }
 

@@ -57,6 +57,59 @@ expect_ok 'a node'"'"'s view of the job: its facts and its own report, not every
     test "$(as_user 1001 curl -s -o /dev/null -w "%{http_code}" --unix-socket "$T/api.sock" \
         http://fmbroker/v1/jobs/42/nodes/n1)" = 404
 '
+# Which of the two the agent asks for, seen by a stand-in broker on a
+# Unix socket that logs each request; "old" answers the node view 405, as
+# a broker from before it does.
+stub_broker () {
+    rm -f "$T/stub.sock" "$T/stub.log"
+    python3 - "$T/stub.sock" "$T/stub.log" "$1" "$T/run.json" <<'PY' &
+import http.server, json, socketserver, sys
+sock, log, mode, job = sys.argv[1:5]
+class H (http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message (self, *a): pass
+    def reply (self, code, body):
+        b = json.dumps (body).encode ()
+        self.send_response (code)
+        self.send_header ("Content-Type", "application/json")
+        self.send_header ("Content-Length", str (len (b)))
+        self.end_headers ()
+        self.wfile.write (b)
+    def do_GET (self):
+        open (log, "a").write ("GET %s\n" % self.path)
+        if "/nodes/" in self.path and mode == "old":
+            self.reply (405, {"type": "about:blank", "title": "Method Not Allowed",
+                              "status": 405, "detail": "GET is not allowed"})
+        else:
+            self.reply (200, json.load (open (job)))
+    def do_PUT (self):
+        self.rfile.read (int (self.headers.get ("Content-Length", 0)))
+        open (log, "a").write ("PUT %s\n" % self.path)
+        self.reply (200, {"job": "42", "node": "n", "cxi": "created"})
+class S (socketserver.UnixStreamServer):
+    def get_request (self):
+        return super ().get_request ()[0], ("local", 0)
+S (sock, H).serve_forever ()
+PY
+    stub_pid=$!
+    wait_for 50 0.1 test -S "$T/stub.sock"
+}
+stop_stub () { [ -n "${stub_pid:-}" ] && kill "$stub_pid" 2>/dev/null && wait "$stub_pid" 2>/dev/null; stub_pid=; }
+on_exit stop_stub
+stub_agent () { # NODE ARGS...
+    n=$1
+    shift
+    MOCKCXI_STATE="$T/$n.cxi.json" MOCKCXI_DEVICES=2 "$FMB_BIN/fmbroker-cxi" -c /dev/null \
+        --socket "$T/stub.sock" --libcxi "$FMB_BIN/../mockcxi/new/libcxi.so.1" \
+        --state-dir "$T/$n.rec" --node "$n" "$@"
+}
+expect_ok 'the prolog asks for its node'"'"'s view, and for the whole job from a broker without it' '
+    stub_broker new && stub_agent n5 prolog --job 42 && stop_stub && cat "$T/stub.log" &&
+    grep -qx "GET /v1/jobs/42/nodes/n5" "$T/stub.log" && ! grep -qx "GET /v1/jobs/42" "$T/stub.log" &&
+    stub_broker old && stub_agent n6 prolog --job 42 && stop_stub && cat "$T/stub.log" &&
+    grep -qx "GET /v1/jobs/42/nodes/n6" "$T/stub.log" && grep -qx "GET /v1/jobs/42" "$T/stub.log" &&
+    test -s "$T/n6.rec/42.env"
+'
 expect_ok 'the job'"'"'s user prints its variables, without the token it cannot read' '
     ! as_user 1000 cat "$T/agent.token" 2>/dev/null &&
     as_user 1000 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/n1.rec" env --job 42 >env.sh &&

@@ -475,6 +475,13 @@ static int count_pending (const struct store_node *n, void *arg)
     return 0;
 }
 
+static int count_nodes (const struct store_node *n, void *arg)
+{
+    (void)n;
+    (*(int *)arg)++;
+    return 0;
+}
+
 static void node_reports_count_towards_release (void **state)
 {
     struct fx *fx = *state;
@@ -494,6 +501,17 @@ static void node_reports_count_towards_release (void **state)
         store_node_put (fx->st, "42", "n2", STORE_CXI_FAILED, "EBUSY for 30 s", &e), 0);
     assert_int_equal (store_node_count (fx->st, "42", &total, &destroyed, &e), 0);
     assert_int_equal (destroyed, 1);
+    /* one node's report alone: n2's (failed), and none for a stranger */
+    pending = 0;
+    assert_int_equal (store_node_list (fx->st, "42", "n2", count_nodes, &pending, &e),
+                      0);
+    assert_int_equal (pending, 1);
+    assert_int_equal (store_node_list (fx->st, "42", "n1", count_pending, &pending, &e),
+                      0);
+    assert_int_equal (pending, 1); /* n1 is destroyed, not pending */
+    assert_int_equal (store_node_list (fx->st, "42", "n7", count_nodes, &pending, &e),
+                      0);
+    assert_int_equal (pending, 1);
     assert_int_equal (
         store_node_put (fx->st, "42", "n2", STORE_CXI_DESTROYED, NULL, &e), 0);
     assert_int_equal (store_node_count (fx->st, "42", &total, &destroyed, &e), 0);
