@@ -384,10 +384,12 @@ static int job_facts (struct job_facts *f, json_t **env, struct fmb_error *error
     this_node (node, sizeof (node));
     snprintf (api, sizeof (api), "/v1/jobs/%s/nodes/%s", arg_.job, node);
     int got = -1;
-    broker_status = 405;
-    if (valid_node_name (node))
+    bool whole = !valid_node_name (node);
+    if (!whole) {
         got = broker_call ("GET", api, NULL, &job, error);
-    if (got < 0 && broker_status == 405) {
+        whole = got < 0 && broker_status == 405;
+    }
+    if (whole) {
         snprintf (api, sizeof (api), "/v1/jobs/%s", arg_.job);
         got = broker_call ("GET", api, NULL, &job, error);
     }
