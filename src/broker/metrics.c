@@ -83,8 +83,9 @@ static void store_gauges (struct broker *b, FILE *f)
         fprintf (f, "fmbroker_jobs{state=\"%s\"} %u\n", store_job_state_name (s), n);
     }
     unsigned depth = 0, held = 0, quarantined = 0;
-    store_outbox_depth (b->st, &depth, &e);
-    store_vni_counts (b->st, &held, &quarantined, &e);
+    if (store_outbox_depth (b->st, &depth, &e) < 0 ||
+        store_vni_counts (b->st, &held, &quarantined, &e) < 0)
+        broker_log_store_error (b, "metrics", &e);
     fprintf (f, "# HELP fmbroker_outbox_depth FM operations waiting in the outbox.\n");
     fprintf (
         f, "# TYPE fmbroker_outbox_depth gauge\nfmbroker_outbox_depth %u\n", depth);
@@ -102,7 +103,8 @@ static void store_gauges (struct broker *b, FILE *f)
              "# TYPE fmbroker_vni_pool_size gauge\nfmbroker_vni_pool_size %u\n",
              b->cfg.vni_max - b->cfg.vni_min + 1);
     unsigned rjobs = 0, addrs = 0;
-    store_hwcoll_usage (b->st, &rjobs, &addrs, &e);
+    if (store_hwcoll_usage (b->st, &rjobs, &addrs, &e) < 0)
+        broker_log_store_error (b, "metrics", &e);
     fprintf (f,
              "# HELP fmbroker_mcast_addresses_reserved Multicast addresses reserved at "
              "the FM for live jobs.\n");
@@ -324,7 +326,8 @@ static json_t *outbox_status (struct broker *b)
     struct fmb_error e;
     unsigned depth = 0;
     int64_t next = 0;
-    store_outbox_depth (b->st, &depth, &e);
+    if (store_outbox_depth (b->st, &depth, &e) < 0)
+        broker_log_store_error (b, "status", &e);
     json_t *outbox = json_pack ("{s:i}", "depth", (int)depth);
     if (store_outbox_next_ms (b->st, &next, &e) == 0 && next != INT64_MAX)
         json_object_set_new (outbox, "next_due_ms", json_integer (next));
@@ -339,10 +342,11 @@ json_t *broker_status (struct broker *b)
     int64_t last = 0;
     for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++)
         count_job_state (b, s, &counts[s]);
-    store_vni_counts (b->st, &held, &quarantined, &e);
+    if (store_vni_counts (b->st, &held, &quarantined, &e) < 0 ||
+        store_hwcoll_usage (b->st, &rjobs, &addrs, &e) < 0)
+        broker_log_store_error (b, "status", &e);
     store_vni_cursor (b->st, &cursor, &e);
     store_event_last (b->st, &last, &e);
-    store_hwcoll_usage (b->st, &rjobs, &addrs, &e);
     return json_pack (
         "{s:s, s:s, s:I, s:o, s:o, s:o, s:{s:i, s:i, s:i, s:i},"
         " s:{s:i, s:i, s:i, s:i, s:i}, s:{s:i, s:i, s:i, s:i}, s:{s:I}}",

@@ -42,7 +42,7 @@ struct fmc_req {
     char *body; /* NULL: none; for OP_TOKEN it holds the secret */
     unsigned timeout_ms;
     int64_t deadline;        /* monotonic ms, 0: none beyond timeout_ms */
-    int64_t started;         /* submitted; once it left, when it (last) left */
+    int64_t started;         /* submitted; once it left, when it first left */
     unsigned long token_gen; /* which token it was sent with */
     bool auth_retried;
     CURL *easy;

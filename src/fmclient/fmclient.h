@@ -78,11 +78,14 @@ struct fmc_result {
     enum fmc_status status;
     const char *op;   /* "get", "create", "patch", "delete", "list", "token" */
     long http_status; /* 0 when there was no HTTP answer */
-    /* it never left this host: its deadline passed while it was held (for
-     * a commit, or a token).  Says nothing about the FM; not observed. */
+    /* it never left this host: its deadline passed while it was held for
+     * a commit, or before a late token let it go (one that expires while
+     * it waits for the token counts: the token endpoint is the FM's).
+     * Says nothing about the FM; not observed. */
     bool unsent;
-    unsigned elapsed_ms; /* from leaving (if it never did: submission) to completion */
-    const char *error;   /* "" when status is FMC_OK */
+    /* from first leaving (if it never did: submission) to completion */
+    unsigned elapsed_ms;
+    const char *error;          /* "" when status is FMC_OK */
     const char *session_token;  /* get, create, reserve: the job's token */
     long mcast_limit;           /* get, create, reserve: -1 if the FM did not say */
     bool created;               /* reserve: the POST made it (the FM had none) */
