@@ -83,8 +83,11 @@ static void store_gauges (struct broker *b, FILE *f)
         fprintf (f, "fmbroker_jobs{state=\"%s\"} %u\n", store_job_state_name (s), n);
     }
     unsigned depth = 0, held = 0, quarantined = 0;
-    if (store_outbox_depth (b->st, &depth, &e) < 0 ||
-        store_vni_counts (b->st, &held, &quarantined, &e) < 0)
+    /* each read on its own: one count that cannot be read (logged) must
+     * not blank the others */
+    if (store_outbox_depth (b->st, &depth, &e) < 0)
+        broker_log_store_error (b, "metrics", &e);
+    if (store_vni_counts (b->st, &held, &quarantined, &e) < 0)
         broker_log_store_error (b, "metrics", &e);
     fprintf (f, "# HELP fmbroker_outbox_depth FM operations waiting in the outbox.\n");
     fprintf (
@@ -342,8 +345,9 @@ json_t *broker_status (struct broker *b)
     int64_t last = 0;
     for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++)
         count_job_state (b, s, &counts[s]);
-    if (store_vni_counts (b->st, &held, &quarantined, &e) < 0 ||
-        store_hwcoll_usage (b->st, &rjobs, &addrs, &e) < 0)
+    if (store_vni_counts (b->st, &held, &quarantined, &e) < 0)
+        broker_log_store_error (b, "status", &e);
+    if (store_hwcoll_usage (b->st, &rjobs, &addrs, &e) < 0)
         broker_log_store_error (b, "status", &e);
     store_vni_cursor (b->st, &cursor, &e);
     store_event_last (b->st, &last, &e);

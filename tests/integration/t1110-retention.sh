@@ -80,6 +80,19 @@ expect_ok 'a wrong kept count: --check-db names it, --recount puts it right' '
     "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-db >out 2>err &&
     rm_call GET /v1/health | jq -e ".status == \"ok\"" >/dev/null
 '
+# A kept count missing altogether: health fails, /metrics still answers
+# (the other counts as they are) and the log names the fix.
+expect_ok 'a missing kept count: health 503, /metrics answers and the log says what to do' '
+    sqlite3 "$T/state/fmbroker.db" ".timeout 5000" \
+        "DELETE FROM tallies WHERE name = '\''outbox'\''" &&
+    test "$(api_call GET /v1/health | cut -d" " -f1)" = 503 &&
+    rm_call GET /metrics >m.txt && grep -q "^fmbroker_vnis{state=\"held\"} " m.txt &&
+    grep -q "metrics: store: outbox depth: no tally .outbox. in the store (fmbrokerd --check-db" \
+        "$T/broker.err" &&
+    "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --recount >out 2>err &&
+    grep -q "1 kept count put right" out &&
+    rm_call GET /v1/health | jq -e ".status == \"ok\"" >/dev/null
+'
 expect_ok '--check-db on a damaged store says so and exits 1' '
     rm -f out err && { stop_broker || { echo "the broker stopped with status $?"; false; }; } &&
     size=$(stat -c %s "$T/state/fmbroker.db") &&
