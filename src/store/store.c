@@ -489,6 +489,7 @@ int store_query_plan (
         {"tally", SQL_TALLY},
         {"vni_first_free", SQL_VNI_FIRST_FREE},
         {"vni_expire", SQL_VNI_EXPIRE},
+        {"vni_outside", SQL_VNI_OUTSIDE},
     };
     /* listings: the statement store_job_list picks for such a filter */
     static const struct {

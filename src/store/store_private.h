@@ -79,5 +79,6 @@ extern const char SQL_PRUNE_EVENTS[];
 extern const char SQL_JOB_COUNT[];
 extern const char SQL_VNI_FIRST_FREE[];
 extern const char SQL_VNI_EXPIRE[];
+extern const char SQL_VNI_OUTSIDE[];
 
 #endif

@@ -639,6 +639,42 @@ static void finding_a_free_vni_reads_up_to_the_first_hole (void **state)
         fail_msg ("a hole 100 VNIs on cost %d steps, one 3,400 on %d", near, far);
 }
 
+/* An exhausted pool is refused from the kept counts, without a search
+ * (which would read all 4,001 VNIs twice at each try); VNIs taken outside
+ * the pool (it was changed) do not count against it, and one free VNI is
+ * not two. */
+static void an_exhausted_pool_is_refused_without_a_search (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    uint16_t v[2];
+    char id[16];
+    assert_int_equal (store_begin (fx->st, &e), 0);
+    for (int i = 1000; i <= 5000; i++) {
+        snprintf (id, sizeof (id), "j%d", i);
+        put_job (fx, id, 1, NULL, NULL);
+        assert_int_equal (store_vni_alloc (fx->st, id, 1, 1000, 5000, v, &e), 0);
+    }
+    assert_int_equal (store_commit (fx->st, &e), 0);
+    put_job (fx, "late", 1, NULL, NULL);
+    first_free_steps (fx);
+    assert_int_equal (store_vni_alloc (fx->st, "late", 1, 1000, 5000, v, &e), -1);
+    assert_int_equal (errno, ENOSPC);
+    assert_string_equal (e.text, "no free VNI in 1000-5000");
+    assert_int_equal (first_free_steps (fx), 0);
+    /* the pool moved up: 4,000 VNIs below it are no reason to refuse */
+    assert_int_equal (store_vni_alloc (fx->st, "late", 1, 5000, 5001, v, &e), 0);
+    assert_int_equal (v[0], 5001);
+    /* quarantine holds a VNI as holding does; one free is not two */
+    assert_int_equal (store_vni_quarantine (fx->st, "j1000", 0, &e), 0);
+    assert_int_equal (store_vni_free_job (fx->st, "j1001", &e), 0);
+    put_job (fx, "pair", 1, NULL, NULL);
+    assert_int_equal (store_vni_alloc (fx->st, "pair", 2, 1000, 5000, v, &e), -1);
+    assert_int_equal (errno, ENOSPC);
+    assert_int_equal (store_vni_alloc (fx->st, "pair", 1, 1000, 5000, v, &e), 0);
+    assert_int_equal (v[0], 1001);
+}
+
 static void round_robin_resumes_after_reopen (void **state)
 {
     struct fx *fx = *state;
@@ -1147,6 +1183,13 @@ static void queries_use_their_indexes (void **state)
     if (!strstr (plan, "SEARCH v USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)") ||
         strstr (plan, "TEMP B-TREE"))
         fail_msg ("vni_first_free: plan '%s'", plan);
+    /* the VNIs outside the pool: two range reads, no scan */
+    assert_int_equal (store_query_plan (fx->st, "vni_outside", plan, sizeof (plan), &e),
+                      0);
+    if (!strstr (plan, "SEARCH vnis USING INTEGER PRIMARY KEY (rowid<?)") ||
+        !strstr (plan, "SEARCH vnis USING INTEGER PRIMARY KEY (rowid>?)") ||
+        strstr (plan, "SCAN vnis"))
+        fail_msg ("vni_outside: plan '%s'", plan);
     /* and a tally its row */
     assert_int_equal (store_query_plan (fx->st, "tally", plan, sizeof (plan), &e), 0);
     if (!strstr (plan, "SEARCH tallies USING PRIMARY KEY"))
@@ -1523,6 +1566,7 @@ int main (void)
         T (vni_allocation_is_next_fit_round_robin),
         T (next_fit_finds_the_holes_in_order),
         T (finding_a_free_vni_reads_up_to_the_first_hole),
+        T (an_exhausted_pool_is_refused_without_a_search),
         T (round_robin_resumes_after_reopen),
         T (quarantined_vni_is_never_handed_out),
         T (quarantine_until_nodes_report_does_not_expire),
