@@ -91,8 +91,14 @@ static const char SQL_JOB_GET[] = SQL_JOB_SELECT " FROM jobs WHERE id = ?1";
  * 'since') is the last column, "matches", tested as the rows come, so
  * that the listing can stop after ?5 jobs read however few of them match
  * (store_job_filter's scan_max). */
-#define SQL_JOB_LIST_COLUMNS SQL_JOB_SELECT ", "
-#define LIST_MATCHES_COLUMN  17
+/* A listing leaves out the node list and the request (NULL in their
+ * places): both grow with the job's nodes, and a page of 1,000 jobs of
+ * 1,000 nodes each read and built 12 MB, holding the loop 0.4-1.2 s. */
+#define SQL_JOB_LIST_COLUMNS                                                  \
+    "SELECT id, fm_job_id, uid, user, NULL, node_count, ncores, NULL, state," \
+    " hwcoll, hwcoll_reason, mcast_limit, token, created_ms, updated_ms,"     \
+    " released_ms, tcs, "
+#define LIST_MATCHES_COLUMN 17
 static const char SQL_JOB_LIST_BY_STATE[] = SQL_JOB_LIST_COLUMNS
     "(?2 < 0 OR uid = ?2) AND updated_ms >= ?3"
     " FROM jobs INDEXED BY jobs_by_state WHERE state = ?1 AND id > ?4"

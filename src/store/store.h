@@ -325,6 +325,8 @@ int store_job_known (struct store *st,
 /* Remove a job with its steps and nodes (a released job whose id the RM
  * reuses).  EBUSY while it still holds or quarantines VNIs. */
 int store_job_delete (struct store *st, const char *id, struct fmb_error *error);
+/* The jobs a listing passes to 'cb' have neither nodes nor request (NULL):
+ * both grow with the job's nodes. */
 int store_job_list (struct store *st,
                     const struct store_job_filter *filter,
                     store_job_f cb,
