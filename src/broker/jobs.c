@@ -1126,11 +1126,44 @@ static int list_vni (const struct store_vni *v, void *arg)
     return 0;
 }
 
+/* A page of the pool's VNIs: a whole pool in one answer was 3 MB and
+ * held the loop 0.11-0.27 s at 64,512 held (every `fmbroker vni list`). */
+#define VNI_PAGE_DEFAULT 1000
+#define VNI_PAGE_MAX     1000
+
+/* ?after=VNI&limit=N: -1 with 'p' filled when one is not a number in range. */
+static int vni_page (struct http_req *req,
+                     unsigned *after,
+                     unsigned *limit,
+                     struct http_problem *p)
+{
+    const char *v;
+    char *end;
+    *after = 0;
+    *limit = VNI_PAGE_DEFAULT;
+    if ((v = http_query (req, "after"))) {
+        unsigned long n = strtoul (v, &end, 10);
+        if (!*v || *end || n > 65535)
+            return http_problemf (p, 400, "after: a VNI, 0..65535");
+        *after = (unsigned)n;
+    }
+    if ((v = http_query (req, "limit"))) {
+        unsigned long n = strtoul (v, &end, 10);
+        if (!*v || *end || n < 1 || n > VNI_PAGE_MAX)
+            return http_problemf (p, 400, "limit: 1..%d", VNI_PAGE_MAX);
+        *limit = (unsigned)n;
+    }
+    return 0;
+}
+
 int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *p)
 {
-    json_t *a = json_array ();
+    unsigned after, limit;
     struct fmb_error e;
-    if (store_vni_list (b->st, list_vni, a, &e) < 0) {
+    if (vni_page (req, &after, &limit, p) < 0)
+        return -1;
+    json_t *a = json_array ();
+    if (store_vni_list (b->st, after, limit, list_vni, a, &e) < 0) {
         json_decref (a);
         return http_problemf (p, 503, "%s", e.text);
     }
@@ -1150,15 +1183,18 @@ int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *
             json_object_set (v, "waiting_for", w);
     }
     json_decref (per_job);
-    http_reply (req,
-                200,
-                json_pack ("{s:o, s:i, s:i}",
+    /* a full page: there may be more (the next page may be empty) */
+    json_t *last = json_array_size (a) == limit ? json_array_get (a, limit - 1) : NULL;
+    json_t *o = json_pack ("{s:o, s:i, s:i}",
                            "vnis",
                            a,
                            "pool_min",
                            (int)b->cfg.vni_min,
                            "pool_max",
-                           (int)b->cfg.vni_max));
+                           (int)b->cfg.vni_max);
+    if (last)
+        json_object_set (o, "next_after", json_object_get (last, "vni"));
+    http_reply (req, 200, o);
     return 0;
 }
 

@@ -753,6 +753,38 @@ static int cmd_reconcile (int argc, char **argv)
     return rc;
 }
 
+/* Every page of /v1/vnis (1,000 VNIs a page) in one answer:
+ * {"vnis": [...], "pool_min", "pool_max"} as the last page gave them. */
+static int list_vnis (json_t **ret)
+{
+    json_t *all = json_array (), *page = NULL;
+    long long after = 0;
+    for (;;) {
+        char path[64];
+        snprintf (path, sizeof (path), "/v1/vnis?after=%lld", after);
+        int rc = call ("GET", path, NULL, NULL, &page);
+        if (rc) {
+            json_decref (all);
+            return rc;
+        }
+        json_array_extend (all, json_object_get (page, "vnis"));
+        json_t *next = json_object_get (page, "next_after");
+        if (!next)
+            break;
+        if (json_integer_value (next) <= after) { /* pages only go forward */
+            fprintf (stderr, "fmbroker: the broker's VNI list did not go forward\n");
+            json_decref (page);
+            json_decref (all);
+            return EXIT_REFUSED;
+        }
+        after = json_integer_value (next);
+        json_decref (page);
+    }
+    json_object_set_new (page, "vnis", all);
+    *ret = page;
+    return 0;
+}
+
 static int cmd_vni (int argc, char **argv)
 {
     if (argc != 2 || strcmp (argv[1], "list") != 0) {
@@ -760,7 +792,7 @@ static int cmd_vni (int argc, char **argv)
         return EXIT_USAGE;
     }
     json_t *r;
-    int rc = call ("GET", "/v1/vnis", NULL, NULL, &r);
+    int rc = list_vnis (&r);
     if (rc)
         return rc;
     if (g.json)

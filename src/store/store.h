@@ -431,7 +431,11 @@ int store_vni_expire (struct store *st,
                       int64_t now_ms,
                       unsigned *ret_freed,
                       struct fmb_error *error);
+/* The VNIs above 'after' (0: from the first), in order, at most 'limit'
+ * (0: all). */
 int store_vni_list (struct store *st,
+                    unsigned after,
+                    unsigned limit,
                     store_vni_f cb,
                     void *arg,
                     struct fmb_error *error);

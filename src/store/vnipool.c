@@ -39,7 +39,8 @@ const char SQL_VNI_EXPIRE[] =
     "DELETE FROM vnis WHERE state = 'quarantined' AND until_ms > 0"
     " AND until_ms <= ?1";
 static const char SQL_VNI_LIST[] =
-    "SELECT vni, job_id, state, until_ms, since_ms FROM vnis ORDER BY vni";
+    "SELECT vni, job_id, state, until_ms, since_ms FROM vnis WHERE vni > ?1"
+    " ORDER BY vni LIMIT ?2";
 /* The VNIs taken outside [?1, ?2]: none unless the pool was changed.
  * Two range counts, each reading only the VNIs it counts. */
 const char SQL_VNI_OUTSIDE[] =
@@ -232,6 +233,8 @@ int store_vni_expire (struct store *st,
 }
 
 int store_vni_list (struct store *st,
+                    unsigned after,
+                    unsigned limit,
                     store_vni_f cb,
                     void *arg,
                     struct fmb_error *error)
@@ -239,6 +242,8 @@ int store_vni_list (struct store *st,
     sqlite3_stmt *s = store_stmt (st, SQL_VNI_LIST, error);
     if (!s)
         return -1;
+    sqlite3_bind_int64 (s, 1, after);
+    sqlite3_bind_int64 (s, 2, limit ? (int64_t)limit : -1);
     int rc;
     while ((rc = sqlite3_step (s)) == SQLITE_ROW) {
         struct store_vni v = {

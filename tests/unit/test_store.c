@@ -754,7 +754,7 @@ static void vni_allocation_is_all_or_nothing (void **state)
     assert_int_equal (store_vni_alloc (fx->st, "a", 2, 1, 3, v, &e), 0);
     assert_int_equal (store_vni_alloc (fx->st, "b", 2, 1, 3, v, &e), -1);
     assert_int_equal (errno, ENOSPC);
-    assert_int_equal (store_vni_list (fx->st, count_vnis, &n, &e), 0);
+    assert_int_equal (store_vni_list (fx->st, 0, 0, count_vnis, &n, &e), 0);
     assert_int_equal (n, 2);
     assert_int_equal (store_vni_cursor (fx->st, &cursor, &e), 0);
     assert_int_equal (cursor, 2);

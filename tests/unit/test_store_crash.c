@@ -125,7 +125,7 @@ static void verify (int acked, int *ret_max)
         store_job_free (j);
     }
     struct vnicheck *vc = calloc (1, sizeof (*vc));
-    assert_int_equal (store_vni_list (st, check_vni, vc, &e), 0);
+    assert_int_equal (store_vni_list (st, 0, 0, check_vni, vc, &e), 0);
     free (vc);
     store_close (st);
     *ret_max = c.max_id;
