@@ -342,10 +342,12 @@ json_t *broker_status (struct broker *b)
     struct fmb_error e;
     unsigned counts[4] = {0}, held = 0, quarantined = 0, cursor = 0, rjobs = 0,
              addrs = 0;
-    int64_t last = 0;
+    int64_t last = 0, free_vnis = 0;
     for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++)
         count_job_state (b, s, &counts[s]);
     if (store_vni_counts (b->st, &held, &quarantined, &e) < 0)
+        broker_log_store_error (b, "status", &e);
+    if (store_vni_free (b->st, b->cfg.vni_min, b->cfg.vni_max, &free_vnis, &e) < 0)
         broker_log_store_error (b, "status", &e);
     if (store_hwcoll_usage (b->st, &rjobs, &addrs, &e) < 0)
         broker_log_store_error (b, "status", &e);
@@ -353,7 +355,7 @@ json_t *broker_status (struct broker *b)
     store_event_last (b->st, &last, &e);
     return json_pack (
         "{s:s, s:s, s:I, s:o, s:o, s:o, s:{s:i, s:i, s:i, s:i},"
-        " s:{s:i, s:i, s:i, s:i, s:i}, s:{s:i, s:i, s:i, s:i}, s:{s:I}}",
+        " s:{s:i, s:i, s:i, s:i, s:I, s:i}, s:{s:i, s:i, s:i, s:i}, s:{s:I}}",
         "version",
         FMB_VERSION,
         "cluster",
@@ -384,6 +386,8 @@ json_t *broker_status (struct broker *b)
         (int)held,
         "quarantined",
         (int)quarantined,
+        "free",
+        (json_int_t)(free_vnis > 0 ? free_vnis : 0),
         "cursor",
         (int)cursor,
         "hwcoll",

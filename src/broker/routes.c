@@ -15,13 +15,17 @@ static int status_cb (struct broker *b, struct http_req *req, struct http_proble
 static int health_cb (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     /* Serving, and able to read the store: 200.  "degraded" (still 200:
-     * RUN and CLEANUP answer) while changes cannot commit or a configured
-     * FM is not up, with the reasons.  The answer claims no change, so it
-     * does not wait for the pass's commit (which may be what fails). */
-    unsigned depth;
+     * RUN and CLEANUP answer) while changes cannot commit, a configured
+     * FM is not up or the VNI pool has too few left for a job, with the
+     * reasons.  The answer claims no change, so it does not wait for the
+     * pass's commit (which may be what fails). */
+    unsigned depth, held, quarantined;
+    int64_t free_vnis;
     struct fmb_error e;
     http_no_hold (req);
-    if (store_outbox_depth (b->st, &depth, &e) < 0)
+    if (store_outbox_depth (b->st, &depth, &e) < 0 ||
+        store_vni_free (b->st, b->cfg.vni_min, b->cfg.vni_max, &free_vnis, &e) < 0 ||
+        store_vni_counts (b->st, &held, &quarantined, &e) < 0)
         return http_problemf (p, 503, "store: %s", e.text);
     json_t *reasons = json_array ();
     const char *commit_error;
@@ -34,6 +38,16 @@ static int health_cb (struct broker *b, struct http_req *req, struct http_proble
                                              fm_state_name (fmsession_state (b->fms)),
                                              fmsession_error (b->fms)[0] ? ": " : "",
                                              fmsession_error (b->fms)));
+    /* a job takes [vni] per_job VNIs unless its RUN asks otherwise */
+    if (free_vnis < (b->cfg.vni_per_job ? b->cfg.vni_per_job : 1))
+        json_array_append_new (reasons,
+                               json_sprintf ("VNI pool %u-%u: %lld free (%u held, %u "
+                                             "in quarantine); RUNs that need VNIs fail",
+                                             b->cfg.vni_min,
+                                             b->cfg.vni_max,
+                                             (long long)(free_vnis > 0 ? free_vnis : 0),
+                                             held,
+                                             quarantined));
     json_t *o = json_pack ("{s:s, s:s}",
                            "status",
                            json_array_size (reasons) ? "degraded" : "ok",

@@ -184,11 +184,20 @@ static void iso_time (long long ms, char *out, size_t len)
 
 /* Degraded: the FM session is not up (connecting or down) although one
  * is configured. */
-static bool status_degraded (json_t *o)
+/* The broker's own verdict (GET /v1/health: the FM session, commits,
+ * the VNI pool) as "reasons" lines; NULL when all is well.  A health
+ * check that fails is a reason too (the status answered). */
+static json_t *health_reasons (void)
 {
-    const char *fm = json_string_value (
-        json_object_get (json_object_get (o, "fabric_manager"), "state"));
-    return !fm || (strcmp (fm, "up") != 0 && strcmp (fm, "disabled") != 0);
+    json_t *h;
+    if (call ("GET", "/v1/health", NULL, NULL, &h))
+        return json_pack ("[s]", "the broker's health check failed (see above)");
+    json_t *reasons = json_incref (json_object_get (h, "reasons"));
+    const char *verdict = json_string_value (json_object_get (h, "status"));
+    if (!reasons && verdict && strcmp (verdict, "ok") != 0)
+        reasons = json_pack ("[s]", verdict);
+    json_decref (h);
+    return reasons;
 }
 
 static int cmd_status (int argc, char **argv)
@@ -200,7 +209,10 @@ static int cmd_status (int argc, char **argv)
     }
     if (call ("GET", "/v1/status", NULL, NULL, &o))
         return STATUS_UNREACHABLE;
-    int rc = status_degraded (o) ? STATUS_DEGRADED : STATUS_OK;
+    json_t *reasons = health_reasons ();
+    int rc = reasons ? STATUS_DEGRADED : STATUS_OK;
+    if (reasons)
+        json_object_set (o, "degraded", reasons);
     if (g.json)
         print_json (o);
     else {
@@ -230,9 +242,10 @@ static int cmd_status (int argc, char **argv)
                 num (j, "releasing"),
                 num (j, "released"),
                 num (j, "lost"));
-        printf ("vnis: %lld held, %lld quarantined (pool %lld-%lld)\n",
+        printf ("vnis: %lld held, %lld quarantined, %lld free (pool %lld-%lld)\n",
                 num (v, "held"),
                 num (v, "quarantined"),
+                num (v, "free"),
                 num (v, "pool_min"),
                 num (v, "pool_max"));
         printf (
@@ -245,9 +258,14 @@ static int cmd_status (int argc, char **argv)
         printf ("outbox: %lld pending FM operations\n",
                 num (json_object_get (o, "outbox"), "depth"));
         printf ("events: last %lld\n", num (json_object_get (o, "events"), "last_seq"));
-        if (rc == STATUS_DEGRADED)
-            printf ("degraded: the fabric-manager session is not up\n");
+        size_t i;
+        json_t *why;
+        json_array_foreach (reasons, i, why)
+        {
+            printf ("degraded: %s\n", json_string_value (why));
+        }
     }
+    json_decref (reasons);
     json_decref (o);
     return rc;
 }
