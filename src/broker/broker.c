@@ -37,7 +37,7 @@ bool broker_job_token_matches (struct broker *b, const char *job, const char *to
     struct store_job *j;
     struct fmb_error e;
     bool ok = false;
-    if (store_job_get (b->st, job, &j, &e) < 0)
+    if (store_job_get_brief (b->st, job, &j, &e) < 0)
         return false;
     /* A released job's token opens nothing any more. */
     if (j->token && j->state != STORE_JOB_RELEASED) {

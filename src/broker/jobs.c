@@ -668,20 +668,20 @@ static int job_release (struct broker *b,
                         struct fmb_error *e)
 {
     const char *id = j->id;
-    unsigned total, destroyed;
+    bool nodes, waiting;
     if (store_job_set_state (
             b->st, id, fm ? STORE_JOB_RELEASING : STORE_JOB_RELEASED, e) < 0 ||
-        store_node_count (b->st, id, &total, &destroyed, e) < 0)
+        store_node_waiting (b->st, id, &nodes, &waiting, e) < 0)
         return -1;
     if (!fm && jobs_hwcoll_held (j->hwcoll) &&
         store_job_set_hwcoll (b->st, id, STORE_HWCOLL_RELEASED, NULL, 0, NULL, e) < 0)
         return -1;
-    if (j->nvnis && total > 0 && destroyed == total) {
+    if (j->nvnis && nodes && !waiting) {
         if (free_vnis (b, j, "all nodes reported", e) < 0)
             return -1;
     } else if (j->nvnis) {
         int64_t until =
-            total > 0 ? 0 : now_wall () + (int64_t)b->cfg.vni_quarantine_s * 1000;
+            nodes ? 0 : now_wall () + (int64_t)b->cfg.vni_quarantine_s * 1000;
         if (store_vni_quarantine (b->st, id, until, e) < 0 ||
             broker_event (
                 b,
@@ -707,7 +707,7 @@ int jobs_cleanup (struct broker *b, struct http_req *req, struct http_problem *p
         return http_problemf (p, 400, "force: 1, true, 0 or false");
     if (force && !(http_caller (req)->roles & ROLE_ADMIN))
         return http_problemf (p, 403, "force=1 is for admins");
-    if (store_job_get (b->st, id, &j, &e) < 0)
+    if (store_job_get_brief (b->st, id, &j, &e) < 0)
         return http_problem_errno (p, "%s", e.text);
     bool live = j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST;
     bool fm = b->fmc && needs_fm_release (j);
@@ -750,7 +750,7 @@ fail:
 static int jobs_released (struct broker *b, const char *job, struct fmb_error *e)
 {
     struct store_job *j;
-    if (store_job_get (b->st, job, &j, e) < 0)
+    if (store_job_get_brief (b->st, job, &j, e) < 0)
         return errno == ENOENT ? 0 : -1; /* unreadable: the caller's write
                                           * fails and its FM call is retried */
     int rc = 0;
@@ -772,7 +772,7 @@ static int jobs_lost (struct broker *b,
                       struct fmb_error *e)
 {
     struct store_job *j;
-    if (store_job_get (b->st, job, &j, e) < 0)
+    if (store_job_get_brief (b->st, job, &j, e) < 0)
         return errno == ENOENT ? 0 : -1;
     bool still = j->state == STORE_JOB_ACTIVE && j->hwcoll == STORE_HWCOLL_RESERVED &&
                  j->updated_ms < listed_at;
@@ -806,7 +806,9 @@ static int get_job (struct broker *b,
     const struct caller *c = http_caller (req);
     struct store_job *j;
     struct fmb_error e;
-    if (store_job_get (b->st, http_job (req), &j, &e) < 0)
+    /* the node view needs neither the node list nor the request */
+    if ((node ? store_job_get_brief : store_job_get) (b->st, http_job (req), &j, &e) <
+        0)
         return http_problem_errno (p, "%s", e.text);
     /* The same answer as for a job that does not exist, word for word:
      * a plain user learns nothing about other users' job ids. */
@@ -969,7 +971,7 @@ int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_probl
                                   b->cfg.api_step_cleanup_rate);
         }
     }
-    if (store_job_get (b->st, id, &j, &e) < 0)
+    if (store_job_get_brief (b->st, id, &j, &e) < 0)
         return http_problem_errno (p, "%s", e.text);
     if (!b->fmc || j->hwcoll != STORE_HWCOLL_RESERVED ||
         j->state == STORE_JOB_RELEASED) {
@@ -1047,7 +1049,7 @@ static int record_node_report (struct broker *b,
                                struct fmb_error *e)
 {
     const char *id = j->id;
-    unsigned total, destroyed;
+    bool nodes, waiting;
     if (store_node_put (b->st, id, node, state, detail, e) < 0)
         return -1;
     if (state == STORE_CXI_FAILED) {
@@ -1066,9 +1068,9 @@ static int record_node_report (struct broker *b,
     }
     if (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST || !j->nvnis)
         return 0;
-    if (store_node_count (b->st, id, &total, &destroyed, e) < 0)
+    if (store_node_waiting (b->st, id, &nodes, &waiting, e) < 0)
         return -1;
-    if (total > 0 && destroyed == total)
+    if (nodes && !waiting)
         return free_vnis (b, j, "all nodes reported", e);
     return 0;
 }
@@ -1083,7 +1085,7 @@ int jobs_node_report (struct broker *b, struct http_req *req, struct http_proble
     struct fmb_error e;
     if (parse_node_report (http_body (req), &state, &detail, p) < 0)
         return -1;
-    if (store_job_get (b->st, id, &j, &e) < 0)
+    if (store_job_get_brief (b->st, id, &j, &e) < 0)
         return http_problem_errno (p, "%s", e.text);
     if (store_begin (b->st, &e) < 0)
         goto fail;

@@ -155,7 +155,7 @@ static bool live_now (struct broker *b, const char *job, const char *fmid)
     struct fmb_error e;
     if (b->rc->hooks.reserving && b->rc->hooks.reserving (b, job))
         return true;
-    if (store_job_get (b->st, job, &j, &e) < 0)
+    if (store_job_get_brief (b->st, job, &j, &e) < 0)
         return errno != ENOENT; /* unsure: leave it to the next round */
     bool live =
         (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST) &&

@@ -216,6 +216,12 @@ static const char *const migrations[] = {
      * every second and read every VNI held (1.5 ms at 24,000) */
     "CREATE INDEX vnis_expiring ON vnis (until_ms)"
     "  WHERE state = 'quarantined' AND until_ms > 0;",
+
+    /* 6 -> 7: the nodes of a job still to report its CXI services
+     * destroyed.  Each report after CLEANUP asks whether any is left: it
+     * counted every node of the job (O(nodes) a report, O(nodes^2) an
+     * epilog wave), and this finds the first one in a key lookup. */
+    "CREATE INDEX job_nodes_waiting ON job_nodes (job_id) WHERE cxi != 'destroyed';",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof (migrations) / sizeof (migrations[0])))
@@ -490,6 +496,7 @@ int store_query_plan (
         {"vni_first_free", SQL_VNI_FIRST_FREE},
         {"vni_expire", SQL_VNI_EXPIRE},
         {"vni_outside", SQL_VNI_OUTSIDE},
+        {"node_waiting", SQL_NODE_WAITING},
     };
     /* listings: the statement store_job_list picks for such a filter */
     static const struct {

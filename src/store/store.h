@@ -299,6 +299,12 @@ int store_job_get (struct store *st,
                    const char *id,
                    struct store_job **ret,
                    struct fmb_error *error);
+/* The job without its nodes and request (NULL): what costs the same
+ * however many nodes it has. */
+int store_job_get_brief (struct store *st,
+                         const char *id,
+                         struct store_job **ret,
+                         struct fmb_error *error);
 void store_job_free (struct store_job *job);
 int store_job_set_state (struct store *st,
                          const char *id,
@@ -400,12 +406,14 @@ int store_node_list (struct store *st,
                      store_node_f cb,
                      void *arg,
                      struct fmb_error *error);
-/* Nodes recorded for the job, and how many of them reported 'destroyed'. */
-int store_node_count (struct store *st,
-                      const char *job_id,
-                      unsigned *ret_total,
-                      unsigned *ret_destroyed,
-                      struct fmb_error *error);
+/* Has the job any node recorded (*ret_nodes), and has one of them not
+ * reported 'destroyed' (*ret_waiting)?  Its cost does not grow with the
+ * job's nodes. */
+int store_node_waiting (struct store *st,
+                        const char *job_id,
+                        bool *ret_nodes,
+                        bool *ret_waiting,
+                        struct fmb_error *error);
 
 /* ---- VNI pool ------------------------------------------------------ */
 
@@ -433,8 +441,11 @@ int store_vni_expire (struct store *st,
                       struct fmb_error *error);
 /* How many VNIs of [min, max] are neither held nor in quarantine, read
  * from kept counts whatever the size of the pool. */
-int store_vni_free (
-    struct store *st, unsigned min, unsigned max, int64_t *ret, struct fmb_error *error);
+int store_vni_free (struct store *st,
+                    unsigned min,
+                    unsigned max,
+                    int64_t *ret,
+                    struct fmb_error *error);
 /* The VNIs above 'after' (0: from the first), in order, at most 'limit'
  * (0: all). */
 int store_vni_list (struct store *st,

@@ -80,5 +80,6 @@ extern const char SQL_JOB_COUNT[];
 extern const char SQL_VNI_FIRST_FREE[];
 extern const char SQL_VNI_EXPIRE[];
 extern const char SQL_VNI_OUTSIDE[];
+extern const char SQL_NODE_WAITING[];
 
 #endif

@@ -104,6 +104,21 @@ static void job_round_trips_with_its_token (void **state)
     assert_int_equal (j->released_ms, 0);
     assert_int_equal (j->nvnis, 0);
     store_job_free (j);
+    /* brief: the same but for the node list and the request */
+    uint16_t v[1];
+    assert_int_equal (store_vni_alloc (fx->st, "42", 1, 10, 10, v, &e), 0);
+    assert_int_equal (store_job_get_brief (fx->st, "42", &j, &e), 0);
+    assert_null (j->nodes);
+    assert_null (j->request);
+    assert_string_equal (j->fm_job_id, "c1-42");
+    assert_int_equal (j->node_count, 2);
+    assert_int_equal (j->tcs, 0xa);
+    assert_string_equal (j->token, "tok-42");
+    assert_int_equal (j->nvnis, 1);
+    assert_int_equal (j->vnis[0], 10);
+    store_job_free (j);
+    assert_int_equal (store_job_get_brief (fx->st, "43", &j, &e), -1);
+    assert_int_equal (errno, ENOENT);
 }
 
 static void token_never_reaches_the_disk_in_clear (void **state)
@@ -482,16 +497,23 @@ static int count_nodes (const struct store_node *n, void *arg)
     return 0;
 }
 
+/* store_node_waiting's two answers for job 'id', checked */
+static void assert_waiting (struct fx *fx, const char *id, bool nodes, bool waiting)
+{
+    struct fmb_error e;
+    bool n, w;
+    assert_int_equal (store_node_waiting (fx->st, id, &n, &w, &e), 0);
+    assert_int_equal (n, nodes);
+    assert_int_equal (w, waiting);
+}
+
 static void node_reports_count_towards_release (void **state)
 {
     struct fx *fx = *state;
     struct fmb_error e;
-    unsigned total, destroyed;
     int pending = 0;
     put_job (fx, "42", 1000, "[\"n1\",\"n2\"]", NULL);
-    assert_int_equal (store_node_count (fx->st, "42", &total, &destroyed, &e), 0);
-    assert_int_equal (total, 2);
-    assert_int_equal (destroyed, 0);
+    assert_waiting (fx, "42", true, true);
     assert_int_equal (store_node_list (fx->st, "42", NULL, count_pending, &pending, &e),
                       0);
     assert_int_equal (pending, 2);
@@ -499,8 +521,7 @@ static void node_reports_count_towards_release (void **state)
         store_node_put (fx->st, "42", "n1", STORE_CXI_DESTROYED, NULL, &e), 0);
     assert_int_equal (
         store_node_put (fx->st, "42", "n2", STORE_CXI_FAILED, "EBUSY for 30 s", &e), 0);
-    assert_int_equal (store_node_count (fx->st, "42", &total, &destroyed, &e), 0);
-    assert_int_equal (destroyed, 1);
+    assert_waiting (fx, "42", true, true);
     /* one node's report alone: n2's (failed), and none for a stranger */
     pending = 0;
     assert_int_equal (store_node_list (fx->st, "42", "n2", count_nodes, &pending, &e),
@@ -514,15 +535,17 @@ static void node_reports_count_towards_release (void **state)
     assert_int_equal (pending, 1);
     assert_int_equal (
         store_node_put (fx->st, "42", "n2", STORE_CXI_DESTROYED, NULL, &e), 0);
-    assert_int_equal (store_node_count (fx->st, "42", &total, &destroyed, &e), 0);
-    assert_int_equal (total, 2);
-    assert_int_equal (destroyed, 2);
+    assert_waiting (fx, "42", true, false);
+    /* a report that comes back (created again) waits again */
+    assert_int_equal (store_node_put (fx->st, "42", "n1", STORE_CXI_CREATED, NULL, &e),
+                      0);
+    assert_waiting (fx, "42", true, true);
     /* a job given only a node count learns its nodes from the reports */
     put_job (fx, "43", 1000, NULL, NULL);
+    assert_waiting (fx, "43", false, false);
     assert_int_equal (store_node_put (fx->st, "43", "n9", STORE_CXI_CREATED, NULL, &e),
                       0);
-    assert_int_equal (store_node_count (fx->st, "43", &total, &destroyed, &e), 0);
-    assert_int_equal (total, 1);
+    assert_waiting (fx, "43", true, true);
     assert_int_equal (store_node_put (fx->st, "44", "n9", STORE_CXI_CREATED, NULL, &e),
                       -1);
     assert_int_equal (errno, ENOENT);
@@ -595,15 +618,21 @@ static void next_fit_finds_the_holes_in_order (void **state)
     assert_int_equal (v[0], 122);
 }
 
-/* The VM steps SQLite ran for the first-free query since the last call. */
-static int first_free_steps (struct fx *fx)
+/* The VM steps SQLite ran for the cached statement 'sql' since the last
+ * call. */
+static int statement_steps (struct fx *fx, const char *sql)
 {
     for (sqlite3_stmt *s = sqlite3_next_stmt (fx->st->db, NULL); s;
          s = sqlite3_next_stmt (fx->st->db, s))
-        if (strcmp (sqlite3_sql (s), SQL_VNI_FIRST_FREE) == 0)
+        if (strcmp (sqlite3_sql (s), sql) == 0)
             return sqlite3_stmt_status (s, SQLITE_STMTSTATUS_VM_STEP, 1);
-    fail_msg ("the first-free statement was never prepared");
+    fail_msg ("the statement was never prepared: %s", sql);
     return -1;
+}
+
+static int first_free_steps (struct fx *fx)
+{
+    return statement_steps (fx, SQL_VNI_FIRST_FREE);
 }
 
 /* Finding a free VNI reads the held ones up to the first hole, however
@@ -673,6 +702,45 @@ static void an_exhausted_pool_is_refused_without_a_search (void **state)
     assert_int_equal (errno, ENOSPC);
     assert_int_equal (store_vni_alloc (fx->st, "pair", 1, 1000, 5000, v, &e), 0);
     assert_int_equal (v[0], 1001);
+}
+
+/* Whether a node is still to report costs the same for a job of 3,000
+ * nodes, reported in node order but for the last, as for one of 3: the
+ * epilog wave of a large job asks it at every report (counting the
+ * nodes read all 3,000 each time). */
+static void a_node_left_to_report_is_found_in_a_lookup (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    char name[16];
+    char *nodes = malloc (3000 * 12 + 4), *at = nodes;
+    assert_non_null (nodes);
+    *at++ = '[';
+    for (int i = 0; i < 3000; i++)
+        at += sprintf (at, "%s\"n%04d\"", i ? "," : "", i);
+    strcpy (at, "]");
+    put_job (fx, "big", 1000, nodes, NULL);
+    put_job (fx, "small", 1000, "[\"n0000\",\"n0001\",\"n0002\"]", NULL);
+    free (nodes);
+    assert_int_equal (store_begin (fx->st, &e), 0);
+    for (int i = 0; i < 2999; i++) {
+        snprintf (name, sizeof (name), "n%04d", i);
+        assert_int_equal (
+            store_node_put (fx->st, "big", name, STORE_CXI_DESTROYED, NULL, &e), 0);
+    }
+    assert_int_equal (store_commit (fx->st, &e), 0);
+    assert_waiting (fx, "small", true, true);
+    statement_steps (fx, SQL_NODE_WAITING);
+    assert_waiting (fx, "small", true, true);
+    int small = statement_steps (fx, SQL_NODE_WAITING);
+    assert_waiting (fx, "big", true, true);
+    int big = statement_steps (fx, SQL_NODE_WAITING);
+    print_message ("# VM steps: 3 nodes %d, 3,000 nodes %d\n", small, big);
+    if (big > small + 10)
+        fail_msg ("3,000 nodes cost %d steps, 3 nodes %d", big, small);
+    assert_int_equal (
+        store_node_put (fx->st, "big", "n2999", STORE_CXI_DESTROYED, NULL, &e), 0);
+    assert_waiting (fx, "big", true, false);
 }
 
 static void round_robin_resumes_after_reopen (void **state)
@@ -1190,6 +1258,12 @@ static void queries_use_their_indexes (void **state)
         !strstr (plan, "SEARCH vnis USING INTEGER PRIMARY KEY (rowid>?)") ||
         strstr (plan, "SCAN vnis"))
         fail_msg ("vni_outside: plan '%s'", plan);
+    /* a node still to report: two key lookups */
+    assert_int_equal (
+        store_query_plan (fx->st, "node_waiting", plan, sizeof (plan), &e), 0);
+    if (!strstr (plan, "SEARCH job_nodes USING INDEX job_nodes_waiting (job_id=?)") ||
+        strstr (plan, "SCAN job_nodes"))
+        fail_msg ("node_waiting: plan '%s'", plan);
     /* and a tally its row */
     assert_int_equal (store_query_plan (fx->st, "tally", plan, sizeof (plan), &e), 0);
     if (!strstr (plan, "SEARCH tallies USING PRIMARY KEY"))
@@ -1567,6 +1641,7 @@ int main (void)
         T (next_fit_finds_the_holes_in_order),
         T (finding_a_free_vni_reads_up_to_the_first_hole),
         T (an_exhausted_pool_is_refused_without_a_search),
+        T (a_node_left_to_report_is_found_in_a_lookup),
         T (round_robin_resumes_after_reopen),
         T (quarantined_vni_is_never_handed_out),
         T (quarantine_until_nodes_report_does_not_expire),
