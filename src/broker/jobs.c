@@ -161,20 +161,18 @@ static int node_report (const struct store_node *n, void *arg)
     return json_array_append_new (arg, o);
 }
 
-/* The nodes whose agent has not reported the job's services destroyed
- * (pending, created or failed): who keeps its VNIs quarantined. */
-static int node_waited_for (const struct store_node *n, void *arg)
+static int node_name (const struct store_node *n, void *arg)
 {
-    if (n->cxi == STORE_CXI_DESTROYED)
-        return 0;
     return json_array_append_new (arg, json_string (n->node));
 }
 
+/* The nodes whose agent has not reported the job's services destroyed
+ * (pending, created or failed): who keeps its VNIs quarantined. */
 static json_t *waiting_for (struct broker *b, const char *job)
 {
     struct fmb_error e;
     json_t *a = json_array ();
-    if (store_node_list (b->st, job, NULL, node_waited_for, a, &e) < 0) {
+    if (store_node_list_waiting (b->st, job, node_name, a, &e) < 0) {
         broker_log_store_error (b, "node reports", &e);
         json_decref (a);
         return NULL;

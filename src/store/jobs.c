@@ -165,6 +165,11 @@ static const char SQL_NODE_PUT[] =
 static const char SQL_NODE_LIST[] =
     "SELECT node, cxi, detail, updated_ms FROM job_nodes WHERE job_id = ?1"
     " ORDER BY node";
+/* the nodes still to report destroyed, through job_nodes_waiting: as many
+ * rows read as it returns (a dead node among 10,000), not every node */
+const char SQL_NODE_LIST_WAITING[] =
+    "SELECT node, cxi, detail, updated_ms FROM job_nodes INDEXED BY job_nodes_waiting"
+    " WHERE job_id = ?1 AND cxi != 'destroyed' ORDER BY node";
 /* one node's: a key lookup, however many nodes the job has */
 static const char SQL_NODE_ONE[] =
     "SELECT node, cxi, detail, updated_ms FROM job_nodes"
@@ -867,14 +872,15 @@ int store_node_put (struct store *st,
                       "put node");
 }
 
-int store_node_list (struct store *st,
-                     const char *job_id,
-                     const char *node,
-                     store_node_f cb,
-                     void *arg,
-                     struct fmb_error *error)
+static int list_nodes (struct store *st,
+                       const char *sql,
+                       const char *job_id,
+                       const char *node,
+                       store_node_f cb,
+                       void *arg,
+                       struct fmb_error *error)
 {
-    sqlite3_stmt *s = store_stmt (st, node ? SQL_NODE_ONE : SQL_NODE_LIST, error);
+    sqlite3_stmt *s = store_stmt (st, sql, error);
     if (!s)
         return -1;
     sqlite3_bind_text (s, 1, job_id, -1, SQLITE_STATIC);
@@ -899,6 +905,26 @@ int store_node_list (struct store *st,
     if (rc != SQLITE_DONE)
         return store_fail (st, rc, error, "list nodes");
     return 0;
+}
+
+int store_node_list (struct store *st,
+                     const char *job_id,
+                     const char *node,
+                     store_node_f cb,
+                     void *arg,
+                     struct fmb_error *error)
+{
+    return list_nodes (
+        st, node ? SQL_NODE_ONE : SQL_NODE_LIST, job_id, node, cb, arg, error);
+}
+
+int store_node_list_waiting (struct store *st,
+                             const char *job_id,
+                             store_node_f cb,
+                             void *arg,
+                             struct fmb_error *error)
+{
+    return list_nodes (st, SQL_NODE_LIST_WAITING, job_id, NULL, cb, arg, error);
 }
 
 int store_node_waiting (struct store *st,

@@ -497,6 +497,7 @@ int store_query_plan (
         {"vni_expire", SQL_VNI_EXPIRE},
         {"vni_outside", SQL_VNI_OUTSIDE},
         {"node_waiting", SQL_NODE_WAITING},
+        {"node_list_waiting", SQL_NODE_LIST_WAITING},
     };
     /* listings: the statement store_job_list picks for such a filter */
     static const struct {

@@ -406,6 +406,13 @@ int store_node_list (struct store *st,
                      store_node_f cb,
                      void *arg,
                      struct fmb_error *error);
+/* Those of the job's nodes that have not reported 'destroyed', in node
+ * order, reading only them. */
+int store_node_list_waiting (struct store *st,
+                             const char *job_id,
+                             store_node_f cb,
+                             void *arg,
+                             struct fmb_error *error);
 /* Has the job any node recorded (*ret_nodes), and has one of them not
  * reported 'destroyed' (*ret_waiting)?  Its cost does not grow with the
  * job's nodes. */

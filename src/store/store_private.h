@@ -81,5 +81,6 @@ extern const char SQL_VNI_FIRST_FREE[];
 extern const char SQL_VNI_EXPIRE[];
 extern const char SQL_VNI_OUTSIDE[];
 extern const char SQL_NODE_WAITING[];
+extern const char SQL_NODE_LIST_WAITING[];
 
 #endif

@@ -522,6 +522,10 @@ static void node_reports_count_towards_release (void **state)
     assert_int_equal (
         store_node_put (fx->st, "42", "n2", STORE_CXI_FAILED, "EBUSY for 30 s", &e), 0);
     assert_waiting (fx, "42", true, true);
+    pending = 0; /* n2 (failed) is still to report destroyed, n1 not */
+    assert_int_equal (store_node_list_waiting (fx->st, "42", count_nodes, &pending, &e),
+                      0);
+    assert_int_equal (pending, 1);
     /* one node's report alone: n2's (failed), and none for a stranger */
     pending = 0;
     assert_int_equal (store_node_list (fx->st, "42", "n2", count_nodes, &pending, &e),
@@ -738,6 +742,14 @@ static void a_node_left_to_report_is_found_in_a_lookup (void **state)
     print_message ("# VM steps: 3 nodes %d, 3,000 nodes %d\n", small, big);
     if (big > small + 10)
         fail_msg ("3,000 nodes cost %d steps, 3 nodes %d", big, small);
+    /* and naming the one left reads that one, not the 2,999 others */
+    int left = 0;
+    assert_int_equal (store_node_list_waiting (fx->st, "big", count_nodes, &left, &e),
+                      0);
+    assert_int_equal (left, 1);
+    int steps = statement_steps (fx, SQL_NODE_LIST_WAITING);
+    if (steps > 50)
+        fail_msg ("naming 1 node left of 3,000 cost %d steps", steps);
     assert_int_equal (
         store_node_put (fx->st, "big", "n2999", STORE_CXI_DESTROYED, NULL, &e), 0);
     assert_waiting (fx, "big", true, false);
@@ -1258,6 +1270,12 @@ static void queries_use_their_indexes (void **state)
         !strstr (plan, "SEARCH vnis USING INTEGER PRIMARY KEY (rowid>?)") ||
         strstr (plan, "SCAN vnis"))
         fail_msg ("vni_outside: plan '%s'", plan);
+    /* the nodes still to report, in node order, without a sort */
+    assert_int_equal (
+        store_query_plan (fx->st, "node_list_waiting", plan, sizeof (plan), &e), 0);
+    if (!strstr (plan, "SEARCH job_nodes USING INDEX job_nodes_waiting (job_id=?)") ||
+        strstr (plan, "TEMP B-TREE"))
+        fail_msg ("node_list_waiting: plan '%s'", plan);
     /* a node still to report: two key lookups */
     assert_int_equal (
         store_query_plan (fx->st, "node_waiting", plan, sizeof (plan), &e), 0);
