@@ -805,8 +805,9 @@ static int get_job (struct broker *b,
     struct store_job *j;
     struct fmb_error e;
     /* the node view needs neither the node list nor the request */
-    if ((node ? store_job_get_brief : store_job_get) (b->st, http_job (req), &j, &e) <
-        0)
+    int got = node ? store_job_get_brief (b->st, http_job (req), &j, &e)
+                   : store_job_get (b->st, http_job (req), &j, &e);
+    if (got < 0)
         return http_problem_errno (p, "%s", e.text);
     /* The same answer as for a job that does not exist, word for word:
      * a plain user learns nothing about other users' job ids. */

@@ -182,8 +182,6 @@ static void iso_time (long long ms, char *out, size_t len)
 
 /* ---- subcommands --------------------------------------------------- */
 
-/* Degraded: the FM session is not up (connecting or down) although one
- * is configured. */
 /* The broker's own verdict (GET /v1/health: the FM session, commits,
  * the VNI pool) as "reasons" lines; NULL when all is well.  A health
  * check that fails is a reason too (the status answered). */
@@ -242,10 +240,13 @@ static int cmd_status (int argc, char **argv)
                 num (j, "releasing"),
                 num (j, "released"),
                 num (j, "lost"));
-        printf ("vnis: %lld held, %lld quarantined, %lld free (pool %lld-%lld)\n",
+        char free_vnis[40] = ""; /* an older broker does not count them */
+        if (json_object_get (v, "free"))
+            snprintf (free_vnis, sizeof (free_vnis), ", %lld free", num (v, "free"));
+        printf ("vnis: %lld held, %lld quarantined%s (pool %lld-%lld)\n",
                 num (v, "held"),
                 num (v, "quarantined"),
-                num (v, "free"),
+                free_vnis,
                 num (v, "pool_min"),
                 num (v, "pool_max"));
         printf (

@@ -176,7 +176,9 @@ static const char SQL_NODE_ONE[] =
     " WHERE job_id = ?1 AND node = ?2";
 /* Has the job nodes, and is one of them still to report destroyed?  Two
  * key lookups (the second through job_nodes_waiting, schema 7), however
- * many nodes the job has. */
+ * many nodes the job has.  Both queries name the index: left to itself
+ * the planner takes the primary key's (job_id) and reads every node of
+ * the job (test_store checks the plans). */
 const char SQL_NODE_WAITING[] =
     "SELECT EXISTS (SELECT 1 FROM job_nodes WHERE job_id = ?1),"
     " EXISTS (SELECT 1 FROM job_nodes INDEXED BY job_nodes_waiting"

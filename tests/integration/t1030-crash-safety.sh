@@ -89,7 +89,7 @@ expect_ok 'every active job is reserved, every cleaned-up job released' '
 '
 expect_ok 'no VNI is held by two jobs' '
     jq -e "[.jobs[] | select(.state == \"active\") | .vnis[]] | length == (unique | length)" all.json &&
-    rm_call GET /v1/vnis | jq -e "[.vnis[].vni] | length == (unique | length)" &&
+    "$FMB_BIN/fmbroker" --socket "$T/api.sock" --json vni list | jq -e "[.vnis[].vni] | length == (unique | length)" &&
     test "$(jq "[.jobs[] | select(.state == \"active\")] | length" all.json)" -ge 1
 '
 done_testing

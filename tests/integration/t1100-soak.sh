@@ -90,7 +90,7 @@ expect_ok "traffic and faults without restarts for $((SOAK_SECONDS * 4 / 10)) s:
 expect_ok 'at the end: the FM holds exactly the live reservations; no VNI is shared' '
     wait_for 300 0.1 consistent &&
     all_jobs state=active | jq -s -e "[.[] | .vnis[]] | length == (unique | length)" &&
-    rm_call GET /v1/vnis | jq -e "[.vnis[].vni] | length == (unique | length)"
+    "$FMB_BIN/fmbroker" --socket "$T/api.sock" --json vni list | jq -e "[.vnis[].vni] | length == (unique | length)"
 '
 expect_ok 'the broker stops cleanly (under ASan: LeakSanitizer finds no leak)' '
     kill -TERM "$broker_pid" && wait "$broker_pid"; rc=$?; broker_pid=; test $rc = 0

@@ -706,6 +706,26 @@ static void an_exhausted_pool_is_refused_without_a_search (void **state)
     assert_int_equal (errno, ENOSPC);
     assert_int_equal (store_vni_alloc (fx->st, "pair", 1, 1000, 5000, v, &e), 0);
     assert_int_equal (v[0], 1001);
+    /* a job that takes no VNI does not ask, even of counts gone wrong */
+    assert_int_equal (
+        sqlite3_exec (fx->st->db,
+                      "UPDATE tallies SET n = n + 10 WHERE name = 'vnis_held'",
+                      NULL,
+                      NULL,
+                      NULL),
+        SQLITE_OK);
+    assert_int_equal (store_vni_alloc (fx->st, "pair", 0, 1000, 5000, v, &e), 0);
+    /* counts that cannot be read leave it to the search */
+    assert_int_equal (store_vni_free_job (fx->st, "j1002", &e), 0);
+    assert_int_equal (sqlite3_exec (fx->st->db,
+                                    "DELETE FROM tallies WHERE name = 'vnis_held'",
+                                    NULL,
+                                    NULL,
+                                    NULL),
+                      SQLITE_OK);
+    put_job (fx, "blind", 1, NULL, NULL);
+    assert_int_equal (store_vni_alloc (fx->st, "blind", 1, 1000, 5000, v, &e), 0);
+    assert_int_equal (v[0], 1002);
 }
 
 /* Whether a node is still to report costs the same for a job of 3,000

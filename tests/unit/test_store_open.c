@@ -111,6 +111,13 @@ static void empty_file_is_migrated_from_nothing (void **state)
     store_close (st);
 }
 
+static int count_one (const struct store_node *n, void *arg)
+{
+    (void)n;
+    (*(int *)arg)++;
+    return 0;
+}
+
 static void each_migration_keeps_existing_data (void **state)
 {
     struct fx *fx = *state;
@@ -135,7 +142,11 @@ static void each_migration_keeps_existing_data (void **state)
                   " 1000, 8, '{}', 'releasing', 'reserved', 6, 1, 1),"
                   " ('q', 'c1-q', 1000, 1, '{}', 'released', 'not_eligible', 0, 1, 1);"
                   "INSERT INTO vnis (vni, job_id, pos, state, since_ms)"
-                  " VALUES (1501, 'q', 0, 'quarantined', 1);");
+                  " VALUES (1501, 'q', 0, 'quarantined', 1);"
+                  /* q waits for n2's report; every node of 'old' reported */
+                  "INSERT INTO job_nodes (job_id, node, cxi, updated_ms) VALUES"
+                  " ('q', 'n1', 'destroyed', 1), ('q', 'n2', 'failed', 1),"
+                  " ('old', 'n1', 'destroyed', 1);");
         if (v >= 2) /* and an FM operation waiting */
             raw_exec (fx->db,
                       "INSERT INTO outbox (kind, target, next_ms, created_ms)"
@@ -168,6 +179,15 @@ static void each_migration_keeps_existing_data (void **state)
                 mcast_addrs,
                 depth,
                 active);
+        /* and the nodes still to report, indexed by the step to 7 */
+        bool nodes, waiting;
+        int left = 0;
+        assert_int_equal (store_node_waiting (st, "q", &nodes, &waiting, &e), 0);
+        assert_true (nodes && waiting);
+        assert_int_equal (store_node_list_waiting (st, "q", count_one, &left, &e), 0);
+        assert_int_equal (left, 1);
+        assert_int_equal (store_node_waiting (st, "old", &nodes, &waiting, &e), 0);
+        assert_true (nodes && !waiting);
         assert_int_equal (store_event_append (st, "migrated", NULL, NULL, NULL, &e), 0);
         store_close (st);
     }
