@@ -639,13 +639,9 @@ static int first_free_steps (struct fx *fx)
     return statement_steps (fx, SQL_VNI_FIRST_FREE);
 }
 
-/* Finding a free VNI reads the held ones up to the first hole, however
- * many more are held: with 4,000 held and the cursor wrapped, a hole
- * 100 VNIs on costs a small part of one 3,400 on.  (Taking the least of
- * every candidate read all 4,000 both times.) */
-static void finding_a_free_vni_reads_up_to_the_first_hole (void **state)
+/* Jobs j1000 to j5000, each holding its VNI of the pool 1000-5000. */
+static void fill_pool (struct fx *fx)
 {
-    struct fx *fx = *state;
     struct fmb_error e;
     uint16_t v[1];
     char id[16];
@@ -656,6 +652,18 @@ static void finding_a_free_vni_reads_up_to_the_first_hole (void **state)
         assert_int_equal (store_vni_alloc (fx->st, id, 1, 1000, 5000, v, &e), 0);
     }
     assert_int_equal (store_commit (fx->st, &e), 0);
+}
+
+/* Finding a free VNI reads the held ones up to the first hole, however
+ * many more are held: with 4,000 held and the cursor wrapped, a hole
+ * 100 VNIs on costs a small part of one 3,400 on.  (Taking the least of
+ * every candidate read all 4,000 both times.) */
+static void finding_a_free_vni_reads_up_to_the_first_hole (void **state)
+{
+    struct fx *fx = *state;
+    struct fmb_error e;
+    uint16_t v[1];
+    fill_pool (fx);
     assert_int_equal (store_vni_free_job (fx->st, "j1100", &e), 0);
     assert_int_equal (store_vni_free_job (fx->st, "j4500", &e), 0);
     put_job (fx, "near", 1, NULL, NULL);
@@ -681,14 +689,7 @@ static void an_exhausted_pool_is_refused_without_a_search (void **state)
     struct fx *fx = *state;
     struct fmb_error e;
     uint16_t v[2];
-    char id[16];
-    assert_int_equal (store_begin (fx->st, &e), 0);
-    for (int i = 1000; i <= 5000; i++) {
-        snprintf (id, sizeof (id), "j%d", i);
-        put_job (fx, id, 1, NULL, NULL);
-        assert_int_equal (store_vni_alloc (fx->st, id, 1, 1000, 5000, v, &e), 0);
-    }
-    assert_int_equal (store_commit (fx->st, &e), 0);
+    fill_pool (fx);
     put_job (fx, "late", 1, NULL, NULL);
     first_free_steps (fx);
     assert_int_equal (store_vni_alloc (fx->st, "late", 1, 1000, 5000, v, &e), -1);
