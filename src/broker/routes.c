@@ -17,8 +17,8 @@ static int health_cb (struct broker *b, struct http_req *req, struct http_proble
     /* Serving, and able to read the store: 200.  "degraded" (still 200:
      * RUN and CLEANUP answer) while changes cannot commit, a configured
      * FM is not up or the VNI pool has none left or too few for a job,
-     * with the reasons.  The answer claims no change, so it does not wait for the
-     * pass's commit (which may be what fails). */
+     * with the reasons.  The answer claims no change, so it does not
+     * wait for the pass's commit (which may be what fails). */
     unsigned depth, held, quarantined;
     int64_t free_vnis;
     struct fmb_error e;
