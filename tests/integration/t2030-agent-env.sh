@@ -188,4 +188,19 @@ expect_ok 'epilog removes the record' '
     { as_user 1000 "$FMB_BIN/fmbroker-cxi" --state-dir "$T/n1.rec" env --job 42 2>err; test $? = 1; } &&
     grep -q "no record of the job on this node" err
 '
+# After CLEANUP the job's VNI waits for the nodes that have not reported
+# their services destroyed (found through schema 7's index, whatever the
+# job's size): here n2, whose prolog never ran.  Another user cannot end
+# the wait; n2's epilog, over TLS with the agent token, does.
+vni_state () { rm_call GET /v1/vnis | jq -c --argjson v "$vni" "[.vnis[] | select(.vni == \$v) | [.state, .waiting_for]]"; }
+expect_ok 'after CLEANUP the VNI waits for n2 alone; another uid cannot report for it; n2'"'"'s epilog frees it' '
+    vni=$(jq ".vnis[0]" run.json) &&
+    rm_call DELETE /v1/jobs/42 >/dev/null &&
+    test "$(vni_state)" = "[[\"quarantined\",[\"n2\"]]]" &&
+    test "$(as_user 1001 curl -s -o /dev/null -w "%{http_code}" --unix-socket "$T/api.sock" \
+        -X PUT --data "{\"cxi\":\"destroyed\"}" http://fmbroker/v1/jobs/42/nodes/n2)" = 403 &&
+    test "$(vni_state)" = "[[\"quarantined\",[\"n2\"]]]" &&
+    node_agent n2 epilog --job 42 &&
+    test "$(vni_state)" = "[]"
+'
 done_testing
