@@ -406,6 +406,24 @@ int http_query_bool (struct http_req *req, const char *name, bool *value)
     return 0;
 }
 
+int http_query_number (
+    struct http_req *req, const char *name, uint64_t min, uint64_t max, uint64_t *value)
+{
+    const char *v = http_query (req, name);
+    if (!v)
+        return 0;
+    /* digits only: strtoull alone takes a sign, spaces and "" too */
+    size_t len = strspn (v, "0123456789");
+    errno = 0;
+    unsigned long long n = len ? strtoull (v, NULL, 10) : 0;
+    if (!len || v[len] || errno || n < min || n > max) {
+        errno = EINVAL;
+        return -1;
+    }
+    *value = n;
+    return 1;
+}
+
 /* Every query value must decode (no bad or %00 escapes) to text without
  * control characters; a bad one is an error, never taken as absent. */
 struct query_check {

@@ -116,6 +116,13 @@ const char *http_query (struct http_req *req, const char *name);
 /* A flag in the query: 1 or true, 0 or false (absent: false); -1 with
  * EINVAL for any other value. */
 int http_query_bool (struct http_req *req, const char *name, bool *value);
+/* A number in the query: 0 when absent (*value untouched), 1 when it is
+ * decimal digits only and within [min, max], -1 with EINVAL otherwise. */
+int http_query_number (struct http_req *req,
+                       const char *name,
+                       uint64_t min,
+                       uint64_t max,
+                       uint64_t *value);
 /* The decoded JSON body (borrowed), for routes with body = true. */
 json_t *http_body (struct http_req *req);
 

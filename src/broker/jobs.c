@@ -886,19 +886,14 @@ int jobs_list (struct broker *b, struct http_req *req, struct http_problem *p)
             return http_problemf (p, 400, "user: no such user '%.64s'", v);
         f.uid = *end ? (int64_t)named : (int64_t)uid;
     }
-    if ((v = http_query (req, "since"))) {
-        char *end;
-        f.since_ms = strtoll (v, &end, 10);
-        if (*end || f.since_ms < 0)
-            return http_problemf (p, 400, "since: milliseconds since the epoch");
-    }
-    if ((v = http_query (req, "limit"))) {
-        char *end;
-        unsigned long n = strtoul (v, &end, 10);
-        if (*end || n < 1 || n > 1000)
-            return http_problemf (p, 400, "limit: 1..1000");
-        f.limit = (unsigned)n;
-    }
+    uint64_t since = 0;
+    if (http_query_number (req, "since", 0, INT64_MAX, &since) < 0)
+        return http_problemf (p, 400, "since: milliseconds since the epoch");
+    f.since_ms = (int64_t)since;
+    uint64_t limit = f.limit;
+    if (http_query_number (req, "limit", 1, 1000, &limit) < 0)
+        return http_problemf (p, 400, "limit: 1..1000");
+    f.limit = (unsigned)limit;
     if ((v = http_query (req, "after"))) {
         if (!valid_job_id (v))
             return http_problemf (p, 400, "after: a job id");
@@ -944,17 +939,11 @@ int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_probl
     const char *id = http_job (req);
     size_t step_len;
     const char *step = http_step (req, &step_len);
-    const char *w = http_query (req, "wait");
-    unsigned wait = 0;
+    uint64_t wait = 0;
     struct store_job *j;
     struct fmb_error e;
-    if (w) {
-        char *end;
-        unsigned long n = strtoul (w, &end, 10);
-        if (*end || n > STEP_WAIT_MAX_S)
-            return http_problemf (p, 400, "wait: seconds, 0..%d", STEP_WAIT_MAX_S);
-        wait = (unsigned)n;
-    }
+    if (http_query_number (req, "wait", 0, STEP_WAIT_MAX_S, &wait) < 0)
+        return http_problemf (p, 400, "wait: seconds, 0..%d", STEP_WAIT_MAX_S);
     /* Token holders and agents share a bucket per job, so one job cannot
      * turn a burst of steps into as many FM calls (rm and admin callers
      * are trusted not to). */
@@ -1132,39 +1121,16 @@ static int list_vni (const struct store_vni *v, void *arg)
 #define VNI_PAGE_DEFAULT 1000
 #define VNI_PAGE_MAX     1000
 
-/* ?after=VNI&limit=N: -1 with 'p' filled when one is not a number in range. */
-static int vni_page (struct http_req *req,
-                     unsigned *after,
-                     unsigned *limit,
-                     struct http_problem *p)
-{
-    const char *v;
-    char *end;
-    *after = 0;
-    *limit = VNI_PAGE_DEFAULT;
-    if ((v = http_query (req, "after"))) {
-        unsigned long n = strtoul (v, &end, 10);
-        if (!*v || *end || n > 65535)
-            return http_problemf (p, 400, "after: a VNI, 0..65535");
-        *after = (unsigned)n;
-    }
-    if ((v = http_query (req, "limit"))) {
-        unsigned long n = strtoul (v, &end, 10);
-        if (!*v || *end || n < 1 || n > VNI_PAGE_MAX)
-            return http_problemf (p, 400, "limit: 1..%d", VNI_PAGE_MAX);
-        *limit = (unsigned)n;
-    }
-    return 0;
-}
-
 int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *p)
 {
-    unsigned after, limit;
+    uint64_t after = 0, limit = VNI_PAGE_DEFAULT;
     struct fmb_error e;
-    if (vni_page (req, &after, &limit, p) < 0)
-        return -1;
+    if (http_query_number (req, "after", 0, 65535, &after) < 0)
+        return http_problemf (p, 400, "after: a VNI, 0..65535");
+    if (http_query_number (req, "limit", 1, VNI_PAGE_MAX, &limit) < 0)
+        return http_problemf (p, 400, "limit: 1..%d", VNI_PAGE_MAX);
     json_t *a = json_array ();
-    if (store_vni_list (b->st, after, limit, list_vni, a, &e) < 0) {
+    if (store_vni_list (b->st, (unsigned)after, (unsigned)limit, list_vni, a, &e) < 0) {
         json_decref (a);
         return http_problemf (p, 503, "%s", e.text);
     }

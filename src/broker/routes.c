@@ -72,20 +72,14 @@ static int metrics_cb (struct broker *b, struct http_req *req, struct http_probl
 
 static int events_cb (struct broker *b, struct http_req *req, struct http_problem *p)
 {
-    const char *v;
-    char *end;
-    long long after = 0;
-    unsigned long wait = 0, limit = 100;
-    if ((v = http_query (req, "after")) &&
-        ((after = strtoll (v, &end, 10)) < 0 || *end))
+    uint64_t after = 0, wait = 0, limit = 100;
+    if (http_query_number (req, "after", 0, INT64_MAX, &after) < 0)
         return http_problemf (p, 400, "after: a sequence number >= 0");
-    if ((v = http_query (req, "wait")) &&
-        ((wait = strtoul (v, &end, 10)) > EVENT_WAIT_MAX_S || *end))
+    if (http_query_number (req, "wait", 0, EVENT_WAIT_MAX_S, &wait) < 0)
         return http_problemf (p, 400, "wait: seconds, 0..%d", EVENT_WAIT_MAX_S);
-    if ((v = http_query (req, "limit")) &&
-        ((limit = strtoul (v, &end, 10)) < 1 || limit > 1000 || *end))
+    if (http_query_number (req, "limit", 1, 1000, &limit) < 0)
         return http_problemf (p, 400, "limit: 1..1000");
-    broker_events_wait (b, req, after, (unsigned)limit, (unsigned)wait);
+    broker_events_wait (b, req, (long long)after, (unsigned)limit, (unsigned)wait);
     return 0;
 }
 

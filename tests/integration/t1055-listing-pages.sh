@@ -99,7 +99,7 @@ expect_ok 'VNIs come 1,000 a page, in order, each once; fmbroker vni list reads 
     test "$(wc -l <table)" = 1103
 '
 expect_ok 'a VNI page asked for badly is a 400 that says what is wrong' '
-    for q in after=x after=65536 after= limit=0 limit=1001 limit=ten; do
+    for q in after=x after=65536 after= after=-1 limit=0 limit=1001 limit=ten limit=%2B5; do
         api_call GET "/v1/vnis?$q" >r && read code _ <r && test "$code" = 400 || return 1
     done &&
     api_call GET "/v1/vnis?limit=0" | grep -q "limit: 1..1000"

@@ -87,7 +87,12 @@ expect_ok 'bad query arguments are 400' '
     expect 400 GET "/v1/jobs?limit=0" &&
     expect 400 GET "/v1/jobs?state=bogus" &&
     expect 400 GET "/v1/jobs?user=no-such-user-here" &&
-    expect 400 GET "/v1/jobs?since=yesterday"
+    expect 400 GET "/v1/jobs?since=yesterday" &&
+    # numbers are decimal digits only: no sign, no space, not empty
+    expect 400 GET "/v1/jobs?limit=%2B5" &&
+    expect 400 GET "/v1/events?after=" &&
+    expect 400 GET "/v1/events?limit=%205" &&
+    expect 400 DELETE "/v1/jobs/1/steps/0?wait=-0"
 '
 expect_ok 'unknown methods are 405 with Allow, unknown paths 404' '
     expect 405 PATCH /v1/jobs/1 "{}" && grep -qi "^allow: PUT, DELETE, GET" hdr &&
