@@ -345,9 +345,10 @@ json_t *broker_status (struct broker *b)
     int64_t last = 0, free_vnis = 0;
     for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++)
         count_job_state (b, s, &counts[s]);
-    if (store_vni_counts (b->st, &held, &quarantined, &e) < 0)
-        broker_log_store_error (b, "status", &e);
-    if (store_vni_free (b->st, b->cfg.vni_min, b->cfg.vni_max, &free_vnis, &e) < 0)
+    if (store_vni_counts (b->st, &held, &quarantined, &e) < 0 ||
+        store_vni_left (
+            b->st, b->cfg.vni_min, b->cfg.vni_max, held, quarantined, &free_vnis, &e) <
+            0)
         broker_log_store_error (b, "status", &e);
     if (store_hwcoll_usage (b->st, &rjobs, &addrs, &e) < 0)
         broker_log_store_error (b, "status", &e);

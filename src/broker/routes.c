@@ -24,8 +24,10 @@ static int health_cb (struct broker *b, struct http_req *req, struct http_proble
     struct fmb_error e;
     http_no_hold (req);
     if (store_outbox_depth (b->st, &depth, &e) < 0 ||
-        store_vni_free (b->st, b->cfg.vni_min, b->cfg.vni_max, &free_vnis, &e) < 0 ||
-        store_vni_counts (b->st, &held, &quarantined, &e) < 0)
+        store_vni_counts (b->st, &held, &quarantined, &e) < 0 ||
+        store_vni_left (
+            b->st, b->cfg.vni_min, b->cfg.vni_max, held, quarantined, &free_vnis, &e) <
+            0)
         return http_problemf (p, 503, "store: %s", e.text);
     json_t *reasons = json_array ();
     const char *commit_error;

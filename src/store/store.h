@@ -446,11 +446,13 @@ int store_vni_expire (struct store *st,
                       int64_t now_ms,
                       unsigned *ret_freed,
                       struct fmb_error *error);
-/* How many VNIs of [min, max] are neither held nor in quarantine, read
- * from kept counts whatever the size of the pool. */
-int store_vni_free (struct store *st,
+/* How many VNIs of [min, max] are neither held nor in quarantine, from
+ * store_vni_counts' figures: a read whatever the size of the pool. */
+int store_vni_left (struct store *st,
                     unsigned min,
                     unsigned max,
+                    unsigned held,
+                    unsigned quarantined,
                     int64_t *ret,
                     struct fmb_error *error);
 /* The VNIs above 'after' (0: from the first), in order, at most 'limit'

@@ -126,20 +126,22 @@ static int alloc_one (struct store *st,
     return 0;
 }
 
-/* From the kept counts of the VNIs held and in quarantine, less those
- * outside the pool.  When none is free, a search for a hole reads every
+/* From the kept counts of the VNIs held and in quarantine (as
+ * store_vni_counts read them), less those outside the pool.  When none
+ * is free, a search for a hole reads every
  * VNI of the pool twice before it says so (20.6 ms a RUN at the default
  * pool's 64,512), and would at every RUN for as long as the pool stays
  * exhausted.  (Counts can be wrong only if the store was edited;
  * --check-db finds that.  One short of the truth leaves the search to
  * find out.) */
-int store_vni_free (
-    struct store *st, unsigned min, unsigned max, int64_t *ret, struct fmb_error *error)
+int store_vni_left (struct store *st,
+                    unsigned min,
+                    unsigned max,
+                    unsigned held,
+                    unsigned quarantined,
+                    int64_t *ret,
+                    struct fmb_error *error)
 {
-    unsigned held, quarantined;
-    if (store_tally (st, "vnis_held", &held, error) < 0 ||
-        store_tally (st, "vnis_quarantined", &quarantined, error) < 0)
-        return -1;
     sqlite3_stmt *s = store_stmt (st, SQL_VNI_OUTSIDE, error);
     if (!s)
         return -1;
@@ -175,7 +177,9 @@ int store_vni_alloc (struct store *st,
         return -1;
     /* Counts that cannot be read (a tally row gone) leave it to the
      * search; a job that takes no VNI does not ask. */
-    if (count > 0 && store_vni_free (st, min, max, &left, &unread) == 0 &&
+    unsigned held, quarantined;
+    if (count > 0 && store_vni_counts (st, &held, &quarantined, &unread) == 0 &&
+        store_vni_left (st, min, max, held, quarantined, &left, &unread) == 0 &&
         left < count) {
         store_rollback (st);
         errno = ENOSPC;
