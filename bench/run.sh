@@ -222,7 +222,7 @@ stop_mockfm
 fi
 if want 5; then
 # ---- 5. scale: start-up, reconciliation and retention ------------------------
-# The disk alone first: a loop that commits every 5 ms for 30 s with
+# The disk alone first: a loop that commits every 5 ms for 60 s with
 # nothing else running, its WAL starting over as the broker's does.  Its
 # longest commit is the floor under the stall target: a loop that waits
 # for its commits (promise 1: an intent is durable before the FM call)
@@ -236,7 +236,7 @@ db = sqlite3.connect(sys.argv[1], isolation_level=None)
 for pragma in ("journal_mode = WAL", "synchronous = FULL", "wal_autocheckpoint = 0"):
     db.execute("PRAGMA " + pragma)
 db.execute("CREATE TABLE t (x)")
-row, took, t_end = b"x" * 8192, [], time.monotonic() + 30
+row, took, t_end = b"x" * 8192, [], time.monotonic() + 60
 while time.monotonic() < t_end:
     t0 = time.perf_counter()
     db.execute("INSERT INTO t VALUES (?)", (row,))
@@ -246,8 +246,8 @@ while time.monotonic() < t_end:
         db.execute("PRAGMA wal_checkpoint(RESTART)")
     time.sleep(0.005)
 took.sort()
-print("SQLite commits of 8 KiB (synchronous=FULL) every 5 ms for 30 s: longest %.1f ms, p99.9 %.1f, %d of %d over 20 ms"
-      % (took[-1], took[int(len(took) * 0.999)], sum(t > 20 for t in took), len(took)))
+print("SQLite commits of 8 KiB (synchronous=FULL) every 5 ms for 60 s: longest %.1f ms, p99.9 %.1f, %d over 15 ms and %d over 20 ms of %d"
+      % (took[-1], took[int(len(took) * 0.999)], sum(t > 15 for t in took), sum(t > 20 for t in took), len(took)))
 PY
 )"
 # A store of N jobs (1,000 active, the rest released over the last 40 days,
