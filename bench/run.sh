@@ -226,8 +226,8 @@ if want 5; then
 # nothing else running, its WAL starting over as the broker's does.  Its
 # longest commit is the floor under the stall target: a loop that waits
 # for its commits (promise 1: an intent is durable before the FM call)
-# cannot stall less.  (On the project's VM the flush slows every ~5 s
-# with nothing else writing: the host's.)
+# cannot stall less.  (On the project's VM a flush slows to 15-38 ms
+# every few seconds with nothing else writing.)
 echo "## 5. Scale: N stored jobs (1,000 active), 100,000 entries at the FM (99,000 to release), retain_days = 30"
 mkdir -p "$T/floor"
 echo "load $(awk '{print $1}' /proc/loadavg) before the disk alone: $(python3 - "$T/floor/stall.db" <<'PY'
@@ -358,7 +358,7 @@ for n in $STORE_SIZES; do
     printf "| %s | %s | **%d ms** | **%s ms** | **%s** | %s | %s / %s / %s | %s in %s ms | %d |\n" "$n" "$ld" "$serving" "${fm_clean:-(not within 300 s)}" \
         "$(echo "$stall" | awk '{ printf "%.1f ms (%.1f)", $1 * 1000, $2 * 1000 }')" "${passes:--}" "$releasing" "$pruning" "$after" "${pruned:-${p1:-0}}" "${pruned_at:-(not within 300 s)}" $((rss / 1024))
 done
-echo "(targets: serving <= 1000 ms at 10M; longest stall from background work <= 20 ms, which the disk alone's longest commit bounds from below; RUN p99 unchanged while it runs)"
+echo "(targets: serving <= 1000 ms at 10M; longest stall from background work <= 20 ms, the disk alone's longest commit above the table; RUN p99 unchanged while it runs)"
 echo
 
 fi
