@@ -226,8 +226,8 @@ if want 5; then
 # nothing else running, its WAL starting over as the broker's does.  Its
 # longest commit is the floor under the stall target: a loop that waits
 # for its commits (promise 1: an intent is durable before the FM call)
-# cannot stall less.  (On the project's VM a flush slows to 15-38 ms
-# every few seconds with nothing else writing.)
+# cannot stall less.  (On the project's VM a flush slows to 15-26 ms
+# every ~5 s with nothing else writing, and up to 38-40 ms in some runs.)
 echo "## 5. Scale: N stored jobs (1,000 active), 100,000 entries at the FM (99,000 to release), retain_days = 30"
 mkdir -p "$T/floor"
 echo "load $(awk '{print $1}' /proc/loadavg) before the disk alone: $(python3 - "$T/floor/stall.db" <<'PY'
