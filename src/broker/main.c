@@ -58,14 +58,16 @@ static const char usage_text[] =
     "      --dump-config      print the effective configuration and exit\n"
     "      --check-db         read every page of STATE_DIR/fmbroker.db (SQLite's\n"
     "                         integrity_check, read-only: safe beside a running\n"
-    "                         broker) and compare the counts it keeps for\n"
-    "                         metrics with their tables, print what is damaged\n"
-    "                         and exit (0: sound; 1: damaged, counts wrong or\n"
-    "                         unreadable); start-up checks only a bounded\n"
-    "                         part of it\n"
+    "                         broker), compare the counts it keeps for\n"
+    "                         metrics with their tables and its tables,\n"
+    "                         indexes and triggers with fmbroker's, print what\n"
+    "                         is wrong and exit (0: sound; 1: damaged, counts\n"
+    "                         or schema wrong, or unreadable); start-up checks\n"
+    "                         only a bounded part of it\n"
     "      --recount          set the counts metrics, status and health show\n"
-    "                         from the tables, when --check-db finds them wrong\n"
-    "                         (safe beside a running broker), and exit\n"
+    "                         from the tables and make missing or changed\n"
+    "                         indexes and triggers again, when --check-db finds\n"
+    "                         them wrong (safe beside a running broker), and exit\n"
     "  -V, --version          print the version and exit\n"
     "  -h, --help             print this help and exit\n"
     "\n"
@@ -233,6 +235,15 @@ static int open_state (struct broker *b, struct fmb_error *error)
     snprintf (key, sizeof (key), "%s/token.key", b->cfg.state_dir);
     if (store_open (db, key, &b->st, error) < 0)
         return -1;
+    const struct store_repair *fixed = store_open_repair (b->st);
+    if (fixed->objects)
+        fmb_log (LOG_WARNING,
+                 "store: %s was changed outside fmbroker: made again %s; %u "
+                 "kept count%s put right (fmbrokerd --check-db reads the rest)",
+                 db,
+                 fixed->made,
+                 fixed->counts,
+                 fixed->counts == 1 ? "" : "s");
     store_set_damage_hook (b->st, broker_token_damaged, b);
     return 0;
 }
@@ -258,31 +269,38 @@ static int check_db (const struct fmb_config *cfg)
                      db);
         else if (errno == EUCLEAN)
             fmb_log (LOG_ERR,
-                     "%s: the jobs, VNIs and outbox are sound; only the counts "
-                     "shown by metrics, status and health are wrong: run "
+                     "%s: the jobs, VNIs and outbox are sound; only what is "
+                     "derived from them is wrong (the counts metrics, status "
+                     "and health show, or an index or trigger): run "
                      "fmbrokerd --recount (safe beside a running broker)",
                      db);
         return 1;
     }
     printf (
         "%s: no damage found (every page and index read, every kept count "
-        "matches)\n",
+        "matches, every table, index and trigger is fmbroker's)\n",
         db);
     return 0;
 }
 
-/* --recount: the counts metrics show, set from the tables. */
+/* --recount: the counts metrics show, set from the tables; the indexes
+ * and triggers made again. */
 static int recount (const struct fmb_config *cfg)
 {
     char db[PATH_MAX];
     struct fmb_error error;
-    unsigned fixed;
+    struct store_repair fixed;
     snprintf (db, sizeof (db), "%s/fmbroker.db", cfg->state_dir);
     if (store_recount (db, &fixed, &error) < 0) {
         fmb_log (LOG_ERR, "%s", error.text);
         return 1;
     }
-    printf ("%s: %u kept count%s put right\n", db, fixed, fixed == 1 ? "" : "s");
+    if (fixed.objects)
+        printf ("%s: made again: %s\n", db, fixed.made);
+    printf ("%s: %u kept count%s put right\n",
+            db,
+            fixed.counts,
+            fixed.counts == 1 ? "" : "s");
     return 0;
 }
 

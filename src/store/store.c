@@ -226,6 +226,11 @@ static const char *const migrations[] = {
 
 #define SCHEMA_VERSION ((int)(sizeof (migrations) / sizeof (migrations[0])))
 
+const char *store_migration (int from)
+{
+    return from >= 0 && from < SCHEMA_VERSION ? migrations[from] : NULL;
+}
+
 int store_schema_version (void)
 {
     return SCHEMA_VERSION;
@@ -1106,15 +1111,26 @@ int store_check_full (const char *db_path,
     sqlite3_finalize (s);
     int err = nproblems ? EPROTO : 0;
     if (nproblems == 0) {
-        /* every page read sound: do the kept counts match? */
-        int n = check_counts (st, cb, arg, error);
+        /* every page read sound: do the kept counts match, is every
+         * object of the schema there as fmbroker made it? */
+        struct fmb_error objects;
+        int tables, n = check_counts (st, cb, arg, error);
         if (n < 0)
             goto error; /* not read: that is not damage */
-        if (n > 0) {
+        if (n > 0)
             fmb_error_prefix (error, "%s: counts differ from the tables", db_path);
-            nproblems = n;
-            err = EUCLEAN;
+        int m = store_derived_check (st, cb, arg, &tables, &objects);
+        if (m < 0) {
+            fmb_errorf (error, "%s", objects.text);
+            goto error;
         }
+        if (m > 0 && n == 0)
+            fmb_errorf (error,
+                        "%s: the schema differs from fmbroker's: %s",
+                        db_path,
+                        objects.text);
+        nproblems = n + m;
+        err = tables ? EPROTO : nproblems ? EUCLEAN : 0;
     }
     store_close (st);
     errno = err;
@@ -1133,7 +1149,42 @@ static const char SQL_RECOUNT[] =
     "INSERT INTO tallies (name, n) VALUES " TALLY_ROWS
     " ON CONFLICT (name) DO UPDATE SET n = excluded.n WHERE n IS NOT excluded.n;";
 
-int store_recount (const char *db_path, unsigned *ret_fixed, struct fmb_error *error)
+/* Make again what store_derived_check finds missing or different and,
+ * when 'recount' or a trigger was made again (its count may have drifted
+ * meanwhile), set the kept counts from their tables; one transaction. */
+static int repair (struct store *st,
+                   bool recount,
+                   struct store_repair *r,
+                   struct fmb_error *error)
+{
+    unsigned triggers;
+    memset (r, 0, sizeof (*r));
+    if (store_begin (st, error) < 0)
+        return -1;
+    int n = store_derived_rebuild (st, r->made, sizeof (r->made), &triggers, error);
+    if (n < 0)
+        goto error;
+    r->objects = (unsigned)n;
+    if (recount || triggers) {
+        int64_t before = store_changes (st);
+        if (exec (st, SQL_RECOUNT, error, "recount") < 0)
+            goto error;
+        r->counts = (unsigned)(store_changes (st) - before);
+    }
+    return store_commit (st, error);
+error:
+    store_rollback (st);
+    return -1;
+}
+
+const struct store_repair *store_open_repair (const struct store *st)
+{
+    return &st->repaired;
+}
+
+int store_recount (const char *db_path,
+                   struct store_repair *ret,
+                   struct fmb_error *error)
 {
     struct store *st;
     /* The version first, read-only: no migration here (a broker of the
@@ -1154,16 +1205,8 @@ int store_recount (const char *db_path, unsigned *ret_fixed, struct fmb_error *e
     }
     if (open_db (db_path, SCHEMA_VERSION, &st, error) < 0)
         return -1;
-    int64_t before = store_changes (st);
-    if (store_begin (st, error) < 0)
+    if (repair (st, true, ret, error) < 0)
         goto error;
-    if (exec (st, SQL_RECOUNT, error, "recount") < 0) {
-        store_rollback (st);
-        goto error;
-    }
-    if (store_commit (st, error) < 0)
-        goto error;
-    *ret_fixed = (unsigned)(store_changes (st) - before);
     store_close (st);
     return 0;
 error:
@@ -1191,8 +1234,21 @@ int store_open (const char *db_path,
                 struct fmb_error *error)
 {
     struct store *st;
+    struct fmb_error why;
+    int tables;
     if (open_db (db_path, SCHEMA_VERSION, &st, error) < 0)
         return -1;
+    int wrong = store_derived_check (st, NULL, NULL, &tables, &why);
+    if (wrong < 0 || tables > 0) {
+        if (tables > 0)
+            errno = EPROTO;
+        fmb_errorf (error, "%s: %s", db_path, why.text);
+        goto error;
+    }
+    if (wrong > 0 && repair (st, false, &st->repaired, error) < 0) {
+        fmb_error_prefix (error, "%s", db_path);
+        goto error;
+    }
     /* A missing key with tokens in the database means the key was lost:
      * making a new one would quietly turn every stored token into garbage. */
     int64_t ntokens = 0;

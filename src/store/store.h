@@ -174,9 +174,11 @@ typedef int64_t (*store_clock_f) (void *arg);
  * 'key_path' (created 0600 on first start).  Refuses, without changing the
  * file, one that is not SQLite, not ours, newer than this code, or damaged
  * as far as a check bounded in time sees: truncation, the schema, and the
- * small tables (meta, vnis, the kept counts) in full.  It does not read the jobs,
- * steps, nodes, outbox or events: damage there fails (EPROTO) the call that reads it,
- * and store_check_full() finds it. */
+ * small tables (meta, vnis, the kept counts) in full, or missing a table.
+ * It does not read the jobs, steps, nodes, outbox or events: damage there
+ * fails (EPROTO) the call that reads it, and store_check_full() finds it.
+ * An index or trigger missing or different from fmbroker's is made again
+ * (store_open_repair says which). */
 int store_open (const char *db_path,
                 const char *key_path,
                 struct store **ret,
@@ -221,25 +223,43 @@ void store_close (struct store *st);
 
 /* Every page and index of the database at 'db_path', read-only (safe
  * beside a running broker), then the counts kept for metrics and status
- * (jobs by state, the tallies) against the rows they count: 0 if
- * SQLite's integrity_check finds nothing and every count matches;
- * otherwise -1, 'error' naming the first problem and 'cb' called with
- * each: errno EPROTO for damaged pages (at most 100 reported; the counts
- * are not compared then), EUCLEAN when only counts differ (or are
- * missing): store_recount() puts those right.  Other failures: -1 with
- * their errno. */
+ * (jobs by state, the tallies) against the rows they count, and the
+ * schema's tables, indexes and triggers against fmbroker's: 0 if SQLite's
+ * integrity_check finds nothing, every count matches and no object is
+ * missing or different; otherwise -1, 'error' naming the first problem
+ * and 'cb' called with each: errno EPROTO for damaged pages (at most 100
+ * reported; nothing else is compared then) or a missing table, EUCLEAN
+ * when only what is derived from the rows is wrong -- counts that differ
+ * or are missing, indexes or triggers missing or different:
+ * store_recount() puts those right.  Other failures: -1 with their
+ * errno. */
 typedef void (*store_problem_f) (const char *problem, void *arg);
 int store_check_full (const char *db_path,
                       store_problem_f cb,
                       void *arg,
                       struct fmb_error *error);
-/* Set every count kept for metrics and status (jobs by state, VNIs,
+/* What was put right: indexes and triggers made again (missing from the
+ * file, or different from fmbroker's), kept counts set from the rows. */
+struct store_repair {
+    unsigned objects;
+    char made[200]; /* "index job_nodes_waiting (missing), ..." */
+    unsigned counts;
+};
+/* Make again every index and trigger that is missing or different, and
+ * set every count kept for metrics and status (jobs by state, VNIs,
  * multicast reservations, outbox depth) to what the tables hold, in one
- * transaction; *ret_fixed: how many were wrong or missing.  Safe beside
- * a running broker, whose commits wait while the tables are counted (0.08
- * s at a million stored jobs, 1,000 active).  The file must exist at this
- * code's schema version (EPROTO otherwise, nothing written). */
-int store_recount (const char *db_path, unsigned *ret_fixed, struct fmb_error *error);
+ * transaction.  Safe beside a running broker, whose commits wait while
+ * the tables are counted (0.08 s at a million stored jobs, 1,000 active)
+ * or an index is made (0.8 s for the nodes' at a million).  The file
+ * must exist at this code's schema version (EPROTO otherwise, nothing
+ * written), with every table (EPROTO). */
+int store_recount (const char *db_path,
+                   struct store_repair *ret,
+                   struct fmb_error *error);
+/* What store_open put right the same way: the indexes and triggers it
+ * found missing or different, and then (a count may have drifted while
+ * its trigger was gone) the counts.  objects == 0: nothing was wrong. */
+const struct store_repair *store_open_repair (const struct store *st);
 
 /* Timestamps come from this clock (default: wall clock ms). For tests. */
 void store_set_clock (struct store *st, store_clock_f now, void *arg);

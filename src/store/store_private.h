@@ -26,6 +26,7 @@ struct store {
     bool begin_failed;
     char begin_error[FMB_ERROR_TEXT_MAX];
     int file_version;
+    struct store_repair repaired;    /* what store_open put right */
     struct store_checkpointer *ckpt; /* NULL: SQLite's auto-checkpoint */
     struct {
         const char *sql; /* identity: the static string's address */
@@ -62,6 +63,28 @@ int store_tally (struct store *st,
  * stays on then. */
 int store_checkpointer_start (struct store *st, const char *db_path);
 void store_checkpointer_stop (struct store *st);
+
+/* The SQL of the migration from schema version 'from' to from + 1. */
+const char *store_migration (int from);
+
+/* The schema's tables, indexes and triggers against what the migrations
+ * make at the file's version (derived.c).  store_derived_check: each one
+ * missing or different through 'cb' (a table only when missing); how
+ * many, *ret_tables how many of them tables, -1 if it cannot tell, the
+ * first in 'error' either way.  store_derived_rebuild, inside the
+ * caller's transaction: make each missing or different index and
+ * trigger again; how many, naming them in 'made', *ret_triggers how many
+ * triggers; -1 (EPROTO) if a table is missing. */
+int store_derived_check (struct store *st,
+                         store_problem_f cb,
+                         void *arg,
+                         int *ret_tables,
+                         struct fmb_error *error);
+int store_derived_rebuild (struct store *st,
+                           char *made,
+                           size_t size,
+                           unsigned *ret_triggers,
+                           struct fmb_error *error);
 
 /* Bind text, or NULL when 'text' is NULL. */
 int store_bind_text (sqlite3_stmt *s, int idx, const char *text);

@@ -93,6 +93,30 @@ expect_ok 'a missing kept count: health 503, /metrics answers and the log says w
     grep -q "1 kept count put right" out &&
     rm_call GET /v1/health | jq -e ".status == \"ok\"" >/dev/null
 '
+# An index or trigger dropped behind fmbroker's back (a hand edit, a
+# dump loaded without them): SQLite finds no damage, but retention's
+# query names the index and a count drifts without its trigger.
+# --check-db names them, --recount makes them again beside the running
+# broker, and start-up does it by itself and says so.
+expect_ok 'a missing index: --check-db names it, --recount makes it again' '
+    sqlite3 "$T/state/fmbroker.db" ".timeout 5000" "DROP INDEX jobs_released" &&
+    { "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-db >out 2>err; [ $? = 1 ]; } &&
+    grep -q "^  index jobs_released: missing (fmbrokerd --recount, or the next start, makes it again)" out &&
+    grep -q "the schema differs from fmbroker.s: index jobs_released: missing" err &&
+    grep -q "run fmbrokerd --recount" err &&
+    "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --recount >out 2>err &&
+    grep -q "fmbroker.db: made again: index jobs_released (missing)" out &&
+    "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-db >out 2>err
+'
+expect_ok 'start-up makes a missing index and trigger again, recounts, and says so' '
+    stop_broker &&
+    sqlite3 "$T/state/fmbroker.db" "DROP INDEX job_nodes_waiting; DROP TRIGGER outbox_tallied_in;
+        INSERT INTO outbox (kind, target, next_ms, created_ms) VALUES (\"delete\", \"c1-gone\", 0, 0)" &&
+    start_broker &&
+    grep -q "store: .*fmbroker.db was changed outside fmbroker: made again index job_nodes_waiting (missing), trigger outbox_tallied_in (missing); 1 kept count put right" "$T/broker.err" &&
+    rm_call GET /v1/jobs/recent | jq -e ".state == \"released\"" &&
+    "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-db >out 2>err
+'
 expect_ok '--check-db on a damaged store says so and exits 1' '
     rm -f out err && { stop_broker || { echo "the broker stopped with status $?"; false; }; } &&
     size=$(stat -c %s "$T/state/fmbroker.db") &&

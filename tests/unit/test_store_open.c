@@ -364,13 +364,15 @@ static void full_check_finds_kept_counts_that_differ (void **state)
     struct store *st;
     struct fmb_error e;
     int64_t id;
-    unsigned fixed, depth;
+    unsigned depth;
+    struct store_repair fixed;
     assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
     assert_int_equal (store_outbox_put (st, "delete", "c1-x", "", 0, &id, &e), 0);
     store_close (st);
     assert_int_equal (store_check_full (fx->db, NULL, NULL, &e), 0);
     assert_int_equal (store_recount (fx->db, &fixed, &e), 0);
-    assert_int_equal (fixed, 0); /* nothing to put right */
+    assert_int_equal (fixed.counts, 0); /* nothing to put right */
+    assert_int_equal (fixed.objects, 0);
     raw_exec (fx->db,
               "UPDATE tallies SET n = n + 4 WHERE name = 'outbox';"
               "UPDATE job_counts SET n = 7 WHERE state = 'lost';"
@@ -402,7 +404,7 @@ static void full_check_finds_kept_counts_that_differ (void **state)
         !strstr (lines, "tallies vnis_held: kept count missing ("))
         fail_msg ("problems '%s'", lines);
     assert_int_equal (store_recount (fx->db, &fixed, &e), 0);
-    assert_int_equal (fixed, 4); /* lost, released, outbox, vnis_held */
+    assert_int_equal (fixed.counts, 4); /* lost, released, outbox, vnis_held */
     assert_int_equal (store_check_full (fx->db, NULL, NULL, &e), 0);
     assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
     assert_int_equal (store_outbox_depth (st, &depth, &e), 0);
@@ -419,6 +421,84 @@ static void full_check_finds_kept_counts_that_differ (void **state)
     assert_int_equal (errno, EPROTO);
     if (!strstr (e.text, "schema version 5"))
         fail_msg ("message '%s'", e.text);
+}
+
+/* A file changed outside fmbroker (here by hand) without an index, with
+ * another definition of a trigger, and without a trigger whose count
+ * then drifted: --check-db names each, as derived (EUCLEAN), not damage;
+ * start-up makes them again as the migrations made them, recounts, and
+ * says so; the queries that name the index work again.  --recount does
+ * the same beside a running broker.  A missing table is damage: its rows
+ * are gone, and start-up refuses, naming it. */
+static void missing_or_changed_indexes_and_triggers_are_made_again (void **state)
+{
+    struct fx *fx = *state;
+    struct store *st;
+    struct fmb_error e;
+    int64_t id;
+    unsigned depth;
+    char lines[1024] = "";
+    bool nodes, waiting;
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
+    assert_int_equal (store_open_repair (st)->objects, 0);
+    store_close (st);
+    raw_exec (fx->db,
+              "INSERT INTO jobs (id, fm_job_id, uid, node_count, request, state,"
+              " hwcoll, created_ms, updated_ms) VALUES ('q', 'c1-q', 1000, 2,"
+              " '{}', 'released', 'not_eligible', 1, 1);"
+              "INSERT INTO job_nodes (job_id, node, cxi, updated_ms) VALUES"
+              " ('q', 'n1', 'destroyed', 1), ('q', 'n2', 'failed', 1);"
+              "DROP INDEX job_nodes_waiting;"
+              "DROP TRIGGER outbox_tallied_in;"
+              "DROP TRIGGER jobs_counted_in;"
+              "CREATE TRIGGER jobs_counted_in AFTER INSERT ON jobs BEGIN SELECT 1; END;"
+              "INSERT INTO outbox (kind, target, next_ms, created_ms)"
+              " VALUES ('delete', 'c1-q', 1, 1);");
+    assert_int_equal (store_check_full (fx->db, collect_problem, lines, &e), -1);
+    assert_int_equal (errno, EUCLEAN);
+    if (!strstr (lines,
+                 "index job_nodes_waiting: missing (fmbrokerd --recount, or the "
+                 "next start, makes it again)\n") ||
+        !strstr (lines, "trigger jobs_counted_in: differs from fmbroker's (") ||
+        !strstr (lines, "trigger outbox_tallied_in: missing (") ||
+        !strstr (lines,
+                 "tallies outbox: kept count 0 (what metrics, status and "
+                 "health show), counted 1"))
+        fail_msg ("problems '%s'", lines);
+    assert_int_equal (store_open (fx->db, fx->key, &st, &e), 0);
+    const struct store_repair *fixed = store_open_repair (st);
+    assert_int_equal (fixed->objects, 3);
+    assert_string_equal (fixed->made,
+                         "index job_nodes_waiting (missing), trigger jobs_counted_in "
+                         "(different), trigger outbox_tallied_in (missing)");
+    assert_int_equal (fixed->counts, 1); /* the outbox's depth had drifted */
+    assert_int_equal (store_outbox_depth (st, &depth, &e), 0);
+    assert_int_equal (depth, 1);
+    assert_int_equal (store_node_waiting (st, "q", &nodes, &waiting, &e), 0);
+    assert_true (nodes && waiting);
+    assert_int_equal (store_outbox_put (st, "delete", "c1-y", "", 0, &id, &e), 0);
+    assert_int_equal (store_outbox_depth (st, &depth, &e), 0);
+    assert_int_equal (depth, 2); /* the trigger counts again */
+    store_close (st);
+    assert_int_equal (store_check_full (fx->db, NULL, NULL, &e), 0);
+    /* --recount, as beside a broker: the index only, no count wrong */
+    struct store_repair again;
+    raw_exec (fx->db, "DROP INDEX jobs_released;");
+    assert_int_equal (store_recount (fx->db, &again, &e), 0);
+    assert_int_equal (again.objects, 1);
+    assert_string_equal (again.made, "index jobs_released (missing)");
+    assert_int_equal (again.counts, 0);
+    assert_int_equal (store_check_full (fx->db, NULL, NULL, &e), 0);
+    /* a table gone: damage, named, and never made again empty */
+    raw_exec (fx->db, "DROP TABLE job_steps;");
+    assert_int_equal (store_check_full (fx->db, NULL, NULL, &e), -1);
+    assert_int_equal (errno, EPROTO);
+    if (!strstr (e.text,
+                 "table job_steps: missing (its rows are lost: restore a backup)"))
+        fail_msg ("check message '%s'", e.text);
+    expect_refused (fx, EPROTO, "table job_steps: missing");
+    assert_int_equal (store_recount (fx->db, &again, &e), -1);
+    assert_int_equal (errno, EPROTO);
 }
 
 /* The counts every scrape reads are within the bounded check: a damaged
@@ -508,6 +588,7 @@ int main (void)
         T (truncated_database_is_refused_untouched),
         T (damage_start_up_does_not_read_is_never_served),
         T (full_check_finds_kept_counts_that_differ),
+        T (missing_or_changed_indexes_and_triggers_are_made_again),
         T (damaged_kept_counts_are_refused_at_start),
         T (directory_in_place_of_the_file_is_refused),
         T (unreadable_file_is_refused),
