@@ -348,6 +348,9 @@ static int facts_from_json (json_t *o, struct job_facts *f)
     const char *tcs = json_string_value (json_object_get (o, "tcs"));
     if (tcs)
         f->tcs = (unsigned)strtoul (tcs, NULL, 16);
+    const char *state = json_string_value (json_object_get (o, "state"));
+    f->ended =
+        state && (strcmp (state, "releasing") == 0 || strcmp (state, "released") == 0);
     return 0;
 }
 
@@ -632,6 +635,21 @@ static int create_on_device (const struct job_facts *f,
     return -1;
 }
 
+/* This node's records of a job that gets no CXI services, and why: root's
+ * says so too, for a fail-closed launcher takes its verdict from it, not
+ * from the user's own record. */
+static void record_no_services (const struct job_facts *f, const char *why)
+{
+    struct fmb_error e;
+    if (arg_.dry_run)
+        return;
+    json_t *none = json_array ();
+    write_record (f, none);
+    json_decref (none);
+    if (write_env_record (f, NULL, NULL, 0, why, &e) < 0)
+        fmb_log (LOG_WARNING, "job %s: %s", f->id, e.text);
+}
+
 static int cmd_prolog (void)
 {
     struct job_facts f;
@@ -647,17 +665,26 @@ static int cmd_prolog (void)
         lib.free_device_list (dl);
         return EXIT_FAIL;
     }
+    if (f.ended) {
+        /* An earlier run of the job id, cleaned up by the RM (Slurm
+         * requeues under the same id): its VNIs are not this run's, and
+         * may be in quarantine for its nodes.  The RUN of this run did
+         * not succeed; the job fails closed, saying why. */
+        char why[256];
+        snprintf (why,
+                  sizeof (why),
+                  "the broker has job %s as an ended run (its RUN for this run failed: "
+                  "see the controller's log)",
+                  f.id);
+        fmb_log (LOG_ERR, "%s: no CXI services created", why);
+        record_no_services (&f, why);
+        json_decref (broker_env);
+        lib.free_device_list (dl);
+        return EXIT_FAIL;
+    }
     if (f.nvnis == 0) {
         fmb_log (LOG_NOTICE, "job %s has no VNIs: no CXI services to create", f.id);
-        if (!arg_.dry_run) {
-            /* root's record says so too: a fail-closed launcher takes its
-             * verdict from it, not from the user's own record */
-            json_t *none = json_array ();
-            write_record (&f, none);
-            json_decref (none);
-            if (write_env_record (&f, NULL, NULL, 0, "the job has no VNIs", &e) < 0)
-                fmb_log (LOG_WARNING, "job %s: %s", f.id, e.text);
-        }
+        record_no_services (&f, "the job has no VNIs");
         json_decref (broker_env);
         lib.free_device_list (dl);
         return 0;
@@ -1333,11 +1360,11 @@ int main (int argc, char **argv)
     fmb_log_set_level (cfg.log_level);
     if (!arg_.libcxi)
         arg_.libcxi = cfg.cxi_libcxi;
-    if ((arg_.broker_url && api_config_broker_url (&cfg, arg_.broker_url, &e) < 0) ||
-        api_target_init (&target, &cfg, arg_.socket, &e) < 0) {
+    if (arg_.broker_url && api_config_broker_url (&cfg, arg_.broker_url, &e) < 0) {
         fmb_log (LOG_ERR, "%s", e.text);
         return EXIT_USAGE;
     }
+    api_target_init (&target, &cfg, arg_.socket);
     if (!arg_.state_dir)
         arg_.state_dir = AGENT_STATE_DIR;
     /* libcurl initialises itself (and OpenSSL) at the first broker call:

@@ -25,6 +25,7 @@ struct job_facts {
     unsigned nvnis;
     unsigned ncores; /* allocated on this node; 0: unknown, counts as 1 */
     unsigned tcs;    /* SLINGSHOT_TCS mask */
+    bool ended;      /* the broker has the job releasing or released */
 };
 
 void svc_recipe (const struct fmb_config *cfg,

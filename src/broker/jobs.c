@@ -430,9 +430,11 @@ static char *canonical_request (const struct run_request *rr)
  * yes, otherwise the state to record and why. */
 static enum store_hwcoll_state eligibility (struct broker *b,
                                             const struct run_request *rr,
+                                            const char *fm_job_id,
                                             char *why,
                                             size_t len)
 {
+    struct fmb_error e;
     unsigned limit = fmb_config_mcast_limit (&b->cfg);
     bool on = strcmp (rr->hwcoll, "on") == 0;
     why[0] = '\0';
@@ -456,6 +458,25 @@ static enum store_hwcoll_state eligibility (struct broker *b,
     if (fmsession_state (b->fms) == FM_DOWN) {
         snprintf (
             why, len, "fabric manager unreachable: %.160s", fmsession_error (b->fms));
+        return STORE_HWCOLL_UNAVAILABLE;
+    }
+    /* An earlier run of this job id (Slurm requeues under the same id)
+     * left its FM job to delete: a reservation made now under the same FM
+     * id would go with it. */
+    int queued = outbox_job_delete_queued (b->outbox, fm_job_id, &e);
+    if (queued != 0) {
+        if (queued > 0)
+            snprintf (why,
+                      len,
+                      "the fabric manager has yet to delete %s, reserved by an "
+                      "earlier run of this job id",
+                      fm_job_id);
+        else
+            snprintf (why,
+                      len,
+                      "cannot tell whether %s is deleted: %.160s",
+                      fm_job_id,
+                      e.text);
         return STORE_HWCOLL_UNAVAILABLE;
     }
     return STORE_HWCOLL_RESERVING;
@@ -497,9 +518,48 @@ static int record_outcome (struct broker *b,
     return 0;
 }
 
+/* A RUN for a job the RM has cleaned up (releasing or released): the
+ * job's next run under the same id, as Slurm's requeue makes it.  The
+ * old record goes (0), unless what it still waits for is keyed by the
+ * job id -- a reservation call out, VNIs in quarantine until the nodes
+ * report -- which a new run would take for its own: then -1, a 409 in
+ * 'p'.  Its
+ * FM job's delete stays queued (keyed by the FM id; eligibility keeps
+ * the new run off the FM until it is done). */
+static int run_again (struct broker *b,
+                      const struct store_job *old,
+                      struct http_problem *p)
+{
+    struct fmb_error e;
+    const char *id = old->id;
+    if (reservations_busy (b->rsv, id))
+        return http_problemf (p,
+                              409,
+                              "job '%s': the reservation call of its previous run "
+                              "is still out at the fabric manager; retry in a moment",
+                              id);
+    if (store_job_delete (b->st, id, &e) < 0) {
+        if (errno != EBUSY)
+            return http_problem_errno (p, "%s", e.text);
+        return http_problemf (p,
+                              409,
+                              "job '%s': the VNIs of its previous run are still "
+                              "quarantined, waiting for its nodes to report their CXI "
+                              "services destroyed (fmbroker vni list shows which)",
+                              id);
+    }
+    if (old->state == STORE_JOB_RELEASING)
+        fmb_logf (LOG_NOTICE,
+                  &(struct fmb_log_fields){.job = id},
+                  "job %s: run again while its previous run is still being "
+                  "released (requeued?): a new run",
+                  id);
+    return 0;
+}
+
 /* A RUN for a job the store has: 1 when answered (a repeat: the same
- * answer, or 409 for a different request), 0 when there is none or it
- * was released long ago (deleted now, for the RM reuses its id). */
+ * answer, or 409 for a different request), 0 when there is none or the
+ * RM cleaned it up (run_again). */
 static int run_existing (struct broker *b,
                          struct http_req *req,
                          const char *canon,
@@ -510,15 +570,10 @@ static int run_existing (struct broker *b,
     struct fmb_error e;
     if (store_job_get (b->st, id, &old, &e) < 0)
         return errno == ENOENT ? 0 : http_problemf (p, 503, "%s", e.text);
-    if (old->state == STORE_JOB_RELEASED) {
+    if (old->state == STORE_JOB_RELEASED || old->state == STORE_JOB_RELEASING) {
+        int rc = run_again (b, old, p);
         store_job_free (old);
-        if (store_job_delete (b->st, id, &e) < 0)
-            return http_problem_errno (
-                p,
-                "%s%s",
-                e.text,
-                errno == EBUSY ? " (its VNIs are still quarantined)" : "");
-        return 0;
+        return rc;
     }
     /* RUN repeated (RM retry, hook re-run): same job, same answer. */
     int rc = 1;
@@ -581,8 +636,10 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
         free (canon);
         return rc < 0 ? -1 : 0;
     }
-    char reason[256];
-    enum store_hwcoll_state hw = eligibility (b, &rr, reason, sizeof (reason));
+    char reason[256], fm_job_id[STORE_FM_JOB_ID_MAX + 1];
+    broker_fm_id (b, id, fm_job_id, sizeof (fm_job_id));
+    enum store_hwcoll_state hw =
+        eligibility (b, &rr, fm_job_id, reason, sizeof (reason));
     char *nodes = rr.nodes ? fmb_json_dump (rr.nodes) : NULL;
     struct store_job j = {
         .uid = (uint32_t)rr.uid,
@@ -599,7 +656,7 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
         .tcs = rr.tcs,
     };
     snprintf (j.id, sizeof (j.id), "%s", id);
-    broker_fm_id (b, id, j.fm_job_id, sizeof (j.fm_job_id));
+    snprintf (j.fm_job_id, sizeof (j.fm_job_id), "%s", fm_job_id);
     rc = run_write_intent (b, &j, (unsigned)rr.vni_count, &e);
     if (rc == 0 && hw != STORE_HWCOLL_RESERVING) /* the job as just written */
         http_reply (req, 201, job_view (b, &j, http_caller (req)));
@@ -1026,9 +1083,20 @@ static int parse_node_report (json_t *body,
     return 0;
 }
 
-/* Record what a node's agent reports; a failure asks for the node to be
- * drained.  Once the job is over and every node has reported its CXI
- * services destroyed, the quarantined VNIs go back to the pool. */
+static int node_cxi_of (const struct store_node *n, void *arg)
+{
+    *(enum store_cxi_state *)arg = n->cxi;
+    return 0;
+}
+
+/* Record what a node's agent reports.  A failure to destroy the job's CXI
+ * services (after CLEANUP, or once the node had reported them made or
+ * failed) asks for the node to be drained: they hold the job's VNIs
+ * there.  A failure to make them (the prolog's: a live job's first report
+ * from the node) is the job's, told to its user and logged; the node is
+ * not drained for it (the README's promise to Slurm sites).  Once the job is over
+ * and every node has reported its services destroyed, the quarantined
+ * VNIs go back to the pool. */
 static int record_node_report (struct broker *b,
                                const struct store_job *j,
                                const char *node,
@@ -1038,16 +1106,23 @@ static int record_node_report (struct broker *b,
 {
     const char *id = j->id;
     bool nodes, waiting;
+    enum store_cxi_state before = STORE_CXI_PENDING;
+    if (state == STORE_CXI_FAILED &&
+        store_node_list (b->st, id, node, node_cxi_of, &before, e) < 0)
+        return -1;
     if (store_node_put (b->st, id, node, state, detail, e) < 0)
         return -1;
+    bool setting_up = j->state == STORE_JOB_ACTIVE && before == STORE_CXI_PENDING;
     if (state == STORE_CXI_FAILED) {
         fmb_logf (LOG_WARNING,
                   &(struct fmb_log_fields){.job = id, .node = node},
                   "job %s: node %s failed to %s its CXI services: %s",
                   id,
                   node,
-                  j->state == STORE_JOB_ACTIVE ? "set up" : "destroy",
+                  setting_up ? "set up" : "destroy",
                   detail ? detail : "(no detail)");
+    }
+    if (state == STORE_CXI_FAILED && !setting_up) {
         json_t *d = json_pack ("{s:s}", "node", node);
         if (detail)
             json_object_set_new (d, "detail", json_string (detail));

@@ -1151,11 +1151,11 @@ int main (int argc, char **argv)
         fprintf (stderr, "fmbroker: %s\n", e.text);
         return EXIT_USAGE;
     }
-    if ((g.broker_url && api_config_broker_url (&cfg, g.broker_url, &e) < 0) ||
-        api_target_init (&target, &cfg, g.socket, &e) < 0) {
+    if (g.broker_url && api_config_broker_url (&cfg, g.broker_url, &e) < 0) {
         fprintf (stderr, "fmbroker: %s\n", e.text);
         return EXIT_USAGE;
     }
+    api_target_init (&target, &cfg, g.socket);
     curl_global_init (CURL_GLOBAL_DEFAULT);
     int rc = cmds[which].fn (argc - optind, argv + optind);
     curl_global_cleanup ();

@@ -33,15 +33,14 @@ static size_t collect (char *d, size_t s, size_t n, void *arg)
     return s * n;
 }
 
-int api_target_init (struct api_target *t,
-                     const struct fmb_config *cfg,
-                     const char *socket,
-                     struct fmb_error *error)
+void api_target_init (struct api_target *t,
+                      const struct fmb_config *cfg,
+                      const char *socket)
 {
     memset (t, 0, sizeof (*t));
     if (socket || !cfg->broker_url[0]) {
         t->socket = socket ? socket : cfg->socket;
-        return 0;
+        return;
     }
     char *text = NULL;
     size_t len = 0;
@@ -52,26 +51,35 @@ int api_target_init (struct api_target *t,
                   sizeof (t->token_problem),
                   "[api] client_token_file %.180s: this user may not read it",
                   cfg->client_token_file);
-        return 0;
+        return;
     }
-    if (fmb_check_private_file (cfg->client_token_file, error) < 0 ||
+    /* A token that cannot be used fails each call, saying why, not the
+     * program: an epilog still destroys the job's services and keeps its
+     * report for later, a prolog fails the job with the reason. */
+    struct fmb_error why;
+    if (fmb_check_private_file (cfg->client_token_file, &why) < 0 ||
         fmb_read_file (
-            cfg->client_token_file, API_TOKEN_MAX + 1, true, &text, &len, error) < 0)
-        return fmb_error_prefix (error, "[api] client_token_file");
+            cfg->client_token_file, API_TOKEN_MAX + 1, true, &text, &len, &why) < 0) {
+        snprintf (t->token_problem,
+                  sizeof (t->token_problem),
+                  "[api] client_token_file: %.200s",
+                  why.text);
+        return;
+    }
     if (len == 0 || len > API_TOKEN_MAX || strpbrk (text, " \t\r\n")) {
         explicit_bzero (text, len);
         free (text);
-        errno = EINVAL;
-        return fmb_errorf (error,
-                           "[api] client_token_file %s: expected one token of 1..%d "
-                           "characters",
-                           cfg->client_token_file,
-                           API_TOKEN_MAX);
+        snprintf (t->token_problem,
+                  sizeof (t->token_problem),
+                  "[api] client_token_file %.180s: expected one token of 1..%d "
+                  "characters",
+                  cfg->client_token_file,
+                  API_TOKEN_MAX);
+        return;
     }
     memcpy (t->token, text, len + 1);
     explicit_bzero (text, len);
     free (text);
-    return 0;
 }
 
 int api_config_broker_url (struct fmb_config *cfg,

@@ -20,18 +20,19 @@ struct api_target {
     const char *ca_file; /* verifies the broker's certificate; NULL: system CAs */
     char token[API_TOKEN_MAX + 1]; /* for url: [api] client_token_file */
     /* Why there is no token: a user who may not read the file can still
-     * call with a bearer of their own (a job's session token). */
+     * call with a bearer of their own (a job's session token); other
+     * calls fail with it. */
     char token_problem[FMB_ERROR_TEXT_MAX];
 };
 
 /* From the configuration: 'socket' if not NULL (a command-line override),
  * else [api] broker_url with the token of [api] client_token_file (which
- * must be private to its owner; one this user may not read is not an
- * error until a call needs it), else [api] socket. */
-int api_target_init (struct api_target *t,
-                     const struct fmb_config *cfg,
-                     const char *socket,
-                     struct fmb_error *error);
+ * must be private to its owner and hold one token; one this user may not
+ * read, or that is not so, is not an error until a call needs it: the
+ * call fails, saying why), else [api] socket. */
+void api_target_init (struct api_target *t,
+                      const struct fmb_config *cfg,
+                      const char *socket);
 /* A --broker-url option: 'urls' (one https URL or an ordered comma list)
  * replaces [api] broker_url in 'cfg', checked as the configuration is. */
 int api_config_broker_url (struct fmb_config *cfg,

@@ -23,11 +23,11 @@ int fmb_spank_clean_step (const char *config,
     struct fmb_error e;
     char path[512];
     fmb_config_defaults (&cfg);
-    if ((access (config, R_OK) == 0 && fmb_config_load (&cfg, config, &e) < 0) ||
-        api_target_init (&t, &cfg, NULL, &e) < 0) {
+    if (access (config, R_OK) == 0 && fmb_config_load (&cfg, config, &e) < 0) {
         snprintf (why, len, ": %s", e.text);
         return -1;
     }
+    api_target_init (&t, &cfg, NULL);
     char *estep = curl_easy_escape (NULL, step, 0);
     snprintf (path, sizeof (path), "/v1/jobs/%s/steps/%s", job, estep ? estep : "");
     curl_free (estep);

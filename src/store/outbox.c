@@ -19,6 +19,8 @@ static const char SQL_OUTBOX_FIND[] =
 static const char SQL_OUTBOX_DUE[] =
     "SELECT id, kind, target, arg, attempts, next_ms, created_ms, last_error"
     " FROM outbox WHERE next_ms <= ?1 ORDER BY next_ms, id LIMIT ?2";
+static const char SQL_OUTBOX_HAS[] =
+    "SELECT 1 FROM outbox WHERE kind = ?1 AND target = ?2 LIMIT 1";
 static const char SQL_OUTBOX_NEXT[] = "SELECT min(next_ms) FROM outbox";
 static const char SQL_OUTBOX_DONE[] = "DELETE FROM outbox WHERE id = ?1";
 static const char SQL_OUTBOX_RETRY[] =
@@ -153,5 +155,24 @@ int store_outbox_depth (struct store *st, unsigned *ret, struct fmb_error *error
 {
     if (store_tally (st, "outbox", ret, error) < 0)
         return fmb_error_prefix (error, "outbox depth");
+    return 0;
+}
+
+int store_outbox_has (struct store *st,
+                      const char *kind,
+                      const char *target,
+                      bool *ret,
+                      struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_OUTBOX_HAS, error);
+    if (!s)
+        return -1;
+    sqlite3_bind_text (s, 1, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text (s, 2, target, -1, SQLITE_STATIC);
+    int rc = sqlite3_step (s);
+    sqlite3_reset (s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return store_fail (st, rc, error, "outbox lookup");
+    *ret = rc == SQLITE_ROW;
     return 0;
 }

@@ -516,6 +516,12 @@ int store_outbox_retry (struct store *st,
                         const char *last_error,
                         struct fmb_error *error);
 int store_outbox_depth (struct store *st, unsigned *ret, struct fmb_error *error);
+/* Is an entry of 'kind' for 'target' queued (any arg)?  One key lookup. */
+int store_outbox_has (struct store *st,
+                      const char *kind,
+                      const char *target,
+                      bool *ret,
+                      struct fmb_error *error);
 
 /* ---- event log ----------------------------------------------------- */
 

@@ -129,6 +129,55 @@ expect_ok 'a job the FM holds already: the POST is refused, the GET finds it' '
     grep -q "^GET /fabric/collectives/jobs/c1-142 200" "$T/fm.log" &&
     api_call DELETE /v1/jobs/142 | grep -q "^202 " && wait_for 50 0.1 mockfm_lacks_job c1-142
 '
+# Slurm requeues a job under the same id: EpilogSlurmctld's CLEANUP ends
+# the first run, PrologSlurmctld's RUN starts the next.  While the FM
+# cannot delete the first run's reservation yet, the next run is a new
+# one -- fresh VNIs, active -- without hardware collectives (a
+# reservation now, under the same FM id, would go with that delete); the
+# delete still happens and leaves the new run alone.
+rq_body='{"uid":1000,"nodes":["n1","n2"]}'
+expect_ok 'a job requeued while the FM still holds its first run: a new run, fresh VNIs, no collectives yet' '
+    rm_call PUT /v1/jobs/77 "$rq_body" >rq1.json && jq -e ".hwcoll.state == \"reserved\"" rq1.json &&
+    mockfm_ctl POST /_mock/faults "DELETE /fabric/collectives/jobs/c1-77 503" &&
+    api_call DELETE /v1/jobs/77 | grep -q "^202 " &&
+    rm_call PUT /v1/jobs/77/nodes/n1 "{\"cxi\":\"destroyed\"}" >/dev/null &&
+    rm_call PUT /v1/jobs/77/nodes/n2 "{\"cxi\":\"destroyed\"}" >/dev/null &&
+    wait_for 50 0.1 grep -q "^DELETE /fabric/collectives/jobs/c1-77 503" "$T/fm.log" &&
+    rm_call GET /v1/jobs/77 | jq -e ".state == \"releasing\"" &&
+    api_call PUT /v1/jobs/77 "$rq_body" >rq2 && read code body <rq2 && test "$code" = 201 &&
+    echo "$body" >rq2.json && cat rq2.json &&
+    jq -e ".state == \"active\" and .hwcoll.state == \"unavailable\" and (.hwcoll.reason | test(\"yet to delete c1-77\"))" rq2.json &&
+    jq -e --slurpfile old rq1.json ".vnis | length == 1 and . != \$old[0].vnis" rq2.json &&
+    grep -q "job 77: run again while its previous run is still being released" "$T/broker.err" &&
+    mockfm_has_job c1-77
+'
+expect_ok 'the first run'"'"'s reservation goes; the new run stays active' '
+    mockfm_ctl DELETE /_mock/faults &&
+    wait_for 300 0.1 mockfm_lacks_job c1-77 &&
+    rm_call GET /v1/jobs/77 | jq -e ".state == \"active\" and .hwcoll.state == \"unavailable\"" &&
+    rm_call DELETE /v1/jobs/77 >/dev/null &&
+    wait_for 100 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/v1/jobs/77 | jq -e \".state == \\\"released\\\"\""
+'
+# The FM holds a job's FM id again after the job was released (a POST it
+# finished after the broker gave up on it); reconciliation queues its
+# delete, which the FM refuses for now.  The RM reuses the id: the new
+# run must not take that reservation for its own -- the delete would
+# take it from under the running job -- and goes without collectives.
+expect_ok 'a reused job id whose FM job is still to be deleted: no collectives, and the delete leaves it alone' '
+    rm_call PUT /v1/jobs/79 "$rq_body" >/dev/null && rm_call DELETE /v1/jobs/79 >/dev/null &&
+    wait_for 100 0.1 mockfm_lacks_job c1-79 &&
+    curl -sf -H "Content-Type: application/json" --data "{\"jobID\":\"c1-79\",\"mcastLimit\":4}" \
+        "$fm_url/fabric/collectives/jobs" >/dev/null &&
+    mockfm_ctl POST /_mock/faults "DELETE /fabric/collectives/jobs/c1-79 503" &&
+    rm_call POST /v1/reconcile >/dev/null &&
+    wait_for 100 0.1 grep -q "^DELETE /fabric/collectives/jobs/c1-79 503" "$T/fm.log" &&
+    rm_call PUT /v1/jobs/79/nodes/n1 "{\"cxi\":\"destroyed\"}" >/dev/null &&
+    rm_call PUT /v1/jobs/79/nodes/n2 "{\"cxi\":\"destroyed\"}" >/dev/null &&
+    rm_call PUT /v1/jobs/79 "$rq_body" >rq79.json && cat rq79.json &&
+    jq -e ".state == \"active\" and .hwcoll.state == \"unavailable\" and (.hwcoll.reason | test(\"yet to delete c1-79\"))" rq79.json &&
+    mockfm_ctl DELETE /_mock/faults && wait_for 300 0.1 mockfm_lacks_job c1-79 &&
+    rm_call GET /v1/jobs/79 | jq -e ".state == \"active\""
+'
 expect_ok 'status, health and metrics report the broker' '
     rm_call GET /v1/status | jq -e ".fabric_manager.state == \"up\" and .jobs.active >= 1 and .vnis.held >= 1" &&
     rm_call GET /v1/health | jq -e ".status == \"ok\"" &&

@@ -144,10 +144,14 @@ expect_ok 'another user gets nothing and a clear message' '
         >out 2>err; test $? = 1; } && test ! -s out &&
     grep -q "42.env: permission denied (only the job.s user and root may read it)" err
 '
-expect_ok 'a job whose prolog failed here: no SLINGSHOT_* variable, exit 1, the reason' '
+# The node is not drained for it (the prolog's failure is the job's): its
+# report is logged, not turned into node_drain_requested.
+expect_ok 'a job whose prolog failed here: no SLINGSHOT_* variable, exit 1, the reason, no drain' '
     rm_call PUT /v1/jobs/43 "{\"uid\":1000,\"nodes\":[\"n1\",\"n2\"]}" >/dev/null &&
     cxi_set n1 ".fail.cxil_alloc_svc = {errno: 28, count: 100, skip: 1}" &&
     { node_agent n1 prolog --job 43 2>err; test $? = 1; } &&
+    wait_for 50 0.1 grep -q "job 43: node n1 failed to set up its CXI services: cxi1: not enough NIC resources" "$T/broker.err" &&
+    ! rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\" and .job == \"43\")" &&
     { as_user 1000 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/n1.rec" env --job 43 \
         >out 2>err; test $? = 1; } && test ! -s out &&
     grep -q "job 43 has no CXI service on this node: cxi1: not enough NIC resources" err &&
@@ -202,5 +206,53 @@ expect_ok 'after CLEANUP the VNI waits for n2 alone; another uid cannot report f
     test "$(vni_state)" = "[[\"quarantined\",[\"n2\"]]]" &&
     node_agent n2 epilog --job 42 &&
     test "$(vni_state)" = "[]"
+'
+# Slurm requeues a job under the same id after a node failed: the first
+# run's VNI stays quarantined for the dead node n2, so the next run's RUN
+# is refused (409, naming why), and n1's prolog for it finds only the
+# ended run at the broker: it must not give the new run that VNI (a
+# quarantined one, still maybe in use on n2).  Once n2 is back and
+# reports, the next RUN and prolog go through.
+svc_with_vni () { cxi_services n1 "$2" | jq -se --argjson v "$1" "any(.[]; .vnis == [\$v])" >/dev/null; }
+expect_ok 'a job requeued while a node of its first run is down: RUN 409, the prolog refuses the ended run' '
+    rm_call PUT /v1/jobs/147 "{\"uid\":1000,\"nodes\":[\"n1\",\"n2\"]}" >run147.json &&
+    vni=$(jq ".vnis[0]" run147.json) &&
+    node_agent n1 prolog --job 147 && node_agent n2 prolog --job 147 &&
+    rm_call DELETE /v1/jobs/147 >/dev/null && node_agent n1 epilog --job 147 &&
+    ! svc_with_vni "$vni" 0 && test "$(vni_state)" = "[[\"quarantined\",[\"n2\"]]]" &&
+    api_call PUT /v1/jobs/147 "{\"uid\":1000,\"nodes\":[\"n1\",\"n3\"]}" >r147 && cat r147 &&
+    read code _ <r147 && test "$code" = 409 && grep -q "VNIs of its previous run are still quarantined" r147 &&
+    { node_agent n1 prolog --job 147 2>err; test $? = 1; } && cat err &&
+    grep -q "the broker has job 147 as an ended run" err &&
+    ! svc_with_vni "$vni" 0 && ! svc_with_vni "$vni" 1 &&
+    { as_user 1000 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/n1.rec" env --job 147 \
+        >out 2>err; test $? = 1; } && test ! -s out && grep -q "as an ended run" err
+'
+expect_ok 'the node is back and reports: the requeued run starts' '
+    node_agent n2 epilog --job 147 && test "$(vni_state)" = "[]" &&
+    rm_call PUT /v1/jobs/147 "{\"uid\":1000,\"nodes\":[\"n1\",\"n3\"]}" | jq -e ".state == \"active\"" &&
+    node_agent n1 prolog --job 147 &&
+    as_user 1000 "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/n1.rec" env --job 147 >env147.sh &&
+    grep -q "^export SLINGSHOT_VNIS=" env147.sh
+'
+# A configuration push leaves the node's agent token readable by all
+# (mode 0644): the agent will not send it.  The epilog still destroys the
+# job's services (nothing it does on the node needs the broker) and keeps
+# its report until the token is fixed; a prolog fails the job, saying why.
+expect_ok 'a token file that is not private: the epilog still destroys and keeps its report' '
+    rm_call PUT /v1/jobs/148 "{\"uid\":1000,\"nodes\":[\"n1\"]}" >run148.json &&
+    vni=$(jq ".vnis[0]" run148.json) && node_agent n1 prolog --job 148 && svc_with_vni "$vni" 0 &&
+    rm_call DELETE /v1/jobs/148 >/dev/null && chmod 644 "$T/agent.token" &&
+    node_agent n1 epilog --job 148 2>err; rc=$?; cat err; chmod 600 "$T/agent.token"; test $rc = 0 &&
+    ! svc_with_vni "$vni" 0 && ! svc_with_vni "$vni" 1 &&
+    grep -q "reporting .destroyed. to the broker failed: \[api\] client_token_file: .*agent.token" err &&
+    test "$(vni_state)" = "[[\"quarantined\",[\"n1\"]]]" &&
+    node_agent n1 report --pending && test "$(vni_state)" = "[]"
+'
+expect_ok 'a token file that is not private: the prolog fails the job and says why' '
+    rm_call PUT /v1/jobs/149 "{\"uid\":1000,\"nodes\":[\"n1\"]}" >/dev/null &&
+    chmod 644 "$T/agent.token" && { node_agent n1 prolog --job 149 2>err; rc=$?; }; chmod 600 "$T/agent.token" &&
+    cat err && test $rc = 1 && grep -q "client_token_file: .*agent.token" err &&
+    rm_call DELETE /v1/jobs/149 >/dev/null
 '
 done_testing

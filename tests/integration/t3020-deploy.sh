@@ -26,7 +26,7 @@ expect_ok 'cpack builds two .debs with the libraries they link as dependencies' 
         grep -qF "$d" deps || { echo "fmbroker Depends lacks $d: $(cat deps)"; return 1; }
     done &&
     dpkg-deb -f "$node" Depends >ndeps &&
-    for d in libcurl4 libjansson4 libinih1 libsmartcols1; do
+    for d in libcurl4 libjansson4 libinih1 libsmartcols1 jq; do
         grep -q "$d" ndeps || { echo "fmbroker-node Depends lacks $d: $(cat ndeps)"; return 1; }
     done &&
     ! grep -q -e libmicrohttpd -e libsqlite3 -e adduser ndeps &&
@@ -88,6 +88,7 @@ expect_ok 'the RPMs (cpack RPM) hold the same files, the unit, the user and a co
     ! grep -qx -e /usr/sbin -e /usr/bin -e /etc rfiles rnfiles &&
     rpm -qp --scripts "$T"/rpm/fmbroker-0*.rpm | grep -q "systemd-sysusers fmbroker.conf" &&
     rpm -qp --requires "$T"/rpm/fmbroker-0*.rpm | grep -q "^fmbroker-node = " &&
+    rpm -qp --requires "$T"/rpm/fmbroker-node-0*.rpm | grep -qx "jq" &&
     rpm -qp --configfiles "$T"/rpm/fmbroker-node-0*.rpm | grep -qx /etc/default/fmbroker
 '
 expect_ok 'the man pages render cleanly' '

@@ -202,6 +202,7 @@ consumer_stop () { kill -- "-$events_pid"; events_pid=; }
 expect_ok 'node_drain_requested drains the node in Slurm, with the reason' '
     consumer_start notify &&
     rm_call PUT /v1/jobs/drain1 "{\"uid\":65534,\"nodes\":[\"n2\"]}" >/dev/null &&
+    rm_call PUT /v1/jobs/drain1/nodes/n2 "{\"cxi\":\"created\"}" >/dev/null &&
     rm_call PUT /v1/jobs/drain1/nodes/n2 "{\"cxi\":\"failed\",\"detail\":\"cxi0: EBUSY\"}" >/dev/null &&
     wait_for 100 0.1 sh -c "sinfo -h -n n2 -o %t | grep -q drain" &&
     scontrol show node n2 | grep -q "Reason=fmbroker job drain1: cxi0: EBUSY" &&
