@@ -7,6 +7,9 @@ FMBROKER_SBINDIR=${FMBROKER_SBINDIR:-/usr/sbin}
 FMBROKER_CONF=${FMBROKER_CONF:-/etc/fmbroker/fmbroker.conf}
 # How long a script may wait for the broker before going on without it.
 FMBROKER_HOOK_TIMEOUT=${FMBROKER_HOOK_TIMEOUT:-5}
+# A job whose CXI services cannot be set up on a node: fail_closed (the
+# job does not start) or fail_open (it runs without VNI isolation).
+FMBROKER_POLICY=${FMBROKER_POLICY:-fail_closed}
 # Extra fmbroker-cxi options (e.g. --libcxi PATH --state-dir DIR).
 FMBROKER_CXI_ARGS=${FMBROKER_CXI_ARGS:-}
 # Housekeeping's window for services that stay busy (seconds).

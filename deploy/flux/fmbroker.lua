@@ -5,7 +5,8 @@
 -- instance inherited from its enclosing job (no broker call), plus
 -- FI_CXI_COLL_JOB_STEP_ID, the job's id path.  Variables of those names
 -- from the submitting environment are dropped first, so a job without a
--- service here gets none.
+-- service here gets none; why goes to the job's stderr (a job runs so
+-- only under FMBROKER_POLICY=fail_open: fmbroker-cxi-prolog.sh).
 local dir = os.getenv ("FMBROKER_FLUX_DIR") or "/usr/share/fmbroker/flux"
 local function ours (name)
     return name:match ("^SLINGSHOT_") or name:match ("^FI_CXI_")
@@ -22,7 +23,7 @@ local function q (s)
 end
 local cmd = "FLUX_JOB_ID=" .. q (shell.getenv ("FLUX_JOB_ID") or shell.info.jobid)
             .. " FLUX_JOB_ID_PATH=" .. q (shell.getenv ("FLUX_JOB_ID_PATH"))
-            .. " " .. q (dir .. "/fmbroker-env.sh") .. " 2>/dev/null"
+            .. " " .. q (dir .. "/fmbroker-env.sh")
 local f = io.popen (cmd)
 if f then
     for line in f:lines () do

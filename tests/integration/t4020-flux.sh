@@ -79,6 +79,20 @@ expect_ok 'the per-node prolog creates the services and the job record' '
     for n in n1 n2; do FLUX_JOB_ID=ƒA1 STUB_DEC=1001 on_node $n fmbroker-cxi-prolog.sh || return 1; done &&
     test "$(stat -c "%u %a" "$T/n1.rec/1001.env")" = "1000 400"
 '
+# A job whose services cannot be made on a node (here: no RUN, so the
+# broker has no facts for it) does not start under the default policy:
+# the prolog fails, saying why (Flux raises the job exception); under
+# fail_open it runs, logged, and the job shell tells the job why it has
+# no SLINGSHOT_* variable.
+expect_ok 'no services for a job: the prolog fails it (fail_closed), or lets it run saying why (fail_open)' '
+    { FLUX_JOB_ID=ƒA7 STUB_DEC=1007 on_node n1 fmbroker-cxi-prolog.sh 2>err; test $? = 1; } && cat err &&
+    grep -q "job 1007: no VNI isolation on n1: .*job .1007. not found; the job does not start (FMBROKER_POLICY=fail_closed)" err &&
+    FLUX_JOB_ID=ƒA7 STUB_DEC=1007 FMBROKER_POLICY=fail_open on_node n1 fmbroker-cxi-prolog.sh 2>err &&
+    grep -q "running without it (FMBROKER_POLICY=fail_open)" err &&
+    printf "FLUX_JOB_ID=ƒA7\nFLUX_JOB_ID_PATH=/ƒA7\n" >submit7.env &&
+    STUB_DEC=1007 job_shell submit7.env 1007 >task7.env 2>err7 && cat err7 &&
+    ! grep -q "^SLINGSHOT_" task7.env && grep -q "1007.*no record of the job on this node" err7
+'
 expect_ok 'system instance: the shell gives the job'"'"'s variables, the id path as step id, and drops stale ones' '
     printf "FLUX_JOB_ID=ƒA1\nFLUX_JOB_ID_PATH=/ƒA1\nSLINGSHOT_VNIS=999\nFI_CXI_STALE=1\nHOME=/h\n" >submit.env &&
     STUB_DEC=1001 job_shell submit.env 1001 >task.env &&
