@@ -390,7 +390,7 @@ int jobs_parse_run (const struct fmb_config *cfg,
     if ((v = json_object_get (body, "user"))) {
         if (!json_is_string (v) || !valid_user_name (json_string_value (v)))
             return refuse (
-                why, len, "user: a name of 1-64 characters of [A-Za-z0-9._-]");
+                why, len, "user: a name of 1-256 characters of [A-Za-z0-9._@\\+$-]");
         rr->user = json_string_value (v);
     }
     if (parse_run_nodes (body, rr, why, len) < 0)

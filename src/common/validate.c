@@ -10,13 +10,26 @@ static bool name_char (char c)
            c == '.' || c == '_' || c == '-';
 }
 
-static bool name_of (const char *s, size_t max)
+/* A user name may also hold what directories put in theirs: sssd's fully
+ * qualified names (user@domain), winbind's DOMAIN\\user (and +, a common
+ * separator), Samba machine accounts (host$). */
+static bool user_char (char c)
+{
+    return name_char (c) || c == '@' || c == '\\' || c == '+' || c == '$';
+}
+
+static bool chars_of (const char *s, size_t max, bool (*ok) (char))
 {
     size_t n = 0;
     for (; s[n]; n++)
-        if (n >= max || !name_char (s[n]))
+        if (n >= max || !ok (s[n]))
             return false;
     return n > 0;
+}
+
+static bool name_of (const char *s, size_t max)
+{
+    return chars_of (s, max, name_char);
 }
 
 bool valid_job_id (const char *s)
@@ -31,7 +44,7 @@ bool valid_node_name (const char *s)
 
 bool valid_user_name (const char *s)
 {
-    return name_of (s, USER_NAME_MAX);
+    return chars_of (s, USER_NAME_MAX, user_char);
 }
 
 bool valid_utf8 (const char *s, size_t len)

@@ -9,7 +9,7 @@
 #define JOB_ID_MAX    128 /* job ids end up in FM URLs */
 #define STEP_ID_MAX   256 /* bytes of valid UTF-8 (Flux job-id paths contain '/') */
 #define NODE_NAME_MAX 64
-#define USER_NAME_MAX 64
+#define USER_NAME_MAX 256 /* directories' names: user@a.long.domain */
 #define NODES_MAX     65536
 #define UID_MAX_VALID 4294967294u /* (uid_t)-1 is "no uid" */
 
@@ -20,7 +20,7 @@ bool valid_job_id (const char *s);
 bool valid_step_id (const char *s, size_t len);
 /* A host name: [A-Za-z0-9._-]{1,64}, not starting with '.' or '-'. */
 bool valid_node_name (const char *s);
-/* A user name: [A-Za-z0-9._-]{1,64}. */
+/* A user name: [A-Za-z0-9._@\\+$-]{1,256} (user@domain, DOMAIN\\user). */
 bool valid_user_name (const char *s);
 /* Valid UTF-8 of 'len' bytes. */
 bool valid_utf8 (const char *s, size_t len);

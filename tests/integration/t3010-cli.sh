@@ -72,4 +72,15 @@ expect_ok 'every subcommand has --help' '
     for c in jobs job step-clean events run-job; do fmb $c --help | grep -q "^Usage: fmbroker $c" || { echo "$c"; return 1; }; done &&
     fmb --help | grep -q "Exit status"
 '
+# PrologSlurmctld passes $SLURM_JOB_USER as it is; sites with sssd's
+# fully qualified names or winbind have '@' or a backslash in it.
+expect_ok 'a user name as directories give it (user@domain, DOMAIN backslash user) is taken' '
+    fmb run-job 145 --uid 1002 --user "jdoe@ad.example.com" --node-count 1 --quiet &&
+    rm_call GET /v1/jobs/145 | jq -e ".user == \"jdoe@ad.example.com\"" &&
+    fmb run-job 146 --uid 1003 --user "EXAMPLE\\jdoe" --node-count 1 --quiet &&
+    rm_call GET /v1/jobs/146 | jq -e ".user == \"EXAMPLE\\\\jdoe\"" &&
+    { fmb run-job 147 --uid 1003 --user "a b" --node-count 1 --quiet 2>err; test $? != 0; } &&
+    grep -q "user: a name of 1-256 characters" err &&
+    fmb end-job 145 >/dev/null && fmb end-job 146 >/dev/null
+'
 done_testing

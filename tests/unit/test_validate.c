@@ -34,7 +34,23 @@ static void node_and_user_names (void **state)
     assert_false (valid_node_name ("n1;rm"));
     assert_false (valid_node_name (""));
     assert_true (valid_user_name ("alice.b-c_d"));
+    /* what directories give: sssd, winbind, Samba machine accounts */
+    assert_true (valid_user_name ("jdoe@ad.example.com"));
+    assert_true (valid_user_name ("EXAMPLE\\jdoe"));
+    assert_true (valid_user_name ("EXAMPLE+jdoe"));
+    assert_true (valid_user_name ("host01$"));
     assert_false (valid_user_name ("a b"));
+    assert_false (valid_user_name ("a/b"));
+    assert_false (valid_user_name ("a\nb"));
+    assert_false (valid_user_name ("a;b"));
+    assert_false (valid_user_name (""));
+    char longest[USER_NAME_MAX + 2];
+    memset (longest, 'u', sizeof (longest));
+    longest[USER_NAME_MAX] = '\0';
+    assert_true (valid_user_name (longest));
+    longest[USER_NAME_MAX] = 'u';
+    longest[USER_NAME_MAX + 1] = '\0';
+    assert_false (valid_user_name (longest));
 }
 
 static void utf8_is_strict (void **state)
