@@ -30,6 +30,9 @@ expect_ok 'cpack builds two .debs with the libraries they link as dependencies' 
         grep -q "$d" ndeps || { echo "fmbroker-node Depends lacks $d: $(cat ndeps)"; return 1; }
     done &&
     ! grep -q -e libmicrohttpd -e libsqlite3 -e adduser ndeps &&
+    release=$(dpkg-query -W -f="\${Version}" slurm-client 2>/dev/null | cut -d. -f1-2) &&
+    dpkg-deb -f "$node" Breaks >nbreaks && cat nbreaks &&
+    { [ -z "$release" ] || grep -qF "slurm-client (<< $release~)" nbreaks; } &&
     for p in "$deb" "$node"; do
         dpkg-deb -f "$p" Maintainer | grep -q "^fmbroker maintainers <maintainers@" &&
         ! dpkg-deb -f "$p" Maintainer | grep -q localhost || { echo "$p: bad Maintainer"; return 1; }
@@ -64,7 +67,9 @@ expect_ok 'fmbroker holds the broker host, fmbroker-node the rest, each with cop
     dpkg-deb -x "$T"/pkg/fmbroker_*.deb root && dpkg-deb -x "$T"/pkg/fmbroker-node_*.deb root &&
     gzip -t root/usr/share/man/man8/fmbrokerd.8.gz && zcat root/usr/share/man/man1/fmbroker.1.gz | grep -q "^.TH FMBROKER 1" &&
     grep -q "^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" root/usr/share/doc/fmbroker/copyright &&
-    grep -q "^License: " root/usr/share/doc/fmbroker-node/copyright
+    grep -q "^License: " root/usr/share/doc/fmbroker-node/copyright &&
+    plugin=$(awk "\$1 == \"required\" {print \$2}" root/usr/share/fmbroker/slurm/plugstack.conf) &&
+    echo "# plugstack.conf: required $plugin" && test -f "root$plugin"
 '
 expect_ok 'maintainer scripts: sysusers, restart on upgrade, /etc/default/fmbroker a conffile' '
     dpkg-deb -e "$T"/pkg/fmbroker_*.deb ctl && test -x ctl/postinst && test -x ctl/prerm &&
@@ -89,6 +94,9 @@ expect_ok 'the RPMs (cpack RPM) hold the same files, the unit, the user and a co
     rpm -qp --scripts "$T"/rpm/fmbroker-0*.rpm | grep -q "systemd-sysusers fmbroker.conf" &&
     rpm -qp --requires "$T"/rpm/fmbroker-0*.rpm | grep -q "^fmbroker-node = " &&
     rpm -qp --requires "$T"/rpm/fmbroker-node-0*.rpm | grep -qx "jq" &&
+    rpm -qp --scripts "$T"/rpm/fmbroker-node-0*.rpm >nscripts &&
+    grep -q "enable --now fmbroker-cxi-report.timer" nscripts &&
+    grep -q "disable --now fmbroker-cxi-report.timer" nscripts &&
     rpm -qp --configfiles "$T"/rpm/fmbroker-node-0*.rpm | grep -qx /etc/default/fmbroker
 '
 expect_ok 'the man pages render cleanly' '
