@@ -14,9 +14,24 @@ int64_t now_mono (void)
     return fmb_monotime_ms ();
 }
 
+/* A wall clock stepped back (NTP, an admin) holds this one still until
+ * real time catches up: a reservation recorded after a listing of the
+ * FM's jobs was asked for must read as later than it, or reconciliation
+ * judges it by a listing that cannot hold it and marks a live job lost.
+ * The loop's thread only (the store's timestamps come from it too). */
 int64_t now_wall (void)
 {
-    return fmb_realtime_ms ();
+    static int64_t latest;
+    int64_t t = fmb_realtime_ms ();
+    if (t > latest)
+        latest = t;
+    return latest;
+}
+
+int64_t broker_wall_clock (void *unused)
+{
+    (void)unused;
+    return now_wall ();
 }
 
 void broker_fm_id (struct broker *b, const char *job, char *out, size_t len)

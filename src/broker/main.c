@@ -245,6 +245,7 @@ static int open_state (struct broker *b, struct fmb_error *error)
                  fixed->counts,
                  fixed->counts == 1 ? "" : "s");
     store_set_damage_hook (b->st, broker_token_damaged, b);
+    store_set_clock (b->st, broker_wall_clock, NULL);
     return 0;
 }
 

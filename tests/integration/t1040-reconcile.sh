@@ -202,4 +202,30 @@ expect_ok 'with 1,100 active jobs, read in pages, the 50 the FM lost become lost
     rm_call GET "/v1/jobs?state=lost&limit=100" | jq -e "[.jobs[].id | tonumber] | sort == [range(0; 1100; 22)]" &&
     [ "$(mockfm_count c1-)" = 1050 ]
 '
+# The wall clock steps back (NTP, an admin) while a listing of the FM's
+# jobs is out.  A reservation recorded meanwhile must not be judged by
+# that listing, which was asked for before it was made, though its time
+# now reads earlier.  Here the FM then loses it: the listing asked for
+# before it leaves it alone; the next one, with the clock right again,
+# finds it lost.  (An LD_PRELOAD library shifts CLOCK_REALTIME.)
+clockstep=$FMB_BIN/../faultinject/libclockstep.so
+[ -f "$clockstep" ] || { echo "Bail out! $clockstep not built"; exit 1; }
+runs () { rm_call GET /metrics | awk "/^fmbroker_reconcile_runs_total / {print \$2}"; }
+runs_past () { test "$(runs)" -ge "$1"; }
+expect_ok 'a clock stepped back while a listing is out does not make a job recorded meanwhile lost' '
+    stop_broker && stop_mockfm && rm -rf "$T/state" && start_mockfm && echo 0 >"$T/clock" &&
+    reconcile_s=3600 write_broker_conf &&
+    LD_PRELOAD=$clockstep CLOCKSTEP_FILE=$T/clock \
+        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 start_broker &&
+    wait_for 300 0.1 runs_past 1 && r0=$(runs) &&
+    mockfm_ctl POST /_mock/faults "GET /fabric/collectives/jobs/ delay=2000 x1" &&
+    rm_call POST /v1/reconcile >/dev/null && sleep 0.3 && echo -60000 >"$T/clock" &&
+    rm_call PUT /v1/jobs/clk1 "$body" | jq -e ".hwcoll.state == \"reserved\"" &&
+    curl -sf -X DELETE "$fm_url/fabric/collectives/jobs/c1-clk1" >/dev/null &&
+    wait_for 100 0.1 runs_past $((r0 + 1)) &&
+    rm_call GET /v1/jobs/clk1 | jq -e ".state == \"active\" and .hwcoll.state == \"reserved\"" &&
+    echo 0 >"$T/clock" && rm_call POST /v1/reconcile >/dev/null &&
+    wait_for 100 0.1 runs_past $((r0 + 2)) &&
+    rm_call GET /v1/jobs/clk1 | jq -e ".state == \"lost\""
+'
 done_testing
