@@ -5,8 +5,8 @@
 -- instance inherited from its enclosing job (no broker call), plus
 -- FI_CXI_COLL_JOB_STEP_ID, the job's id path.  Variables of those names
 -- from the submitting environment are dropped first, so a job without a
--- service here gets none; why goes to the job's stderr (a job runs so
--- only under FMBROKER_POLICY=fail_open: fmbroker-cxi-prolog.sh).
+-- service here gets none; under FMBROKER_POLICY=fail_open, why goes to
+-- the job's stderr (fmbroker-env.sh).
 local dir = os.getenv ("FMBROKER_FLUX_DIR") or "/usr/share/fmbroker/flux"
 local function ours (name)
     return name:match ("^SLINGSHOT_") or name:match ("^FI_CXI_")

@@ -798,10 +798,11 @@ static int cmd_epilog (void)
     }
     if (job_facts (&f, NULL, &e) < 0) {
         lib.free_device_list (dl);
-        /* No record here and no broker to ask: prolog created nothing on
-         * this node (it records the job before creating anything), so
-         * there is nothing known to destroy; draining would be wrong. */
-        if (errno == EHOSTUNREACH || errno == ENOENT) {
+        /* No record here and no broker to ask (unreachable, or a token
+         * it may not send): prolog created nothing on this node (it
+         * records the job before creating anything), so there is nothing
+         * known to destroy; draining would be wrong. */
+        if (errno == EHOSTUNREACH || errno == ENOENT || errno == EACCES) {
             fmb_log (LOG_WARNING,
                      "%s; no record of the job on this node: nothing to destroy",
                      e.text);

@@ -14,12 +14,18 @@ int64_t now_mono (void)
     return fmb_monotime_ms ();
 }
 
+int64_t now_wall (void)
+{
+    return fmb_realtime_ms ();
+}
+
 /* A wall clock stepped back (NTP, an admin) holds this one still until
  * real time catches up: a reservation recorded after a listing of the
  * FM's jobs was asked for must read as later than it, or reconciliation
  * judges it by a listing that cannot hold it and marks a live job lost.
- * The loop's thread only (the store's timestamps come from it too). */
-int64_t now_wall (void)
+ * Only for those times: due times (back-off, quarantine, retention) stay
+ * on now_wall, which a held clock would stall.  The loop's thread only. */
+int64_t now_recorded (void)
 {
     static int64_t latest;
     int64_t t = fmb_realtime_ms ();
@@ -31,7 +37,7 @@ int64_t now_wall (void)
 int64_t broker_wall_clock (void *unused)
 {
     (void)unused;
-    return now_wall ();
+    return now_recorded ();
 }
 
 void broker_fm_id (struct broker *b, const char *job, char *out, size_t len)

@@ -166,10 +166,12 @@ void jobs_start (struct broker *b);
 
 /* The local job id of one of our FM job ids, or NULL if it is not ours. */
 const char *broker_local_job (struct broker *b, const char *fm_job_id);
-/* Monotonic and wall clocks; the wall clock never goes back (broker.c),
- * and the store's timestamps come from it (broker_wall_clock). */
+/* Monotonic and wall clocks.  now_recorded: the wall clock of the times
+ * the store records (broker_wall_clock, its clock) and of those compared
+ * with them; it never goes back (broker.c). */
 int64_t now_mono (void);
 int64_t now_wall (void);
+int64_t now_recorded (void);
 int64_t broker_wall_clock (void *unused);
 
 #endif

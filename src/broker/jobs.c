@@ -461,15 +461,16 @@ static enum store_hwcoll_state eligibility (struct broker *b,
         return STORE_HWCOLL_UNAVAILABLE;
     }
     /* An earlier run of this job id (Slurm requeues under the same id)
-     * left its FM job to delete: a reservation made now under the same FM
-     * id would go with it. */
-    int queued = outbox_job_delete_queued (b->outbox, fm_job_id, &e);
+     * left changes to its FM job queued -- its delete, a step's cleanup:
+     * a reservation made now under the same FM id would go with them, or
+     * lose a step's trees to them. */
+    int queued = outbox_fm_job_queued (b->outbox, fm_job_id, &e);
     if (queued != 0) {
         if (queued > 0)
             snprintf (why,
                       len,
-                      "the fabric manager has yet to delete %s, reserved by an "
-                      "earlier run of this job id",
+                      "the fabric manager has yet to delete %s, or steps of it, "
+                      "for an earlier run of this job id",
                       fm_job_id);
         else
             snprintf (why,

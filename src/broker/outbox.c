@@ -440,15 +440,16 @@ int outbox_queue_job_delete (struct outbox *o,
         o->b->st, OUTBOX_FM_DELETE_JOB, fm_job_id, NULL, due_ms, NULL, error);
 }
 
-int outbox_job_delete_queued (struct outbox *o,
-                              const char *fm_job_id,
-                              struct fmb_error *error)
+int outbox_fm_job_queued (struct outbox *o,
+                          const char *fm_job_id,
+                          struct fmb_error *error)
 {
-    bool queued;
-    if (store_outbox_has (o->b->st, OUTBOX_FM_DELETE_JOB, fm_job_id, &queued, error) <
-        0)
+    bool job = false, step = false;
+    if (store_outbox_has (o->b->st, OUTBOX_FM_DELETE_JOB, fm_job_id, &job, error) < 0 ||
+        (!job && store_outbox_has (
+                     o->b->st, OUTBOX_FM_DELETE_STEP, fm_job_id, &step, error) < 0))
         return -1;
-    return queued;
+    return job || step;
 }
 
 int outbox_queue_step_delete (struct outbox *o,

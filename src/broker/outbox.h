@@ -51,11 +51,11 @@ int outbox_queue_job_delete (struct outbox *o,
                              const char *fm_job_id,
                              int64_t due_ms,
                              struct fmb_error *error);
-/* 1 if the delete of FM job 'fm_job_id' is queued (not done yet), 0 if
- * not, -1 if the store cannot tell. */
-int outbox_job_delete_queued (struct outbox *o,
-                              const char *fm_job_id,
-                              struct fmb_error *error);
+/* 1 if a change to FM job 'fm_job_id' is queued (its delete, or a
+ * step's cleanup, not done yet), 0 if not, -1 if the store cannot tell. */
+int outbox_fm_job_queued (struct outbox *o,
+                          const char *fm_job_id,
+                          struct fmb_error *error);
 /* Queue the cleanup of one step of an FM job, due now; 'id' gets the
  * entry's id (for outbox_steps_wait). */
 int outbox_queue_step_delete (struct outbox *o,

@@ -481,7 +481,7 @@ static void start_listing (struct broker *b, bool probe)
     }
     l->b = b;
     l->probe = probe;
-    l->started = now_wall ();
+    l->started = now_recorded ();         /* compared with the jobs' updated_ms */
     l->reap_foreign = b->rc->reap_wanted; /* asked before this listing */
     b->rc->reap_wanted = false;
     if (!probe) /* (the session counts its probes) */

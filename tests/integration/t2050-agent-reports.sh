@@ -81,6 +81,8 @@ expect_ok 'the node timer and its service pass systemd-analyze verify' '
     cp "$FMB_SRC/deploy/fmbroker-cxi-report.timer" . &&
     systemd-analyze verify --man=no ./fmbroker-cxi-report.timer ./fmbroker-cxi-report.service 2>err &&
     { ! test -s err || { cat err; false; }; } &&
-    grep -q "^ExecStart=/usr/sbin/fmbroker-cxi report --pending$" "$FMB_SRC/deploy/fmbroker-cxi-report.service"
+    grep -q "^ExecStart=/usr/sbin/fmbroker-cxi -c \${FMBROKER_CONF} \$FMBROKER_CXI_ARGS report --pending$" \
+        "$FMB_SRC/deploy/fmbroker-cxi-report.service" &&
+    grep -qx "EnvironmentFile=-/etc/default/fmbroker" "$FMB_SRC/deploy/fmbroker-cxi-report.service"
 '
 done_testing

@@ -6,15 +6,12 @@
 . "$(dirname "$0")/lib.sh"
 src=$FMB_SRC
 
-expect_ok 'systemd-analyze verify accepts the units, and would refuse a broken one' '
+expect_ok 'systemd-analyze verify accepts the unit, and would refuse a broken one' '
     if ! command -v systemd-analyze >/dev/null; then echo "skipped: no systemd-analyze"; return 0; fi
     sed "s|^ExecStart=/usr/sbin/fmbrokerd|ExecStart=$FMB_BIN/fmbrokerd|" "$src/deploy/fmbrokerd.service" >fmbrokerd.service &&
     systemd-analyze verify --man=no ./fmbrokerd.service 2>err && test ! -s err &&
     mkdir -p broken && sed "s/^Type=notify/Type=notifyy/" fmbrokerd.service >broken/fmbrokerd.service &&
-    systemd-analyze verify --man=no broken/fmbrokerd.service 2>err; grep -q "Failed to parse service type" err &&
-    sed "s|/usr/sbin/fmbroker-cxi|$FMB_BIN/fmbroker-cxi|" "$src/deploy/fmbroker-cxi-report.service" \
-        >fmbroker-cxi-report.service &&
-    systemd-analyze verify --man=no ./fmbroker-cxi-report.service 2>err && cat err && test ! -s err
+    systemd-analyze verify --man=no broken/fmbrokerd.service 2>err; grep -q "Failed to parse service type" err
 '
 expect_ok 'the unit is hardened: notify, watchdog, own user, no capabilities, no core dumps' '
     for l in Type=notify WatchdogSec= User=fmbroker StateDirectory=fmbroker RuntimeDirectory=fmbroker \
