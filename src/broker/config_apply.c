@@ -135,6 +135,8 @@ int broker_apply_config (struct broker *b,
             restart++;
         }
     }
+    if (b->cfg.tcp[0])
+        restart += http_tls_changed (b->http, &b->cfg);
     if (strcmp (b->cfg.tokens_file, next->tokens_file) != 0 || b->cfg.tcp[0]) {
         if (http_reload_tokens (b->http, next->tokens_file, error) < 0)
             return -1;

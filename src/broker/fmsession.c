@@ -12,8 +12,9 @@
 struct fmsession {
     struct broker *b;
     enum fm_state state;
-    int64_t since_ms; /* wall clock of the last state change */
-    char error[256];  /* why it is down */
+    int64_t since_ms;  /* wall clock of the last state change */
+    char error[256];   /* why it is down */
+    char refused[256]; /* why the FM refuses our credentials ("": it does not) */
     unsigned backoff_ms;
     bool probe_started; /* since the last back-off was set */
     bool probe_inflight;
@@ -155,10 +156,34 @@ static void set_state (struct fmsession *s, enum fm_state to, const char *why)
     changed (s, old);
 }
 
+/* An FM that answers but refuses our credentials (a client secret
+ * rotated at the FM only, a certificate it no longer trusts) is up, yet
+ * nothing the broker asks of it gets done: said once in the log, and in
+ * health until a call succeeds. */
+static void note_credentials (struct fmsession *s, const struct fmc_result *res)
+{
+    const char *url = s->b->cfg.fm_url;
+    if (res->status == FMC_UNAUTHORIZED) {
+        if (!s->refused[0])
+            fmb_log (
+                LOG_ERR,
+                "fabric manager %s refuses fmbroker's credentials ([fabric_manager] "
+                "auth_dir): %s",
+                url,
+                res->error);
+        snprintf (s->refused, sizeof (s->refused), "%s", res->error);
+    } else if (res->status == FMC_OK && s->refused[0]) {
+        fmb_log (
+            LOG_NOTICE, "fabric manager %s accepts fmbroker's credentials again", url);
+        s->refused[0] = '\0';
+    }
+}
+
 void fmsession_note (struct fmsession *s, const struct fmc_result *res)
 {
     if (res->status == FMC_NOT_SENT || res->unsent)
         return; /* says nothing about the FM */
+    note_credentials (s, res);
     /* counted in metrics by the client's observer, call by call */
     if (res->status != FMC_OK && res->http_status == 0)
         set_state (s, FM_DOWN, res->error);
@@ -184,6 +209,11 @@ enum fm_state fmsession_state (const struct fmsession *s)
 const char *fmsession_error (const struct fmsession *s)
 {
     return s->state == FM_DOWN ? s->error : "";
+}
+
+const char *fmsession_refused (const struct fmsession *s)
+{
+    return s->refused;
 }
 
 int64_t fmsession_since (const struct fmsession *s)

@@ -50,6 +50,10 @@ bool fmsession_probe_inflight (const struct fmsession *s);
 enum fm_state fmsession_state (const struct fmsession *s);
 /* Why it is down ("" otherwise). */
 const char *fmsession_error (const struct fmsession *s);
+/* Why the FM refuses the broker's credentials (401/403 with a fresh
+ * token, or from its token endpoint), since the last such answer and
+ * until a call succeeds; "" otherwise. */
+const char *fmsession_refused (const struct fmsession *s);
 /* Wall clock ms of the last change. */
 int64_t fmsession_since (const struct fmsession *s);
 const char *fm_state_name (enum fm_state s);

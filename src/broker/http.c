@@ -1060,6 +1060,39 @@ int http_reload_tokens (struct http *h, const char *path, struct fmb_error *erro
     return rc;
 }
 
+/* Does the file at 'path' hold other bytes than 'served' (NULL: none
+ * loaded)?  An unreadable file is not news here: the next start says. */
+static bool file_differs (const char *path, const char *served)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (!served || fmb_read_file (path, 1024 * 1024, false, &text, &len, NULL) < 0)
+        return false;
+    bool differs = strcmp (text, served) != 0;
+    explicit_bzero (text, len);
+    free (text);
+    return differs;
+}
+
+int http_tls_changed (struct http *h, const struct fmb_config *cfg)
+{
+    int changed = 0;
+    const struct {
+        const char *key, *path, *served;
+    } files[] = {{"[api] tls_cert", cfg->tls_cert, h->tls_cert},
+                 {"[api] tls_key", cfg->tls_key, h->tls_key}};
+    for (size_t i = 0; i < sizeof (files) / sizeof (files[0]); i++)
+        if (file_differs (files[i].path, files[i].served)) {
+            fmb_log (LOG_WARNING,
+                     "reload: %s %s changed on disk (renewed?); the broker serves the "
+                     "one it started with until the next restart",
+                     files[i].key,
+                     files[i].path);
+            changed++;
+        }
+    return changed;
+}
+
 int http_check_files (const struct fmb_config *cfg, struct fmb_error *error)
 {
     if (!cfg->tcp[0])

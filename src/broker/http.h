@@ -87,6 +87,10 @@ void http_destroy (struct http *h);
 int http_check_files (const struct fmb_config *cfg, struct fmb_error *error);
 /* Re-read [api] tokens_file (reload); on failure the old tokens stay. */
 int http_reload_tokens (struct http *h, const char *path, struct fmb_error *error);
+/* Reload: how many of the TLS certificate and key served since start
+ * differ from their files now (a renewal in place), each logged as
+ * taking effect at the next restart: the listener keeps what it loaded. */
+int http_tls_changed (struct http *h, const struct fmb_config *cfg);
 /* Stop accepting connections (shutdown); requests in progress finish. */
 void http_quiesce (struct http *h);
 

@@ -31,14 +31,16 @@ void roles_destroy (struct roles *r)
 }
 
 /* A name missing from the built-in default list (e.g. 'flux' on a Slurm
- * site) is expected and logged at debug level only; one the site wrote
- * itself is a warning. */
+ * site) is expected and logged at info level (a 'slurm' from a directory
+ * that did not answer at start is not: every RUN from it is then a 403
+ * until a reload, and this line says why); one the site wrote itself is
+ * a warning. */
 static int resolve_list (
     const char *list, bool groups, unsigned *ids, int *n, const char *key)
 {
     int missing_level =
         strcmp (key, "rm_users") == 0 && strcmp (list, FMB_RM_USERS_DEFAULT) == 0
-            ? LOG_DEBUG
+            ? LOG_INFO
             : LOG_WARNING;
     char buf[FMB_CFG_LIST_MAX];
     char *save = NULL;

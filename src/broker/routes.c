@@ -40,6 +40,13 @@ static int health_cb (struct broker *b, struct http_req *req, struct http_proble
                                              fm_state_name (fmsession_state (b->fms)),
                                              fmsession_error (b->fms)[0] ? ": " : "",
                                              fmsession_error (b->fms)));
+    /* (when it is down, the reason above says why) */
+    if (b->fmc && fmsession_state (b->fms) == FM_UP && fmsession_refused (b->fms)[0])
+        json_array_append_new (reasons,
+                               json_sprintf ("fabric manager refuses fmbroker's "
+                                             "credentials: %s; reservations and "
+                                             "releases wait",
+                                             fmsession_refused (b->fms)));
     /* a job takes [vni] per_job VNIs unless its RUN asks otherwise */
     if (free_vnis < (b->cfg.vni_per_job ? b->cfg.vni_per_job : 1))
         json_array_append_new (reasons,

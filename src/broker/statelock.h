@@ -1,10 +1,12 @@
 /* statelock.h: one broker per state directory (promise 9).
  *
  * The broker holds an exclusive fcntl() lock on STATE_DIR/fmbrokerd.lock
- * for its whole life, taken before the database is opened.  fcntl locks
- * are the kind NFS (lockd) and cluster file systems honour, and the
- * kernel drops them when the process dies (SIGKILL included), so a
- * standby can take over at once without a stale-lock timeout.  The file
+ * for its whole life, taken before the database is opened.  The kernel
+ * drops an fcntl lock when the process dies (SIGKILL included), so a
+ * standby on the same (local or block-device) file system can take over
+ * at once without a stale-lock timeout.  Not meant for NFS: a dead
+ * host's lock stays until its lease expires or it reboots, and SQLite's
+ * WAL needs memory shared on one host.  The file
  * names its holder (host and pid) so that a second broker, --check-config
  * and `fmbroker status` can say who it is. */
 #ifndef FMB_STATELOCK_H

@@ -110,6 +110,19 @@ expect_ok 'a broker whose certificate the node does not trust is not talked to' 
     sed -i "s|^client_ca_file = .*|client_ca_file = $T/other-ca/ca.pem|" "$T/node.conf" &&
     { node_agent a clean --dry-run 2>err; test $? = 1; } && grep -qi "certificate\\|SSL" err && grep -q "not touching any service" err
 '
+# A certificate renewed in place (same paths): the listener keeps what
+# it loaded at start, so a reload must say a restart is needed, not log
+# "applied" and go on serving the old one until it expires.
+expect_ok 'a TLS certificate renewed in place: reload says it takes effect at the next restart' '
+    sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/renewed" >/dev/null &&
+    n=$(grep -c "reload:" "$T/broker.err" || :) && kill -HUP "$broker_pid" &&
+    wait_for 100 0.05 eval "test \$(grep -c \"reload:\" \"$T/broker.err\") -gt $n" &&
+    ! grep -q "tls_cert .* changed on disk" "$T/broker.err" &&
+    cp "$T/renewed/server.pem" "$T/certs/server.pem" && kill -HUP "$broker_pid" &&
+    wait_for 100 0.05 grep -q "reload: \[api\] tls_cert $T/certs/server.pem changed on disk (renewed?); the broker serves the one it started with until the next restart" "$T/broker.err" &&
+    ! grep -q "tls_key .* changed on disk" "$T/broker.err" &&
+    test "$(tcall "" GET /v1/status | cut -d" " -f1)" = 200
+'
 expect_ok 'plain HTTP on the TLS port gets nowhere' '
     ! curl -sf --max-time 5 "http://127.0.0.1:$tcp_port/v1/status"
 '
