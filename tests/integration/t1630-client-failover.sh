@@ -90,4 +90,28 @@ expect_ok 'the standby takes over on the first address: the same list follows it
     node_agent b epilog --job 1 &&
     rm_call GET /v1/jobs/1 | jq -e "[.node_reports[] | select(.cxi == \"destroyed\")] | length == 2"
 '
+# EpilogSlurmctld in a failover gap: no broker answers its CLEANUP.  Slurm
+# is not held (the hook returns at once), and a detached copy tries again
+# until the standby answers: the job is released, not left active at the
+# broker with its VNIs and FM reservation for good.
+expect_ok 'a CLEANUP that finds no broker (a failover gap) is retried until one answers' '
+    printf "%s\n" "$rm_tok" >"$T/rm.token" && chmod 600 "$T/rm.token" &&
+    printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s,https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n" \
+        "$T/no-such.sock" "$first" "$second" "$T/rm.token" "$T/certs/ca.pem" >"$T/ctl.conf" &&
+    rm_call PUT /v1/jobs/gap "{\"uid\":1000,\"node_count\":2}" | jq -e ".state == \"active\"" &&
+    stop_broker && start=$(date +%s) &&
+    SLURM_JOB_ID=gap FMBROKER_CONF=$T/ctl.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_HOOK_TIMEOUT=1 \
+        FMBROKER_CLEANUP_RETRY_S=60 FMBROKER_HOOK_LOG=$T/hooks.log "$FMB_SRC/deploy/slurm/epilog_slurmctld.sh" &&
+    test $(($(date +%s) - start)) -le 5 && cat "$T/hooks.log" &&
+    grep -q "job gap: end-job failed: .*; retrying for up to 60 s" "$T/hooks.log" &&
+    sleep 3 && broker_on "$second" &&
+    wait_for 300 0.1 grep -q "job gap: end-job done after [0-9]* s of retries" "$T/hooks.log" &&
+    rm_call GET /v1/jobs/gap | jq -e ".state == \"releasing\" or .state == \"released\""
+'
+expect_ok 'a CLEANUP the broker refuses for good is not retried' '
+    SLURM_JOB_ID=nosuch FMBROKER_CONF=$T/ctl.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_HOOK_TIMEOUT=1 \
+        FMBROKER_HOOK_LOG=$T/hooks.log "$FMB_SRC/deploy/slurm/epilog_slurmctld.sh" &&
+    grep -q "job nosuch: end-job failed: .*404" "$T/hooks.log" &&
+    ! grep -q "job nosuch: .*retrying" "$T/hooks.log"
+'
 done_testing
