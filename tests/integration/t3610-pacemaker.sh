@@ -29,6 +29,19 @@ expect_ok 'fencing is on and every node has a fence device kept off itself' '
     grep -q "name=\"stonith-enabled\" value=\"true\"" "$ha/fmbroker-cib.xml" &&
     test "$(node_of fence-fm1 up.xml)" = fm2 && test "$(node_of fence-fm2 up.xml)" = fm1
 '
+# A state disk that stops taking writes must fail the group over: the
+# broker only turns "degraded", and a mounted-only check never fails.
+expect_ok 'the state volume'"'"'s monitor writes to it (OCF_CHECK_LEVEL 20), in both CIBs' '
+    for cib in fmbroker-cib.xml fmbroker-drbd-cib.xml; do
+        python3 - "$ha/$cib" <<-PY || return 1
+	import sys, xml.etree.ElementTree as ET
+	fs = [p for p in ET.parse(sys.argv[1]).iter("primitive") if p.get("type") == "Filesystem"]
+	ops = [o for p in fs for o in p.iter("op") if o.get("name") == "monitor"]
+	levels = [n.get("value") for o in ops for n in o.iter("nvpair") if n.get("name") == "OCF_CHECK_LEVEL"]
+	sys.exit(0 if len(fs) == 1 and ops and levels == ["20"] * len(ops) else 1)
+	PY
+    done
+'
 expect_ok 'without fencing, crm_verify refuses the configuration' '
     python3 - "$ha/fmbroker-cib.xml" <<-PY &&
 	import sys, xml.etree.ElementTree as ET
