@@ -524,9 +524,8 @@ static int record_outcome (struct broker *b,
  * old record goes (0), unless what it still waits for is keyed by the
  * job id -- a reservation call out, VNIs in quarantine until the nodes
  * report -- which a new run would take for its own: then -1, a 409 in
- * 'p'.  Its
- * FM job's delete stays queued (keyed by the FM id; eligibility keeps
- * the new run off the FM until it is done). */
+ * 'p'.  Its FM job's delete stays queued (keyed by the FM id;
+ * eligibility keeps the new run off the FM until it is done). */
 static int run_again (struct broker *b,
                       const struct store_job *old,
                       struct http_problem *p)
@@ -1093,11 +1092,11 @@ static int node_cxi_of (const struct store_node *n, void *arg)
 /* Record what a node's agent reports.  A failure to destroy the job's CXI
  * services (after CLEANUP, or once the node had reported them made or
  * failed) asks for the node to be drained: they hold the job's VNIs
- * there.  A failure to make them (the prolog's: a live job's first report
- * from the node) is the job's, told to its user and logged; the node is
- * not drained for it (the README's promise to Slurm sites).  Once the job is over
- * and every node has reported its services destroyed, the quarantined
- * VNIs go back to the pool. */
+ * there.  A failure to make them (the prolog's: a live job's first
+ * report from the node) is the job's, told to its user and logged; the
+ * node is not drained for it (the README's promise to Slurm sites).
+ * Once the job is over and every node has reported its services
+ * destroyed, the quarantined VNIs go back to the pool. */
 static int record_node_report (struct broker *b,
                                const struct store_job *j,
                                const char *node,
