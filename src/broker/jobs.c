@@ -469,13 +469,13 @@ static enum store_hwcoll_state eligibility (struct broker *b,
         if (queued > 0)
             snprintf (why,
                       len,
-                      "the fabric manager has yet to delete %s, or steps of it, "
-                      "for an earlier run of this job id",
+                      "the fabric manager has yet to delete %.120s, or steps of "
+                      "it, for an earlier run of this job id",
                       fm_job_id);
         else
             snprintf (why,
                       len,
-                      "cannot tell whether %s is deleted: %.160s",
+                      "cannot tell whether %.60s is deleted: %.160s",
                       fm_job_id,
                       e.text);
         return STORE_HWCOLL_UNAVAILABLE;
