@@ -12,10 +12,6 @@ end_job () {
     timeout $((FMBROKER_HOOK_TIMEOUT + 1)) "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
         --timeout "$FMBROKER_HOOK_TIMEOUT" end-job "$SLURM_JOB_ID" 2>&1 >/dev/null
 }
-# Worth another try: unreachable (3, or the timeout's 124), or 429/5xx.
-transient () {
-    [ "$1" = 3 ] || [ "$1" = 124 ] || { [ "$1" = 1 ] && echo "$2" | grep -q ": \(429\|5[0-9][0-9]\) "; }
-}
 if [ "${1:-}" = --retry ]; then
     delay=2 waited=0
     while [ "$waited" -lt "$FMBROKER_CLEANUP_RETRY_S" ]; do
@@ -27,7 +23,7 @@ if [ "${1:-}" = --retry ]; then
             fmb_log "job $SLURM_JOB_ID: end-job done after ${waited} s of retries"
             exit 0
         fi
-        transient $rc "$out" || break
+        fmb_transient $rc "$out" || break
         delay=$((delay * 2))
         [ $delay -gt 60 ] && delay=60
     done
@@ -37,7 +33,7 @@ fi
 out=$(end_job)
 rc=$?
 [ $rc = 0 ] && exit 0
-if transient $rc "$out"; then
+if fmb_transient $rc "$out"; then
     fmb_log "job $SLURM_JOB_ID: end-job failed: $(echo "$out" | tail -n 1); retrying for up to $FMBROKER_CLEANUP_RETRY_S s"
     setsid "$0" --retry </dev/null >/dev/null 2>&1 &
 else

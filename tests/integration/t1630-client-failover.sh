@@ -108,6 +108,18 @@ expect_ok 'a CLEANUP that finds no broker (a failover gap) is retried until one 
     wait_for 300 0.1 grep -q "job gap: end-job done after [0-9]* s of retries" "$T/hooks.log" &&
     rm_call GET /v1/jobs/gap | jq -e ".state == \"releasing\" or .state == \"released\""
 '
+# PrologSlurmctld in a failover gap: the job waits for a broker (within
+# FMBROKER_RUN_RETRY_S) rather than start without its VNIs.
+expect_ok 'a RUN that finds no broker (a failover gap) waits for one' '
+    stop_broker && start=$(date +%s) &&
+    { SLURM_JOB_ID=gap2 SLURM_JOB_UID=1000 SLURM_JOB_USER=nobody SLURM_JOB_NODELIST="n[1-2]" \
+        SLURM_JOB_CPUS_PER_NODE=4 FMBROKER_CONF=$T/ctl.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_HOOK_TIMEOUT=1 \
+        FMBROKER_RUN_RETRY_S=60 FMBROKER_HOOK_LOG=$T/hooks.log "$FMB_SRC/deploy/slurm/prolog_slurmctld.sh" & } &&
+    hook=$! && sleep 3 && broker_on "$second" && wait $hook &&
+    echo "# the RUN waited $(($(date +%s) - start)) s" && cat "$T/hooks.log" &&
+    grep -q "job gap2: run-job done after [0-9]* s of retries" "$T/hooks.log" &&
+    rm_call GET /v1/jobs/gap2 | jq -e ".state == \"active\" and .nodes == [\"n1\",\"n2\"]"
+'
 expect_ok 'a CLEANUP the broker refuses for good is not retried' '
     SLURM_JOB_ID=nosuch FMBROKER_CONF=$T/ctl.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_HOOK_TIMEOUT=1 \
         FMBROKER_HOOK_LOG=$T/hooks.log "$FMB_SRC/deploy/slurm/epilog_slurmctld.sh" &&

@@ -65,6 +65,8 @@ expect_ok 'munge and Slurm come up with the plugin and the controller hooks' '
 #!/bin/sh
 # the controller, on the broker host: the socket
 export FMBROKER_CONF=$T/broker.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_HOOK_LOG=$S/log/hooks.log
+# (short waits for a broker that does not answer: one is stopped on purpose)
+export FMBROKER_RUN_RETRY_S=3 FMBROKER_CLEANUP_RETRY_S=6
 exec $FMB_SRC/deploy/slurm/$h.sh
 HOOK
     done &&
@@ -303,7 +305,7 @@ expect_ok 'with the broker stopped, a job fails and says why (fail_closed, the d
     grep -q "no VNI isolation: .*the step does not start (policy fail_closed)" err &&
     grep -q "broker at https://127.0.0.1:$tcp_port" err &&
     grep -q "fmbroker: job [0-9]*: prolog .*failed.*broker at https://127.0.0.1:$tcp_port" "$S/log/slurmd-n1.log" &&
-    grep -q "run-job failed: .*$T/api.sock" "$S/log/hooks.log"
+    grep -q "run-job failed after [0-9]* s of retries: .*$T/api.sock" "$S/log/hooks.log"
 '
 # The job's user owns its .env record and may rewrite it; the fail-closed
 # verdict must not follow.  Inside one allocation: the first step runs the
