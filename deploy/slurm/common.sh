@@ -1,7 +1,7 @@
 # common.sh: sourced by the fmbroker Slurm hooks.  Slurm gives hooks no
 # PATH and none of the user's environment; settings come from here and
 # from /etc/default/fmbroker (FMBROKER_CONF, FMBROKER_BINDIR, ...).
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export PATH="${PATH:+$PATH:}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 [ -r /etc/default/fmbroker ] && . /etc/default/fmbroker
 FMBROKER_BINDIR=${FMBROKER_BINDIR:-/usr/bin}
 FMBROKER_SBINDIR=${FMBROKER_SBINDIR:-/usr/sbin}

@@ -12,11 +12,24 @@ end_job () {
     timeout $((FMBROKER_HOOK_TIMEOUT + 1)) "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
         --timeout "$FMBROKER_HOOK_TIMEOUT" end-job "$SLURM_JOB_ID" 2>&1 >/dev/null
 }
+# Back in Slurm's queue under the same id (requeued)?  Its next run's RUN
+# may already have found the record; a CLEANUP arriving now would end
+# that run.  Left to the next run's own CLEANUP then.
+requeued () {
+    case $(squeue -h -j "$SLURM_JOB_ID" -o %T 2>/dev/null | head -n 1) in
+    PENDING | CONFIGURING | RUNNING | REQUEUED | REQUEUE_HOLD | REQUEUE_FED | SUSPENDED) return 0 ;;
+    esac
+    return 1
+}
 if [ "${1:-}" = --retry ]; then
     delay=2 waited=0
     while [ "$waited" -lt "$FMBROKER_CLEANUP_RETRY_S" ]; do
         sleep "$delay"
         waited=$((waited + delay))
+        if requeued; then
+            fmb_log "job $SLURM_JOB_ID: requeued before its CLEANUP got through; its next run's CLEANUP ends it"
+            exit 0
+        fi
         out=$(end_job)
         rc=$?
         if [ $rc = 0 ]; then

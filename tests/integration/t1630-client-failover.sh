@@ -120,6 +120,18 @@ expect_ok 'a RUN that finds no broker (a failover gap) waits for one' '
     grep -q "job gap2: run-job done after [0-9]* s of retries" "$T/hooks.log" &&
     rm_call GET /v1/jobs/gap2 | jq -e ".state == \"active\" and .nodes == [\"n1\",\"n2\"]"
 '
+# The job is requeued (same id) while its CLEANUP still waits for a
+# broker: the CLEANUP must not arrive after the next run's RUN found the
+# record, or it would end that run.  (A stub squeue says PENDING.)
+expect_ok 'a CLEANUP still waiting when the job is requeued is left to the next run' '
+    rm_call PUT /v1/jobs/rq "{\"uid\":1000,\"node_count\":2}" >/dev/null &&
+    mkdir -p "$T/stub" && printf "#!/bin/sh\necho PENDING\n" >"$T/stub/squeue" && chmod 755 "$T/stub/squeue" &&
+    stop_broker &&
+    PATH="$T/stub:$PATH" SLURM_JOB_ID=rq FMBROKER_CONF=$T/ctl.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_HOOK_TIMEOUT=1 \
+        FMBROKER_CLEANUP_RETRY_S=60 FMBROKER_HOOK_LOG=$T/hooks.log "$FMB_SRC/deploy/slurm/epilog_slurmctld.sh" &&
+    wait_for 100 0.1 grep -q "job rq: requeued before its CLEANUP got through" "$T/hooks.log" &&
+    broker_on "$second" && rm_call GET /v1/jobs/rq | jq -e ".state == \"active\""
+'
 expect_ok 'a CLEANUP the broker refuses for good is not retried' '
     SLURM_JOB_ID=nosuch FMBROKER_CONF=$T/ctl.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_HOOK_TIMEOUT=1 \
         FMBROKER_HOOK_LOG=$T/hooks.log "$FMB_SRC/deploy/slurm/epilog_slurmctld.sh" &&
