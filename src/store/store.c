@@ -1114,7 +1114,7 @@ int store_check_full (const char *db_path,
         /* every page read sound: do the kept counts match, is every
          * object of the schema there as fmbroker made it? */
         struct fmb_error objects;
-        int tables, n = check_counts (st, cb, arg, error);
+        int tables = 0, n = check_counts (st, cb, arg, error);
         if (n < 0)
             goto error; /* not read: that is not damage */
         if (n > 0)
@@ -1235,7 +1235,7 @@ int store_open (const char *db_path,
 {
     struct store *st;
     struct fmb_error why;
-    int tables;
+    int tables = 0; /* (left alone when the check fails) */
     if (open_db (db_path, SCHEMA_VERSION, &st, error) < 0)
         return -1;
     int wrong = store_derived_check (st, NULL, NULL, &tables, &why);

@@ -489,6 +489,14 @@ static void missing_or_changed_indexes_and_triggers_are_made_again (void **state
     assert_string_equal (again.made, "index jobs_released (missing)");
     assert_int_equal (again.counts, 0);
     assert_int_equal (store_check_full (fx->db, NULL, NULL, &e), 0);
+    /* something else under an index's name: the index cannot be made
+     * again; start-up refuses, naming it, and changes nothing */
+    raw_exec (fx->db,
+              "DROP INDEX vnis_expiring; CREATE TABLE vnis_expiring (x INTEGER);");
+    expect_refused (fx, EIO, "index vnis_expiring: make it again: ");
+    raw_exec (fx->db, "DROP TABLE vnis_expiring;");
+    assert_int_equal (store_recount (fx->db, &again, &e), 0);
+    assert_string_equal (again.made, "index vnis_expiring (missing)");
     /* a table gone: damage, named, and never made again empty */
     raw_exec (fx->db, "DROP TABLE job_steps;");
     assert_int_equal (store_check_full (fx->db, NULL, NULL, &e), -1);
