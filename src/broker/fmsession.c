@@ -168,7 +168,7 @@ static void note_credentials (struct fmsession *s, const struct fmc_result *res)
             fmb_log (
                 LOG_ERR,
                 "fabric manager %s refuses fmbroker's credentials ([fabric_manager] "
-                "auth_dir): %s",
+                "auth): %s",
                 url,
                 res->error);
         snprintf (s->refused, sizeof (s->refused), "%s", res->error);
