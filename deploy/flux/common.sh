@@ -16,11 +16,16 @@ FMBROKER_CXI_ARGS=${FMBROKER_CXI_ARGS:-}
 FMBROKER_HOUSEKEEPING_S=${FMBROKER_HOUSEKEEPING_S:-300}
 # Where a sub-instance keeps what it inherited from its enclosing job.
 FMBROKER_INHERITED=fmbroker-inherited.env
-# To the system log and to stderr (Flux keeps a script's stderr in its log).
+# To the system log and to stderr (Flux keeps a script's stderr in its
+# log), and to FMBROKER_HOOK_LOG too when that names a file.
 fmb_log () {
+    [ -n "${FMBROKER_HOOK_LOG:-}" ] &&
+        printf '%s fmbroker-flux: %s\n' "$(date '+%Y-%m-%dT%H:%M:%S')" "$*" >>"$FMBROKER_HOOK_LOG"
     logger -t fmbroker-flux -- "$*" 2>/dev/null
     echo "fmbroker-flux: $*" >&2
 }
+# fmb_transient, fmb_detach, fmb_cleanup (CLEANUP, retried detached)
+. "$(dirname "$0")/../hooklib.sh"
 fmb_node () { echo "${FMBROKER_NODE:-$(hostname -s)}"; }
 # The job's id for the broker: decimal (Flux's f58 form is not a valid
 # broker job id).

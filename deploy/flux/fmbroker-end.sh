@@ -1,14 +1,20 @@
 #!/bin/sh
 # Flux job-manager epilog, at every instance level (the job's CLEANUP).
 # System instance: CLEANUP at fmbrokerd (the whole reservation, its trees
-# with it).  Sub-instance: delete the job's multicast trees through the
+# with it); when no broker answers (a failover) or one answers 429/5xx, a
+# detached copy tries again with back-off for FMBROKER_CLEANUP_RETRY_S
+# (600 s): a CLEANUP that never arrives leaves the job's VNIs and FM
+# reservation held (Flux never reuses a job id, so nothing to check
+# first).  Sub-instance: delete the job's multicast trees through the
 # broker's step route, with the session token inherited from the
 # enclosing job (the step id is the job's id path).  Bounded, never fatal.
 . "$(dirname "$0")/common.sh"
+if [ "${1:-}" = --retry ]; then # the detached copy
+    fmb_cleanup_retry "$2"
+    exit
+fi
 if [ "$(fmb_level)" = 0 ]; then
-    timeout $((FMBROKER_HOOK_TIMEOUT + 1)) "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
-        --timeout "$FMBROKER_HOOK_TIMEOUT" end-job "$(fmb_jobid)" >/dev/null 2>&1 ||
-        fmb_log "job $(fmb_jobid): end-job failed (exit $?)"
+    fmb_cleanup "$(fmb_jobid)"
     exit 0
 fi
 step=$(fmb_job_path)

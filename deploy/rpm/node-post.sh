@@ -6,6 +6,7 @@ if [ -d /run/systemd/system ]; then
     if [ "$1" -eq 1 ]; then
         systemctl enable --now fmbroker-cxi-report.timer >/dev/null 2>&1 || true
     else
-        systemctl try-restart fmbroker-cxi-report.timer fmbroker-slurm-events.service >/dev/null 2>&1 || true
+        systemctl try-restart fmbroker-cxi-report.timer fmbroker-slurm-events.service \
+            fmbroker-slurm-sweep.timer >/dev/null 2>&1 || true
     fi
 fi

@@ -17,10 +17,7 @@ fmb_log () {
         printf '%s fmbroker-slurm: %s\n' "$(date '+%Y-%m-%dT%H:%M:%S')" "$*" >>"$FMBROKER_HOOK_LOG"
     logger -t fmbroker-slurm -p daemon.err -- "$*" 2>/dev/null || echo "fmbroker-slurm: $*" >&2
 }
-# Is a failed fmbroker call (exit status $1, output $2) worth another try:
-# no broker answered (3, or timeout's 124), or one answered 429 or 5xx?
-fmb_transient () {
-    [ "$1" = 3 ] || [ "$1" = 124 ] || { [ "$1" = 1 ] && echo "$2" | grep -q ": \(429\|5[0-9][0-9]\) "; }
-}
+# fmb_transient, fmb_detach, fmb_cleanup (CLEANUP, retried detached)
+. "$(dirname "$0")/../hooklib.sh"
 # The first number of SLURM_JOB_CPUS_PER_NODE ("4(x2),2" -> 4)
 fmb_ncores () { echo "${SLURM_JOB_CPUS_PER_NODE:-0}" | sed 's/[^0-9].*//'; }

@@ -289,6 +289,47 @@ expect_ok 'a step needs no broker to start: the broker stopped mid-job, the next
         diff "$D/rec.$n" "$D/env.$n" || return 1
     done
 '
+# Jobs that end while no broker answers: EpilogSlurmctld's detached retry
+# outlives the hook (slurmctld kills the hook's process group as it
+# exits; before fmb_detach waited, 7 in 10 retries died with it) and ends
+# each job once a broker answers again.
+ended () { job_field "$1" .state | grep -qx "releasing\|released"; }
+expect_ok 'EpilogSlurmctld'"'"'s CLEANUP retry outlives the hook: three jobs that end with no broker are ended when it is back' '
+    wait_for 100 0.1 all_idle && rm -f "$D"/retry.* && ids= &&
+    for i in 1 2 3; do
+        j=$(cd "$D" && as_nobody sbatch --parsable -N1 -o /dev/null \
+            --wrap "touch $D/retry.up$i; while [ ! -e $D/retry.end ]; do sleep 0.1; done") && ids="$ids $j" || return 1
+    done &&
+    wait_for 300 0.1 test -e "$D/retry.up1" -a -e "$D/retry.up2" -a -e "$D/retry.up3" &&
+    stop_broker && touch "$D/retry.end" &&
+    for j in $ids; do wait_for 300 0.1 grep -q "job $j: end-job failed: .*retrying" "$S/log/hooks.log" || return 1; done &&
+    start_broker &&
+    for j in $ids; do
+        wait_for 200 0.1 grep -q "job $j: end-job done after [0-9]* s of retries" "$S/log/hooks.log" && ended "$j" ||
+            { echo "job $j not ended"; return 1; }
+    done
+'
+# A job that ends while no broker answers for longer than EpilogSlurmctld
+# retries (FMBROKER_CLEANUP_RETRY_S: 6 s here) stays active at the
+# broker, holding its VNIs and FM reservation.  The sweep, as its timer
+# runs it, ends it and leaves a running job alone.
+expect_ok 'a job whose CLEANUP never arrived is ended by fmbroker-slurm-sweep; a running job is not' '
+    wait_for 100 0.1 all_idle && rm -f "$D"/sweep.* &&
+    a=$(cd "$D" && as_nobody sbatch --parsable -N2 -o /dev/null \
+        --wrap "touch $D/sweep.a; while [ ! -e $D/sweep.end ]; do sleep 0.1; done") &&
+    b=$(cd "$D" && as_nobody sbatch --parsable -N2 -o /dev/null \
+        --wrap "touch $D/sweep.b; while [ ! -e $D/sweep.stop ]; do sleep 0.1; done") &&
+    wait_for 300 0.1 test -e "$D/sweep.a" -a -e "$D/sweep.b" &&
+    stop_broker && touch "$D/sweep.end" && wait_for 300 0.1 job_gone "$a" &&
+    wait_for 300 0.1 grep -q "job $a: end-job still failing after" "$S/log/hooks.log" &&
+    start_broker && test "$(job_field "$a" .state)" = active && mockfm_has_job "c1-$a" &&
+    FMBROKER_CONF=$T/broker.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_HOOK_LOG=$S/log/hooks.log \
+        FMBROKER_SWEEP_MIN_AGE_S=0 "$FMB_SRC/deploy/slurm/fmbroker-slurm-sweep.sh" >sweep.txt &&
+    grep -q "^job $a: ended in Slurm (COMPLETED), and its CLEANUP never reached the broker: ended now" sweep.txt &&
+    ended "$a" && test "$(job_field "$b" .state)" = active &&
+    wait_for 100 0.1 mockfm_lacks_job "c1-$a" && mockfm_has_job "c1-$b" &&
+    touch "$D/sweep.stop" && wait_for 300 0.1 job_gone "$b"
+'
 expect_ok 'without fmbroker_spank_clean.so next to the plugin, steps run and their end logs why nothing was cleaned' '
     wait_for 100 0.1 all_idle && mkdir -p "$T/lonely" && cp "$FMB_BIN/../lib/fmbroker_spank.so" "$T/lonely/" &&
     plugstack && sed "s|[^ ]*/fmbroker_spank.so|$T/lonely/fmbroker_spank.so|" "$S/plugstack.conf" >"$S/lonely.conf" &&

@@ -161,4 +161,18 @@ expect_ok 'housekeeping once the service frees up, and CLEANUP: the VNI is free'
     wait_for 50 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/v1/jobs/1001 | jq -e \".state == \\\"released\\\"\"" &&
     ! rm_call GET /v1/vnis | jq -e --argjson v "$v" "any(.vnis[]; .vni == \$v)" >/dev/null
 '
+# The job-manager epilog finds no broker (a failover): it returns at once
+# and a detached copy tries again, for FMBROKER_CLEANUP_RETRY_S.
+end_logged () { grep -q "fmbroker-flux: job $1: $2" "$T/hooks.log"; }
+expect_ok 'a CLEANUP that finds no broker returns at once; a detached copy ends the job once one answers, or says it gave up' '
+    for j in 1007 1008; do rm_call PUT /v1/jobs/$j "{\"uid\":1000,\"nodes\":[\"n1\",\"n2\"]}" >/dev/null || return 1; done &&
+    stop_broker &&
+    FMBROKER_HOOK_LOG=$T/hooks.log FMBROKER_CLEANUP_RETRY_S=2 FLUX_JOB_ID=ƒA8 STUB_DEC=1008 "$F/fmbroker-end.sh" 2>/dev/null &&
+    FMBROKER_HOOK_LOG=$T/hooks.log FMBROKER_CLEANUP_RETRY_S=30 FLUX_JOB_ID=ƒA7 STUB_DEC=1007 "$F/fmbroker-end.sh" 2>/dev/null &&
+    end_logged 1007 "end-job failed: .*Couldn.t connect to server; retrying for up to 30 s" &&
+    wait_for 100 0.1 end_logged 1008 "end-job still failing after 2 s (.*); it keeps its VNIs and FM reservation until someone runs .fmbroker end-job 1008. once a broker answers" &&
+    start_broker &&
+    wait_for 300 0.1 end_logged 1007 "end-job done after [0-9]* s of retries" &&
+    job_field 1007 .state | grep -qx "releasing\|released" && test "$(job_field 1008 .state)" = active
+'
 done_testing

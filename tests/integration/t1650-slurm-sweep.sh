@@ -1,0 +1,101 @@
+#!/bin/bash
+# t1650-slurm-sweep.sh: fmbroker-slurm-sweep ends at the broker the jobs
+# Slurm no longer runs (their CLEANUP never arrived), and nothing else:
+# not a job Slurm still has in any state but a finished one, not a young
+# job, not a job whose id is no Slurm id, not a job requeued since the
+# listing; with no list from Slurm or the broker it ends nothing.  Slurm
+# is a stub squeue here (t4010 runs the sweep against a real Slurm).
+. "$(dirname "$0")/lib.sh"
+start_mockfm
+start_broker
+sweep="$FMB_SRC/deploy/slurm/fmbroker-slurm-sweep.sh"
+# squeue: the listing from $T/squeue.list; -j ID from $T/squeue.now when
+# it names ID (a state changed since the listing), else from the listing;
+# fails as an unreachable slurmctld does while $T/squeue.down exists.
+mkdir -p "$T/stub" && cat >"$T/stub/squeue" <<EOF
+#!/bin/sh
+echo "\$*" >>"$T/squeue.calls"
+if [ -e "$T/squeue.down" ]; then
+    echo "slurm_load_jobs error: Unable to contact slurm controller (connect failure)" >&2; exit 1
+fi
+job=
+while [ \$# -gt 0 ]; do [ "\$1" = -j ] && job=\$2; shift; done
+if [ -z "\$job" ]; then cat "$T/squeue.list"; exit 0; fi
+line=\$(grep "^\$job " "$T/squeue.now" 2>/dev/null || grep "^\$job " "$T/squeue.list")
+[ -n "\$line" ] || { echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; }
+echo "\${line#* }"
+EOF
+chmod 755 "$T/stub/squeue"
+run_sweep () { # ARGS: as the timer runs it (root, an rm user), Slurm stubbed
+    env PATH="$T/stub:$PATH" FMBROKER_CONF="$T/broker.conf" FMBROKER_BINDIR="$FMB_BIN" \
+        FMBROKER_HOOK_LOG="$T/hooks.log" FMBROKER_SWEEP_MIN_AGE_S="${min_age:-0}" "$sweep" "$@"
+}
+state_of () { job_field "$1" .state; }
+# Each job's state at the broker, "ID STATE" sorted: what a sweep changed.
+states () { rm_call GET "/v1/jobs?limit=1000" | jq -r '.jobs[] | "\(.id) \(.state)"' | sort; }
+run_job () { rm_call PUT "/v1/jobs/$1" "{\"uid\":1000,\"nodes\":[\"a\",\"b\"]}" >/dev/null; }
+lost () { job_field "$1" .state | grep -qx lost; }
+
+expect_ok 'jobs at the broker, and what Slurm says of each' '
+    for j in 101 102 103 104 105 106 107 108 109 110 flux-f2x; do run_job "$j" || return 1; done &&
+    curl -sf -X DELETE "$fm_url/fabric/collectives/jobs/c1-107" >/dev/null &&
+    rm_call POST /v1/reconcile >/dev/null && wait_for 100 0.1 lost 107 &&
+    printf "%s\n" "102 COMPLETED" "103 RUNNING" "104 PENDING" "105 COMPLETING" "106 TIMEOUT" \
+        "108 SPECIAL_EXIT" "109 SOME_NEW_STATE" "110 CANCELLED" "999 RUNNING" >"$T/squeue.list" &&
+    printf "%s\n" "110 PENDING" >"$T/squeue.now" && states >before &&
+    test "$(grep -c " active$" before)" = 10 && grep -qx "107 lost" before
+'
+expect_ok 'jobs younger than FMBROKER_SWEEP_MIN_AGE_S are left alone' '
+    min_age=3600 run_sweep >out && test ! -s out && states >now && diff before now
+'
+expect_ok 'with slurmctld unreachable nothing is ended, exit 2, and the log says why' '
+    touch "$T/squeue.down" && { run_sweep >out; test $? = 2; } && rm -f "$T/squeue.down" &&
+    grep -q "squeue failed: slurm_load_jobs error: Unable to contact slurm controller" out &&
+    grep -q "fmbroker-slurm: sweep: squeue failed" "$T/hooks.log" && states >now && diff before now
+'
+# (uid 1001 owns none of the jobs: uid 1000 would see its own)
+expect_ok 'a caller the broker does not take as rm (uid 1001) ends nothing, exit 2, with the broker'"'"'s reason' '
+    skip_root=$(id -u) && if [ "$skip_root" != 0 ] || ! command -v setpriv >/dev/null; then echo "skipped: needs root"; return 0; fi &&
+    chmod 755 "$T" && chmod 644 "$T/broker.conf" &&
+    { as_user 1001 env PATH="$T/stub:$PATH" FMBROKER_CONF="$T/broker.conf" FMBROKER_BINDIR="$FMB_BIN" \
+        FMBROKER_SWEEP_MIN_AGE_S=0 "$sweep" >out 2>&1; test $? = 2; } &&
+    grep -q "cannot read the broker.s events, so not an \[api\] rm user there: .*403" out &&
+    states >now && diff before now
+'
+expect_ok '--dry-run says which jobs it would end, and why, and ends none' '
+    run_sweep --dry-run >out && states >now && diff before now &&
+    grep -qx "would end job 101: unknown to slurmctld (ended over MinJobAge ago, or never ran)" out &&
+    grep -qx "would end job 102: ended in Slurm (COMPLETED)" out &&
+    grep -qx "would end job 106: ended in Slurm (TIMEOUT)" out &&
+    grep -qx "would end job 107: unknown to slurmctld (ended over MinJobAge ago, or never ran)" out &&
+    grep -qx "job 110: PENDING in Slurm now; left to its own CLEANUP" out &&
+    test "$(grep -c "^would end" out)" = 4
+'
+expect_ok 'the sweep ends exactly the jobs Slurm has not got or has as finished, and logs each' '
+    : >"$T/hooks.log" && run_sweep >out && states >now &&
+    for j in 101 102 106 107; do grep -q "^$j \(releasing\|released\)$" now || { echo "$j not ended"; return 1; }; done &&
+    for j in 103 104 105 108 109 110 flux-f2x; do grep -qx "$j active" now || { echo "$j touched"; return 1; }; done &&
+    grep -q "sweep: job 102: ended in Slurm (COMPLETED), and its CLEANUP never reached the broker: ended now" "$T/hooks.log" &&
+    grep -q "sweep: 4 job(s) ended" "$T/hooks.log" &&
+    wait_for 100 0.1 mockfm_lacks_job c1-101 && mockfm_has_job c1-103
+'
+expect_ok 'run again, it finds nothing to end' '
+    states >before && run_sweep >out && states >now && diff before now &&
+    test "$(cat out)" = "job 110: PENDING in Slurm now; left to its own CLEANUP"
+'
+# An end-job that fails (the broker went away between the listing and
+# the call) is said and counted: exit 1, the others still ended.
+expect_ok 'an end-job that fails: exit 1, its reason logged, the other jobs still ended' '
+    mkdir -p "$T/bin" && cat >"$T/bin/fmbroker" <<EOF &&
+#!/bin/sh
+case " \$* " in *" end-job 103 "*) echo "fmbroker: 503 the broker is shutting down" >&2; exit 1 ;; esac
+exec "$FMB_BIN/fmbroker" "\$@"
+EOF
+    chmod 755 "$T/bin/fmbroker" &&
+    printf "%s\n" "103 FAILED" "104 NODE_FAIL" >"$T/squeue.list" &&
+    { env PATH="$T/stub:$PATH" FMBROKER_CONF="$T/broker.conf" FMBROKER_BINDIR="$T/bin" \
+        FMBROKER_SWEEP_MIN_AGE_S=0 "$sweep" >out; test $? = 1; } &&
+    grep -q "job 103: ended in Slurm (FAILED); end-job failed: fmbroker: 503 the broker is shutting down" out &&
+    test "$(state_of 103)" = active && test "$(state_of 104)" != active
+'
+done_testing
