@@ -19,5 +19,14 @@ fmb_log () {
 }
 # fmb_transient, fmb_detach, fmb_cleanup (CLEANUP, retried detached)
 . "$(dirname "$0")/../hooklib.sh"
+# fmb_slurm_state JOB: the job's own state in Slurm.  squeue -j lists a
+# heterogeneous job's components, or an array's tasks, under one id: only
+# the line with the job's own id counts.  Prints nothing when slurmctld
+# says it has no such job; returns 1 when squeue failed otherwise.
+fmb_slurm_state () {
+    _sq=$(squeue -a -h -t all -j "$1" -o '%A %T' 2>&1) ||
+        case $_sq in *"Invalid job id specified"*) return 0 ;; *) return 1 ;; esac
+    echo "$_sq" | awk -v id="$1" '$1 == id { print $2; exit }'
+}
 # The first number of SLURM_JOB_CPUS_PER_NODE ("4(x2),2" -> 4)
 fmb_ncores () { echo "${SLURM_JOB_CPUS_PER_NODE:-0}" | sed 's/[^0-9].*//'; }

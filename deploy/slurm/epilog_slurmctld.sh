@@ -10,16 +10,17 @@
 . "$(dirname "$0")/common.sh"
 # Back in Slurm's queue under the same id (requeued)?  Its next run's RUN
 # may already have found the record; a CLEANUP arriving now would end
-# that run.  Left to the next run's own CLEANUP then.
+# that run.  Left to the next run's own CLEANUP then.  (When squeue
+# cannot say, the CLEANUP goes ahead: the job was just seen ending.)
 requeued () {
-    case $(squeue -h -j "$1" -o %T 2>/dev/null | head -n 1) in
+    case $(fmb_slurm_state "$1") in
     PENDING | CONFIGURING | RUNNING | REQUEUED | REQUEUE_HOLD | REQUEUE_FED | SUSPENDED) ;;
     *) return 1 ;;
     esac
     fmb_log "job $1: requeued before its CLEANUP got through; its next run's CLEANUP ends it"
 }
 if [ "${1:-}" = --retry ]; then
-    fmb_cleanup_later="fmbroker-slurm-sweep.timer ends it (or 'fmbroker end-job $2' once a broker answers)"
+    fmb_cleanup_later="fmbroker-slurm-sweep.timer, where enabled, or 'fmbroker end-job $2' once a broker answers ends it"
     fmb_cleanup_retry "$2" requeued
     exit
 fi

@@ -15,30 +15,37 @@
 # Slurm job id (a number) and that is older at the broker than
 # FMBROKER_SWEEP_MIN_AGE_S (default 600) is ended with `fmbroker end-job`,
 # after asking squeue about it once more (a requeued job's next run may
-# have found the record meanwhile).  A job Slurm lists in any other state
-# (pending, requeued or held ones too) is left alone, and so is any state
-# this script does not know.
+# have found the record meanwhile; when squeue cannot say, the job waits
+# for the next sweep).  A job Slurm lists in any other state (pending,
+# requeued or held ones too, and REVOKED: a federated job running on a
+# sibling cluster) is left alone, and so is any state this script does
+# not know.  More than FMBROKER_SWEEP_MAX (100) jobs to end at once looks
+# like a wrong list from squeue (another cluster's, or one that hides
+# jobs): none is ended without --force.
 #
 # Exit status: 0 nothing was left to end, or all of it was ended; 1 some
-# end-job failed; 2 the broker's or Slurm's list could not be read (then
-# nothing is ended).
+# end-job failed; 2 the broker's or Slurm's list could not be read, or
+# more than FMBROKER_SWEEP_MAX jobs to end (then nothing is ended).
 . "$(dirname "$0")/common.sh"
 min_age=${FMBROKER_SWEEP_MIN_AGE_S:-600}
-dry_run=
+max=${FMBROKER_SWEEP_MAX:-100}
+dry_run= force=
 case "${1:-}" in
     "") ;;
     --dry-run) dry_run=1 ;;
+    --force) force=1 ;;
     -h | --help)
-        echo "usage: $0 [--dry-run]"
+        echo "usage: $0 [--dry-run | --force]"
         echo "End at fmbrokerd the jobs Slurm no longer runs (their CLEANUP never arrived):"
         echo "active or lost there, older than FMBROKER_SWEEP_MIN_AGE_S (600), and not in"
-        echo "squeue, or finished there.  --dry-run: only say which.  Exit 0 done, 1 an"
-        echo "end-job failed, 2 no list from the broker or from Slurm (nothing ended)."
+        echo "squeue, or finished there.  --dry-run: only say which.  --force: even more"
+        echo "than FMBROKER_SWEEP_MAX (100) at once.  Exit 0 done, 1 an end-job failed,"
+        echo "2 no list from the broker or from Slurm, or too many (nothing ended)."
         exit 0 ;;
-    *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--dry-run | --force]" >&2; exit 2 ;;
 esac
-case "$min_age" in
-    '' | *[!0-9]*) echo "FMBROKER_SWEEP_MIN_AGE_S=$min_age: a number of seconds" >&2; exit 2 ;;
+case "$min_age$max" in
+    '' | *[!0-9]*) echo "FMBROKER_SWEEP_MIN_AGE_S=$min_age, FMBROKER_SWEEP_MAX=$max: numbers" >&2; exit 2 ;;
 esac
 # (--timeout bounds each call to the broker; a listing is a call a page)
 fmb () { "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" --timeout "$FMBROKER_HOOK_TIMEOUT" "$@"; }
@@ -74,7 +81,7 @@ if ! squeue -a -h -t all -o '%A %T' >"$tmp/slurm" 2>"$tmp/err"; then
 fi
 # Finished states; any other (PENDING, RUNNING, COMPLETING, SUSPENDED,
 # REQUEUED, REQUEUE_HOLD, SPECIAL_EXIT, ...) is Slurm's still.
-finished='COMPLETED|CANCELLED|FAILED|TIMEOUT|NODE_FAIL|PREEMPTED|BOOT_FAIL|DEADLINE|OUT_OF_MEMORY|REVOKED'
+finished='COMPLETED|CANCELLED|FAILED|TIMEOUT|NODE_FAIL|PREEMPTED|BOOT_FAIL|DEADLINE|OUT_OF_MEMORY'
 now_ms=$(($(date +%s) * 1000))
 # "ID WHY" for each job to end.
 awk -v now="$now_ms" -v min="$((min_age * 1000))" -v fin="^($finished)\$" '
@@ -83,10 +90,18 @@ awk -v now="$now_ms" -v min="$((min_age * 1000))" -v fin="^($finished)\$" '
     !($1 in slurm) { print $1, "unknown to slurmctld (ended over MinJobAge ago, or never ran)"; next }
     slurm[$1] ~ fin { print $1, "ended in Slurm (" slurm[$1] ")" }
 ' "$tmp/slurm" "$tmp/broker" >"$tmp/ended"
+n=$(wc -l <"$tmp/ended")
+if [ "$n" -gt "$max" ] && [ -z "$force$dry_run" ]; then
+    say "$n jobs to end, more than FMBROKER_SWEEP_MAX=$max: a wrong list from squeue (another cluster's, or one that hides jobs) looks like this; none ended: check with --dry-run, then run with --force"
+    exit 2
+fi
 failed=0 ended=0
 while read -r job why; do
     # The job's state now: it may have been requeued since the listing.
-    now_state=$(squeue -a -h -t all -j "$job" -o %T 2>/dev/null | head -n 1)
+    if ! now_state=$(fmb_slurm_state "$job"); then
+        say "job $job: squeue cannot say what the job is now; left for the next sweep"
+        continue
+    fi
     if [ -n "$now_state" ] && ! echo "$now_state" | grep -Eqx "$finished"; then
         say "job $job: $now_state in Slurm now; left to its own CLEANUP"
         continue

@@ -122,10 +122,11 @@ expect_ok 'a RUN that finds no broker (a failover gap) waits for one' '
 '
 # The job is requeued (same id) while its CLEANUP still waits for a
 # broker: the CLEANUP must not arrive after the next run's RUN found the
-# record, or it would end that run.  (A stub squeue says PENDING.)
+# record, or it would end that run.  (A stub squeue says PENDING, with the
+# job's id, as -o '%A %T' asks.)
 expect_ok 'a CLEANUP still waiting when the job is requeued is left to the next run' '
     rm_call PUT /v1/jobs/rq "{\"uid\":1000,\"node_count\":2}" >/dev/null &&
-    mkdir -p "$T/stub" && printf "#!/bin/sh\necho PENDING\n" >"$T/stub/squeue" && chmod 755 "$T/stub/squeue" &&
+    mkdir -p "$T/stub" && printf "#!/bin/sh\necho rq PENDING\n" >"$T/stub/squeue" && chmod 755 "$T/stub/squeue" &&
     stop_broker &&
     PATH="$T/stub:$PATH" SLURM_JOB_ID=rq FMBROKER_CONF=$T/ctl.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_HOOK_TIMEOUT=1 \
         FMBROKER_CLEANUP_RETRY_S=60 FMBROKER_HOOK_LOG=$T/hooks.log "$FMB_SRC/deploy/slurm/epilog_slurmctld.sh" &&

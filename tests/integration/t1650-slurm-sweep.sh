@@ -9,8 +9,9 @@
 start_mockfm
 start_broker
 sweep="$FMB_SRC/deploy/slurm/fmbroker-slurm-sweep.sh"
-# squeue: the listing from $T/squeue.list; -j ID from $T/squeue.now when
-# it names ID (a state changed since the listing), else from the listing;
+# squeue: the listing from $T/squeue.list; -j ID from $T/squeue.j.ID when
+# there ("FAIL why": fails saying why), else from $T/squeue.now when it
+# names ID (a state changed since the listing), else from the listing;
 # fails as an unreachable slurmctld does while $T/squeue.down exists.
 mkdir -p "$T/stub" && cat >"$T/stub/squeue" <<EOF
 #!/bin/sh
@@ -21,9 +22,14 @@ fi
 job=
 while [ \$# -gt 0 ]; do [ "\$1" = -j ] && job=\$2; shift; done
 if [ -z "\$job" ]; then cat "$T/squeue.list"; exit 0; fi
+if [ -e "$T/squeue.j.\$job" ]; then
+    read -r first rest <"$T/squeue.j.\$job"
+    [ "\$first" = FAIL ] && { echo "\$rest" >&2; exit 1; }
+    cat "$T/squeue.j.\$job"; exit 0
+fi
 line=\$(grep "^\$job " "$T/squeue.now" 2>/dev/null || grep "^\$job " "$T/squeue.list")
 [ -n "\$line" ] || { echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; }
-echo "\${line#* }"
+echo "\$line"
 EOF
 chmod 755 "$T/stub/squeue"
 run_sweep () { # ARGS: as the timer runs it (root, an rm user), Slurm stubbed
@@ -97,5 +103,30 @@ EOF
         FMBROKER_SWEEP_MIN_AGE_S=0 "$sweep" >out; test $? = 1; } &&
     grep -q "job 103: ended in Slurm (FAILED); end-job failed: fmbroker: 503 the broker is shutting down" out &&
     test "$(state_of 103)" = active && test "$(state_of 104)" != active
+'
+# squeue -j lists a heterogeneous job's components (or an array's tasks)
+# under one id: only the job's own line counts.  A re-check squeue cannot
+# answer leaves the job for the next sweep.  REVOKED is a federated job
+# running on a sibling cluster.
+expect_ok 'the re-check reads the job'"'"'s own line, a failed re-check or a REVOKED job ends nothing' '
+    for j in 120 121 122 123 124; do run_job "$j" || return 1; done &&
+    printf "%s\n" "103 RUNNING" "110 RUNNING" "120 COMPLETED" "121 COMPLETED" "122 RUNNING" "123 REVOKED" \
+        "124 TIMEOUT" >"$T/squeue.list" &&
+    echo "FAIL slurm_load_jobs error: Socket timed out on send/recv operation" >"$T/squeue.j.120" &&
+    printf "%s\n" "122 RUNNING" "121 COMPLETED" >"$T/squeue.j.121" &&
+    run_sweep >out && states >now &&
+    grep -qx "job 120: squeue cannot say what the job is now; left for the next sweep" out &&
+    grep -qx "120 active" now && grep -q "^121 \(releasing\|released\)$" now &&
+    grep -qx "122 active" now && grep -qx "123 active" now && grep -q "^124 \(releasing\|released\)$" now
+'
+# A list from the wrong cluster, or one that hides jobs, makes every job
+# at the broker look ended: over FMBROKER_SWEEP_MAX, none is ended
+# without --force.
+expect_ok 'more jobs to end than FMBROKER_SWEEP_MAX: none ended, exit 2; --force ends them' '
+    rm -f "$T/squeue.j.120" && : >"$T/squeue.list" && states >before &&
+    { FMBROKER_SWEEP_MAX=2 run_sweep >out; test $? = 2; } && states >now && diff before now &&
+    grep -q "^5 jobs to end, more than FMBROKER_SWEEP_MAX=2: .*none ended" out &&
+    FMBROKER_SWEEP_MAX=2 run_sweep --force >out && states >now &&
+    test "$(grep -c " active$" now)" = 2 && grep -qx "flux-f2x active" now && grep -qx "110 active" now
 '
 done_testing
