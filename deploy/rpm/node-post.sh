@@ -7,6 +7,6 @@ if [ -d /run/systemd/system ]; then
         systemctl enable --now fmbroker-cxi-report.timer >/dev/null 2>&1 || true
     else
         systemctl try-restart fmbroker-cxi-report.timer fmbroker-slurm-events.service \
-            fmbroker-slurm-sweep.timer >/dev/null 2>&1 || true
+            fmbroker-slurm-sweep.timer fmbroker-flux-sweep.timer >/dev/null 2>&1 || true
     fi
 fi

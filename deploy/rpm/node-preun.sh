@@ -3,5 +3,5 @@
 if [ "$1" -eq 0 ] && [ -d /run/systemd/system ]; then
     systemctl disable --now fmbroker-cxi-report.timer >/dev/null 2>&1 || true
     systemctl stop fmbroker-slurm-events.service >/dev/null 2>&1 || true
-    systemctl disable --now fmbroker-slurm-sweep.timer >/dev/null 2>&1 || true
+    systemctl disable --now fmbroker-slurm-sweep.timer fmbroker-flux-sweep.timer >/dev/null 2>&1 || true
 fi

@@ -115,7 +115,7 @@ expect_ok 'the re-check reads the job'"'"'s own line, a failed re-check or a REV
     echo "FAIL slurm_load_jobs error: Socket timed out on send/recv operation" >"$T/squeue.j.120" &&
     printf "%s\n" "122 RUNNING" "121 COMPLETED" >"$T/squeue.j.121" &&
     run_sweep >out && states >now &&
-    grep -qx "job 120: squeue cannot say what the job is now; left for the next sweep" out &&
+    grep -qx "job 120: Slurm cannot say what the job is now; left for the next sweep" out &&
     grep -qx "120 active" now && grep -q "^121 \(releasing\|released\)$" now &&
     grep -qx "122 active" now && grep -qx "123 active" now && grep -q "^124 \(releasing\|released\)$" now
 '

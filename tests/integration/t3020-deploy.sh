@@ -13,6 +13,16 @@ expect_ok 'systemd-analyze verify accepts the unit, and would refuse a broken on
     mkdir -p broken && sed "s/^Type=notify/Type=notifyy/" fmbrokerd.service >broken/fmbrokerd.service &&
     systemd-analyze verify --man=no broken/fmbrokerd.service 2>err; grep -q "Failed to parse service type" err
 '
+expect_ok 'systemd-analyze verify accepts the sweeps'"'"' services and timers' '
+    if ! command -v systemd-analyze >/dev/null; then echo "skipped: no systemd-analyze"; return 0; fi
+    for rm in slurm flux; do
+        sed "s|^ExecStart=/usr/share/fmbroker/$rm/|ExecStart=$src/deploy/$rm/|" \
+            "$src/deploy/$rm/fmbroker-$rm-sweep.service" >"fmbroker-$rm-sweep.service" &&
+        cp "$src/deploy/$rm/fmbroker-$rm-sweep.timer" . || return 1
+    done &&
+    systemd-analyze verify --man=no ./fmbroker-slurm-sweep.service ./fmbroker-slurm-sweep.timer \
+        ./fmbroker-flux-sweep.service ./fmbroker-flux-sweep.timer 2>err && test ! -s err
+'
 expect_ok 'the unit is hardened: notify, watchdog, own user, no capabilities, no core dumps' '
     for l in Type=notify WatchdogSec= User=fmbroker StateDirectory=fmbroker RuntimeDirectory=fmbroker \
              ConfigurationDirectory=fmbroker ProtectSystem=strict NoNewPrivileges=yes "CapabilityBoundingSet=$" \
@@ -52,7 +62,8 @@ node_files="/usr/sbin/fmbroker-cxi /usr/bin/fmbroker /etc/default/fmbroker
     /usr/share/man/man1/fmbroker.1.gz /usr/share/man/man5/fmbroker.conf.5.gz /usr/share/man/man8/fmbroker-cxi.8.gz
     /usr/share/fmbroker/slurm/prolog_slurmctld.sh /usr/share/fmbroker/slurm/prolog.sh
     /usr/share/fmbroker/hooklib.sh /usr/share/fmbroker/slurm/fmbroker-slurm-sweep.sh /usr/lib/systemd/system/fmbroker-slurm-sweep.timer
-    /usr/lib/systemd/system/fmbroker-slurm-sweep.service
+    /usr/lib/systemd/system/fmbroker-slurm-sweep.service /usr/share/fmbroker/sweeplib.sh
+    /usr/share/fmbroker/flux/fmbroker-flux-sweep.sh /usr/lib/systemd/system/fmbroker-flux-sweep.timer
     /usr/share/fmbroker/flux/fmbroker-run.sh /usr/share/doc/fmbroker-node/copyright"
 # Slurm's plugin directory on Debian (where the README says it is)
 [ -e "$FMB_BIN/../lib/fmbroker_spank.so" ] &&

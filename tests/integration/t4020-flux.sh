@@ -27,6 +27,7 @@ case "$1 $2" in
 "getattr instance-level") echo "${STUB_LEVEL:-0}" ;;
 "getattr jobid-path") echo "${STUB_JOBID_PATH:-/}" ;;
 "getattr rundir") echo "$STUB_RUNDIR" ;;
+"jobs -n") [ -e "$STUB_JOBS" ] && cat "$STUB_JOBS" || { echo "flux-jobs: error: Unable to connect to Flux" >&2; exit 1; } ;;
 *) exit 1 ;;
 esac
 STUB
@@ -174,5 +175,22 @@ expect_ok 'a CLEANUP that finds no broker returns at once; a detached copy ends 
     start_broker &&
     wait_for 300 0.1 end_logged 1007 "end-job done after [0-9]* s of retries" &&
     job_field 1007 .state | grep -qx "releasing\|released" && test "$(job_field 1008 .state)" = active
+'
+# The sweep, as fmbroker-flux-sweep.timer runs it: a job the broker holds
+# that Flux no longer has active (inactive, or purged since) is ended.
+states () { rm_call GET "/v1/jobs?limit=1000" | jq -r '.jobs[] | "\(.id) \(.state)"' | sort; }
+expect_ok 'fmbroker-flux-sweep ends the jobs Flux no longer has active, and nothing without Flux'"'"'s list' '
+    for j in 2001 2002 2003; do rm_call PUT /v1/jobs/$j "{\"uid\":1000,\"nodes\":[\"n1\",\"n2\"]}" >/dev/null || return 1; done &&
+    states >before && grep -qx "1008 active" before &&
+    { STUB_JOBS=$T/no-such FMBROKER_SWEEP_MIN_AGE_S=0 "$F/fmbroker-flux-sweep.sh" >out 2>/dev/null; test $? = 2; } &&
+    grep -q "flux jobs failed: flux-jobs: error: Unable to connect to Flux; nothing ended" out &&
+    states >now && diff before now &&
+    printf "%s\n" "2001 RUN" "2003 CLEANUP" >"$T/flux.jobs" && : >"$T/hooks.log" &&
+    STUB_JOBS=$T/flux.jobs FMBROKER_HOOK_LOG=$T/hooks.log FMBROKER_SWEEP_MIN_AGE_S=0 "$F/fmbroker-flux-sweep.sh" >out 2>/dev/null &&
+    grep -q "^flux jobs -n --user=all --filter=pending,running -c 1000000 -o {id.dec} {state}$" "$STUB_LOG" &&
+    states >now && grep -qx "2001 active" now && grep -qx "2003 active" now &&
+    grep -q "^2002 \(releasing\|released\)$" now && grep -q "^1008 \(releasing\|released\)$" now &&
+    grep -q "fmbroker-flux: sweep: job 2002: not active in Flux (inactive, or purged since), and its CLEANUP never reached the broker: ended now" "$T/hooks.log" &&
+    test "$(grep -c " active$" now)" = 2
 '
 done_testing
