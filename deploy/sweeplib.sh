@@ -108,7 +108,9 @@ fmb_sweep () {
         exit 2
     fi
     # "ID WHY" for each job to end.
-    awk -v now="$(($(date +%s) * 1000))" -v min="$((_min_age * 1000))" -v fin="^($rm_finished)\$" \
+    # (now in ms: in whole seconds, a job made in this second would read
+    # as made in the future, younger than any age)
+    awk -v now="$(date +%s%3N)" -v min="$((_min_age * 1000))" -v fin="^($rm_finished)\$" \
         -v rm="$rm_name" -v unknown="$rm_unknown" '
         FILENAME == ARGV[1] { state[$1] = $2; next }
         $1 !~ /^[0-9]+$/ || now - $2 < min { next }

@@ -9,6 +9,7 @@
  * broker over its socket.  Services are found again by uid and exact VNI
  * set, never by service id.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -92,7 +93,8 @@ static const char usage_text[] =
     "  -n, --dry-run         print the descriptors, change nothing\n"
     "  -h, --help\n"
     "\n"
-    "No libcxi or no NICs: prolog and epilog succeed with nothing to do.\n"
+    "No NIC (or no libcxi and none in /sys/class/cxi): prolog and epilog succeed\n"
+    "with nothing to do.  A chosen libcxi that does not load fails them.\n"
     "A report (created/destroyed/failed) the broker cannot take now is kept on\n"
     "the node and delivered later, so no VNI stays quarantined for want of it.\n"
     "Exit status: 0 success, 1 failure (epilog: drain the node), 2 usage.\n";
@@ -453,18 +455,60 @@ static int write_record (const struct job_facts *f, json_t *services)
 
 /* ---- devices ------------------------------------------------------- */
 
+/* The first NIC the kernel's cxi driver shows (name into 'nic'), or
+ * false.  FMBROKER_CXI_SYSFS replaces /sys/class/cxi (tests). */
+static bool sysfs_nic (char *nic, size_t len)
+{
+    const char *dir = getenv ("FMBROKER_CXI_SYSFS");
+    DIR *d = opendir (dir && *dir ? dir : "/sys/class/cxi");
+    struct dirent *de;
+    bool found = false;
+    if (!d)
+        return false;
+    while (!found && (de = readdir (d)))
+        if (de->d_name[0] != '.') {
+            snprintf (nic, len, "%s", de->d_name);
+            found = true;
+        }
+    closedir (d);
+    return found;
+}
+
+/* A libcxi that cannot be loaded means "no Slingshot NICs here" only when
+ * nobody chose it (the [cxi] libcxi default) and the kernel shows no
+ * NIC: a mistyped path, or a node whose libcxi is missing, must not turn
+ * isolation off while saying "nothing to do". */
+#define LIBCXI_DEFAULT "libcxi.so.1"
+static int no_libcxi (const char *why)
+{
+    char nic[256];
+    if (strcmp (arg_.libcxi, LIBCXI_DEFAULT) != 0) {
+        fmb_log (LOG_ERR,
+                 "%s: the libcxi chosen (--libcxi or [cxi] libcxi) cannot be used, "
+                 "so no job can get its CXI services here",
+                 why);
+        return -1;
+    }
+    if (sysfs_nic (nic, sizeof (nic))) {
+        fmb_log (LOG_ERR,
+                 "%s, but this node has Slingshot NICs (%s): install libcxi or set "
+                 "[cxi] libcxi",
+                 why,
+                 nic);
+        return -1;
+    }
+    fmb_log (LOG_NOTICE, "no libcxi (%s): no Slingshot NICs to manage, nothing to do", why);
+    return 0;
+}
+
 /* Load libcxi and list the NICs.  0 with *ret NULL: nothing to do here. */
 static int devices (struct cxil_device_list **ret)
 {
     struct fmb_error e;
     *ret = NULL;
     if (cxilib_open (arg_.libcxi, &lib, &e) < 0) {
-        if (errno == EOPNOTSUPP) {
-            fmb_log (LOG_NOTICE,
-                     "no libcxi (%s): no Slingshot NICs to manage, nothing to do",
-                     e.text);
-            return 0;
-        }
+        if (errno == EOPNOTSUPP)
+            return no_libcxi (e.text);
         fmb_log (LOG_ERR, "%s", e.text);
         return -1;
     }
@@ -1354,7 +1398,7 @@ int main (int argc, char **argv)
     const char *path =
         arg_.config ? arg_.config
                     : (access (FMB_CONFIG_PATH, F_OK) == 0 ? FMB_CONFIG_PATH : NULL);
-    if (path && fmb_config_load (&cfg, path, &e) < 0) {
+    if (path && fmb_config_load_client (&cfg, path, &e) < 0) {
         fmb_log (LOG_ERR, "%s", e.text);
         return EXIT_USAGE;
     }

@@ -151,6 +151,14 @@ static int parse_args (int argc, char **argv)
         fprintf (stderr, "fmbrokerd: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
+    /* Two of them would do only one, silently: an admin asking for a check
+     * and a dump must not read the dump as "checked". */
+    if (arg_.check_config + arg_.dump_config + arg_.check_db + arg_.recount > 1) {
+        fprintf (stderr,
+                 "fmbrokerd: --check-config, --dump-config, --check-db and --recount "
+                 "go one at a time\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -209,9 +217,16 @@ static int check_config (const struct fmb_config *cfg)
             warning,
             sizeof (warning)) == 1)
         printf ("warning: %s\n", warning);
+    /* A state directory this user cannot probe is one a broker started
+     * by this user cannot use: not "OK" (a unit restarting every 2 s). */
     if (statelock_probe (cfg->state_dir, &held, holder, sizeof (holder), &e) < 0) {
-        printf ("state directory %s: %s\n", cfg->state_dir, e.text);
-        return 0;
+        fprintf (stderr,
+                 "state directory %s: %s (as uid %u): a broker started so cannot "
+                 "use it\n",
+                 cfg->state_dir,
+                 e.text,
+                 (unsigned)getuid ());
+        return 2;
     }
     if (held)
         printf ("state directory %s: locked by a running broker (%s)\n",

@@ -563,9 +563,15 @@ static int cmd_job (int argc, char **argv)
                     json_object_get (hw, "reason") ? str (hw, "reason") : "");
             const char *k;
             json_t *v;
+            /* The session token is a secret: a table gets pasted into
+             * tickets; --json is what a script that needs it reads. */
             json_object_foreach (json_object_get (r, "env"), k, v)
             {
-                printf ("  %s=%s\n", k, json_string_value (v));
+                printf ("  %s=%s\n",
+                        k,
+                        strcmp (k, "FI_CXI_COLL_MCAST_TOKEN") == 0
+                            ? "(hidden; --json shows it)"
+                            : json_string_value (v));
             }
             size_t i;
             json_t *n;
@@ -995,8 +1001,9 @@ static const struct {
      "the broker's state (a monitoring check: exit 0, 1, 2)",
      "Usage: fmbroker status\n"
      "The broker's state: FM session, jobs, VNIs, hwcoll, outbox, events.\n"
-     "Exit status (for monitoring): 0 all well; 1 degraded (the fabric-manager\n"
-     "session is not up); 2 cannot reach the broker (or it refused).\n"},
+     "Exit status (for monitoring): 0 all well; 1 degraded (each reason on a\n"
+     "'degraded:' line: the fabric-manager session not up, the VNI pool full,\n"
+     "...); 2 cannot reach the broker (or it refused).\n"},
     {"jobs",
      cmd_jobs,
      "list jobs [--state S] [--user U] [--limit N] [-o COLS] [--noheader]",
@@ -1147,7 +1154,7 @@ int main (int argc, char **argv)
     const char *path =
         g.config ? g.config
                  : (access (FMB_CONFIG_PATH, R_OK) == 0 ? FMB_CONFIG_PATH : NULL);
-    if (path && fmb_config_load (&cfg, path, &e) < 0) {
+    if (path && fmb_config_load_client (&cfg, path, &e) < 0) {
         fprintf (stderr, "fmbroker: %s\n", e.text);
         return EXIT_USAGE;
     }

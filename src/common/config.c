@@ -309,6 +309,12 @@ static int check_url (char *value, struct fmb_error *error)
         return fmb_errorf (error, "not an http(s) URL");
     if (*host == '\0' || *host == '/')
         return fmb_errorf (error, "URL has no host");
+    /* Credentials in the URL would be shown wherever the URL is (status,
+     * logs, events): the FM's go in auth_dir, a broker's token in a file. */
+    if (memchr (host, '@', strcspn (host, "/")))
+        return fmb_errorf (error,
+                           "URL must not carry credentials (a user@ part): use "
+                           "[fabric_manager] auth and auth_dir, or a token file");
     for (const char *p = value; *p; p++)
         if (isspace ((unsigned char)*p) || *p == '?' || *p == '#')
             return fmb_errorf (error, "URL must not contain spaces, '?' or '#'");
@@ -625,7 +631,31 @@ struct parse_ctx {
     const char *text;
     size_t pos;
     int lineno;
+    bool client; /* read only the keys a client uses (client_key) */
 };
+
+/* The keys the CLI, the node agent and the SPANK plugin read.  A client
+ * reads the same file as the broker on the broker host; a typo in a key
+ * only the broker uses (which reload refuses, keeping the running
+ * configuration) must not stop every hook and monitoring check there. */
+static bool client_key (const char *section, const char *name)
+{
+    static const char *const keys[][2] = {
+        {"api", "socket"},
+        {"api", "broker_url"},
+        {"api", "client_token_file"},
+        {"api", "client_ca_file"},
+        {"broker", "log_level"},
+        {"vni", "pool"},
+        {"cxi", "tcs"},
+        {"cxi", "limits"},
+        {"cxi", "libcxi"},
+    };
+    for (size_t i = 0; i < sizeof (keys) / sizeof (keys[0]); i++)
+        if (strcmp (keys[i][0], section) == 0 && strcmp (keys[i][1], name) == 0)
+            return true;
+    return false;
+}
 
 static int key_index (const char *section, const char *name)
 {
@@ -799,6 +829,18 @@ static char *ini_reader_cb (char *str, int num, void *arg)
     return str;
 }
 
+/* 'value' for a message, with the user:password@ of a URL in it as
+ * "***@": a refused value is shown, a secret never is. */
+static const char *without_userinfo (const char *value, char *out, size_t len)
+{
+    const char *scheme = strstr (value, "://");
+    const char *at = scheme ? strchr (scheme + 3, '@') : NULL;
+    if (!at || memchr (scheme + 3, '/', (size_t)(at - scheme - 3)))
+        return value;
+    snprintf (out, len, "%.*s***%s", (int)(scheme + 3 - value), value, at);
+    return out;
+}
+
 static int config_handler (void *arg,
                            const char *section,
                            const char *name,
@@ -808,6 +850,8 @@ static int config_handler (void *arg,
     int lineno = ctx->lineno;
     if (ctx->failed)
         return 1; /* report the first error only */
+    if (ctx->client && !client_key (section, name))
+        return 1; /* the broker's to judge; defaults here */
     char where[FMB_CFG_PATH_MAX + 16];
     if (lineno > 0)
         snprintf (where, sizeof (where), "%s:%d", ctx->name, lineno);
@@ -836,13 +880,14 @@ static int config_handler (void *arg,
     }
     ctx->lines[i] = lineno > 0 ? lineno : -1; /* -1: set on the command line */
     if (key_apply (&ctx->cfg, k, value, &inner) < 0) {
+        char shown[FMB_CFG_PATH_MAX];
         ctx->failed = true;
         fmb_errorf (&ctx->error,
                     "%s: [%s] %s = %s: %s",
                     where,
                     section,
                     name,
-                    value,
+                    without_userinfo (value, shown, sizeof (shown)),
                     inner.text);
         return 0;
     }
@@ -907,11 +952,13 @@ static int parse_text (struct fmb_config *cfg,
                        const char *text,
                        const char *const *sets,
                        int nsets,
+                       bool client,
                        struct fmb_error *error)
 {
     struct parse_ctx *ctx = calloc (1, sizeof (*ctx));
     if (!ctx)
         return fmb_errorf (error, "%s: out of memory", name);
+    ctx->client = client;
     fmb_config_defaults (&ctx->cfg);
     snprintf (ctx->cfg.source, sizeof (ctx->cfg.source), "%s", source);
     ctx->name = name;
@@ -926,16 +973,31 @@ static int parse_text (struct fmb_config *cfg,
     return rc;
 }
 
-int fmb_config_load (struct fmb_config *cfg, const char *path, struct fmb_error *error)
+static int load_file (struct fmb_config *cfg,
+                      const char *path,
+                      bool client,
+                      struct fmb_error *error)
 {
     char *text;
     if (fmb_read_file (path, CFG_FILE_MAX, false, &text, NULL, error) < 0)
         return -1;
-    int rc = parse_text (cfg, path, path, text, NULL, 0, error);
+    int rc = parse_text (cfg, path, path, text, NULL, 0, client, error);
     int saved = errno;
     free (text);
     errno = saved;
     return rc;
+}
+
+int fmb_config_load (struct fmb_config *cfg, const char *path, struct fmb_error *error)
+{
+    return load_file (cfg, path, false, error);
+}
+
+int fmb_config_load_client (struct fmb_config *cfg,
+                            const char *path,
+                            struct fmb_error *error)
+{
+    return load_file (cfg, path, true, error);
 }
 
 int fmb_config_load_string (struct fmb_config *cfg,
@@ -943,7 +1005,7 @@ int fmb_config_load_string (struct fmb_config *cfg,
                             const char *text,
                             struct fmb_error *error)
 {
-    return parse_text (cfg, name, "", text, NULL, 0, error);
+    return parse_text (cfg, name, "", text, NULL, 0, false, error);
 }
 
 int fmb_config_load_with_sets (struct fmb_config *cfg,
@@ -961,6 +1023,7 @@ int fmb_config_load_with_sets (struct fmb_config *cfg,
                          text,
                          sets,
                          nsets,
+                         false,
                          error);
     int saved = errno;
     free (text);

@@ -120,6 +120,15 @@ void fmb_config_defaults (struct fmb_config *cfg);
 /* Read 'path' on top of the defaults.  On failure 'cfg' is untouched. */
 int fmb_config_load (struct fmb_config *cfg, const char *path, struct fmb_error *error);
 
+/* The same as a client reads it (the CLI, the node agent, the SPANK
+ * plugin): only [api] socket, broker_url, client_token_file,
+ * client_ca_file, [broker] log_level, [vni] pool and [cxi] tcs, limits,
+ * libcxi are read and checked; every other line, even an unknown key or
+ * section, is the broker's to judge and left at its default here. */
+int fmb_config_load_client (struct fmb_config *cfg,
+                            const char *path,
+                            struct fmb_error *error);
+
 /* The same for text held in memory; 'name' stands for the file in messages. */
 int fmb_config_load_string (struct fmb_config *cfg,
                             const char *name,

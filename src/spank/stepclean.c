@@ -23,7 +23,7 @@ int fmb_spank_clean_step (const char *config,
     struct fmb_error e;
     char path[512];
     fmb_config_defaults (&cfg);
-    if (access (config, R_OK) == 0 && fmb_config_load (&cfg, config, &e) < 0) {
+    if (access (config, R_OK) == 0 && fmb_config_load_client (&cfg, config, &e) < 0) {
         snprintf (why, len, ": %s", e.text);
         return -1;
     }

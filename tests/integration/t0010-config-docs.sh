@@ -28,4 +28,10 @@ expect_ok 'the example with every key uncommented is valid too' '
     sed "s/^#\([a-z_]* =\)/\1/" "$example" >all.conf &&
     "$FMB_BIN/fmbrokerd" -c all.conf --check-config
 '
+expect_ok 'every man page names the release the programs report' '
+    v=$("$FMB_BIN/fmbrokerd" --version | awk "{print \$2}") && v=${v%.*} && test -n "$v" &&
+    for m in "$FMB_SRC"/doc/*.[158]; do
+        head -n 1 "$m" | grep -q "\"fmbroker $v\"" || { echo "$m: $(head -n 1 "$m"), not fmbroker $v"; return 1; }
+    done
+'
 done_testing

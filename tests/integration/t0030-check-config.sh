@@ -84,4 +84,19 @@ expect_ok 'what --check-config passes starts' '
     curl -sf --cacert certs/ca.pem https://127.0.0.1:$port/v1/health >/dev/null &&
     stop_broker
 '
+expect_ok 'two of --check-config, --dump-config, --check-db, --recount are refused, not half done' '
+    { "$fmbrokerd" -c broker.conf --check-config --dump-config >out 2>err; test $? = 2; } &&
+    grep -q "go one at a time" err && test ! -s out &&
+    { "$fmbrokerd" -c broker.conf --check-db --check-config >out 2>err; test $? = 2; } && grep -q "go one at a time" err
+'
+# A broker the unit starts as a user who cannot use the state directory
+# exits at once and is restarted for ever: --check-config says so first.
+expect_ok 'a state directory this user cannot use fails --check-config (exit 2), naming it' '
+    if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then echo "skipped: needs root"; return 0; fi
+    chmod 755 "$T" && chmod 644 broker.conf && mkdir -p state && chmod 755 state &&
+    touch state/fmbrokerd.lock && chmod 600 state/fmbrokerd.lock &&
+    { as_user 65534 "$fmbrokerd" -c broker.conf --check-config >out 2>err; test $? = 2; } &&
+    grep -q "state directory $T/state: state lock $T/state/fmbrokerd.lock: Permission denied (as uid 65534)" err &&
+    "$fmbrokerd" -c broker.conf --check-config >out && grep -q "not locked" out
+'
 done_testing

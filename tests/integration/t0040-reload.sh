@@ -34,6 +34,15 @@ expect_ok 'a configuration that does not load keeps the running one, saying why'
     grep -q "reload: .*broker.conf:[0-9]*: \[vni\] pool = 9-3: MIN is above MAX; keeping the running configuration" broker.err &&
     test "$(run_as_user 3)" = 201 && rm_call GET /v1/health >/dev/null
 '
+# The hooks and the CLI read the same file: a typo only the broker
+# judges must not stop them while the broker runs on.
+expect_ok '... and the CLI and the hooks, reading that file, still work' '
+    cp good.conf broker.conf && sed -i "/^\[vni\]/a mni_nodes = 5" broker.conf && reload &&
+    grep -q "reload: .*\[vni\] mni_nodes: unknown key; keeping the running configuration" broker.err &&
+    "$FMB_BIN/fmbroker" -c "$T/broker.conf" run-job cli1 --uid 1000 --nodes n1 --quiet &&
+    "$FMB_BIN/fmbroker" -c "$T/broker.conf" --json job show cli1 | jq -e ".state == \"active\"" &&
+    ! "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-config 2>/dev/null
+'
 expect_ok 'a config whose files do not check keeps the running one too' '
     cp good.conf broker.conf &&
     printf "tcp = 127.0.0.1:1\ntls_cert = $T/nope.pem\ntls_key = $T/nope.key\ntokens_file = $T/nope\n" >extra &&

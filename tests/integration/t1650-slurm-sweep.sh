@@ -32,9 +32,17 @@ line=\$(grep "^\$job " "$T/squeue.now" 2>/dev/null || grep "^\$job " "$T/squeue.
 echo "\$line"
 EOF
 chmod 755 "$T/stub/squeue"
-run_sweep () { # ARGS: as the timer runs it (root, an rm user), Slurm stubbed
+# run_sweep ARGS: as the timer runs it (root, an rm user), Slurm stubbed;
+# its words on stdout, and on stderr too (a failed step shows them), with
+# room for a loaded machine (FMBROKER_HOOK_TIMEOUT).
+run_sweep () {
     env PATH="$T/stub:$PATH" FMBROKER_CONF="$T/broker.conf" FMBROKER_BINDIR="$FMB_BIN" \
-        FMBROKER_HOOK_LOG="$T/hooks.log" FMBROKER_SWEEP_MIN_AGE_S="${min_age:-0}" "$sweep" "$@"
+        FMBROKER_HOOK_TIMEOUT=20 FMBROKER_HOOK_LOG="$T/hooks.log" \
+        FMBROKER_SWEEP_MIN_AGE_S="${min_age:-0}" "$sweep" "$@" >"$T/sweep.out" 2>&1
+    rc=$?
+    sed "s/^/sweep (exit $rc): /" "$T/sweep.out" >&2
+    cat "$T/sweep.out"
+    return $rc
 }
 state_of () { job_field "$1" .state; }
 # Each job's state at the broker, "ID STATE" sorted: what a sweep changed.

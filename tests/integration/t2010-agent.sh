@@ -5,10 +5,20 @@
 export MOCKCXI_SYSTEM_SVC=1
 facts="--uid 1000 --vnis 1024 --ncores 4"
 
-expect_ok 'no libcxi: prolog and epilog succeed with nothing to do' '
-    libcxi=/nonexistent/libcxi.so.1 agent n0 prolog --job 1 $facts 2>err &&
-    grep -q "no libcxi" err &&
-    libcxi=/nonexistent/libcxi.so.1 agent n0 epilog --job 1 --no-report 2>err
+expect_ok 'no libcxi and no NIC: prolog and epilog succeed with nothing to do' '
+    FMBROKER_CXI_SYSFS=$T/no-sysfs libcxi=libcxi.so.1 agent n0 prolog --job 1 $facts 2>err &&
+    grep -q "no libcxi (libcxi.so.1: cannot load: .*): no Slingshot NICs to manage, nothing to do" err &&
+    FMBROKER_CXI_SYSFS=$T/no-sysfs libcxi=libcxi.so.1 agent n0 epilog --job 1 --no-report 2>err
+'
+# Isolation must not turn off while saying "nothing to do": a libcxi
+# someone chose that does not load, or NICs the kernel shows without one.
+expect_ok 'a chosen libcxi that does not load, or NICs without libcxi: prolog and epilog fail, saying why' '
+    { libcxi=/nonexistent/libcxi.so.1 agent n0 prolog --job 1 $facts 2>err; test $? = 1; } &&
+    grep -q "/nonexistent/libcxi.so.1: cannot load: .*the libcxi chosen (--libcxi or \[cxi\] libcxi) cannot be used" err &&
+    { libcxi=/nonexistent/libcxi.so.1 agent n0 epilog --job 1 --no-report 2>err; test $? = 1; } &&
+    mkdir -p "$T/sysfs/cxi0" &&
+    { FMBROKER_CXI_SYSFS=$T/sysfs libcxi=libcxi.so.1 agent n0 prolog --job 1 $facts 2>err; test $? = 1; } &&
+    grep -q "but this node has Slingshot NICs (cxi0): install libcxi or set \[cxi\] libcxi" err
 '
 expect_ok 'no NICs: prolog and epilog succeed with nothing to do' '
     MOCKCXI_DEVICES=0 agent n0 prolog --job 1 $facts 2>err && grep -q "no Slingshot NICs" err &&

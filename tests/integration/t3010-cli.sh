@@ -25,6 +25,8 @@ expect_ok 'jobs: a table, filters, and --json' '
 '
 expect_ok 'job show and job release' '
     fmb job show 42 | grep -q "^hwcoll: reserved (FM job c1-42" &&
+    fmb job show 42 | grep -qx "  FI_CXI_COLL_MCAST_TOKEN=(hidden; --json shows it)" &&
+    fmb --json job show 42 | jq -e ".env.FI_CXI_COLL_MCAST_TOKEN | test(\"^[0-9a-f]{32,}$\")" &&
     fmb job show 42 | grep -q "VNIs .*, TCs 0x4$" &&
     fmb --json job show 42 | jq -e ".id == \"42\"" &&
     fmb job release 43 | grep -q "^job 43: released"

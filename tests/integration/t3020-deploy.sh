@@ -23,6 +23,9 @@ expect_ok 'systemd-analyze verify accepts the sweeps'"'"' services and timers' '
     systemd-analyze verify --man=no ./fmbroker-slurm-sweep.service ./fmbroker-slurm-sweep.timer \
         ./fmbroker-flux-sweep.service ./fmbroker-flux-sweep.timer 2>err && test ! -s err
 '
+expect_ok 'tmpfiles makes the job records'"'"' directory as the agent does (0755: users read their record)' '
+    grep -qx "d /run/fmbroker-cxi 0755 root root -" "$src/deploy/fmbroker.tmpfiles"
+'
 expect_ok 'the unit is hardened: notify, watchdog, own user, no capabilities, no core dumps' '
     for l in Type=notify WatchdogSec= User=fmbroker StateDirectory=fmbroker RuntimeDirectory=fmbroker \
              ConfigurationDirectory=fmbroker ProtectSystem=strict NoNewPrivileges=yes "CapabilityBoundingSet=$" \

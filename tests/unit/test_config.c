@@ -212,6 +212,14 @@ static const struct bad_case bad_cases[] = {
      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
      "aaaaaaaaaaaaaaaaaa"
      ".sock: longer than 107 bytes"},
+    /* credentials in a URL: refused, and not shown in the message */
+    {"[fabric_manager]\nurl = https://cxi:s3cret@fm.example/apis\n",
+     "t.conf:2: [fabric_manager] url = https://***@fm.example/apis: URL must not "
+     "carry credentials (a user@ part): use [fabric_manager] auth and auth_dir, or a "
+     "token file"},
+    {"[api]\nbroker_url = https://rm:tok@b:8443\n",
+     "t.conf:2: [api] broker_url = https://***@b:8443: URL must not carry credentials "
+     "(a user@ part): use [fabric_manager] auth and auth_dir, or a token file"},
     {"[vni\n", "t.conf:1: syntax error"},
     {"[vni]\njust words\n", "t.conf:2: syntax error"},
     /* rules across keys: the message names the key and where it was set */
@@ -292,6 +300,38 @@ static void file_errors_name_the_file (void **state)
     assert_int_equal (fmb_config_load (&c, path, &e), 0);
     assert_int_equal (c.vni_per_job, 2);
     assert_string_equal (c.source, path);
+    free (path);
+    tu_rmtree (dir);
+}
+
+/* The broker host's file, with a typo in a key only the broker reads:
+ * the broker refuses it, the clients (hooks, CLI, agent) read their own
+ * keys and go on; a bad value in a client's key stops them too. */
+static void clients_read_their_keys_only (void **state)
+{
+    (void)state;
+    struct fmb_config c;
+    struct fmb_error e;
+    char *dir = tu_mkdtemp ();
+    char *path = tu_path (dir, "fmbroker.conf");
+    tu_write (path,
+              "[api]\nsocket = /run/x.sock\nrm_users = root\n[vni]\nmni_nodes = 5\n"
+              "pool = 2000-2999\nper_job = 9\n[nosuch]\nkey = 1\n[cxi]\nlibcxi = /opt/l.so\n",
+              0644);
+    assert_int_equal (fmb_config_load (&c, path, &e), -1);
+    assert_non_null (strstr (e.text, "[vni] mni_nodes: unknown key"));
+    assert_int_equal (fmb_config_load_client (&c, path, &e), 0);
+    assert_string_equal (c.socket, "/run/x.sock");
+    assert_int_equal (c.vni_min, 2000);
+    assert_int_equal (c.vni_max, 2999);
+    assert_int_equal (c.vni_per_job, 1); /* the broker's key: its default */
+    assert_string_equal (c.cxi_libcxi, "/opt/l.so");
+    tu_write (path, "[api]\nbroker_url = http://b:1\nclient_token_file = /t\n", 0644);
+    assert_int_equal (fmb_config_load_client (&c, path, &e), -1);
+    assert_non_null (strstr (e.text, "[api] broker_url"));
+    tu_write (path, "[api]\nbroker_url = https://b:1\n", 0644);
+    assert_int_equal (fmb_config_load_client (&c, path, &e), -1);
+    assert_non_null (strstr (e.text, "needs client_token_file"));
     free (path);
     tu_rmtree (dir);
 }
@@ -432,6 +472,7 @@ int main (void)
         cmocka_unit_test (every_kind_of_bad_value_is_named),
         cmocka_unit_test (long_lines_are_refused_not_split),
         cmocka_unit_test (file_errors_name_the_file),
+        cmocka_unit_test (clients_read_their_keys_only),
         cmocka_unit_test (command_line_override_is_validated),
         cmocka_unit_test (broker_url_lists_are_normalised),
         cmocka_unit_test (overrides_are_validated_together),
