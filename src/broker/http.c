@@ -945,9 +945,17 @@ static int unix_listen (struct http *h, const char *path, struct fmb_error *erro
     snprintf (dir, sizeof (dir), "%s", path);
     char *slash = strrchr (dir, '/');
     if (slash && slash != dir) {
+        struct stat before;
         *slash = '\0';
+        bool made = stat (dir, &before) < 0;
         if (fmb_mkdir_p (dir, 0755, error) < 0)
             return fmb_error_prefix (error, "[api] socket");
+        /* Made under the daemon's umask 077: every local user must reach
+         * the socket (it is 0666; roles decide).  A directory the admin
+         * made keeps its mode (0750 and a group may be the point). */
+        if (made && chmod (dir, 0755) < 0)
+            return fmb_errorf (
+                error, "[api] socket: chmod 0755 %s: %s", dir, strerror (errno));
     }
     strcpy (sa.sun_path, path);
     int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

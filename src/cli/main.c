@@ -840,17 +840,28 @@ static int cmd_vni (int argc, char **argv)
                 else
                     snprintf (until, sizeof (until), "all nodes report");
             }
+            /* A table cell, not the list: the nodes that fit, then how
+             * many more (--json has them all). */
             char nodes[256] = "";
-            size_t k;
+            json_t *wait = json_object_get (v, "waiting_for");
+            size_t k, total = json_array_size (wait);
             json_t *n;
-            json_array_foreach (json_object_get (v, "waiting_for"), k, n)
+            json_array_foreach (wait, k, n)
             {
                 size_t used = strlen (nodes);
+                const char *name = json_string_value (n);
+                if (used + strlen (name) + 1 + 32 >= sizeof (nodes)) {
+                    snprintf (nodes + used,
+                              sizeof (nodes) - used,
+                              " (+%zu more; --json lists all)",
+                              total - k);
+                    break;
+                }
                 snprintf (nodes + used,
                           sizeof (nodes) - used,
                           "%s%s",
                           k ? "," : "",
-                          json_string_value (n));
+                          name);
             }
             printf ("%-6lld %-16s %-12s %-25s %s\n",
                     num (v, "vni"),

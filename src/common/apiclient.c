@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -172,6 +174,37 @@ static int call_one (const struct api_target *t,
     return 0;
 }
 
+/* Why the broker's Unix socket took no connection, which curl does not
+ * say ("Couldn't connect to server" whatever the cause): "" when a
+ * connection works now. */
+static const char *socket_problem (const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen (path) >= sizeof (sa.sun_path))
+        return "the path is too long for a socket";
+    strcpy (sa.sun_path, path);
+    int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return strerror (errno);
+    int rc = connect (fd, (struct sockaddr *)&sa, sizeof (sa));
+    int err = errno;
+    close (fd);
+    if (rc == 0)
+        return "";
+    switch (err) {
+    case ENOENT:
+        return "no such socket: is fmbrokerd running, and is this its [api] socket?";
+    case EACCES:
+        return "permission denied: this user may not reach the socket or its "
+               "directory";
+    case ECONNREFUSED:
+        return "connection refused: the socket is there but no broker listens "
+               "(a stale socket)";
+    default:
+        return strerror (err);
+    }
+}
+
 /* Failures after which the next broker of the list is tried: no
  * connection, no TLS session, or a connection that died before an answer
  * (the broker was killed; every API call may be repeated, promise 5). */
@@ -214,8 +247,14 @@ int api_client_call (const struct api_target *t,
             0)
             return 0;
         errno = cc == CURLE_OUT_OF_MEMORY ? ENOMEM : EHOSTUNREACH;
-        return fmb_errorf (
-            error, "broker at %s: %s", t->socket, curl_easy_strerror (cc));
+        const char *why = cc == CURLE_COULDNT_CONNECT ? socket_problem (t->socket) : "";
+        return fmb_errorf (error,
+                           "broker at %s: %s%s%s%s",
+                           t->socket,
+                           curl_easy_strerror (cc),
+                           why[0] ? " (" : "",
+                           why,
+                           why[0] ? ")" : "");
     }
     /* An ordered list: each broker in turn, within the one timeout.  A
      * broker whose host is gone may never refuse the connection, so each

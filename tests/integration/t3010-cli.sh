@@ -85,4 +85,38 @@ expect_ok 'a user name as directories give it (user@domain, DOMAIN backslash use
     grep -q "user: a name of 1-256 characters" err &&
     fmb end-job 145 >/dev/null && fmb end-job 146 >/dev/null
 '
+expect_ok 'vni list: a long WAITING FOR cell says how many more nodes there are' '
+    fmb run-job 150 --uid 1000 --nodes "node[001-100]" --quiet && fmb end-job 150 >/dev/null &&
+    fmb vni list | grep " 150 " >row && cat row &&
+    shown=$(sed "s/.* quarantined *all nodes report *//; s/ (.*//" row | tr , "\n" | grep -c node) &&
+    more=$(sed -n "s/.*(+\([0-9]*\) more; --json lists all)$/\1/p" row) &&
+    test $((shown + more)) = 100 && test "$shown" -gt 10 &&
+    fmb --json vni list | jq -e "[.vnis[] | select(.job == \"150\") | .waiting_for | length] == [100]"
+'
+# curl says "Couldn't connect to server" whatever went wrong with a socket;
+# the CLI (and the hooks and the agent, which share its client) say which.
+expect_ok 'a socket that takes no connection: the CLI says why (none, stale, or not allowed)' '
+    { fmb_at () { "$FMB_BIN/fmbroker" --socket "$1" status; }; } &&
+    { fmb_at "$T/nosuch.sock" 2>err; test $? = 2; } &&
+    grep -q "Couldn.t connect to server (no such socket: is fmbrokerd running" err &&
+    python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$T/stale.sock" &&
+    { fmb_at "$T/stale.sock" 2>err; test $? = 2; } && grep -q "(connection refused: .*a stale socket)" err &&
+    if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+        chmod 711 "$T" && mkdir -m 700 "$T/private" &&
+        python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$T/private/x.sock" &&
+        { as_user 1000 "$FMB_BIN/fmbroker" --socket "$T/private/x.sock" status 2>err; test $? = 2; } &&
+        grep -q "(permission denied: this user may not reach the socket or its directory)" err
+    fi
+'
+# fmbrokerd runs with umask 077; a socket directory it makes itself must
+# still let every user reach the (0666) socket.
+expect_ok 'the socket directory fmbrokerd makes is 0755; one the admin made keeps its mode' '
+    stop_broker && mkdir -m 750 "$T/admin" &&
+    write_broker_conf && sed -i "s|^socket = .*|socket = $T/made/by/broker.sock|" "$T/broker.conf" &&
+    { "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" 2>>"$T/broker.err" & broker_pid=$!; } &&
+    wait_for 100 0.05 test -S "$T/made/by/broker.sock" && test "$(file_mode "$T/made/by")" = 755 &&
+    stop_broker && sed -i "s|^socket = .*|socket = $T/admin/broker.sock|" "$T/broker.conf" &&
+    { "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" 2>>"$T/broker.err" & broker_pid=$!; } &&
+    wait_for 100 0.05 test -S "$T/admin/broker.sock" && test "$(file_mode "$T/admin")" = 750 && stop_broker
+'
 done_testing
