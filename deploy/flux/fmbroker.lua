@@ -21,9 +21,13 @@ end
 local function q (s)
     return "'" .. tostring (s or ""):gsub ("'", "") .. "'"
 end
-local cmd = "FLUX_JOB_ID=" .. q (shell.getenv ("FLUX_JOB_ID") or shell.info.jobid)
-            .. " FLUX_JOB_ID_PATH=" .. q (shell.getenv ("FLUX_JOB_ID_PATH"))
-            .. " " .. q (dir .. "/fmbroker-env.sh")
+-- The job is shell.info.jobid.  Not FLUX_JOB_ID nor FLUX_JOB_ID_PATH:
+-- lua.d runs before the shell sets them for the job, so here they are
+-- the submitter's (a job submitted from inside another job would get
+-- that job's record and step id).  The id path is worked out from this
+-- instance's jobid-path (fmb_job_path).
+local cmd = "FLUX_JOB_ID=" .. q (shell.info.jobid)
+            .. " FLUX_JOB_ID_PATH= " .. q (dir .. "/fmbroker-env.sh")
 local f = io.popen (cmd)
 if f then
     for line in f:lines () do
