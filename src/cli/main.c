@@ -928,6 +928,12 @@ static int cmd_run_job (int argc, char **argv)
             json_object_set_new (body, "ncores", json_integer (v));
             break;
         case 'H':
+            if (strcmp (optarg, "on") && strcmp (optarg, "off") && strcmp (optarg, "auto")) {
+                fprintf (stderr,
+                         "fmbroker run-job: --hwcoll %s: on, off or auto\n",
+                         optarg);
+                goto usage;
+            }
             json_object_set_new (body, "hwcoll", json_string (optarg));
             break;
         case 'v':
@@ -947,6 +953,10 @@ static int cmd_run_job (int argc, char **argv)
     }
     if (optind >= argc || !json_object_get (body, "uid")) {
         fprintf (stderr, "fmbroker run-job: JOB and --uid are required\n");
+        goto usage;
+    }
+    if (!json_object_get (body, "nodes") == !json_object_get (body, "node_count")) {
+        fprintf (stderr, "fmbroker run-job: --nodes or --node-count, one of them\n");
         goto usage;
     }
     if (optind + 1 < argc) {

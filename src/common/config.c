@@ -861,7 +861,9 @@ static int config_handler (void *arg,
     struct fmb_error inner;
     if (!k) {
         ctx->failed = true;
-        if (!section_known (section))
+        if (!section[0])
+            fmb_errorf (&ctx->error, "%s: %s: a key before any [section]", where, name);
+        else if (!section_known (section))
             fmb_errorf (&ctx->error, "%s: [%s]: unknown section", where, section);
         else
             fmb_errorf (&ctx->error, "%s: [%s] %s: unknown key", where, section, name);

@@ -68,6 +68,10 @@ expect_ok 'exit codes: 1 refused, 2 usage, 3 unreachable' '
     { fmb bogus 2>/dev/null; test $? = 2; } &&
     { fmb run-job 9 2>/dev/null; test $? = 2; } &&
     { fmb run-job 9 --uid 1 --nodes "n[1-" 2>/dev/null; test $? = 2; } &&
+    { fmb run-job 9 --uid 1 2>err; test $? = 2; } && grep -q -- "--nodes or --node-count, one of them" err &&
+    { fmb run-job 9 --uid 1 --nodes n1 --node-count 1 2>err; test $? = 2; } &&
+    { fmb run-job 9 --uid 1 --nodes n1 --hwcoll maybe 2>err; test $? = 2; } && grep -q "on, off or auto" err &&
+    test "$(api_call GET /v1/jobs/9 | cut -d" " -f1)" = 404 &&
     { "$FMB_BIN/fmbroker" --socket "$T/nowhere.sock" jobs 2>err; test $? = 3; } && grep -q "nowhere.sock" err
 '
 expect_ok 'every subcommand has --help' '

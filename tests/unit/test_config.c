@@ -220,6 +220,7 @@ static const struct bad_case bad_cases[] = {
     {"[api]\nbroker_url = https://rm:tok@b:8443\n",
      "t.conf:2: [api] broker_url = https://***@b:8443: URL must not carry credentials "
      "(a user@ part): use [fabric_manager] auth and auth_dir, or a token file"},
+    {"socket = /run/x.sock\n[api]\n", "t.conf:1: socket: a key before any [section]"},
     {"[vni\n", "t.conf:1: syntax error"},
     {"[vni]\njust words\n", "t.conf:2: syntax error"},
     /* rules across keys: the message names the key and where it was set */
