@@ -23,8 +23,8 @@ vars=$(fmb_inherited | LC_ALL=C grep -E '^FI_CXI_COLL_(JOB_ID|MCAST_TOKEN)=')
 jobid=$(printf '%s\n' "$vars" | sed -n 's/^FI_CXI_COLL_JOB_ID=//p')
 token=$(printf '%s\n' "$vars" | sed -n 's/^FI_CXI_COLL_MCAST_TOKEN=//p')
 [ -n "$jobid" ] && [ -n "$token" ] || exit 0 # no reservation above us: no trees
-FI_CXI_COLL_JOB_ID=$jobid FI_CXI_COLL_MCAST_TOKEN=$token FI_CXI_COLL_JOB_STEP_ID=$step \
+out=$(FI_CXI_COLL_JOB_ID=$jobid FI_CXI_COLL_MCAST_TOKEN=$token FI_CXI_COLL_JOB_STEP_ID=$step \
     timeout $((FMBROKER_HOOK_TIMEOUT + 1)) "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
-    --timeout "$FMBROKER_HOOK_TIMEOUT" step-clean >/dev/null 2>&1 ||
-    fmb_log "job step $step: step-clean failed (exit $?); its trees go with the enclosing job"
+    --timeout "$FMBROKER_HOOK_TIMEOUT" step-clean 2>&1 >/dev/null) ||
+    fmb_log "job step $step: step-clean failed (exit $?: $(echo "$out" | tail -n 1)); its trees go with the enclosing job"
 exit 0
