@@ -497,7 +497,8 @@ static int no_libcxi (const char *why)
                  nic);
         return -1;
     }
-    fmb_log (LOG_NOTICE, "no libcxi (%s): no Slingshot NICs to manage, nothing to do", why);
+    fmb_log (
+        LOG_NOTICE, "no libcxi (%s): no Slingshot NICs to manage, nothing to do", why);
     return 0;
 }
 

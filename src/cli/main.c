@@ -857,11 +857,8 @@ static int cmd_vni (int argc, char **argv)
                               total - k);
                     break;
                 }
-                snprintf (nodes + used,
-                          sizeof (nodes) - used,
-                          "%s%s",
-                          k ? "," : "",
-                          name);
+                snprintf (
+                    nodes + used, sizeof (nodes) - used, "%s%s", k ? "," : "", name);
             }
             printf ("%-6lld %-16s %-12s %-25s %s\n",
                     num (v, "vni"),
@@ -928,10 +925,10 @@ static int cmd_run_job (int argc, char **argv)
             json_object_set_new (body, "ncores", json_integer (v));
             break;
         case 'H':
-            if (strcmp (optarg, "on") && strcmp (optarg, "off") && strcmp (optarg, "auto")) {
-                fprintf (stderr,
-                         "fmbroker run-job: --hwcoll %s: on, off or auto\n",
-                         optarg);
+            if (strcmp (optarg, "on") && strcmp (optarg, "off") &&
+                strcmp (optarg, "auto")) {
+                fprintf (
+                    stderr, "fmbroker run-job: --hwcoll %s: on, off or auto\n", optarg);
                 goto usage;
             }
             json_object_set_new (body, "hwcoll", json_string (optarg));

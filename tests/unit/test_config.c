@@ -315,10 +315,11 @@ static void clients_read_their_keys_only (void **state)
     struct fmb_error e;
     char *dir = tu_mkdtemp ();
     char *path = tu_path (dir, "fmbroker.conf");
-    tu_write (path,
-              "[api]\nsocket = /run/x.sock\nrm_users = root\n[vni]\nmni_nodes = 5\n"
-              "pool = 2000-2999\nper_job = 9\n[nosuch]\nkey = 1\n[cxi]\nlibcxi = /opt/l.so\n",
-              0644);
+    tu_write (
+        path,
+        "[api]\nsocket = /run/x.sock\nrm_users = root\n[vni]\nmni_nodes = 5\n"
+        "pool = 2000-2999\nper_job = 9\n[nosuch]\nkey = 1\n[cxi]\nlibcxi = /opt/l.so\n",
+        0644);
     assert_int_equal (fmb_config_load (&c, path, &e), -1);
     assert_non_null (strstr (e.text, "[vni] mni_nodes: unknown key"));
     assert_int_equal (fmb_config_load_client (&c, path, &e), 0);
