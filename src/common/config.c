@@ -689,6 +689,21 @@ __attribute__ ((format (printf, 4, 5))) static int cfg_fail (
                        reason);
 }
 
+/* The rules between a client's own keys, all a client checks: the
+ * others involve keys it leaves at their defaults (a small [vni] pool
+ * against the default max_per_job would stop it for the broker's sake). */
+static int client_validate (struct parse_ctx *ctx)
+{
+    const struct fmb_config *c = &ctx->cfg;
+    if (c->broker_url[0] && !c->client_token_file[0])
+        return cfg_fail (
+            ctx,
+            "api",
+            "broker_url",
+            "needs client_token_file (the broker's TCP listener wants a token)");
+    return 0;
+}
+
 static int cfg_validate (struct parse_ctx *ctx)
 {
     struct fmb_config *c = &ctx->cfg;
@@ -747,12 +762,8 @@ static int cfg_validate (struct parse_ctx *ctx)
             "%u leaves nothing of [api] max_connections (%u) to plain users",
             c->api_reserved_connections,
             c->api_max_connections);
-    if (c->broker_url[0] && !c->client_token_file[0])
-        return cfg_fail (
-            ctx,
-            "api",
-            "broker_url",
-            "needs client_token_file (the broker's TCP listener wants a token)");
+    if (client_validate (ctx) < 0)
+        return -1;
     if (c->hwcoll_system_nodes && c->hwcoll_min_nodes > c->hwcoll_system_nodes)
         return cfg_fail (ctx,
                          "hwcoll",
@@ -913,7 +924,7 @@ static int finish_load (struct fmb_config *cfg,
         errno = EINVAL;
         return fmb_errorf (error, "%s:%d: syntax error", ctx->name, rc);
     }
-    if (cfg_validate (ctx) < 0)
+    if ((ctx->client ? client_validate (ctx) : cfg_validate (ctx)) < 0)
         return fmb_errorf (error, "%s", ctx->error.text);
     *cfg = ctx->cfg;
     return 0;

@@ -328,6 +328,10 @@ static void clients_read_their_keys_only (void **state)
     assert_int_equal (c.vni_max, 2999);
     assert_int_equal (c.vni_per_job, 1); /* the broker's key: its default */
     assert_string_equal (c.cxi_libcxi, "/opt/l.so");
+    /* a pool smaller than the default max_per_job, the broker's own key */
+    tu_write (path, "[vni]\npool = 5000-5001\nmax_per_job = 2\n", 0644);
+    assert_int_equal (fmb_config_load_client (&c, path, &e), 0);
+    assert_int_equal (c.vni_max, 5001);
     tu_write (path, "[api]\nbroker_url = http://b:1\nclient_token_file = /t\n", 0644);
     assert_int_equal (fmb_config_load_client (&c, path, &e), -1);
     assert_non_null (strstr (e.text, "[api] broker_url"));
