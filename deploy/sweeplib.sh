@@ -3,7 +3,8 @@
 # longer than the hook's retries, an RM controller stopped before it ran
 # the hook, hooks misconfigured for a while); such a job keeps its VNIs
 # and FM reservation for good.  Sourced by fmbroker-slurm-sweep.sh and
-# fmbroker-flux-sweep.sh after their common.sh, which define:
+# fmbroker-flux-sweep.sh after their common.sh (fmb_log, and hooklib.sh's
+# fmb_end_job, the same CLEANUP call the hooks make), which define:
 #   rm_name       the RM's name in messages (Slurm, Flux)
 #   rm_list FILE  every job the RM has that may still run, "ID STATE" a
 #                 line; non-zero (its reason on stderr) when it cannot say
@@ -74,7 +75,7 @@ sweep_end () {
         echo "would end job $1: $2"
         return
     fi
-    if _out=$(sweep_fmb end-job "$1" 2>&1 >/dev/null); then
+    if _out=$(fmb_end_job "$1"); then
         sweep_ended=$((sweep_ended + 1))
         sweep_say "job $1: $2, and its CLEANUP never reached the broker: ended now (its VNIs and FM reservation are released)"
     else
