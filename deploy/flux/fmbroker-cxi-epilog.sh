@@ -2,7 +2,7 @@
 # Flux per-node epilog (epilog.d, root): first phase, seconds only; the
 # job's resources are not held for a busy NIC.  It does not report:
 # housekeeping (fmbroker-cxi-housekeeping.sh) retries and reports.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$(readlink -f "$0")")/common.sh"
 timeout 30 "$FMBROKER_SBINDIR/fmbroker-cxi" -c "$FMBROKER_CONF" $FMBROKER_CXI_ARGS epilog \
     --job "$(fmb_jobid)" --node "$(fmb_node)" --retry-busy 5 --no-report ||
     fmb_log "job $(fmb_jobid): services still busy after the epilog; housekeeping retries"

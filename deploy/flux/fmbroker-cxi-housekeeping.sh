@@ -3,7 +3,7 @@
 # retry the job's leftover CXI services for FMBROKER_HOUSEKEEPING_S
 # seconds (default 300), report to the broker, and exit 1, which makes
 # Flux drain the node, only when they are still there.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$(readlink -f "$0")")/common.sh"
 timeout $((FMBROKER_HOUSEKEEPING_S + 60)) "$FMBROKER_SBINDIR/fmbroker-cxi" -c "$FMBROKER_CONF" \
     $FMBROKER_CXI_ARGS housekeeping --job "$(fmb_jobid)" --node "$(fmb_node)" \
     --retry-busy "$FMBROKER_HOUSEKEEPING_S"

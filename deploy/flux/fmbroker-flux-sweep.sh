@@ -9,7 +9,7 @@
 # may run; a job that is not listed has ended (INACTIVE, or purged
 # since).  Flux never reuses a job id and never runs an inactive job
 # again, so nothing is asked twice.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$(readlink -f "$0")")/common.sh"
 rm_name=Flux
 # flux jobs lists at most -c jobs: a list that long may have been cut,
 # and a job cut from it would look ended.
@@ -23,5 +23,5 @@ rm_list () {
 rm_finished=INACTIVE
 rm_unknown="not active in Flux (inactive, or purged since)"
 rm_state () { :; }
-. "$(dirname "$0")/../sweeplib.sh"
+. "$(dirname "$(readlink -f "$0")")/../sweeplib.sh"
 fmb_sweep "$@"

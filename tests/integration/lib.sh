@@ -182,7 +182,7 @@ state_dir = $T/state
 reconcile_interval_s = ${reconcile_s:-30}
 [api]
 socket = $T/api.sock
-rm_users = root
+rm_users = ${rm_users:-root}
 admin_users = root
 [fabric_manager]
 url = ${fm_url:-}

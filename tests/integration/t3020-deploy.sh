@@ -67,7 +67,7 @@ node_files="/usr/sbin/fmbroker-cxi /usr/bin/fmbroker /etc/default/fmbroker
     /usr/share/fmbroker/hooklib.sh /usr/share/fmbroker/slurm/fmbroker-slurm-sweep.sh /usr/lib/systemd/system/fmbroker-slurm-sweep.timer
     /usr/lib/systemd/system/fmbroker-slurm-sweep.service /usr/share/fmbroker/sweeplib.sh
     /usr/share/fmbroker/flux/fmbroker-flux-sweep.sh /usr/lib/systemd/system/fmbroker-flux-sweep.timer
-    /usr/share/fmbroker/flux/fmbroker-run.sh /usr/share/doc/fmbroker-node/copyright"
+    /usr/share/fmbroker/flux/fmbroker-cxi-prolog.sh /usr/share/doc/fmbroker-node/copyright"
 # Slurm's plugin directory on Debian (where the README says it is)
 [ -e "$FMB_BIN/../lib/fmbroker_spank.so" ] &&
     node_files="$node_files /usr/lib/$(gcc -print-multiarch)/slurm-wlm/fmbroker_spank.so

@@ -1,0 +1,67 @@
+#!/bin/bash
+# bench/flux-launch.sh [BUILD_DIR]: what the Flux integration adds to a
+# launch.  The multi-user system instance of the tests
+# (tests/integration/flux.sh: flux-core 0.88.0, owner flux, the IMP,
+# munge, ranks n1 and n2 on this host) runs a user's `flux run -N2 true`
+# with fmbroker (the jobtap plugin's RUN and CLEANUP, the per-rank prolog
+# over TLS with the agent token, the shell plugin) and without it,
+# alternately, and prints the medians, p90 and the slowest side by side.
+# "Without" is the same instance with fmbroker's jobtap plugin unloaded
+# and its prolog.d/epilog.d/housekeeping.d scripts moved away: the IMP's
+# per-rank prolog still runs (empty), as on a Flux site that runs one;
+# the shell plugin stays (it does nothing for a job the jobtap plugin did
+# not see).  Needs root.  Bounded: BENCH_LAUNCHES (100) of each kind.
+set -u
+build=$(cd "${1:-$(dirname "$0")/../build}" && pwd)
+export FMB_BIN=$build/bin FMB_SRC=$(cd "$(dirname "$0")/.." && pwd)
+. "$FMB_SRC/tests/integration/lib.sh"
+N=${BENCH_LAUNCHES:-100}
+[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
+. "$FMB_SRC/tests/integration/flux.sh"
+fm_state_file=
+tls_and_agent_token >/dev/null && start_mockfm || exit 1
+tcp_port=$(free_ports 1) || exit 1
+rm_users=root,flux write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
+    "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
+start_broker || exit 1
+printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n[cxi]\nlibcxi = %s\n" \
+    "$T/no-such.sock" "$tcp_port" "$T/agent.token" "$T/certs/ca.pem" \
+    "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
+printf "[api]\nsocket = %s\n" "$T/api.sock" >"$T/rm.conf"
+chmod 644 "$T/node.conf" "$T/rm.conf"
+mkdir -p "$T/home" "$T/off" && chown nobody "$T/home"
+flux_node_scripts "$T/node.conf"
+flux_config fail_closed
+flux_start || { echo "flux did not start" >&2; exit 1; }
+mode () {
+    if [ "$1" = with ]; then
+        for d in prolog.d epilog.d housekeeping.d; do
+            [ -e "$T/off/$d" ] && mv "$T/off/$d" "$FD/etc/$d/fmbroker"
+        done
+        flux_as_owner flux jobtap list | grep -q '^fmbroker' ||
+            flux_as_owner flux jobtap load fmbroker.so config="$T/rm.conf" state-dir="$T/rec-%n"
+    else
+        for d in prolog.d epilog.d housekeeping.d; do
+            [ -e "$FD/etc/$d/fmbroker" ] && mv "$FD/etc/$d/fmbroker" "$T/off/$d"
+        done
+        flux_as_owner flux jobtap remove fmbroker.so 2>/dev/null
+    fi
+}
+launch () { # prints the ms of one `flux run -N2 true` as nobody
+    t0=$(date +%s%N)
+    flux_as_user flux run -N2 true >/dev/null 2>&1 || echo "launch failed ($1)" >&2
+    echo $((($(date +%s%N) - t0) / 1000000))
+}
+for kind in with without; do mode $kind && launch $kind >/dev/null; done # warm
+: >"$T/with" && : >"$T/without"
+for i in $(seq "$N"); do
+    for kind in with without; do mode $kind && launch $kind >>"$T/$kind"; done
+done
+mode with
+stats () { sort -n "$1" | awk '{a[NR]=$1} END {printf "%6d %6d %6d", a[int((NR+1)/2)], a[int(NR*0.9+0.5)], a[NR]}'; }
+echo "## flux run -N2 true as a user, $N each, alternated ($(date -u '+%Y-%m-%d %H:%M UTC'); load $(cut -d' ' -f1-3 /proc/loadavg))"
+printf '%-34s %6s %6s %6s (ms)\n' "" median p90 max
+printf '%-34s %s\n' "without fmbroker" "$(stats "$T/without")"
+printf '%-34s %s\n' "with fmbroker" "$(stats "$T/with")"
+median () { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+awk -v w="$(median "$T/without")" -v r="$(median "$T/with")" 'BEGIN {printf "median ratio %.2f\n", r / w}'

@@ -1,0 +1,110 @@
+/* rspec.c: node names and cores from a Flux R, user options from jobspec. */
+#include "rspec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostlist.h"
+
+long rspec_idset_count (const char *s)
+{
+    long total = 0;
+    char *end;
+    if (!s || !*s)
+        return -1;
+    while (*s) {
+        errno = 0;
+        long lo = strtol (s, &end, 10), hi = lo;
+        if (end == s || errno || lo < 0)
+            return -1;
+        s = end;
+        if (*s == '-') {
+            hi = strtol (++s, &end, 10);
+            if (end == s || errno || hi < lo)
+                return -1;
+            s = end;
+        }
+        total += hi - lo + 1;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return total;
+}
+
+/* Cores per node: those of the first R_lite entry (Flux gives every node
+ * of a job the same shape unless asked otherwise; the broker takes one
+ * figure). */
+static long cores_per_node (json_t *R)
+{
+    json_t *lite = json_object_get (json_object_get (R, "execution"), "R_lite");
+    json_t *first = json_array_get (lite, 0);
+    const char *cores = json_string_value (
+        json_object_get (json_object_get (first, "children"), "core"));
+    return rspec_idset_count (cores);
+}
+
+static int user_options (json_t *jobspec, json_t *body, struct fmb_error *e)
+{
+    json_t *o = json_object_get (
+        json_object_get (json_object_get (jobspec, "attributes"), "system"),
+        "fmbroker");
+    json_t *v;
+    if (!o)
+        return 0;
+    if (!json_is_object (o))
+        return fmb_errorf (e, "attributes.system.fmbroker: not an object");
+    if ((v = json_object_get (o, "hwcoll"))) {
+        const char *s = json_string_value (v);
+        if (!s || (strcmp (s, "on") && strcmp (s, "off") && strcmp (s, "auto")))
+            return fmb_errorf (e, "system.fmbroker.hwcoll: on, off or auto");
+        json_object_set_new (body, "hwcoll", json_string (s));
+    }
+    if ((v = json_object_get (o, "vnis"))) {
+        json_int_t n = json_integer_value (v);
+        if (!json_is_integer (v) || n < 0 || n > 4)
+            return fmb_errorf (e, "system.fmbroker.vnis: the job's VNI count, 0..4");
+        json_object_set_new (body, "vni_count", json_integer (n));
+    }
+    if ((v = json_object_get (o, "tcs"))) {
+        if (!json_is_string (v))
+            return fmb_errorf (e, "system.fmbroker.tcs: a list of traffic classes");
+        json_object_set (body, "tcs", v);
+    }
+    return 0;
+}
+
+json_t *rspec_run_body (json_t *R, json_t *jobspec, unsigned uid, struct fmb_error *e)
+{
+    json_t *nodelist = json_object_get (json_object_get (R, "execution"), "nodelist");
+    json_t *nodes = json_array (), *item;
+    size_t i;
+    if (!json_is_array (nodelist) || json_array_size (nodelist) == 0) {
+        fmb_errorf (e, "R has no execution.nodelist");
+        goto fail;
+    }
+    json_array_foreach (nodelist, i, item)
+    {
+        const char *text = json_string_value (item);
+        if (!text) {
+            fmb_errorf (e, "R execution.nodelist[%zu] is not a string", i);
+            goto fail;
+        }
+        if (hostlist_expand (text, nodes, e) < 0)
+            goto fail;
+    }
+    json_t *body = json_pack ("{s:I s:o}", "uid", (json_int_t)uid, "nodes", nodes);
+    long ncores = cores_per_node (R);
+    if (ncores > 0)
+        json_object_set_new (body, "ncores", json_integer (ncores));
+    if (user_options (jobspec, body, e) < 0) {
+        json_decref (body);
+        return NULL;
+    }
+    return body;
+fail:
+    json_decref (nodes);
+    return NULL;
+}
