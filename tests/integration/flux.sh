@@ -80,6 +80,9 @@ for phase in prolog epilog housekeeping; do
 export PATH=$FP/bin:/usr/sbin:/usr/bin:/sbin:/bin
 rc=0
 for s in $FD/etc/$phase.d/*; do [ -x "\$s" ] && { "\$s" || rc=1; }; done
+# housekeeping: what flux-housekeeping@.service does when it fails
+[ $phase = housekeeping ] && [ \$rc != 0 ] &&
+    flux resource drain "\$(flux getattr rank)" "housekeeping failed"
 exit \$rc
 RUN
     chmod 755 "$FD/etc/run-$phase"
@@ -208,6 +211,9 @@ flux_as_user () { # as nobody, in the user's own directory
         env FLUX_URI="$FLUX_URI_ROOT" HOME="$T/home" PATH="$FP/bin:$PATH" "$@"
 }
 flux_diag () {
+    echo "--- flux jobs"; flux_as_owner flux jobs -a -c 4 -o '{id} {state} {result} {exception.note}' 2>&1
+    last=$(flux_as_owner flux jobs -a -c 1 -no '{id}' 2>/dev/null)
+    [ -n "$last" ] && { echo "--- eventlog $last"; flux_as_owner flux job eventlog "$last" 2>&1 | tail -15; }
     echo "--- flux dmesg"; flux_as_owner flux dmesg 2>&1 | grep -iv "debug" | tail -30
     echo "--- hooks.log"; tail -20 "$T/hooks.log" 2>/dev/null
     echo "--- broker.err"; tail -10 "$T/broker.err" 2>/dev/null

@@ -110,6 +110,34 @@ expect_ok 'fail_open: broker down, the job runs without isolation and says so' '
     ! grep -q SLINGSHOT_VNIS "$T/home/$id.out" &&
     flux_as_owner flux job eventlog "$id" | grep "fmbroker" | grep -q "fail_open"
 '
+drained_is () { test "$(flux_as_owner flux resource drain -no {nodelist})" = "$1"; }
+busy_service () { # NODE: the nobody job's services there stay busy (N more EBUSY)
+    jq "(.devices[].services[] | select(.member0.id == $(id -u nobody))).busy = 100000" "$T/$1.cxi.json" >"$T/cxi.tmp" &&
+        mv "$T/cxi.tmp" "$T/$1.cxi.json"
+}
+expect_ok 'services left busy on n2: housekeeping drains n2 only, and the broker holds the VNI back' '
+    hold && id=$(flux_as_user flux submit --output="$T/home/{{id}}.out" --label-io -N2 -n2 "$T/home/hold.sh") &&
+    j=$(dec "$id") && wait_for 300 0.1 both_printed "$id" && echo "printed" && busy_service n2 &&
+    jq -c ".devices[].services[] | select(.member0.id == $(id -u nobody)) | .busy" "$T/n2.cxi.json" &&
+    touch "$T/home/go" && wait_job "$id" && echo "job ended" &&
+    wait_for 200 0.1 drained_is n2 && echo "n2 drained" &&
+    rm_call GET /v1/vnis | jq -e --arg j "$j" "any(.vnis[]; .job == \$j and .state == \"quarantined\")"
+'
+expect_ok 'the node freed and undrained' '
+    jq "(.devices[].services[]).busy = 0" "$T/n2.cxi.json" >"$T/cxi.tmp" && mv "$T/cxi.tmp" "$T/n2.cxi.json" &&
+    MOCKCXI_STATE=$T/n2.cxi.json "$FMB_BIN/fmbroker-cxi" -c "$T/node.conf" --state-dir "$T/rec-n2" \
+        housekeeping --job "$j" --node n2 &&
+    flux_as_owner flux resource undrain n2 && ! drained
+'
+expect_ok 'the sweep (real flux jobs) ends a job Flux no longer has, and leaves a running one' '
+    hold && id=$(flux_as_user flux submit --output="$T/home/{{id}}.out" -N1 "$T/home/hold.sh") &&
+    j=$(dec "$id") && flux_as_owner flux job wait-event -t 30 "$id" start >/dev/null &&
+    rm_call PUT /v1/jobs/4242 "{\"uid\":$(id -u nobody),\"nodes\":[\"n1\"]}" >/dev/null &&
+    flux_as_owner env FMBROKER_CONF="$T/rm.conf" FMBROKER_BINDIR="$FMB_BIN" FMBROKER_SWEEP_MIN_AGE_S=0 \
+        "$FMB_SRC/deploy/flux/fmbroker-flux-sweep.sh" >"$T/sweep.out" 2>&1; cat "$T/sweep.out";
+    job_not_in 4242 active && job_in "$j" active &&
+    touch "$T/home/go" && wait_job "$id"
+'
 # A step's task 0 makes a multicast tree as libfabric does.
 cat >"$T/home/mcast.sh" <<'EOF2'
 #!/bin/sh
