@@ -59,7 +59,8 @@ has () {
 broker_files="/usr/sbin/fmbrokerd /usr/lib/systemd/system/fmbrokerd.service
     /usr/lib/sysusers.d/fmbroker.conf /usr/lib/tmpfiles.d/fmbroker.conf /usr/share/man/man8/fmbrokerd.8.gz
     /usr/share/fmbroker/openapi.yaml /usr/share/doc/fmbroker/examples/fmbroker.conf.example
-    /usr/share/doc/fmbroker/copyright"
+    /usr/share/doc/fmbroker/copyright /usr/share/doc/fmbroker/README.md
+    /usr/share/doc/fmbroker/doc/install.md /usr/share/doc/fmbroker/doc/operations.md"
 node_files="/usr/sbin/fmbroker-cxi /usr/bin/fmbroker /etc/default/fmbroker
     /usr/lib/systemd/system/fmbroker-cxi-report.timer /usr/lib/systemd/system/fmbroker-cxi-report.service
     /usr/share/man/man1/fmbroker.1.gz /usr/share/man/man5/fmbroker.conf.5.gz /usr/share/man/man8/fmbroker-cxi.8.gz
@@ -67,8 +68,10 @@ node_files="/usr/sbin/fmbroker-cxi /usr/bin/fmbroker /etc/default/fmbroker
     /usr/share/fmbroker/hooklib.sh /usr/share/fmbroker/slurm/fmbroker-slurm-sweep.sh /usr/lib/systemd/system/fmbroker-slurm-sweep.timer
     /usr/lib/systemd/system/fmbroker-slurm-sweep.service /usr/share/fmbroker/sweeplib.sh
     /usr/share/fmbroker/flux/fmbroker-flux-sweep.sh /usr/lib/systemd/system/fmbroker-flux-sweep.timer
-    /usr/share/fmbroker/flux/fmbroker-run.sh /usr/share/doc/fmbroker-node/copyright"
-# Slurm's plugin directory on Debian (where the README says it is)
+    /usr/share/fmbroker/flux/fmbroker-run.sh /usr/share/doc/fmbroker-node/copyright
+    /usr/share/doc/fmbroker-node/README.md /usr/share/doc/fmbroker-node/doc/slurm.md
+    /usr/share/doc/fmbroker-node/doc/compute-nodes.md"
+# Slurm's plugin directory on Debian (where doc/slurm.md says it is)
 [ -e "$FMB_BIN/../lib/fmbroker_spank.so" ] &&
     node_files="$node_files /usr/lib/$(gcc -print-multiarch)/slurm-wlm/fmbroker_spank.so
         /usr/lib/$(gcc -print-multiarch)/slurm-wlm/fmbroker_spank_clean.so"
@@ -76,7 +79,8 @@ expect_ok 'fmbroker holds the broker host, fmbroker-node the rest, each with cop
     dpkg-deb -c "$T"/pkg/fmbroker_*.deb | awk "{print substr(\$6, 2)}" >files &&
     dpkg-deb -c "$T"/pkg/fmbroker-node_*.deb | awk "{print substr(\$6, 2)}" >nfiles &&
     has files $broker_files && has nfiles $node_files &&
-    ! grep -q -e fmbroker-cxi -e /usr/bin/fmbroker -e slurm -e flux files &&
+    ! grep -v "^/usr/share/doc/fmbroker/doc/" files |
+        grep -q -e fmbroker-cxi -e /usr/bin/fmbroker -e slurm -e flux &&
     ! grep -q -e fmbrokerd -e sysusers nfiles &&
     ! grep -q "/man/.*[0-9]$" files nfiles &&
     ! cat files nfiles | grep -q -e mockfm -e mockcxi -e "/test_" &&
