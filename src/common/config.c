@@ -189,6 +189,7 @@ static const struct cfg_key cfg_keys[] = {
 /* clang-format on */
 
 #define NKEYS (sizeof (cfg_keys) / sizeof (cfg_keys[0]))
+_Static_assert(NKEYS <= FMB_CFG_KEYS_MAX, "raise FMB_CFG_KEYS_MAX");
 
 const char *const fmb_cxi_rsrc_names[FMB_CXI_NRSRC] = {
     "txqs",
@@ -926,6 +927,9 @@ static int finish_load (struct fmb_config *cfg,
     }
     if ((ctx->client ? client_validate (ctx) : cfg_validate (ctx)) < 0)
         return fmb_errorf (error, "%s", ctx->error.text);
+    for (size_t i = 0; i < NKEYS; i++)
+        if (ctx->lines[i]) /* fmb_config_set keeps the file's other lines */
+            ctx->cfg.lines[i] = ctx->lines[i];
     *cfg = ctx->cfg;
     return 0;
 }
@@ -1075,6 +1079,31 @@ bool fmb_config_list_has (const char *list, const char *name)
         p = end + 1;
     }
     return false;
+}
+
+void fmb_config_where (const struct fmb_config *cfg,
+                       const char *section,
+                       const char *key,
+                       const char *value,
+                       char *buf,
+                       size_t size)
+{
+    int i = key_index (section, key);
+    int line = i >= 0 ? cfg->lines[i] : 0;
+    const char *file = cfg->source[0] ? cfg->source : "built-in defaults";
+    char at[32] = "";
+    if (line > 0)
+        snprintf (at, sizeof (at), ":%d", line);
+    snprintf (buf,
+              size,
+              "%s%s: [%s] %s%s%s%s",
+              line < 0 ? "command line" : file,
+              at,
+              section,
+              key,
+              value ? " = " : "",
+              value ? value : "",
+              line == 0 ? " (default)" : "");
 }
 
 /* ---- dump ---------------------------------------------------------- */
