@@ -159,15 +159,19 @@ int broker_apply_config (struct broker *b,
                          struct fmb_error *error)
 {
     int restart = 0;
+    const char *said = NULL; /* one key may be two fields ([vni] pool) */
     for (size_t i = 0; i < sizeof (restart_keys) / sizeof (restart_keys[0]); i++) {
         char *now = (char *)&b->cfg + restart_keys[i].offset;
         char *want = (char *)next + restart_keys[i].offset;
         if (memcmp (now, want, restart_keys[i].size) != 0) {
-            fmb_log (LOG_WARNING,
-                     "reload: %s changed; it takes effect at the next restart",
-                     restart_keys[i].key);
+            if (!said || strcmp (said, restart_keys[i].key) != 0) {
+                fmb_log (LOG_WARNING,
+                         "reload: %s changed; it takes effect at the next restart",
+                         restart_keys[i].key);
+                restart++;
+            }
+            said = restart_keys[i].key;
             memcpy (want, now, restart_keys[i].size);
-            restart++;
         }
     }
     if (b->cfg.tcp[0])

@@ -926,9 +926,20 @@ __attribute__ ((format (printf, 2, 0))) static void mhd_log (void *cls,
                                                              va_list ap)
 {
     (void)cls;
+    static bool delay_said;
     char line[512];
     vsnprintf (line, sizeof (line), fmt, ap);
     line[strcspn (line, "\n")] = '\0';
+    /* libmicrohttpd cannot cork a Unix socket (no TCP options) and says
+     * so at every answer; the client sees no delay on a Unix socket.
+     * Once is enough to know it. */
+    if (strstr (line, "Client may experience some delay")) {
+        if (delay_said)
+            return;
+        delay_said = true;
+        fmb_log (LOG_DEBUG, "http: %s (said once; on a Unix socket it is noise)", line);
+        return;
+    }
     fmb_log (LOG_DEBUG, "http: %s", line);
 }
 
