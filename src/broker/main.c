@@ -172,13 +172,24 @@ static int parse_args (int argc, char **argv)
     return 0;
 }
 
-static int load_config (struct fmb_config *cfg, struct fmb_error *error)
+static void log_problem (const char *problem, void *arg)
+{
+    (void)arg;
+    fmb_log (LOG_ERR, "%s", problem);
+}
+
+/* The file and the --set overrides; every problem is logged through
+ * 'report' when given (start, --check-config), else the first is in
+ * 'error' (reload). */
+static int load_config (struct fmb_config *cfg,
+                        fmb_config_report_f report,
+                        struct fmb_error *error)
 {
     const char *path = arg_.config;
     if (!path && access (FMB_CONFIG_PATH, F_OK) == 0)
         path = FMB_CONFIG_PATH;
     fmb_config_defaults (cfg);
-    return fmb_config_load_with_sets (cfg, path, arg_.sets, arg_.nsets, error);
+    return fmb_config_load_all (cfg, path, arg_.sets, arg_.nsets, report, NULL, error);
 }
 
 /* SIGHUP: read the file again (with the same --set overrides on top) and
@@ -191,7 +202,8 @@ static void reload_config (struct broker *b)
     sd_notify (0, "RELOADING=1\nSTATUS=reloading the configuration");
     if (!next)
         fmb_log (LOG_ERR, "reload: out of memory; the configuration is unchanged");
-    else if (load_config (next, &error) < 0 || broker_check_config (next, &error) < 0)
+    else if (load_config (next, NULL, &error) < 0 ||
+             broker_check_config (next, &error) < 0)
         fmb_log (LOG_ERR, "reload: %s; keeping the running configuration", error.text);
     else {
         int restart = broker_apply_config (b, next, &error);
@@ -206,12 +218,6 @@ static void reload_config (struct broker *b)
     }
     free (next);
     sd_notify (0, "READY=1\nSTATUS=serving");
-}
-
-static void log_problem (const char *problem, void *arg)
-{
-    (void)arg;
-    fmb_log (LOG_ERR, "%s", problem);
 }
 
 /* Every check start runs, as this process's user; 2 if any failed. */
@@ -504,8 +510,8 @@ static int configure (int argc, char **argv, struct fmb_config *cfg)
     struct fmb_error error;
     if (parse_args (argc, argv) < 0)
         return 2;
-    if (load_config (cfg, &error) < 0) {
-        fmb_log (LOG_ERR, "%s", error.text);
+    if (load_config (cfg, log_problem, &error) < 0) {
+        fmb_log (LOG_ERR, "%s", error.text); /* how many, or what failed */
         return 2;
     }
     fmb_log_set_level (cfg->log_level);

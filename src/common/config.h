@@ -170,6 +170,22 @@ void fmb_config_where (const struct fmb_config *cfg,
                        char *buf,
                        size_t size);
 
+/* One problem of a configuration that does not load. */
+typedef void (*fmb_config_report_f) (const char *problem, void *arg);
+
+/* fmb_config_load_with_sets, but every problem found (unknown keys, bad
+ * values, keys set twice, then the rules between keys) goes to 'report'
+ * before it fails, and 'error' says how many there were: what
+ * --check-config and start print.  Without 'report', 'error' holds the
+ * first and the count of the others. */
+int fmb_config_load_all (struct fmb_config *cfg,
+                         const char *path,
+                         const char *const *sets,
+                         int nsets,
+                         fmb_config_report_f report,
+                         void *arg,
+                         struct fmb_error *error);
+
 /* Print the effective configuration as an INI file. */
 void fmb_config_dump (const struct fmb_config *cfg, FILE *f);
 

@@ -168,4 +168,24 @@ expect_ok 'as the service user, start says the same as the check (exit 2, file a
         grep -q "b.conf:4: \[api\] socket = $T/svc/run/api.sock: user nobody (uid 65534) cannot create files in it: Permission denied" $f || { cat $f; return 1; }
     done
 '
+expect_ok 'every problem of a file in one run, at check and at start (exit 2)' '
+    cp broker.conf many.conf &&
+    printf "[vni]\nmni_nodes = 5\nper_job = 9\n[broker]\ncluster_name = a b\n[bogus]\nx = 1\ny = 2\n" >>many.conf &&
+    { "$fmbrokerd" -c many.conf --check-config >out 2>check.err; test $? = 2; } &&
+    { timeout 10 "$fmbrokerd" -c many.conf 2>start.err; test $? = 2; } &&
+    for f in check.err start.err; do
+        grep -q "many.conf:[0-9]*: \[vni\] mni_nodes: unknown key" $f &&
+        grep -q "many.conf:[0-9]*: \[vni\] per_job = 9: " $f &&
+        grep -q "many.conf:[0-9]*: \[broker\] cluster_name: set twice" $f &&
+        test "$(grep -c "\[bogus\]: unknown section" $f)" = 1 &&
+        grep -q "many.conf: 4 problems" $f || { cat $f; return 1; }
+    done
+'
+expect_ok 'every rule between keys broken, in one run' '
+    { "$fmbrokerd" -c broker.conf --check-config --set vni.per_job=4 --set vni.max_per_job=2 \
+        --set fabric_manager.reserve_timeout_ms=5000 --set fabric_manager.timeout_ms=1000 >out 2>err; test $? = 2; } &&
+    grep -q "\[vni\] per_job: 4 exceeds \[vni\] max_per_job (2)" err &&
+    grep -q "\[fabric_manager\] reserve_timeout_ms: 5000 exceeds \[fabric_manager\] timeout_ms (1000)" err &&
+    grep -q ": 2 problems" err
+'
 done_testing
