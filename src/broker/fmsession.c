@@ -168,8 +168,9 @@ static void changed (struct fmsession *s, enum fm_state old)
         return;
     }
     fmb_log (LOG_WARNING,
-             "fabric manager %s: unreachable (%s); FM work waits, retrying in %u ms",
+             "fabric manager %s: %s (%s); FM work waits, retrying in %u ms",
              b->cfg.fm_url,
+             s->no_api ? "no collectives API there" : "unreachable",
              s->error,
              s->backoff_ms);
     if (broker_event (b,
