@@ -20,7 +20,7 @@ fm="--set fabric_manager.url=http://127.0.0.1:1 --set fabric_manager.auth=oauth 
 agree () {
     pattern=$1
     shift
-    { "$fmbrokerd" -c broker.conf --check-config "$@" >out 2>check.err; test $? -eq 2; } &&
+    { "$fmbrokerd" -c broker.conf --check-config --user root "$@" >out 2>check.err; test $? -eq 2; } &&
         grep -q -- "$pattern" check.err &&
         { timeout 10 "$fmbrokerd" -c broker.conf "$@" 2>start.err; test $? -eq 2; } &&
         grep -q -- "$pattern" start.err && test ! -e state && test ! -e api.sock
@@ -36,7 +36,7 @@ expect_ok 'credentials over plain http are refused by both unless allowed' '
         --set fabric_manager.auth_dir=$T/auth &&
     agree "\[fabric_manager\] url: http://127.0.0.1:1 is plain http: auth = basic" \
         --set fabric_manager.url=http://127.0.0.1:1 --set fabric_manager.auth=basic &&
-    "$fmbrokerd" -c broker.conf --check-config $fm --set fabric_manager.auth_dir=$T/auth
+    "$fmbrokerd" -c broker.conf --check-config --user root $fm --set fabric_manager.auth_dir=$T/auth
 '
 expect_ok 'a missing auth_dir is refused by both' '
     agree "\[fabric_manager\] auth_dir $T/nope: No such file or directory" \
@@ -71,12 +71,12 @@ expect_ok 'a missing tokens file is refused by both' '
         --set api.tcp=127.0.0.1:0 $tls --set api.tokens_file=$T/nope
 '
 expect_ok '--set before the keys it needs is fine: validation sees them all' '
-    "$fmbrokerd" -c broker.conf --check-config --set api.tcp=127.0.0.1:0 $tls >out &&
+    "$fmbrokerd" -c broker.conf --check-config --user root --set api.tcp=127.0.0.1:0 $tls >out &&
     grep -q "configuration OK" out
 '
 expect_ok 'what --check-config passes starts' '
     port=$(free_ports 1) &&
-    "$fmbrokerd" -c broker.conf --check-config --set api.tcp=127.0.0.1:$port $tls \
+    "$fmbrokerd" -c broker.conf --check-config --user root --set api.tcp=127.0.0.1:$port $tls \
         $fm --set fabric_manager.auth_dir=$T/auth >out &&
     { "$fmbrokerd" -c broker.conf --set api.tcp=127.0.0.1:$port $tls \
         $fm --set fabric_manager.auth_dir=$T/auth 2>>broker.err & broker_pid=$!; } &&
@@ -85,9 +85,9 @@ expect_ok 'what --check-config passes starts' '
     stop_broker
 '
 expect_ok 'two of --check-config, --dump-config, --check-db, --recount are refused, not half done' '
-    { "$fmbrokerd" -c broker.conf --check-config --dump-config >out 2>err; test $? = 2; } &&
+    { "$fmbrokerd" -c broker.conf --check-config --user root --dump-config >out 2>err; test $? = 2; } &&
     grep -q "go one at a time" err && test ! -s out &&
-    { "$fmbrokerd" -c broker.conf --check-db --check-config >out 2>err; test $? = 2; } && grep -q "go one at a time" err
+    { "$fmbrokerd" -c broker.conf --check-db --check-config --user root >out 2>err; test $? = 2; } && grep -q "go one at a time" err
 '
 # A broker the unit starts as a user who cannot use the state directory
 # exits at once and is restarted for ever: --check-config says so first.
@@ -100,7 +100,7 @@ expect_ok 'a state directory this user cannot use fails --check-config (exit 2),
     chmod 777 state && { as_user 65534 "$fmbrokerd" -c broker.conf --check-config >out 2>err; test $? = 2; } &&
     grep -q "state_dir = $T/state: user .*(uid 65534) cannot read and write $T/state/fmbrokerd.lock: Permission denied" err &&
     chmod 755 state &&
-    "$fmbrokerd" -c broker.conf --check-config >out && grep -q "not locked" out && rm -rf state
+    "$fmbrokerd" -c broker.conf --check-config --user root >out && grep -q "not locked" out && rm -rf state
 '
 # Issue 37: the check runs as the service runs.  Root may read what the
 # service user cannot; a directory that does not exist is fine only if
@@ -171,7 +171,7 @@ expect_ok 'as the service user, start says the same as the check (exit 2, file a
 expect_ok 'every problem of a file in one run, at check and at start (exit 2)' '
     cp broker.conf many.conf &&
     printf "[vni]\nmni_nodes = 5\nper_job = 9\n[broker]\ncluster_name = a b\n[bogus]\nx = 1\ny = 2\n" >>many.conf &&
-    { "$fmbrokerd" -c many.conf --check-config >out 2>check.err; test $? = 2; } &&
+    { "$fmbrokerd" -c many.conf --check-config --user root >out 2>check.err; test $? = 2; } &&
     { timeout 10 "$fmbrokerd" -c many.conf 2>start.err; test $? = 2; } &&
     for f in check.err start.err; do
         grep -q "many.conf:[0-9]*: \[vni\] mni_nodes: unknown key" $f &&
@@ -182,7 +182,7 @@ expect_ok 'every problem of a file in one run, at check and at start (exit 2)' '
     done
 '
 expect_ok 'every rule between keys broken, in one run' '
-    { "$fmbrokerd" -c broker.conf --check-config --set vni.per_job=4 --set vni.max_per_job=2 \
+    { "$fmbrokerd" -c broker.conf --check-config --user root --set vni.per_job=4 --set vni.max_per_job=2 \
         --set fabric_manager.reserve_timeout_ms=5000 --set fabric_manager.timeout_ms=1000 >out 2>err; test $? = 2; } &&
     grep -q "\[vni\] per_job: 4 exceeds \[vni\] max_per_job (2)" err &&
     grep -q "\[fabric_manager\] reserve_timeout_ms: 5000 exceeds \[fabric_manager\] timeout_ms (1000)" err &&

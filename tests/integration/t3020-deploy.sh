@@ -124,7 +124,7 @@ expect_ok 'the packaged programs run' '
     root/usr/sbin/fmbrokerd --version | grep -q "^fmbrokerd 0\." &&
     root/usr/bin/fmbroker --version | grep -q "^fmbroker 0\." &&
     root/usr/sbin/fmbroker-cxi --help | grep -q "^Usage: fmbroker-cxi" &&
-    root/usr/sbin/fmbrokerd -c "$src/deploy/fmbroker.conf.example" --check-config
+    root/usr/sbin/fmbrokerd -c "$src/deploy/fmbroker.conf.example" --check-config --user root
 '
 expect_ok 'the RPMs (cpack RPM) hold the same files, the unit, the user and a config file' '
     if ! command -v rpmbuild >/dev/null; then echo "skipped: no rpmbuild (Debian package rpm)"; return 0; fi
