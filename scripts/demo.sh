@@ -1,7 +1,8 @@
 #!/bin/bash
 # demo.sh [STATE_DIR]: run fmbrokerd on its embedded default: the mock
 # fabric manager on loopback (a free port), SQLite state and the API
-# socket in STATE_DIR (default ./state).  Ctrl-C stops both.
+# socket in STATE_DIR (default ./state).  Ctrl-C, or SIGTERM to this
+# script's pid, stops both.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${FMB_BIN:-$top/build/bin}
@@ -10,7 +11,18 @@ rm -f "$state/mockfm.port"
 "$bin/mockfm" --listen 127.0.0.1:0 --port-file "$state/mockfm.port" \
     --state-file "$state/mockfm.state" --request-log "$state/mockfm.log" 2>>"$state/mockfm.err" &
 mock=$!
-trap 'kill $mock 2>/dev/null' EXIT INT TERM
+broker=
+# The broker runs in the background and this shell waits for it, so
+# that a signal to this pid (not only Ctrl-C to the terminal's group)
+# reaches the trap, which stops both and waits for the broker to end.
+stop () {
+    [ -n "$broker" ] && kill -TERM "$broker" 2>/dev/null && wait "$broker" 2>/dev/null
+    kill -TERM "$mock" 2>/dev/null
+    wait "$mock" 2>/dev/null
+    return 0
+}
+trap 'stop; exit 0' INT TERM
+trap 'kill $mock 2>/dev/null' EXIT
 for _ in $(seq 100); do [ -s "$state/mockfm.port" ] && break; sleep 0.05; done
 port=$(cat "$state/mockfm.port")
 cat >"$state/demo.conf" <<CONF
@@ -43,6 +55,10 @@ Try, in another shell, in this order:
   curl -s --unix-socket $sock http://fmbroker/v1/status
 (the two node reports are what each node's fmbroker-cxi epilog sends: the
 job's VNI leaves quarantine once both nodes said their services are gone)
-Ctrl-C stops the broker and the mock FM.
+Or with the CLI (status, jobs, job show JOB, vni list, events, metrics):
+  $bin/fmbroker -c $state/demo.conf status
+Ctrl-C, or kill $$ (SIGTERM), stops the broker and the mock FM.
 HELP
-"$bin/fmbrokerd" -c "$state/demo.conf"
+"$bin/fmbrokerd" -c "$state/demo.conf" &
+broker=$!
+wait "$broker"

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "svccheck.h"
 #include "fmclient.h"
 #include "events.h"
 #include "fmsession.h"
@@ -45,7 +46,7 @@
 #define BACKGROUND_PAUSE_MS 3
 #define STALL_WINDOW_MS     60000 /* the stall metric covers 1-2 windows */
 
-#define FM_OPS       7 /* get create patch delete list token login */
+#define FM_OPS       8 /* get create patch delete list token login probe */
 #define FM_RESULTS   (FMC_UNAUTHORIZED + 1) /* the statuses an FM answer has */
 #define LAT_BUCKETS  12
 #define PASS_BUCKETS 9 /* the loop pass histogram's bounds, metrics.c */
@@ -119,6 +120,12 @@ void broker_fm_id (struct broker *b, const char *job, char *out, size_t len);
  * client certificates, the TCP listener's files), checked without side
  * effects: start and --check-config both call it. */
 int broker_check_config (const struct fmb_config *cfg, struct fmb_error *error);
+/* The same checks, every problem reported (not only the first), with the
+ * state directory and the socket's directory as this process's user;
+ * returns how many there were. */
+int broker_check_all (const struct fmb_config *cfg,
+                      svccheck_report_f report,
+                      void *arg);
 /* Reload: take 'next' (loaded and checked) as the running configuration.
  * Keys that need a restart keep their old values (logged); returns how
  * many of those changed, or -1 (nothing changed) if a file it re-reads

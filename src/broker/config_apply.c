@@ -28,24 +28,28 @@
 #include "log.h"
 #include "nsscache.h"
 
-static int check_readable (const char *key,
-                           const char *path,
-                           bool secret,
-                           struct fmb_error *error)
+/* A file start reads: 0, or 1 after reporting. */
+static int check_readable (
+    const char *key, const char *path, bool secret, svccheck_report_f report, void *arg)
 {
+    struct fmb_error error;
     char *text = NULL;
     if (!path[0])
         return 0;
-    if ((secret && fmb_check_private_file (path, error) < 0) ||
-        fmb_read_file (path, 1024 * 1024, false, &text, NULL, error) < 0)
-        return fmb_error_prefix (error, "%s", key);
+    if ((secret && fmb_check_private_file (path, &error) < 0) ||
+        fmb_read_file (path, 1024 * 1024, false, &text, NULL, &error) < 0) {
+        fmb_error_prefix (&error, "%s", key);
+        report (error.text, arg);
+        return 1;
+    }
     explicit_bzero (text, strlen (text));
     free (text);
     return 0;
 }
 
-static int check_fm (const struct fmb_config *cfg, struct fmb_error *error)
+static int check_fm (const struct fmb_config *cfg, svccheck_report_f report, void *arg)
 {
+    struct fmb_error error;
     if (!cfg->fm_url[0])
         return 0;
     if (cfg->fm_auth != FMB_AUTH_NONE) {
@@ -53,30 +57,61 @@ static int check_fm (const struct fmb_config *cfg, struct fmb_error *error)
         struct stat st;
         if (stat (dir, &st) < 0 || !S_ISDIR (st.st_mode)) {
             int saved = stat (dir, &st) < 0 ? errno : ENOTDIR;
-            errno = saved;
-            return fmb_errorf (
-                error, "[fabric_manager] auth_dir %s: %s", dir, strerror (saved));
+            fmb_errorf (
+                &error, "[fabric_manager] auth_dir %s: %s", dir, strerror (saved));
+            report (error.text, arg);
+            return 1; /* the credentials in it cannot be read either */
         }
     }
-    if (check_readable ("[fabric_manager] ca_file", cfg->fm_ca_file, false, error) <
-            0 ||
-        check_readable ("[fabric_manager] mtls_cert", cfg->fm_mtls_cert, false, error) <
-            0 ||
-        check_readable ("[fabric_manager] mtls_key", cfg->fm_mtls_key, true, error) < 0)
-        return -1;
+    int n = check_readable (
+        "[fabric_manager] ca_file", cfg->fm_ca_file, false, report, arg);
+    n += check_readable (
+        "[fabric_manager] mtls_cert", cfg->fm_mtls_cert, false, report, arg);
+    n += check_readable (
+        "[fabric_manager] mtls_key", cfg->fm_mtls_key, true, report, arg);
     /* The same constructor start uses: credentials present, private, not empty. */
     struct fmc *fmc = NULL;
-    if (fmc_create_from_config (cfg, &fmc, error) < 0)
-        return -1;
+    if (fmc_create_from_config (cfg, &fmc, &error) < 0) {
+        report (error.text, arg);
+        return n + 1;
+    }
     fmc_destroy (fmc);
-    return 0;
+    return n;
+}
+
+int broker_check_all (const struct fmb_config *cfg, svccheck_report_f report, void *arg)
+{
+    return check_fm (cfg, report, arg) + http_check_files (cfg, report, arg) +
+           svccheck_paths (cfg, report, arg);
+}
+
+struct first_problem {
+    struct fmb_error *error;
+    int count;
+};
+
+static void keep_first (const char *problem, void *arg)
+{
+    struct first_problem *f = arg;
+    if (f->count++ == 0)
+        fmb_errorf (f->error, "%s", problem);
 }
 
 int broker_check_config (const struct fmb_config *cfg, struct fmb_error *error)
 {
-    if (check_fm (cfg, error) < 0)
-        return -1;
-    return http_check_files (cfg, error);
+    struct first_problem f = {.error = error};
+    if (broker_check_all (cfg, keep_first, &f) == 0)
+        return 0;
+    if (f.count > 1) {
+        char first[sizeof (error->text)];
+        snprintf (first, sizeof (first), "%s", error->text);
+        fmb_errorf (error,
+                    "%s (and %d more: fmbrokerd --check-config lists them)",
+                    first,
+                    f.count - 1);
+    }
+    errno = EINVAL;
+    return -1;
 }
 
 /* Keys reload cannot change: they name what the running broker holds
@@ -124,15 +159,19 @@ int broker_apply_config (struct broker *b,
                          struct fmb_error *error)
 {
     int restart = 0;
+    const char *said = NULL; /* one key may be two fields ([vni] pool) */
     for (size_t i = 0; i < sizeof (restart_keys) / sizeof (restart_keys[0]); i++) {
         char *now = (char *)&b->cfg + restart_keys[i].offset;
         char *want = (char *)next + restart_keys[i].offset;
         if (memcmp (now, want, restart_keys[i].size) != 0) {
-            fmb_log (LOG_WARNING,
-                     "reload: %s changed; it takes effect at the next restart",
-                     restart_keys[i].key);
+            if (!said || strcmp (said, restart_keys[i].key) != 0) {
+                fmb_log (LOG_WARNING,
+                         "reload: %s changed; it takes effect at the next restart",
+                         restart_keys[i].key);
+                restart++;
+            }
+            said = restart_keys[i].key;
             memcpy (want, now, restart_keys[i].size);
-            restart++;
         }
     }
     if (b->cfg.tcp[0])

@@ -1,6 +1,7 @@
 /* fmsession.c: the FM session's state, probes and back-off (fmsession.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "broker.h"
 #include "fmsession.h"
@@ -8,6 +9,9 @@
 #include "timer.h"
 
 #define WAKE_MAX 4
+/* The id the idle liveness probe GETs: no cluster's prefix, so that no
+ * reconciliation (ours or another broker's) ever takes it for a job. */
+#define LIVENESS_JOB_ID "fmbroker-liveness"
 
 struct fmsession {
     struct broker *b;
@@ -21,6 +25,14 @@ struct fmsession {
     fmsession_probe_f probe;
     void *probe_arg;
     struct timer *probe_timer;
+    /* While up: a probe when nothing was heard from the FM for
+     * FM_LIVENESS_MS, so that an idle broker sees a dead FM in seconds. */
+    struct timer *liveness_timer;
+    int64_t heard_ms; /* monotonic: the last call the FM answered */
+    bool liveness_inflight;
+    /* the FM answered 404 where every collectives API answers: down
+     * until a call proves the API there (a probe's 404 does not) */
+    bool no_api;
     struct timer *wake[WAKE_MAX];
     int nwake;
 };
@@ -62,6 +74,33 @@ static int64_t probe_timer (void *arg, int64_t now)
     return FM_PROBE_BACKOFF_MAX_MS;
 }
 
+static void liveness_done (const struct fmc_result *res, void *arg)
+{
+    struct fmsession *s = arg;
+    s->liveness_inflight = false;
+    fmsession_note (s, res);
+}
+
+/* While up and idle: one small request on the collectives API. */
+static int64_t liveness_timer (void *arg, int64_t now)
+{
+    struct fmsession *s = arg;
+    struct fmb_error e;
+    if (!s->b->fmc || s->b->stopping)
+        return TIMER_IDLE; /* no FM, or no more */
+    if (s->state != FM_UP)
+        return FM_LIVENESS_MS;
+    int64_t quiet = now - s->heard_ms;
+    if (s->liveness_inflight || quiet < FM_LIVENESS_MS)
+        return s->liveness_inflight ? FM_LIVENESS_MS : FM_LIVENESS_MS - quiet;
+    s->liveness_inflight = true;
+    if (fmc_probe (s->b->fmc, LIVENESS_JOB_ID, liveness_done, s, &e) < 0) {
+        s->liveness_inflight = false;
+        fmb_log (LOG_ERR, "fabric manager liveness probe: %s", e.text);
+    }
+    return FM_LIVENESS_MS;
+}
+
 struct fmsession *fmsession_create (struct broker *b)
 {
     struct fmsession *s = calloc (1, sizeof (*s));
@@ -69,7 +108,17 @@ struct fmsession *fmsession_create (struct broker *b)
         return NULL;
     s->b = b;
     s->probe_timer = timer_add (b->timers, "FM probe", TIMER_IDLE, probe_timer, s);
+    s->liveness_timer =
+        timer_add (b->timers, "FM liveness", FM_LIVENESS_MS, liveness_timer, s);
     return s;
+}
+
+void fmsession_heard (struct fmsession *s, const struct fmc_result *res)
+{
+    if (res->http_status != 0)
+        s->heard_ms = now_mono ();
+    if (res->no_api) /* whoever made the call: a wrong url is the session's */
+        fmsession_note (s, res);
 }
 
 void fmsession_destroy (struct fmsession *s)
@@ -119,8 +168,9 @@ static void changed (struct fmsession *s, enum fm_state old)
         return;
     }
     fmb_log (LOG_WARNING,
-             "fabric manager %s: unreachable (%s); FM work waits, retrying in %u ms",
+             "fabric manager %s: %s (%s); FM work waits, retrying in %u ms",
              b->cfg.fm_url,
+             s->no_api ? "no collectives API there" : "unreachable",
              s->error,
              s->backoff_ms);
     if (broker_event (b,
@@ -184,10 +234,17 @@ void fmsession_note (struct fmsession *s, const struct fmc_result *res)
     if (res->status == FMC_NOT_SENT || res->unsent)
         return; /* says nothing about the FM */
     note_credentials (s, res);
+    if (res->no_api) {
+        s->no_api = true;
+        set_state (s, FM_DOWN, res->error);
+        return;
+    }
+    if (s->no_api && res->status == FMC_OK && strcmp (res->op, "probe") != 0)
+        s->no_api = false; /* the API answered where only it can */
     /* counted in metrics by the client's observer, call by call */
     if (res->status != FMC_OK && res->http_status == 0)
         set_state (s, FM_DOWN, res->error);
-    else if (s->state != FM_UP)
+    else if (s->state != FM_UP && !s->no_api)
         set_state (s, FM_UP, NULL);
 }
 

@@ -7,6 +7,12 @@
  * back-off, and when one answers the session is up again.  Coming up
  * wakes the timers registered with fmsession_wake_on_up (a new listing,
  * the outbox).  Every change is logged and an event.
+ *
+ * An FM that answers, but 404 where every collectives API answers (the
+ * listing, the POST of a new job: the url's path is wrong), is down
+ * too, with that reason, until a call proves the API there.  While up,
+ * a liveness probe every FM_LIVENESS_MS of silence keeps "up" true of
+ * an idle broker.
  */
 #ifndef FMB_FMSESSION_H
 #define FMB_FMSESSION_H
@@ -17,6 +23,10 @@
 #include "fmclient.h"
 
 #define FM_PROBE_BACKOFF_MAX_MS 60000
+/* While up, a probe (fmc_probe) after this long without an answer from
+ * the FM: an idle broker sees a dead FM within about this plus a
+ * connection's failure, and an idle FM gets one small GET this often. */
+#define FM_LIVENESS_MS 2000
 
 enum fm_state {
     FM_DISABLED,   /* no [fabric_manager] url: VNI-only */
@@ -43,6 +53,9 @@ void fmsession_start (struct fmsession *s,
 void fmsession_wake_on_up (struct fmsession *s, struct timer *tm);
 /* A call came back (with an HTTP answer or without one). */
 void fmsession_note (struct fmsession *s, const struct fmc_result *res);
+/* Every FM call that completed (the client's observer): when the FM
+ * was last heard from, and a wrong url whichever call met it. */
+void fmsession_heard (struct fmsession *s, const struct fmc_result *res);
 /* The probe's answer came (before fmsession_note of it). */
 void fmsession_probe_done (struct fmsession *s);
 bool fmsession_probe_inflight (const struct fmsession *s);

@@ -926,9 +926,20 @@ __attribute__ ((format (printf, 2, 0))) static void mhd_log (void *cls,
                                                              va_list ap)
 {
     (void)cls;
+    static bool delay_said;
     char line[512];
     vsnprintf (line, sizeof (line), fmt, ap);
     line[strcspn (line, "\n")] = '\0';
+    /* libmicrohttpd cannot cork a Unix socket (no TCP options) and says
+     * so at every answer; the client sees no delay on a Unix socket.
+     * Once is enough to know it. */
+    if (strstr (line, "Client may experience some delay")) {
+        if (delay_said)
+            return;
+        delay_said = true;
+        fmb_log (LOG_DEBUG, "http: %s (said once; on a Unix socket it is noise)", line);
+        return;
+    }
     fmb_log (LOG_DEBUG, "http: %s", line);
 }
 
@@ -1101,37 +1112,54 @@ int http_tls_changed (struct http *h, const struct fmb_config *cfg)
     return changed;
 }
 
-int http_check_files (const struct fmb_config *cfg, struct fmb_error *error)
+/* One file the TCP listener reads at start: readable (and private when
+ * 'secret'); 0, or 1 after reporting. */
+static int check_tls_file (
+    const char *key, const char *path, bool secret, svccheck_report_f report, void *arg)
 {
-    if (!cfg->tcp[0])
-        return 0;
-    struct sockaddr_storage ss;
-    socklen_t sslen;
-    if (fmb_parse_hostport (cfg->tcp, &ss, &sslen) < 0) {
-        errno = EINVAL;
-        return fmb_errorf (error, "[api] tcp = %s: not an address", cfg->tcp);
-    }
-    struct static_token *tokens = calloc (MAX_STATIC_TOKENS, sizeof (*tokens));
-    int n = 0;
+    struct fmb_error error;
     char *text = NULL;
-    if (!tokens)
-        return fmb_errorf (error, "out of memory");
-    int rc = load_tokens_into (cfg->tokens_file, tokens, &n, error);
-    explicit_bzero (tokens, sizeof (*tokens) * MAX_STATIC_TOKENS);
-    free (tokens);
-    if (rc == 0 &&
-        fmb_read_file (cfg->tls_cert, 1024 * 1024, false, &text, NULL, error) < 0)
-        rc = fmb_error_prefix (error, "[api] tls_cert");
-    free (text);
-    text = NULL;
-    if (rc == 0 &&
-        (fmb_check_private_file (cfg->tls_key, error) < 0 ||
-         fmb_read_file (cfg->tls_key, 1024 * 1024, false, &text, NULL, error) < 0))
-        rc = fmb_error_prefix (error, "[api] tls_key");
+    int rc = 0;
+    if ((secret && fmb_check_private_file (path, &error) < 0) ||
+        fmb_read_file (path, 1024 * 1024, false, &text, NULL, &error) < 0) {
+        fmb_error_prefix (&error, "%s", key);
+        report (error.text, arg);
+        rc = 1;
+    }
     if (text)
         explicit_bzero (text, strlen (text));
     free (text);
     return rc;
+}
+
+int http_check_files (const struct fmb_config *cfg, svccheck_report_f report, void *arg)
+{
+    struct fmb_error error;
+    if (!cfg->tcp[0])
+        return 0;
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    int n = 0;
+    if (fmb_parse_hostport (cfg->tcp, &ss, &sslen) < 0) {
+        fmb_errorf (&error, "[api] tcp = %s: not an address", cfg->tcp);
+        report (error.text, arg);
+        n++;
+    }
+    struct static_token *tokens = calloc (MAX_STATIC_TOKENS, sizeof (*tokens));
+    int count = 0;
+    if (!tokens) {
+        report ("out of memory", arg);
+        return n + 1;
+    }
+    if (load_tokens_into (cfg->tokens_file, tokens, &count, &error) < 0) {
+        report (error.text, arg);
+        n++;
+    }
+    explicit_bzero (tokens, sizeof (*tokens) * MAX_STATIC_TOKENS);
+    free (tokens);
+    n += check_tls_file ("[api] tls_cert", cfg->tls_cert, false, report, arg);
+    n += check_tls_file ("[api] tls_key", cfg->tls_key, true, report, arg);
+    return n;
 }
 
 /* The Unix listener has no listen socket of MHD's own: accept_unix()

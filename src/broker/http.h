@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "svccheck.h"
 #include "validate.h"
 #include "waitq.h"
 
@@ -83,8 +84,11 @@ int http_create (struct broker *b,
 void http_destroy (struct http *h);
 /* What http_create will need from the files of the TCP listener (tokens
  * file, TLS certificate and private key), checked without listening:
- * --check-config and start share it. */
-int http_check_files (const struct fmb_config *cfg, struct fmb_error *error);
+ * --check-config and start share it.  Each problem is reported; returns
+ * how many. */
+int http_check_files (const struct fmb_config *cfg,
+                      svccheck_report_f report,
+                      void *arg);
 /* Re-read [api] tokens_file (reload); on failure the old tokens stay. */
 int http_reload_tokens (struct http *h, const char *path, struct fmb_error *error);
 /* Reload: how many of the TLS certificate and key served since start

@@ -1094,7 +1094,7 @@ static int node_cxi_of (const struct store_node *n, void *arg)
  * failed) asks for the node to be drained: they hold the job's VNIs
  * there.  A failure to make them (the prolog's: a live job's first
  * report from the node) is the job's, told to its user and logged; the
- * node is not drained for it (the README's promise to Slurm sites).
+ * node is not drained for it (doc/slurm.md's promise to Slurm sites).
  * Once the job is over and every node has reported its services
  * destroyed, the quarantined VNIs go back to the pool. */
 static int record_node_report (struct broker *b,

@@ -51,10 +51,15 @@ static const char usage_text[] =
     "                         e.g. --set broker.state_dir=/tmp/fmb\n"
     "  -f, --foreground       stay in the foreground (the only mode; systemd\n"
     "                         runs it this way)\n"
-    "      --check-config     run the checks start runs (keys, files, credentials)\n"
-    "                         and exit; warns when slurm.conf ($SLURM_CONF or\n"
+    "      --check-config     run the checks start runs (keys, files, credentials,\n"
+    "                         state_dir, the socket's directory) as the service\n"
+    "                         user, report every problem, and exit (0 or 2, as\n"
+    "                         start would); warns when slurm.conf ($SLURM_CONF or\n"
     "                         /etc/slurm/slurm.conf) lets switch/hpe_slingshot\n"
     "                         hand out VNIs from [vni] pool too\n"
+    "      --user NAME        the service user --check-config checks as when run\n"
+    "                         as root (default " FMB_SERVICE_USER
+    ", the unit's User=)\n"
     "      --dump-config      print the effective configuration and exit\n"
     "      --check-db         read every page of STATE_DIR/fmbroker.db (SQLite's\n"
     "                         integrity_check, read-only: safe beside a running\n"
@@ -92,11 +97,12 @@ static struct {
     bool dump_config;
     bool check_db;
     bool recount;
-} arg_;
+    const char *user; /* --check-config as root checks as this user */
+} arg_ = {.user = FMB_SERVICE_USER};
 
 static int parse_args (int argc, char **argv)
 {
-    enum { OPT_CHECK = 256, OPT_DUMP, OPT_CHECK_DB, OPT_RECOUNT };
+    enum { OPT_CHECK = 256, OPT_DUMP, OPT_CHECK_DB, OPT_RECOUNT, OPT_USER };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"set", required_argument, NULL, 's'},
@@ -105,6 +111,7 @@ static int parse_args (int argc, char **argv)
         {"dump-config", no_argument, NULL, OPT_DUMP},
         {"check-db", no_argument, NULL, OPT_CHECK_DB},
         {"recount", no_argument, NULL, OPT_RECOUNT},
+        {"user", required_argument, NULL, OPT_USER},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -136,6 +143,9 @@ static int parse_args (int argc, char **argv)
         case OPT_RECOUNT:
             arg_.recount = true;
             break;
+        case OPT_USER:
+            arg_.user = optarg;
+            break;
         case 'V':
             printf ("fmbrokerd %s\n", FMB_VERSION);
             exit (0);
@@ -162,13 +172,24 @@ static int parse_args (int argc, char **argv)
     return 0;
 }
 
-static int load_config (struct fmb_config *cfg, struct fmb_error *error)
+static void log_problem (const char *problem, void *arg)
+{
+    (void)arg;
+    fmb_log (LOG_ERR, "%s", problem);
+}
+
+/* The file and the --set overrides; every problem is logged through
+ * 'report' when given (start, --check-config), else the first is in
+ * 'error' (reload). */
+static int load_config (struct fmb_config *cfg,
+                        fmb_config_report_f report,
+                        struct fmb_error *error)
 {
     const char *path = arg_.config;
     if (!path && access (FMB_CONFIG_PATH, F_OK) == 0)
         path = FMB_CONFIG_PATH;
     fmb_config_defaults (cfg);
-    return fmb_config_load_with_sets (cfg, path, arg_.sets, arg_.nsets, error);
+    return fmb_config_load_all (cfg, path, arg_.sets, arg_.nsets, report, NULL, error);
 }
 
 /* SIGHUP: read the file again (with the same --set overrides on top) and
@@ -181,7 +202,8 @@ static void reload_config (struct broker *b)
     sd_notify (0, "RELOADING=1\nSTATUS=reloading the configuration");
     if (!next)
         fmb_log (LOG_ERR, "reload: out of memory; the configuration is unchanged");
-    else if (load_config (next, &error) < 0 || broker_check_config (next, &error) < 0)
+    else if (load_config (next, NULL, &error) < 0 ||
+             broker_check_config (next, &error) < 0)
         fmb_log (LOG_ERR, "reload: %s; keeping the running configuration", error.text);
     else {
         int restart = broker_apply_config (b, next, &error);
@@ -198,7 +220,40 @@ static void reload_config (struct broker *b)
     sd_notify (0, "READY=1\nSTATUS=serving");
 }
 
-/* The lock first: a second broker must not even open the database. */
+/* Every check start runs, as this process's user; 2 if any failed. */
+static int check_as_me (void *arg)
+{
+    const struct fmb_config *cfg = arg;
+    char who[128];
+    svccheck_whoami (who, sizeof (who));
+    int n = broker_check_all (cfg, log_problem, NULL) +
+            svccheck_config_file (cfg, log_problem, NULL);
+    if (n)
+        fmb_log (
+            LOG_ERR, "%d problem%s found, checking as %s", n, n > 1 ? "s" : "", who);
+    else
+        printf ("checked as %s\n", who);
+    return n ? 2 : 0;
+}
+
+/* Root checks for the service user (it may read what the service
+ * cannot), in a child that has become that user; says so when it
+ * could not. */
+static int check_as_service (const struct fmb_config *cfg)
+{
+    struct fmb_error e;
+    if (geteuid () != 0 || strcmp (arg_.user, "root") == 0)
+        return check_as_me ((void *)cfg);
+    int rc = svccheck_run_as (arg_.user, check_as_me, (void *)cfg, &e);
+    if (rc >= 0)
+        return rc;
+    printf (
+        "warning: could not check as the service user: %s; checked as root, "
+        "who may read what the service cannot (--user NAME names it)\n",
+        e.text);
+    return check_as_me ((void *)cfg);
+}
+
 /* --check-config: the configuration, and who holds the state directory
  * (a standby's administrator wants to know before starting it). */
 static int check_config (const struct fmb_config *cfg)
@@ -206,6 +261,8 @@ static int check_config (const struct fmb_config *cfg)
     struct fmb_error e;
     char holder[STATELOCK_HOST_MAX + 64];
     bool held;
+    if (check_as_service (cfg) != 0)
+        return 2;
     printf ("%s: configuration OK\n",
             cfg->source[0] ? cfg->source : "built-in defaults");
     const char *slurm_conf = getenv ("SLURM_CONF");
@@ -217,8 +274,11 @@ static int check_config (const struct fmb_config *cfg)
             warning,
             sizeof (warning)) == 1)
         printf ("warning: %s\n", warning);
-    /* A state directory this user cannot probe is one a broker started
-     * by this user cannot use: not "OK" (a unit restarting every 2 s). */
+    /* A state directory start would create does not exist yet: no lock. */
+    if (access (cfg->state_dir, F_OK) < 0) {
+        printf ("state directory %s: start creates it\n", cfg->state_dir);
+        return 0;
+    }
     if (statelock_probe (cfg->state_dir, &held, holder, sizeof (holder), &e) < 0) {
         fprintf (stderr,
                  "state directory %s: %s (as uid %u): a broker started so cannot "
@@ -239,6 +299,7 @@ static int check_config (const struct fmb_config *cfg)
     return 0;
 }
 
+/* The lock first: a second broker must not even open the database. */
 static int open_state (struct broker *b, struct fmb_error *error)
 {
     char db[PATH_MAX], key[PATH_MAX];
@@ -449,8 +510,8 @@ static int configure (int argc, char **argv, struct fmb_config *cfg)
     struct fmb_error error;
     if (parse_args (argc, argv) < 0)
         return 2;
-    if (load_config (cfg, &error) < 0) {
-        fmb_log (LOG_ERR, "%s", error.text);
+    if (load_config (cfg, log_problem, &error) < 0) {
+        fmb_log (LOG_ERR, "%s", error.text); /* how many, or what failed */
         return 2;
     }
     fmb_log_set_level (cfg->log_level);
@@ -458,13 +519,12 @@ static int configure (int argc, char **argv, struct fmb_config *cfg)
         fmb_config_dump (cfg, stdout);
         return 0;
     }
-    /* The same checks for --check-config and for start. */
-    if (broker_check_config (cfg, &error) < 0) {
-        fmb_log (LOG_ERR, "%s", error.text);
-        return 2;
-    }
+    /* The same checks for --check-config (as the service user) and for
+     * start (as itself), every problem reported. */
     if (arg_.check_config)
         return check_config (cfg);
+    if (broker_check_all (cfg, log_problem, NULL) > 0)
+        return 2;
     if (arg_.check_db)
         return check_db (cfg);
     if (arg_.recount)

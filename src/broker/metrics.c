@@ -40,7 +40,7 @@ void broker_note_stall (struct broker *b, int64_t us, int64_t commit_us)
 }
 
 static const char *const fm_op_names[FM_OPS] = {
-    "get", "create", "patch", "delete", "list", "token", "login"};
+    "get", "create", "patch", "delete", "list", "token", "login", "probe"};
 static const unsigned lat_bounds_ms[LAT_BUCKETS] = {
     1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000};
 
@@ -48,6 +48,8 @@ void broker_observe_fm (const struct fmc_result *res, void *arg)
 {
     struct broker *b = arg;
     int op;
+    if (b->fms)
+        fmsession_heard (b->fms, res);
     for (op = 0; op < FM_OPS; op++)
         if (strcmp (fm_op_names[op], res->op) == 0)
             break;

@@ -37,9 +37,13 @@
 #define EXIT_UNREACHABLE 3
 
 /* `fmbroker status` as a monitoring check (Nagios-style). */
+/* `status` is a monitoring check, with the Nagios plugin codes:
+ * OK, WARNING, CRITICAL, and UNKNOWN for a check that could not run as
+ * asked (a usage or configuration error), never read as CRITICAL. */
 #define STATUS_OK          0
 #define STATUS_DEGRADED    1
 #define STATUS_UNREACHABLE 2
+#define STATUS_USAGE       3
 
 static struct {
     const char *config;
@@ -157,7 +161,7 @@ static bool check_job_id (const char *cmd, const char *job)
     if (job && job[0] != '-' && valid_job_id (job))
         return true;
     fprintf (stderr,
-             "fmbroker %s: '%s' is not a job id ([A-Za-z0-9._-], 1-%d characters, "
+             "fmbroker: %s: '%s' is not a job id ([A-Za-z0-9._-], 1-%d characters, "
              "not starting with '-')\n",
              cmd,
              job ? job : "",
@@ -182,6 +186,29 @@ static void iso_time (long long ms, char *out, size_t len)
 
 /* ---- subcommands --------------------------------------------------- */
 
+/* GET /metrics: Prometheus text, as it came (the client hands a text
+ * answer over as a JSON string). */
+static int cmd_metrics (int argc, char **argv)
+{
+    json_t *o;
+    if (argc > 1) {
+        fprintf (stderr, "fmbroker: metrics: unexpected argument '%s'\n", argv[1]);
+        return EXIT_USAGE;
+    }
+    int rc = call ("GET", "/metrics", NULL, NULL, &o);
+    if (rc)
+        return rc;
+    const char *text = json_string_value (o);
+    if (!text) {
+        fprintf (stderr, "fmbroker: metrics: the broker's answer is not text\n");
+        json_decref (o);
+        return EXIT_REFUSED;
+    }
+    fputs (text, stdout);
+    json_decref (o);
+    return 0;
+}
+
 /* The broker's own verdict (GET /v1/health: the FM session, commits,
  * the VNI pool) as "reasons" lines; NULL when all is well.  A health
  * check that fails is a reason too (the status answered). */
@@ -202,8 +229,8 @@ static int cmd_status (int argc, char **argv)
 {
     json_t *o;
     if (argc > 1) {
-        fprintf (stderr, "fmbroker status: unexpected argument '%s'\n", argv[1]);
-        return STATUS_UNREACHABLE;
+        fprintf (stderr, "fmbroker: status: unexpected argument '%s'\n", argv[1]);
+        return STATUS_USAGE;
     }
     if (call ("GET", "/v1/status", NULL, NULL, &o))
         return STATUS_UNREACHABLE;
@@ -352,7 +379,7 @@ static int parse_job_cols (const char *list, int *cols, int max)
             k++;
         if (!job_cols[k] || n == max) {
             fprintf (stderr,
-                     "fmbroker jobs: -o: unknown column '%s' (columns: %s)\n",
+                     "fmbroker: jobs: -o: unknown column '%s' (columns: %s)\n",
                      name,
                      JOBS_DEFAULT_COLS);
             return -1;
@@ -360,7 +387,7 @@ static int parse_job_cols (const char *list, int *cols, int max)
         cols[n++] = k;
     }
     if (n == 0)
-        fprintf (stderr, "fmbroker jobs: -o: no column given\n");
+        fprintf (stderr, "fmbroker: jobs: -o: no column given\n");
     return n ? n : -1;
 }
 
@@ -490,7 +517,7 @@ static int cmd_jobs (int argc, char **argv)
         free (v);
     }
     if (optind < argc) {
-        fprintf (stderr, "fmbroker jobs: unexpected argument '%s'\n", argv[optind]);
+        fprintf (stderr, "fmbroker: jobs: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
     if ((ncols = parse_job_cols (colspec, cols, 16)) < 0)
@@ -517,8 +544,8 @@ static int cmd_job (int argc, char **argv)
 {
     if (argc < 3) {
         fprintf (stderr,
-                 "Usage: fmbroker job show JOB\n       fmbroker job release JOB "
-                 "[--force]\n");
+                 "fmbroker: job: usage: fmbroker job show JOB | fmbroker job "
+                 "release JOB [--force]\n");
         return EXIT_USAGE;
     }
     if (!check_job_id ("job", argv[2]))
@@ -529,7 +556,7 @@ static int cmd_job (int argc, char **argv)
             force = true;
         else {
             fprintf (stderr,
-                     "fmbroker job %s: unexpected argument '%s'\n",
+                     "fmbroker: job %s: unexpected argument '%s'\n",
                      argv[1],
                      argv[i]);
             return EXIT_USAGE;
@@ -602,7 +629,7 @@ static int cmd_job (int argc, char **argv)
         json_decref (r);
         return 0;
     }
-    fprintf (stderr, "fmbroker job: unknown action '%s'\n", argv[1]);
+    fprintf (stderr, "fmbroker: job: unknown action '%s'\n", argv[1]);
     return EXIT_USAGE;
 }
 
@@ -616,7 +643,7 @@ static int cmd_step_clean (int argc, char **argv)
     const char *token = getenv ("FI_CXI_COLL_MCAST_TOKEN");
     char jobbuf[256];
     if (argc == 2 || argc > 3) {
-        fprintf (stderr, "fmbroker step-clean: give JOB and STEP, or neither\n");
+        fprintf (stderr, "fmbroker: step-clean: give JOB and STEP, or neither\n");
         return EXIT_USAGE;
     }
     if (!job && fmid) {
@@ -629,14 +656,14 @@ static int cmd_step_clean (int argc, char **argv)
         return EXIT_USAGE;
     if (step && !valid_step_id (step, strlen (step))) {
         fprintf (stderr,
-                 "fmbroker step-clean: the step id is not 1-%d bytes of UTF-8 "
+                 "fmbroker: step-clean: the step id is not 1-%d bytes of UTF-8 "
                  "without control characters\n",
                  STEP_ID_MAX);
         return EXIT_USAGE;
     }
     if (!job || !step) {
         fprintf (stderr,
-                 "fmbroker step-clean: give JOB STEP, or run inside the job "
+                 "fmbroker: step-clean: give JOB STEP, or run inside the job "
                  "(FI_CXI_COLL_JOB_ID, "
                  "FI_CXI_COLL_JOB_STEP_ID)\n");
         return EXIT_USAGE;
@@ -697,7 +724,7 @@ static int cmd_events (int argc, char **argv)
         }
     }
     if (optind < argc) {
-        fprintf (stderr, "fmbroker events: unexpected argument '%s'\n", argv[optind]);
+        fprintf (stderr, "fmbroker: events: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
     if (follow && g.timeout < 40)
@@ -813,7 +840,7 @@ static int list_vnis (json_t **ret)
 static int cmd_vni (int argc, char **argv)
 {
     if (argc != 2 || strcmp (argv[1], "list") != 0) {
-        fprintf (stderr, "Usage: fmbroker vni list\n");
+        fprintf (stderr, "fmbroker: vni: usage: fmbroker vni list\n");
         return EXIT_USAGE;
     }
     json_t *r;
@@ -906,7 +933,7 @@ static int cmd_run_job (int argc, char **argv)
         case 'N': {
             json_t *nodes = json_array ();
             if (hostlist_expand (optarg, nodes, &e) < 0) {
-                fprintf (stderr, "fmbroker run-job: --nodes: %s\n", e.text);
+                fprintf (stderr, "fmbroker: run-job: --nodes: %s\n", e.text);
                 json_decref (nodes);
                 json_decref (body);
                 return EXIT_USAGE;
@@ -927,8 +954,9 @@ static int cmd_run_job (int argc, char **argv)
         case 'H':
             if (strcmp (optarg, "on") && strcmp (optarg, "off") &&
                 strcmp (optarg, "auto")) {
-                fprintf (
-                    stderr, "fmbroker run-job: --hwcoll %s: on, off or auto\n", optarg);
+                fprintf (stderr,
+                         "fmbroker: run-job: --hwcoll %s: on, off or auto\n",
+                         optarg);
                 goto usage;
             }
             json_object_set_new (body, "hwcoll", json_string (optarg));
@@ -949,16 +977,16 @@ static int cmd_run_job (int argc, char **argv)
         }
     }
     if (optind >= argc || !json_object_get (body, "uid")) {
-        fprintf (stderr, "fmbroker run-job: JOB and --uid are required\n");
+        fprintf (stderr, "fmbroker: run-job: JOB and --uid are required\n");
         goto usage;
     }
     if (!json_object_get (body, "nodes") == !json_object_get (body, "node_count")) {
-        fprintf (stderr, "fmbroker run-job: --nodes or --node-count, one of them\n");
+        fprintf (stderr, "fmbroker: run-job: --nodes or --node-count, one of them\n");
         goto usage;
     }
     if (optind + 1 < argc) {
         fprintf (
-            stderr, "fmbroker run-job: unexpected argument '%s'\n", argv[optind + 1]);
+            stderr, "fmbroker: run-job: unexpected argument '%s'\n", argv[optind + 1]);
         goto usage;
     }
     if (!check_job_id ("run-job", argv[optind]))
@@ -991,7 +1019,7 @@ usage:
 static int cmd_end_job (int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf (stderr, "Usage: fmbroker end-job JOB\n");
+        fprintf (stderr, "fmbroker: end-job: usage: fmbroker end-job JOB\n");
         return EXIT_USAGE;
     }
     if (!check_job_id ("end-job", argv[1]))
@@ -1016,12 +1044,18 @@ static const struct {
 } cmds[] = {
     {"status",
      cmd_status,
-     "the broker's state (a monitoring check: exit 0, 1, 2)",
-     "Usage: fmbroker status\n"
+     "the broker's state (a monitoring check: exit 0, 1, 2, 3)",
+     "Usage: fmbroker status [--json]\n"
      "The broker's state: FM session, jobs, VNIs, hwcoll, outbox, events.\n"
-     "Exit status (for monitoring): 0 all well; 1 degraded (each reason on a\n"
-     "'degraded:' line: the fabric-manager session not up, the VNI pool full,\n"
-     "...); 2 cannot reach the broker (or it refused).\n"},
+     "Exit status (for monitoring, as Nagios plugins): 0 all well; 1 degraded\n"
+     "(each reason on a 'degraded:' line: the fabric-manager session not up,\n"
+     "the VNI pool full, ...); 2 cannot reach the broker (or it refused);\n"
+     "3 the check could not run as asked (usage or configuration error).\n"},
+    {"metrics",
+     cmd_metrics,
+     "the broker's metrics (Prometheus text)",
+     "Usage: fmbroker metrics\n"
+     "Print GET /metrics: every metric family with its HELP and TYPE.\n"},
     {"jobs",
      cmd_jobs,
      "list jobs [--state S] [--user U] [--limit N] [-o COLS] [--noheader]",
@@ -1084,6 +1118,37 @@ static const struct {
      "CLEANUP a job (resource-manager hook); 404 is fine.\n"},
 };
 
+/* "--json" among a subcommand's arguments (before "--") is the global
+ * option: taken out, so `fmbroker status --json` is `fmbroker --json
+ * status`.  Returns the new argc. */
+static int take_json (int argc, char **argv)
+{
+    int n = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp (argv[i], "--") == 0) {
+            while (i < argc)
+                argv[n++] = argv[i++];
+            break;
+        }
+        if (strcmp (argv[i], "--json") == 0)
+            g.json = true;
+        else
+            argv[n++] = argv[i];
+    }
+    argv[n] = NULL;
+    return n;
+}
+
+/* A usage or configuration error: for `status`, a monitoring check,
+ * UNKNOWN (3) rather than CRITICAL (2). */
+static int usage_error (int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp (argv[i], "status") == 0)
+            return STATUS_USAGE;
+    return EXIT_USAGE;
+}
+
 /* "--help" or "-h" among a subcommand's arguments (before "--"). */
 static bool wants_help (int argc, char **argv)
 {
@@ -1107,8 +1172,28 @@ static void usage (FILE *f)
         fprintf (f, "  %-11s %s\n", cmds[i].name, cmds[i].help);
     fprintf (f,
              "\n'fmbroker COMMAND --help' for a command's options.\n"
+             "--json may also follow the command (fmbroker status --json).\n"
              "Exit status: 0 ok, 1 the broker refused, 2 usage, 3 broker unreachable;\n"
-             "'status' instead: 0 all well, 1 degraded, 2 cannot reach the broker.\n");
+             "'status' instead: 0 all well, 1 degraded, 2 cannot reach the broker,\n"
+             "3 usage or configuration error (Nagios: OK, WARNING, CRITICAL, "
+             "UNKNOWN).\n");
+}
+
+/* The configuration (as a client reads it) and the broker to call. */
+static int load_target (void)
+{
+    struct fmb_error e;
+    fmb_config_defaults (&cfg);
+    const char *path =
+        g.config ? g.config
+                 : (access (FMB_CONFIG_PATH, R_OK) == 0 ? FMB_CONFIG_PATH : NULL);
+    if ((path && fmb_config_load_client (&cfg, path, &e) < 0) ||
+        (g.broker_url && api_config_broker_url (&cfg, g.broker_url, &e) < 0)) {
+        fprintf (stderr, "fmbroker: %s\n", e.text);
+        return -1;
+    }
+    api_target_init (&target, &cfg, g.socket);
+    return 0;
 }
 
 int main (int argc, char **argv)
@@ -1121,7 +1206,6 @@ int main (int argc, char **argv)
                                       {"help", 0, 0, 'h'},
                                       {"version", 0, 0, 'V'},
                                       {0}};
-    struct fmb_error e;
     int c;
     while ((c = getopt_long (argc, argv, "+c:s:b:jt:hV", o, NULL)) != -1) {
         switch (c) {
@@ -1139,7 +1223,7 @@ int main (int argc, char **argv)
             break;
         case 't':
             if (!parse_number ("--timeout", optarg, 1, 3600, &g.timeout))
-                return EXIT_USAGE;
+                return usage_error (argc, argv);
             break;
         case 'h':
             usage (stdout);
@@ -1149,7 +1233,7 @@ int main (int argc, char **argv)
             return 0;
         default:
             usage (stderr);
-            return EXIT_USAGE;
+            return usage_error (argc, argv);
         }
     }
     if (optind >= argc) {
@@ -1168,21 +1252,10 @@ int main (int argc, char **argv)
         fputs (cmds[which].usage, stdout);
         return 0;
     }
-    fmb_config_defaults (&cfg);
-    const char *path =
-        g.config ? g.config
-                 : (access (FMB_CONFIG_PATH, R_OK) == 0 ? FMB_CONFIG_PATH : NULL);
-    if (path && fmb_config_load_client (&cfg, path, &e) < 0) {
-        fprintf (stderr, "fmbroker: %s\n", e.text);
-        return EXIT_USAGE;
-    }
-    if (g.broker_url && api_config_broker_url (&cfg, g.broker_url, &e) < 0) {
-        fprintf (stderr, "fmbroker: %s\n", e.text);
-        return EXIT_USAGE;
-    }
-    api_target_init (&target, &cfg, g.socket);
+    if (load_target () < 0)
+        return usage_error (argc, argv);
     curl_global_init (CURL_GLOBAL_DEFAULT);
-    int rc = cmds[which].fn (argc - optind, argv + optind);
+    int rc = cmds[which].fn (take_json (argc - optind, argv + optind), argv + optind);
     curl_global_cleanup ();
     api_target_clear (&target);
     return rc;

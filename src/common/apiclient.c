@@ -170,6 +170,8 @@ static int call_one (const struct api_target *t,
     }
     ret->status = code;
     ret->body = b.p ? json_loads (b.p, 0, NULL) : NULL;
+    if (b.p && !ret->body) /* a text answer (/metrics): as a JSON string */
+        ret->body = json_string (b.p);
     free (b.p);
     return 0;
 }

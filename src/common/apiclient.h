@@ -43,7 +43,8 @@ void api_target_clear (struct api_target *t);
 
 struct api_reply {
     long status;  /* the HTTP status */
-    json_t *body; /* the JSON answer (owned), or NULL */
+    json_t *body; /* the JSON answer (owned), a JSON string holding an
+                   * answer that is not JSON (/metrics), or NULL */
 };
 
 /* 0 when the broker answered (any status: the caller judges it); -1 with

@@ -189,6 +189,7 @@ static const struct cfg_key cfg_keys[] = {
 /* clang-format on */
 
 #define NKEYS (sizeof (cfg_keys) / sizeof (cfg_keys[0]))
+_Static_assert(NKEYS <= FMB_CFG_KEYS_MAX, "raise FMB_CFG_KEYS_MAX");
 
 const char *const fmb_cxi_rsrc_names[FMB_CXI_NRSRC] = {
     "txqs",
@@ -621,12 +622,20 @@ void fmb_config_defaults (struct fmb_config *cfg)
 
 /* ---- validation of rules that involve several keys ----------------- */
 
+/* Problems kept from one load: a file with more is cut short, saying how
+ * many more there were. */
+#define CFG_ERRORS_MAX 20
+
 struct parse_ctx {
     struct fmb_config cfg;
     const char *name;
     int lines[NKEYS]; /* where each key was set, 0 if not set */
-    bool failed;      /* the first error is in 'error'; later ones are ignored */
+    bool failed;      /* 'error' holds the first problem, 'errors' each */
     struct fmb_error error;
+    char errors[CFG_ERRORS_MAX][FMB_ERROR_TEXT_MAX];
+    int nerrors;          /* may exceed CFG_ERRORS_MAX: the rest are counted */
+    bool stop;            /* the text cannot be read on (a line too long) */
+    char bad_section[64]; /* an unknown section, said once */
     /* the text being parsed, fed to inih one line at a time */
     const char *text;
     size_t pos;
@@ -663,6 +672,26 @@ static int key_index (const char *section, const char *name)
     return k ? (int)(k - cfg_keys) : -1;
 }
 
+/* Record one problem (the first is also ctx->error); loading goes on, so
+ * that --check-config and start name every problem at once. */
+__attribute__ ((format (printf, 2, 3))) static void ctx_error (struct parse_ctx *ctx,
+                                                               const char *fmt,
+                                                               ...)
+{
+    char text[FMB_ERROR_TEXT_MAX];
+    va_list ap;
+    va_start (ap, fmt);
+    vsnprintf (text, sizeof (text), fmt, ap);
+    va_end (ap);
+    if (ctx->nerrors == 0)
+        snprintf (ctx->error.text, sizeof (ctx->error.text), "%s", text);
+    if (ctx->nerrors < CFG_ERRORS_MAX)
+        snprintf (ctx->errors[ctx->nerrors], sizeof (ctx->errors[0]), "%s", text);
+    ctx->nerrors++;
+    ctx->failed = true;
+    errno = EINVAL;
+}
+
 /* Format "NAME:LINE: [sec] key = value: " into 'e' then the reason. */
 __attribute__ ((format (printf, 4, 5))) static int cfg_fail (
     struct parse_ctx *ctx, const char *section, const char *key, const char *fmt, ...)
@@ -679,14 +708,14 @@ __attribute__ ((format (printf, 4, 5))) static int cfg_fail (
         snprintf (where, sizeof (where), "%s:%d", ctx->name, line);
     else /* -1: the value came from the command line */
         snprintf (where, sizeof (where), "%s", line < 0 ? "command line" : ctx->name);
-    errno = EINVAL;
-    return fmb_errorf (&ctx->error,
-                       "%s: [%s] %s%s: %s",
-                       where,
-                       section,
-                       key,
-                       line == 0 ? " (default)" : "",
-                       reason);
+    ctx_error (ctx,
+               "%s: [%s] %s%s: %s",
+               where,
+               section,
+               key,
+               line == 0 ? " (default)" : "",
+               reason);
+    return -1;
 }
 
 /* The rules between a client's own keys, all a client checks: the
@@ -709,86 +738,85 @@ static int cfg_validate (struct parse_ctx *ctx)
     struct fmb_config *c = &ctx->cfg;
 
     if (c->vni_per_job > c->vni_max_per_job)
-        return cfg_fail (ctx,
-                         "vni",
-                         "per_job",
-                         "%u exceeds [vni] max_per_job (%u)",
-                         c->vni_per_job,
-                         c->vni_max_per_job);
+        cfg_fail (ctx,
+                  "vni",
+                  "per_job",
+                  "%u exceeds [vni] max_per_job (%u)",
+                  c->vni_per_job,
+                  c->vni_max_per_job);
     if (c->vni_max - c->vni_min + 1 < c->vni_max_per_job)
-        return cfg_fail (ctx,
-                         "vni",
-                         "pool",
-                         "%u-%u holds fewer VNIs than [vni] max_per_job (%u)",
-                         c->vni_min,
-                         c->vni_max,
-                         c->vni_max_per_job);
+        cfg_fail (ctx,
+                  "vni",
+                  "pool",
+                  "%u-%u holds fewer VNIs than [vni] max_per_job (%u)",
+                  c->vni_min,
+                  c->vni_max,
+                  c->vni_max_per_job);
     if (c->fm_reserve_timeout_ms > c->fm_timeout_ms)
-        return cfg_fail (ctx,
-                         "fabric_manager",
-                         "reserve_timeout_ms",
-                         "%u exceeds [fabric_manager] timeout_ms (%u)",
-                         c->fm_reserve_timeout_ms,
-                         c->fm_timeout_ms);
+        cfg_fail (ctx,
+                  "fabric_manager",
+                  "reserve_timeout_ms",
+                  "%u exceeds [fabric_manager] timeout_ms (%u)",
+                  c->fm_reserve_timeout_ms,
+                  c->fm_timeout_ms);
     if (!c->fm_mtls_cert[0] != !c->fm_mtls_key[0])
-        return cfg_fail (ctx,
-                         "fabric_manager",
-                         c->fm_mtls_cert[0] ? "mtls_cert" : "mtls_key",
-                         "mtls_cert and mtls_key must be set together");
+        cfg_fail (ctx,
+                  "fabric_manager",
+                  c->fm_mtls_cert[0] ? "mtls_cert" : "mtls_key",
+                  "mtls_cert and mtls_key must be set together");
     if (strncasecmp (c->fm_url, "http://", 7) == 0 && c->fm_auth != FMB_AUTH_NONE &&
         !c->fm_allow_plain_http)
-        return cfg_fail (ctx,
-                         "fabric_manager",
-                         "url",
-                         "%s is plain http: auth = %s would send credentials and "
-                         "tokens in clear; use https, or set allow_plain_http = true",
-                         c->fm_url,
-                         auth_values[c->fm_auth]);
+        cfg_fail (ctx,
+                  "fabric_manager",
+                  "url",
+                  "%s is plain http: auth = %s would send credentials and "
+                  "tokens in clear; use https, or set allow_plain_http = true",
+                  c->fm_url,
+                  auth_values[c->fm_auth]);
     if (c->fm_insecure && c->fm_ca_file[0])
-        return cfg_fail (ctx,
-                         "fabric_manager",
-                         "insecure",
-                         "contradicts ca_file: verify with a CA, or do not verify");
+        cfg_fail (ctx,
+                  "fabric_manager",
+                  "insecure",
+                  "contradicts ca_file: verify with a CA, or do not verify");
     if (c->tcp[0] && (!c->tls_cert[0] || !c->tls_key[0] || !c->tokens_file[0]))
-        return cfg_fail (ctx,
-                         "api",
-                         "tcp",
-                         "the TCP listener needs tls_cert, tls_key and tokens_file");
+        cfg_fail (ctx,
+                  "api",
+                  "tcp",
+                  "the TCP listener needs tls_cert, tls_key and tokens_file");
     if (c->api_reserved_connections >= c->api_max_connections)
-        return cfg_fail (
-            ctx,
-            "api",
-            "reserved_connections",
-            "%u leaves nothing of [api] max_connections (%u) to plain users",
-            c->api_reserved_connections,
-            c->api_max_connections);
-    if (client_validate (ctx) < 0)
-        return -1;
+        cfg_fail (ctx,
+                  "api",
+                  "reserved_connections",
+                  "%u leaves nothing of [api] max_connections (%u) to plain users",
+                  c->api_reserved_connections,
+                  c->api_max_connections);
+    client_validate (ctx);
     if (c->hwcoll_system_nodes && c->hwcoll_min_nodes > c->hwcoll_system_nodes)
-        return cfg_fail (ctx,
-                         "hwcoll",
-                         "min_nodes",
-                         "%u exceeds [hwcoll] system_nodes (%u)",
-                         c->hwcoll_min_nodes,
-                         c->hwcoll_system_nodes);
+        cfg_fail (ctx,
+                  "hwcoll",
+                  "min_nodes",
+                  "%u exceeds [hwcoll] system_nodes (%u)",
+                  c->hwcoll_min_nodes,
+                  c->hwcoll_system_nodes);
     if (c->fm_url[0] && fmb_config_mcast_limit (c) == 0) {
         if (c->hwcoll_addrs_per_job == 0 && c->hwcoll_system_nodes == 0)
-            return cfg_fail (ctx,
-                             "hwcoll",
-                             "addrs_per_job",
-                             "0 needs [hwcoll] system_nodes for HPE's sizing "
-                             "formula; set one of them");
-        return cfg_fail (ctx,
-                         "hwcoll",
-                         "system_nodes",
-                         "HPE's formula (%u / (%u / %u)) / %u gives 0 addresses "
-                         "per job; set addrs_per_job",
-                         c->hwcoll_total_addrs,
-                         c->hwcoll_system_nodes,
-                         c->hwcoll_min_nodes,
-                         c->hwcoll_jobs_per_node);
+            cfg_fail (ctx,
+                      "hwcoll",
+                      "addrs_per_job",
+                      "0 needs [hwcoll] system_nodes for HPE's sizing "
+                      "formula; set one of them");
+        else
+            cfg_fail (ctx,
+                      "hwcoll",
+                      "system_nodes",
+                      "HPE's formula (%u / (%u / %u)) / %u gives 0 addresses "
+                      "per job; set addrs_per_job",
+                      c->hwcoll_total_addrs,
+                      c->hwcoll_system_nodes,
+                      c->hwcoll_min_nodes,
+                      c->hwcoll_jobs_per_node);
     }
-    return 0;
+    return ctx->failed ? -1 : 0;
 }
 
 const char *fmb_config_auth_dir (const struct fmb_config *c)
@@ -819,19 +847,15 @@ static char *ini_reader_cb (char *str, int num, void *arg)
 {
     struct parse_ctx *ctx = arg;
     const char *p = ctx->text + ctx->pos;
-    if (*p == '\0' || ctx->failed)
+    if (*p == '\0' || ctx->stop)
         return NULL;
     const char *nl = strchr (p, '\n');
     size_t len = nl ? (size_t)(nl - p) + 1 : strlen (p);
     ctx->lineno++;
     if (len >= (size_t)num) {
-        ctx->failed = true;
-        errno = EINVAL;
-        fmb_errorf (&ctx->error,
-                    "%s:%d: line longer than %d bytes",
-                    ctx->name,
-                    ctx->lineno,
-                    num - 2);
+        ctx->stop = true;
+        ctx_error (
+            ctx, "%s:%d: line longer than %d bytes", ctx->name, ctx->lineno, num - 2);
         return NULL;
     }
     memcpy (str, p, len);
@@ -859,8 +883,6 @@ static int config_handler (void *arg,
 {
     struct parse_ctx *ctx = arg;
     int lineno = ctx->lineno;
-    if (ctx->failed)
-        return 1; /* report the first error only */
     if (ctx->client && !client_key (section, name))
         return 1; /* the broker's to judge; defaults here */
     char where[FMB_CFG_PATH_MAX + 16];
@@ -871,61 +893,92 @@ static int config_handler (void *arg,
     const struct cfg_key *k = key_find (section, name);
     struct fmb_error inner;
     if (!k) {
-        ctx->failed = true;
         if (!section[0])
-            fmb_errorf (&ctx->error, "%s: %s: a key before any [section]", where, name);
-        else if (!section_known (section))
-            fmb_errorf (&ctx->error, "%s: [%s]: unknown section", where, section);
-        else
-            fmb_errorf (&ctx->error, "%s: [%s] %s: unknown key", where, section, name);
-        return 0;
+            ctx_error (ctx, "%s: %s: a key before any [section]", where, name);
+        else if (!section_known (section)) {
+            if (strcmp (ctx->bad_section, section) == 0)
+                return 1; /* said at its first key */
+            snprintf (ctx->bad_section, sizeof (ctx->bad_section), "%s", section);
+            ctx_error (ctx, "%s: [%s]: unknown section", where, section);
+        } else
+            ctx_error (ctx, "%s: [%s] %s: unknown key", where, section, name);
+        return 1; /* recorded; read on */
     }
     int i = (int)(k - cfg_keys);
     if (ctx->lines[i] && lineno > 0) {
-        ctx->failed = true;
-        fmb_errorf (&ctx->error,
-                    "%s: [%s] %s: set twice (first at line %d)",
-                    where,
-                    section,
-                    name,
-                    ctx->lines[i]);
-        return 0;
+        ctx_error (ctx,
+                   "%s: [%s] %s: set twice (first at line %d)",
+                   where,
+                   section,
+                   name,
+                   ctx->lines[i]);
+        return 1; /* recorded; read on */
     }
     ctx->lines[i] = lineno > 0 ? lineno : -1; /* -1: set on the command line */
     if (key_apply (&ctx->cfg, k, value, &inner) < 0) {
         char shown[FMB_CFG_PATH_MAX];
-        ctx->failed = true;
-        fmb_errorf (&ctx->error,
-                    "%s: [%s] %s = %s: %s",
-                    where,
-                    section,
-                    name,
-                    without_userinfo (value, shown, sizeof (shown)),
-                    inner.text);
-        return 0;
+        ctx_error (ctx,
+                   "%s: [%s] %s = %s: %s",
+                   where,
+                   section,
+                   name,
+                   without_userinfo (value, shown, sizeof (shown)),
+                   inner.text);
+        return 1; /* recorded; read on */
     }
     return 1;
+}
+
+/* Every problem of a failed load: through 'report' when given (then
+ * 'error' says how many), else the first in 'error'. */
+static int report_errors (struct parse_ctx *ctx,
+                          fmb_config_report_f report,
+                          void *arg,
+                          struct fmb_error *error)
+{
+    int kept = ctx->nerrors < CFG_ERRORS_MAX ? ctx->nerrors : CFG_ERRORS_MAX;
+    if (!report) {
+        if (ctx->nerrors > 1)
+            return fmb_errorf (
+                error, "%s (and %d more)", ctx->error.text, ctx->nerrors - 1);
+        return fmb_errorf (error, "%s", ctx->error.text);
+    }
+    for (int i = 0; i < kept; i++)
+        report (ctx->errors[i], arg);
+    if (ctx->nerrors > kept) {
+        char more[64];
+        snprintf (more, sizeof (more), "... and %d more", ctx->nerrors - kept);
+        report (more, arg);
+    }
+    errno = EINVAL;
+    return fmb_errorf (error,
+                       "%s: %d problem%s",
+                       ctx->name,
+                       ctx->nerrors,
+                       ctx->nerrors > 1 ? "s" : "");
 }
 
 static int finish_load (struct fmb_config *cfg,
                         struct parse_ctx *ctx,
                         int rc,
+                        fmb_config_report_f report,
+                        void *arg,
                         struct fmb_error *error)
 {
     if (rc == -2) {
         errno = ENOMEM;
         return fmb_errorf (error, "%s: out of memory", ctx->name);
     }
-    if (ctx->failed) {
-        errno = EINVAL;
-        return fmb_errorf (error, "%s", ctx->error.text);
-    }
-    if (rc > 0) {
-        errno = EINVAL;
-        return fmb_errorf (error, "%s:%d: syntax error", ctx->name, rc);
-    }
-    if ((ctx->client ? client_validate (ctx) : cfg_validate (ctx)) < 0)
-        return fmb_errorf (error, "%s", ctx->error.text);
+    if (rc > 0)
+        ctx_error (ctx, "%s:%d: syntax error", ctx->name, rc);
+    /* The rules between keys, once every key has a value it may have. */
+    if (!ctx->failed)
+        (void)(ctx->client ? client_validate (ctx) : cfg_validate (ctx));
+    if (ctx->failed)
+        return report_errors (ctx, report, arg, error);
+    for (size_t i = 0; i < NKEYS; i++)
+        if (ctx->lines[i]) /* fmb_config_set keeps the file's other lines */
+            ctx->cfg.lines[i] = ctx->lines[i];
     *cfg = ctx->cfg;
     return 0;
 }
@@ -937,12 +990,9 @@ static void apply_assignment (struct parse_ctx *ctx, const char *assignment)
     char section[64], key[64];
     const char *dot = strchr (assignment, '.');
     const char *eq = strchr (assignment, '=');
-    if (ctx->failed)
-        return;
     if (!dot || !eq || dot > eq || (size_t)(dot - assignment) >= sizeof (section) ||
         (size_t)(eq - dot - 1) >= sizeof (key)) {
-        ctx->failed = true;
-        fmb_errorf (&ctx->error, "'%s': expected SECTION.KEY=VALUE", assignment);
+        ctx_error (ctx, "'%s': expected SECTION.KEY=VALUE", assignment);
         return;
     }
     snprintf (section, sizeof (section), "%.*s", (int)(dot - assignment), assignment);
@@ -966,6 +1016,8 @@ static int parse_text (struct fmb_config *cfg,
                        const char *const *sets,
                        int nsets,
                        bool client,
+                       fmb_config_report_f report,
+                       void *arg,
                        struct fmb_error *error)
 {
     struct parse_ctx *ctx = calloc (1, sizeof (*ctx));
@@ -977,9 +1029,9 @@ static int parse_text (struct fmb_config *cfg,
     ctx->name = name;
     ctx->text = text ? text : "";
     int rc = ini_parse_stream (ini_reader_cb, ctx, config_handler, ctx);
-    for (int i = 0; rc == 0 && i < nsets; i++)
+    for (int i = 0; rc != -2 && i < nsets; i++)
         apply_assignment (ctx, sets[i]);
-    rc = finish_load (cfg, ctx, rc, error);
+    rc = finish_load (cfg, ctx, rc, report, arg, error);
     int saved = errno;
     free (ctx);
     errno = saved;
@@ -994,7 +1046,7 @@ static int load_file (struct fmb_config *cfg,
     char *text;
     if (fmb_read_file (path, CFG_FILE_MAX, false, &text, NULL, error) < 0)
         return -1;
-    int rc = parse_text (cfg, path, path, text, NULL, 0, client, error);
+    int rc = parse_text (cfg, path, path, text, NULL, 0, client, NULL, NULL, error);
     int saved = errno;
     free (text);
     errno = saved;
@@ -1018,7 +1070,7 @@ int fmb_config_load_string (struct fmb_config *cfg,
                             const char *text,
                             struct fmb_error *error)
 {
-    return parse_text (cfg, name, "", text, NULL, 0, false, error);
+    return parse_text (cfg, name, "", text, NULL, 0, false, NULL, NULL, error);
 }
 
 int fmb_config_load_with_sets (struct fmb_config *cfg,
@@ -1026,6 +1078,17 @@ int fmb_config_load_with_sets (struct fmb_config *cfg,
                                const char *const *sets,
                                int nsets,
                                struct fmb_error *error)
+{
+    return fmb_config_load_all (cfg, path, sets, nsets, NULL, NULL, error);
+}
+
+int fmb_config_load_all (struct fmb_config *cfg,
+                         const char *path,
+                         const char *const *sets,
+                         int nsets,
+                         fmb_config_report_f report,
+                         void *arg,
+                         struct fmb_error *error)
 {
     char *text = NULL;
     if (path && fmb_read_file (path, CFG_FILE_MAX, false, &text, NULL, error) < 0)
@@ -1037,6 +1100,8 @@ int fmb_config_load_with_sets (struct fmb_config *cfg,
                          sets,
                          nsets,
                          false,
+                         report,
+                         arg,
                          error);
     int saved = errno;
     free (text);
@@ -1054,7 +1119,7 @@ int fmb_config_set (struct fmb_config *cfg,
     ctx->cfg = *cfg;
     ctx->name = "command line";
     apply_assignment (ctx, assignment);
-    int rc = finish_load (cfg, ctx, 0, error);
+    int rc = finish_load (cfg, ctx, 0, NULL, NULL, error);
     int saved = errno;
     free (ctx);
     errno = saved;
@@ -1075,6 +1140,31 @@ bool fmb_config_list_has (const char *list, const char *name)
         p = end + 1;
     }
     return false;
+}
+
+void fmb_config_where (const struct fmb_config *cfg,
+                       const char *section,
+                       const char *key,
+                       const char *value,
+                       char *buf,
+                       size_t size)
+{
+    int i = key_index (section, key);
+    int line = i >= 0 ? cfg->lines[i] : 0;
+    const char *file = cfg->source[0] ? cfg->source : "built-in defaults";
+    char at[32] = "";
+    if (line > 0)
+        snprintf (at, sizeof (at), ":%d", line);
+    snprintf (buf,
+              size,
+              "%s%s: [%s] %s%s%s%s",
+              line < 0 ? "command line" : file,
+              at,
+              section,
+              key,
+              value ? " = " : "",
+              value ? value : "",
+              line == 0 ? " (default)" : "");
 }
 
 /* ---- dump ---------------------------------------------------------- */

@@ -18,6 +18,7 @@
 #include "error.h"
 
 #define FMB_CONFIG_PATH      "/etc/fmbroker/fmbroker.conf"
+#define FMB_SERVICE_USER     "fmbroker" /* fmbrokerd.service's User= */
 #define FMB_RM_USERS_DEFAULT "root,slurm,flux"
 #define FMB_CFG_PATH_MAX     1024
 #define FMB_BROKER_URLS_MAX  8 /* [api] broker_url: an active broker and standbys */
@@ -43,8 +44,14 @@ struct fmb_cxi_limit {
     unsigned def;
 };
 
+/* At most this many keys (config.c checks its table against it). */
+#define FMB_CFG_KEYS_MAX 96
+
 struct fmb_config {
     char source[FMB_CFG_PATH_MAX]; /* file read, or "" for built-in defaults */
+    /* where each key of the table was set: its line in 'source', -1 the
+     * command line, 0 its default (fmb_config_where names it) */
+    int lines[FMB_CFG_KEYS_MAX];
 
     /* [broker] */
     char cluster_name[FMB_CLUSTER_MAX + 1];
@@ -150,6 +157,34 @@ int fmb_config_load_with_sets (struct fmb_config *cfg,
                                const char *const *sets,
                                int nsets,
                                struct fmb_error *error);
+
+/* "FILE:LINE: [section] key = VALUE" for the key's setting ("FILE:
+ * [section] key (default)" or "command line: ..." where it came from
+ * there), for messages about a value that passed the parser but not
+ * the world (a directory the service cannot create).  'value' may be
+ * NULL (not shown). */
+void fmb_config_where (const struct fmb_config *cfg,
+                       const char *section,
+                       const char *key,
+                       const char *value,
+                       char *buf,
+                       size_t size);
+
+/* One problem of a configuration that does not load. */
+typedef void (*fmb_config_report_f) (const char *problem, void *arg);
+
+/* fmb_config_load_with_sets, but every problem found (unknown keys, bad
+ * values, keys set twice, then the rules between keys) goes to 'report'
+ * before it fails, and 'error' says how many there were: what
+ * --check-config and start print.  Without 'report', 'error' holds the
+ * first and the count of the others. */
+int fmb_config_load_all (struct fmb_config *cfg,
+                         const char *path,
+                         const char *const *sets,
+                         int nsets,
+                         fmb_config_report_f report,
+                         void *arg,
+                         struct fmb_error *error);
 
 /* Print the effective configuration as an INI file. */
 void fmb_config_dump (const struct fmb_config *cfg, FILE *f);

@@ -28,10 +28,19 @@
 #define FMC_SPARE_HANDLES 64 /* easy handles kept for reuse */
 
 /* OP_LOGIN is a no-op call that completes once a token is there. */
-enum req_op { OP_GET, OP_CREATE, OP_PATCH, OP_DELETE, OP_LIST, OP_TOKEN, OP_LOGIN };
+enum req_op {
+    OP_GET,
+    OP_CREATE,
+    OP_PATCH,
+    OP_DELETE,
+    OP_LIST,
+    OP_TOKEN,
+    OP_LOGIN,
+    OP_PROBE
+};
 
 static const char *const op_names[] = {
-    "get", "create", "patch", "delete", "list", "token", "login"};
+    "get", "create", "patch", "delete", "list", "token", "login", "probe"};
 
 struct fmc_req {
     struct fmc *fmc;
@@ -1059,9 +1068,21 @@ static void answer (struct fmc_req *r, CURLcode cc)
             job_answer (r, http, body, &res);
         else
             finish (r, FMC_OK, http, NULL, &res);
-    } else {
+    } else if (http == 404 && r->op == OP_PROBE)
+        finish (r, FMC_OK, http, NULL, &res); /* the API answered: no such job */
+    else {
         enum fmc_status st;
         describe_http_error (r, http, body, text, sizeof (text));
+        /* Paths every collectives API has: a 404 there is a wrong url. */
+        res.no_api = http == 404 && (r->op == OP_LIST || r->op == OP_CREATE);
+        if (res.no_api) {
+            size_t n = strlen (text);
+            snprintf (text + n,
+                      sizeof (text) - n,
+                      "; no collectives API at [fabric_manager] url %s (is its path "
+                      "right?)",
+                      fmc->cfg.url);
+        }
         if (http == 404 && (r->op == OP_GET || r->op == OP_PATCH || r->op == OP_DELETE))
             st = FMC_NOT_FOUND;
         else if (http == 401 || http == 403)
@@ -1300,6 +1321,15 @@ int fmc_job_get (struct fmc *fmc,
                  struct fmb_error *error)
 {
     return job_call (fmc, OP_GET, "GET", fm_job_id, NULL, cb, arg, error);
+}
+
+int fmc_probe (struct fmc *fmc,
+               const char *fm_job_id,
+               fmc_done_f cb,
+               void *arg,
+               struct fmb_error *error)
+{
+    return job_call (fmc, OP_PROBE, "GET", fm_job_id, NULL, cb, arg, error);
 }
 
 int fmc_job_create (struct fmc *fmc,

@@ -11,6 +11,7 @@
  *   PATCH  /fabric/collectives/jobs/{id}      fmc_job_delete_step
  *   DELETE /fabric/collectives/jobs/{id}      fmc_job_delete
  *   GET    /fabric/collectives/jobs/          fmc_job_list
+ *   GET    /fabric/collectives/jobs/{id}      fmc_probe (liveness)
  * and fmc_job_reserve (GET then POST, or POST first), the idempotent
  * reservation that RUN uses; and
  *          /fabric/collectives/multicasts     fmc_multicast_url (for apps)
@@ -85,10 +86,13 @@ struct fmc_result {
     bool unsent;
     /* from first leaving (if it never did: submission) to completion */
     unsigned elapsed_ms;
-    const char *error;          /* "" when status is FMC_OK */
-    const char *session_token;  /* get, create, reserve: the job's token */
-    long mcast_limit;           /* get, create, reserve: -1 if the FM did not say */
-    bool created;               /* reserve: the POST made it (the FM had none) */
+    const char *error;         /* "" when status is FMC_OK */
+    const char *session_token; /* get, create, reserve: the job's token */
+    long mcast_limit;          /* get, create, reserve: -1 if the FM did not say */
+    bool created;              /* reserve: the POST made it (the FM had none) */
+    /* 404 to a path every collectives API has (the jobs listing, the
+     * POST that creates a job): the configured url leads to none */
+    bool no_api;
     const char *const *job_ids; /* list: the FM job ids ("cluster-job") */
     size_t njob_ids;
     struct fmc_req *req_; /* fmclient's own (fmc_take_job_ids) */
@@ -128,6 +132,15 @@ int fmc_job_get (struct fmc *fmc,
                  fmc_done_f cb,
                  void *arg,
                  struct fmb_error *error);
+/* GET /fabric/collectives/jobs/{id} as a liveness check (op "probe"):
+ * one small request on the collectives API itself, where a listing may
+ * be megabytes.  An answer of 200 or 404 (no such job) is FMC_OK: the
+ * API answered; anything else is classified as for fmc_job_get. */
+int fmc_probe (struct fmc *fmc,
+               const char *fm_job_id,
+               fmc_done_f cb,
+               void *arg,
+               struct fmb_error *error);
 int fmc_job_create (struct fmc *fmc,
                     const char *fm_job_id,
                     unsigned mcast_limit,

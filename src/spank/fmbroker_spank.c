@@ -16,7 +16,7 @@
  *                           of a step of a job with a multicast reservation
  *                           asks the broker to release the step's trees
  *
- * plugstack.conf arguments: see spankcore.h and the README.
+ * plugstack.conf arguments: see spankcore.h and doc/slurm.md.
  */
 #include <dlfcn.h>
 #include <errno.h>

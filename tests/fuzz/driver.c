@@ -2,7 +2,7 @@
  * smoke): every file of the given corpus directories, then random
  * mutations of them for a bounded number of rounds and seconds.  A crash
  * or sanitizer report fails the test.  Real fuzzing: build with
- * -DFMB_FUZZ=ON and clang (see the README). */
+ * -DFMB_FUZZ=ON and clang (see doc/development.md). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -20,7 +20,7 @@ fm="--set fabric_manager.url=http://127.0.0.1:1 --set fabric_manager.auth=oauth 
 agree () {
     pattern=$1
     shift
-    { "$fmbrokerd" -c broker.conf --check-config "$@" >out 2>check.err; test $? -eq 2; } &&
+    { "$fmbrokerd" -c broker.conf --check-config --user root "$@" >out 2>check.err; test $? -eq 2; } &&
         grep -q -- "$pattern" check.err &&
         { timeout 10 "$fmbrokerd" -c broker.conf "$@" 2>start.err; test $? -eq 2; } &&
         grep -q -- "$pattern" start.err && test ! -e state && test ! -e api.sock
@@ -36,7 +36,7 @@ expect_ok 'credentials over plain http are refused by both unless allowed' '
         --set fabric_manager.auth_dir=$T/auth &&
     agree "\[fabric_manager\] url: http://127.0.0.1:1 is plain http: auth = basic" \
         --set fabric_manager.url=http://127.0.0.1:1 --set fabric_manager.auth=basic &&
-    "$fmbrokerd" -c broker.conf --check-config $fm --set fabric_manager.auth_dir=$T/auth
+    "$fmbrokerd" -c broker.conf --check-config --user root $fm --set fabric_manager.auth_dir=$T/auth
 '
 expect_ok 'a missing auth_dir is refused by both' '
     agree "\[fabric_manager\] auth_dir $T/nope: No such file or directory" \
@@ -71,12 +71,12 @@ expect_ok 'a missing tokens file is refused by both' '
         --set api.tcp=127.0.0.1:0 $tls --set api.tokens_file=$T/nope
 '
 expect_ok '--set before the keys it needs is fine: validation sees them all' '
-    "$fmbrokerd" -c broker.conf --check-config --set api.tcp=127.0.0.1:0 $tls >out &&
+    "$fmbrokerd" -c broker.conf --check-config --user root --set api.tcp=127.0.0.1:0 $tls >out &&
     grep -q "configuration OK" out
 '
 expect_ok 'what --check-config passes starts' '
     port=$(free_ports 1) &&
-    "$fmbrokerd" -c broker.conf --check-config --set api.tcp=127.0.0.1:$port $tls \
+    "$fmbrokerd" -c broker.conf --check-config --user root --set api.tcp=127.0.0.1:$port $tls \
         $fm --set fabric_manager.auth_dir=$T/auth >out &&
     { "$fmbrokerd" -c broker.conf --set api.tcp=127.0.0.1:$port $tls \
         $fm --set fabric_manager.auth_dir=$T/auth 2>>broker.err & broker_pid=$!; } &&
@@ -85,9 +85,9 @@ expect_ok 'what --check-config passes starts' '
     stop_broker
 '
 expect_ok 'two of --check-config, --dump-config, --check-db, --recount are refused, not half done' '
-    { "$fmbrokerd" -c broker.conf --check-config --dump-config >out 2>err; test $? = 2; } &&
+    { "$fmbrokerd" -c broker.conf --check-config --user root --dump-config >out 2>err; test $? = 2; } &&
     grep -q "go one at a time" err && test ! -s out &&
-    { "$fmbrokerd" -c broker.conf --check-db --check-config >out 2>err; test $? = 2; } && grep -q "go one at a time" err
+    { "$fmbrokerd" -c broker.conf --check-db --check-config --user root >out 2>err; test $? = 2; } && grep -q "go one at a time" err
 '
 # A broker the unit starts as a user who cannot use the state directory
 # exits at once and is restarted for ever: --check-config says so first.
@@ -96,7 +96,96 @@ expect_ok 'a state directory this user cannot use fails --check-config (exit 2),
     chmod 755 "$T" && chmod 644 broker.conf && mkdir -p state && chmod 755 state &&
     touch state/fmbrokerd.lock && chmod 600 state/fmbrokerd.lock &&
     { as_user 65534 "$fmbrokerd" -c broker.conf --check-config >out 2>err; test $? = 2; } &&
-    grep -q "state directory $T/state: state lock $T/state/fmbrokerd.lock: Permission denied (as uid 65534)" err &&
-    "$fmbrokerd" -c broker.conf --check-config >out && grep -q "not locked" out
+    grep -q "broker.conf:[0-9]*: \[broker\] state_dir = $T/state: user .*(uid 65534) cannot read, write and enter it: Permission denied" err &&
+    chmod 777 state && { as_user 65534 "$fmbrokerd" -c broker.conf --check-config >out 2>err; test $? = 2; } &&
+    grep -q "state_dir = $T/state: user .*(uid 65534) cannot read and write $T/state/fmbrokerd.lock: Permission denied" err &&
+    chmod 755 state &&
+    "$fmbrokerd" -c broker.conf --check-config --user root >out && grep -q "not locked" out && rm -rf state
+'
+# Issue 37: the check runs as the service runs.  Root may read what the
+# service user cannot; a directory that does not exist is fine only if
+# the service user can create it; every problem in one run; exit 2 as
+# at start, so systemd stops restarting (RestartPreventExitStatus=2).
+svc_setup () { # a configuration in $T/svc that user 65534 can read
+    chmod 755 "$T" && rm -rf svc && mkdir -p svc/auth svc/state svc/run &&
+    chown 65534:65534 svc/state svc/run && chmod 700 svc/state &&
+    echo id >svc/auth/client-id && echo http://127.0.0.1:1/t >svc/auth/endpoint &&
+    echo secret >svc/auth/client-secret && chmod 600 svc/auth/client-secret &&
+    cat >svc/b.conf <<CONF
+[broker]
+state_dir = $T/svc/state
+[api]
+socket = $T/svc/run/api.sock
+[fabric_manager]
+url = http://127.0.0.1:1
+auth = oauth
+auth_dir = $T/svc/auth
+allow_plain_http = true
+[hwcoll]
+addrs_per_job = 4
+CONF
+    chmod 644 svc/b.conf
+}
+needs_root='if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then echo "skipped: needs root"; return 0; fi'
+expect_ok 'as root, --check-config checks as the service user: a secret only root reads is exit 2, named' '
+    eval "$needs_root"; svc_setup &&
+    { "$fmbrokerd" -c svc/b.conf --check-config --user nobody >out 2>err; test $? = 2; } && cat err &&
+    grep -q "$T/svc/auth/client-secret: Permission denied" err &&
+    grep -q "problem found, checking as user nobody (uid 65534)" err &&
+    chown 65534 svc/auth/client-secret &&
+    "$fmbrokerd" -c svc/b.conf --check-config --user nobody >out 2>err &&
+    grep -q "checked as user nobody (uid 65534)" out && grep -q "configuration OK" out
+'
+expect_ok 'as root with no service user on the host, it says it checked as root' '
+    eval "$needs_root"; svc_setup &&
+    "$fmbrokerd" -c svc/b.conf --check-config --user no-such-user-37 >out &&
+    grep -q "warning: could not check as the service user: no user .no-such-user-37. on this host; checked as root" out
+'
+expect_ok 'every problem in one run: an unreadable secret, state_dir and socket directory' '
+    eval "$needs_root"; svc_setup && chown root svc/state svc/run && chmod 755 svc/state svc/run &&
+    { "$fmbrokerd" -c svc/b.conf --check-config --user nobody >out 2>err; test $? = 2; } && cat err &&
+    grep -q "client-secret: Permission denied" err &&
+    grep -q "b.conf:2: \[broker\] state_dir = $T/svc/state: user nobody (uid 65534) cannot read, write and enter it" err &&
+    grep -q "b.conf:4: \[api\] socket = $T/svc/run/api.sock: user nobody (uid 65534) cannot create files in it" err &&
+    grep -q "3 problems found" err
+'
+expect_ok 'a state_dir that cannot be made: exit 2 with file and line, at check and at start' '
+    touch afile &&
+    agree "command line: \[broker\] state_dir = $T/afile/state: $T/afile/state does not exist, and user root (uid 0) cannot create it: $T/afile: Not a directory" \
+        --set broker.state_dir=$T/afile/state
+'
+expect_ok 'a socket directory that cannot be made: exit 2 naming the key, at check and at start' '
+    agree "command line: \[api\] socket = $T/afile/run/api.sock: $T/afile/run does not exist, and user root (uid 0) cannot create it" \
+        --set api.socket=$T/afile/run/api.sock
+'
+expect_ok 'as the service user, start says the same as the check (exit 2, file and line)' '
+    eval "$needs_root"; svc_setup && chown 65534 svc/auth/client-secret && chown root svc/run && chmod 755 svc/run &&
+    sed -i "s|^state_dir = .*|state_dir = $T/svc/nostate/state|" svc/b.conf && mkdir svc/nostate && chmod 755 svc/nostate &&
+    { "$fmbrokerd" -c svc/b.conf --check-config --user nobody >out 2>check.err; test $? = 2; } &&
+    { timeout 10 setpriv --reuid=65534 --regid=65534 --clear-groups "$fmbrokerd" -c svc/b.conf 2>start.err; test $? = 2; } &&
+    for f in check.err start.err; do
+        grep -q "b.conf:2: \[broker\] state_dir = $T/svc/nostate/state: $T/svc/nostate/state does not exist, and user nobody (uid 65534) cannot create it: $T/svc/nostate: Permission denied" $f &&
+        grep -q "b.conf:4: \[api\] socket = $T/svc/run/api.sock: user nobody (uid 65534) cannot create files in it: Permission denied" $f || { cat $f; return 1; }
+    done
+'
+expect_ok 'every problem of a file in one run, at check and at start (exit 2)' '
+    cp broker.conf many.conf &&
+    printf "[vni]\nmni_nodes = 5\nper_job = 9\n[broker]\ncluster_name = a b\n[bogus]\nx = 1\ny = 2\n" >>many.conf &&
+    { "$fmbrokerd" -c many.conf --check-config --user root >out 2>check.err; test $? = 2; } &&
+    { timeout 10 "$fmbrokerd" -c many.conf 2>start.err; test $? = 2; } &&
+    for f in check.err start.err; do
+        grep -q "many.conf:[0-9]*: \[vni\] mni_nodes: unknown key" $f &&
+        grep -q "many.conf:[0-9]*: \[vni\] per_job = 9: " $f &&
+        grep -q "many.conf:[0-9]*: \[broker\] cluster_name: set twice" $f &&
+        test "$(grep -c "\[bogus\]: unknown section" $f)" = 1 &&
+        grep -q "many.conf: 4 problems" $f || { cat $f; return 1; }
+    done
+'
+expect_ok 'every rule between keys broken, in one run' '
+    { "$fmbrokerd" -c broker.conf --check-config --user root --set vni.per_job=4 --set vni.max_per_job=2 \
+        --set fabric_manager.reserve_timeout_ms=5000 --set fabric_manager.timeout_ms=1000 >out 2>err; test $? = 2; } &&
+    grep -q "\[vni\] per_job: 4 exceeds \[vni\] max_per_job (2)" err &&
+    grep -q "\[fabric_manager\] reserve_timeout_ms: 5000 exceeds \[fabric_manager\] timeout_ms (1000)" err &&
+    grep -q ": 2 problems" err
 '
 done_testing

@@ -41,7 +41,7 @@ expect_ok '... and the CLI and the hooks, reading that file, still work' '
     grep -q "reload: .*\[vni\] mni_nodes: unknown key; keeping the running configuration" broker.err &&
     "$FMB_BIN/fmbroker" -c "$T/broker.conf" run-job cli1 --uid 1000 --nodes n1 --quiet &&
     "$FMB_BIN/fmbroker" -c "$T/broker.conf" --json job show cli1 | jq -e ".state == \"active\"" &&
-    ! "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-config 2>/dev/null
+    ! "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-config --user root 2>/dev/null
 '
 expect_ok 'a config whose files do not check keeps the running one too' '
     cp good.conf broker.conf &&
@@ -60,10 +60,20 @@ expect_ok 'a key that needs a restart is named, the old value stays' '
     grep -q "reload: \[api\] socket changed; it takes effect at the next restart" broker.err &&
     rm_call GET /v1/health >/dev/null && test ! -e other.sock
 '
+expect_ok 'a changed [vni] pool (both ends) is named once' '
+    cp good.conf broker.conf && sed -i "s/^rm_users = .*/rm_users = root/" broker.conf &&
+    sed -i "s/^pool = .*/pool = 2000-2999/" broker.conf &&
+    before=$(grep -c "reload: \[vni\] pool changed" broker.err; true) && reload &&
+    test "$(grep -c "reload: \[vni\] pool changed; it takes effect at the next restart" broker.err)" = $((before + 1))
+'
 expect_ok 'the log level changes live' '
     cp good.conf broker.conf && sed -i "s/^rm_users = .*/rm_users = root/" broker.conf &&
     sed -i "/^\[broker\]/a log_level = debug" broker.conf &&
     reload && grep -q "reload: configuration" broker.err
+'
+expect_ok 'at debug, answers on the socket do not log libmicrohttpd noise each time' '
+    for i in 1 2 3 4 5; do rm_call GET /v1/health >/dev/null || return 1; done &&
+    test "$(grep -c "Client may experience some delay" broker.err)" -le 1
 '
 expect_ok 'logs outside journald are plain lines, without <N> prefixes' '
     grep -q "^fmbrokerd: notice: reload: configuration" broker.err &&

@@ -98,11 +98,12 @@ expect_ok 'a client token file others can read, or a broker_url without one, is 
     chmod 644 "$T/agent.token" &&
     { node_agent a clean --dry-run 2>err; rc=$?; chmod 600 "$T/agent.token"; test $rc = 1; } &&
     grep -q "client_token_file.*lets group or others read it" err && grep -q "not touching any service" err &&
+    # status, a monitoring check: a configuration error is UNKNOWN (3)
     printf "[api]\nbroker_url = https://127.0.0.1:1\n" >"$T/bad.conf" &&
-    { "$FMB_BIN/fmbroker" -c "$T/bad.conf" status 2>err; test $? = 2; } &&
+    { "$FMB_BIN/fmbroker" -c "$T/bad.conf" status 2>err; test $? = 3; } &&
     grep -q "broker_url.*needs client_token_file" err &&
     printf "[api]\nbroker_url = http://127.0.0.1:1\nclient_token_file = %s\n" "$T/agent.token" >"$T/bad.conf" &&
-    { "$FMB_BIN/fmbroker" -c "$T/bad.conf" status 2>err; test $? = 2; } &&
+    { "$FMB_BIN/fmbroker" -c "$T/bad.conf" status 2>err; test $? = 3; } &&
     grep -q "broker_url.*not an https URL" err
 '
 expect_ok 'a broker whose certificate the node does not trust is not talked to' '

@@ -21,7 +21,7 @@ expect_ok 'fmbroker status shows the holder' '
     grep -q "state lock: .*fmbrokerd.lock held by host $(hostname), pid $broker_pid" st
 '
 expect_ok '--check-config says who holds the state directory' '
-    "$fmbrokerd" -c broker.conf --check-config >cc &&
+    "$fmbrokerd" -c broker.conf --check-config --user root >cc &&
     grep -q "state directory $T/state: locked by a running broker (host $(hostname), pid $broker_pid)" cc
 '
 expect_ok 'a second broker on the locked state exits at once naming the holder' '
@@ -39,7 +39,7 @@ expect_ok 'the first broker keeps serving, its state untouched' '
 '
 expect_ok 'the lock dies with its holder: after SIGKILL a new broker starts at once' '
     kill_broker &&
-    "$fmbrokerd" -c broker.conf --check-config >cc &&
+    "$fmbrokerd" -c broker.conf --check-config --user root >cc &&
     grep -q "state directory $T/state: not locked (last holder: host $(hostname), pid" cc &&
     start_broker &&
     rm_call GET /v1/jobs/2 | jq -e ".state == \"active\"" &&

@@ -50,10 +50,10 @@ expect_ok 'the list is checked and normalised like one URL' '
     node_conf "https://127.0.0.1:$first/ ,  https://127.0.0.1:$second" &&
     "$FMB_BIN/fmbroker" -c "$T/node.conf" --json job show 1 >/dev/null &&
     node_conf "https://127.0.0.1:$first,http://127.0.0.1:$second" &&
-    { "$FMB_BIN/fmbroker" -c "$T/node.conf" status 2>err; test $? = 2; } &&
+    { "$FMB_BIN/fmbroker" -c "$T/node.conf" status 2>err; test $? = 3; } &&
     grep -q "broker_url.*http://127.0.0.1:$second.*not an https URL" err &&
     node_conf "https://127.0.0.1:$first,,https://127.0.0.1:$second" &&
-    { "$FMB_BIN/fmbroker" -c "$T/node.conf" status 2>err; test $? = 2; } &&
+    { "$FMB_BIN/fmbroker" -c "$T/node.conf" status 2>err; test $? = 3; } &&
     grep -q "broker_url.*an empty URL in the list" err
 '
 expect_ok 'the first refuses: the CLI and the agent use the second' '

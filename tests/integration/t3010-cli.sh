@@ -16,6 +16,24 @@ expect_ok 'status: a summary for people, the document with --json' '
     fmb status >s.txt && grep -q "^fabric manager: up" s.txt && grep -q "^jobs: 1 active" s.txt &&
     fmb --json status | jq -e ".jobs.active == 1"
 '
+expect_ok 'status --json after the command is --json before it' '
+    fmb status --json | jq -e ".jobs.active == 1" &&
+    fmb status --json >a.json && fmb --json status >b.json &&
+    diff <(jq -S "del(.uptime_s)" a.json) <(jq -S "del(.uptime_s)" b.json) &&
+    fmb jobs --json | jq -e ".jobs | length == 1"
+'
+expect_ok 'metrics: the Prometheus text, as a scraper sees it' '
+    fmb metrics >m.txt && grep -q "^# HELP fmbroker_fm_up " m.txt &&
+    grep -q "^# TYPE fmbroker_fm_up gauge" m.txt && grep -q "^fmbroker_fm_up 1" m.txt &&
+    fmb metrics --help | grep -q "^Usage: fmbroker metrics"
+'
+expect_ok 'every error the CLI prints starts with "fmbroker: "' '
+    for args in "bogus" "status extra" "jobs extra" "job" "job frob 1" "vni" "end-job" \
+        "run-job 9" "step-clean 1" "events extra" "job show nosuch" "metrics extra"; do
+        fmb $args >/dev/null 2>err && { echo "$args succeeded"; return 1; }
+        head -1 err | grep -q "^fmbroker: " || { echo "$args: $(head -1 err)"; return 1; }
+    done
+'
 expect_ok 'jobs: a table, filters, and --json' '
     fmb run-job 43 --uid 1001 --node-count 1 --quiet &&
     fmb jobs >j.txt && head -1 j.txt | grep -q "^JOB  *STATE  *UID" &&

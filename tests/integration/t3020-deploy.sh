@@ -59,7 +59,8 @@ has () {
 broker_files="/usr/sbin/fmbrokerd /usr/lib/systemd/system/fmbrokerd.service
     /usr/lib/sysusers.d/fmbroker.conf /usr/lib/tmpfiles.d/fmbroker.conf /usr/share/man/man8/fmbrokerd.8.gz
     /usr/share/fmbroker/openapi.yaml /usr/share/doc/fmbroker/examples/fmbroker.conf.example
-    /usr/share/doc/fmbroker/copyright"
+    /usr/share/doc/fmbroker/copyright /usr/share/doc/fmbroker/README.md
+    /usr/share/doc/fmbroker/doc/install.md /usr/share/doc/fmbroker/doc/operations.md"
 node_files="/usr/sbin/fmbroker-cxi /usr/bin/fmbroker /etc/default/fmbroker
     /usr/lib/systemd/system/fmbroker-cxi-report.timer /usr/lib/systemd/system/fmbroker-cxi-report.service
     /usr/share/man/man1/fmbroker.1.gz /usr/share/man/man5/fmbroker.conf.5.gz /usr/share/man/man8/fmbroker-cxi.8.gz
@@ -67,8 +68,10 @@ node_files="/usr/sbin/fmbroker-cxi /usr/bin/fmbroker /etc/default/fmbroker
     /usr/share/fmbroker/hooklib.sh /usr/share/fmbroker/slurm/fmbroker-slurm-sweep.sh /usr/lib/systemd/system/fmbroker-slurm-sweep.timer
     /usr/lib/systemd/system/fmbroker-slurm-sweep.service /usr/share/fmbroker/sweeplib.sh
     /usr/share/fmbroker/flux/fmbroker-flux-sweep.sh /usr/lib/systemd/system/fmbroker-flux-sweep.timer
-    /usr/share/fmbroker/flux/fmbroker-cxi-prolog.sh /usr/share/doc/fmbroker-node/copyright"
-# Slurm's plugin directory on Debian (where the README says it is)
+    /usr/share/fmbroker/flux/fmbroker-cxi-prolog.sh /usr/share/doc/fmbroker-node/copyright
+    /usr/share/doc/fmbroker-node/README.md /usr/share/doc/fmbroker-node/doc/slurm.md
+    /usr/share/doc/fmbroker-node/doc/compute-nodes.md"
+# Slurm's plugin directory on Debian (where doc/slurm.md says it is)
 [ -e "$FMB_BIN/../lib/fmbroker_spank.so" ] &&
     node_files="$node_files /usr/lib/$(gcc -print-multiarch)/slurm-wlm/fmbroker_spank.so
         /usr/lib/$(gcc -print-multiarch)/slurm-wlm/fmbroker_spank_clean.so"
@@ -76,7 +79,8 @@ expect_ok 'fmbroker holds the broker host, fmbroker-node the rest, each with cop
     dpkg-deb -c "$T"/pkg/fmbroker_*.deb | awk "{print substr(\$6, 2)}" >files &&
     dpkg-deb -c "$T"/pkg/fmbroker-node_*.deb | awk "{print substr(\$6, 2)}" >nfiles &&
     has files $broker_files && has nfiles $node_files &&
-    ! grep -q -e fmbroker-cxi -e /usr/bin/fmbroker -e slurm -e flux files &&
+    ! grep -v "^/usr/share/doc/fmbroker/doc/" files |
+        grep -q -e fmbroker-cxi -e /usr/bin/fmbroker -e slurm -e flux &&
     ! grep -q -e fmbrokerd -e sysusers nfiles &&
     ! grep -q "/man/.*[0-9]$" files nfiles &&
     ! cat files nfiles | grep -q -e mockfm -e mockcxi -e "/test_" &&
@@ -95,11 +99,32 @@ expect_ok 'maintainer scripts: sysusers, restart on upgrade, /etc/default/fmbrok
     sh -n ctl/postinst && sh -n ctl/prerm && sh -n nctl/postinst && sh -n nctl/prerm &&
     . root/etc/default/fmbroker
 '
+# Compute-node images are built by installing packages into a directory
+# (a chroot, a container) where systemd does not run: the report timer
+# must come out enabled all the same.
+wants=etc/systemd/system/timers.target.wants/fmbroker-cxi-report.timer
+image_dpkg () { # IMAGE ARGS...: dpkg on an image, its scripts run outside it
+    img=$1; shift
+    mkdir -p "$img/var/lib/dpkg/info" "$img/var/lib/dpkg/updates" && touch "$img/var/lib/dpkg/status" &&
+    dpkg --root="$T/$img" --log=/dev/null --force-depends --force-script-chrootless "$@"
+}
+expect_ok 'installed into an image with no running systemd, fmbroker-node enables the report timer' '
+    image_dpkg img -i "$T"/pkg/fmbroker-node_*.deb >dpkg.out 2>&1 &&
+    test -L "img/$wants" && readlink "img/$wants" | grep -qx "/usr/lib/systemd/system/fmbroker-cxi-report.timer" &&
+    test -f "img/usr/lib/systemd/system/fmbroker-cxi-report.timer" &&
+    image_dpkg img -r fmbroker-node >>dpkg.out 2>&1 && test ! -L "img/$wants"
+'
+expect_ok '... and so does its postinst where there is no systemctl at all' '
+    rm -rf img2 && mkdir -p img2 nosysd && dpkg-deb -x "$T"/pkg/fmbroker-node_*.deb img2 &&
+    for c in sh mkdir ln rm; do ln -sf "$(command -v $c)" nosysd/$c; done &&
+    PATH=$T/nosysd DPKG_ROOT=$T/img2 nosysd/sh nctl/postinst configure "" &&
+    readlink "img2/$wants" | grep -qx "/usr/lib/systemd/system/fmbroker-cxi-report.timer"
+'
 expect_ok 'the packaged programs run' '
     root/usr/sbin/fmbrokerd --version | grep -q "^fmbrokerd 0\." &&
     root/usr/bin/fmbroker --version | grep -q "^fmbroker 0\." &&
     root/usr/sbin/fmbroker-cxi --help | grep -q "^Usage: fmbroker-cxi" &&
-    root/usr/sbin/fmbrokerd -c "$src/deploy/fmbroker.conf.example" --check-config
+    root/usr/sbin/fmbrokerd -c "$src/deploy/fmbroker.conf.example" --check-config --user root
 '
 expect_ok 'the RPMs (cpack RPM) hold the same files, the unit, the user and a config file' '
     if ! command -v rpmbuild >/dev/null; then echo "skipped: no rpmbuild (Debian package rpm)"; return 0; fi
@@ -111,8 +136,9 @@ expect_ok 'the RPMs (cpack RPM) hold the same files, the unit, the user and a co
     rpm -qp --requires "$T"/rpm/fmbroker-0*.rpm | grep -q "^fmbroker-node = " &&
     rpm -qp --requires "$T"/rpm/fmbroker-node-0*.rpm | grep -qx "jq" &&
     rpm -qp --scripts "$T"/rpm/fmbroker-node-0*.rpm >nscripts &&
-    grep -q "enable --now fmbroker-cxi-report.timer" nscripts &&
-    grep -q "disable --now fmbroker-cxi-report.timer" nscripts &&
+    grep -q "systemctl enable fmbroker-cxi-report.timer" nscripts &&
+    grep -q "timers.target.wants/fmbroker-cxi-report.timer" nscripts &&
+    grep -q "systemctl disable fmbroker-cxi-report.timer" nscripts &&
     rpm -qp --configfiles "$T"/rpm/fmbroker-node-0*.rpm | grep -qx /etc/default/fmbroker
 '
 expect_ok 'the man pages render cleanly' '

@@ -69,9 +69,17 @@ expect_ok 'numbers are parsed whole: uid, counts, timeout, after, limit' '
     refused run-job 1 --uid 5 --node-count " 3" &&
     refused run-job 1 --uid 5 --node-count 1 --ncores 2x &&
     refused run-job 1 --uid 5 --node-count 1 --vni-count 5 &&
-    refused --timeout x status && refused --timeout 0 jobs && refused --timeout -3 jobs &&
+    refused --timeout x jobs && refused --timeout 0 jobs && refused --timeout -3 jobs &&
     refused events --after x && refused events --after -1 && refused events --count 0 &&
     refused jobs --limit 10k && grep -q "expected a whole number" err
+'
+# status is a monitoring check: a usage error is UNKNOWN (3) there,
+# never CRITICAL (2), which means the broker cannot be reached.
+expect_ok 'a usage or configuration error of status exits 3, sending nothing' '
+    for args in "--timeout x status" "status extra" "status --bogus" "-c /nonexistent.conf status"; do
+        rec $args >out 2>err; rc=$?
+        test $rc = 3 && grep -q "^fmbroker: " err && nothing_sent || { echo "$args -> $rc: $(cat err)"; return 1; }
+    done
 '
 expect_ok 'ids that cannot be job ids are refused before any request' '
     refused end-job -x && refused end-job "a/b" && refused job show -- -x &&

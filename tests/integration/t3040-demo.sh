@@ -1,6 +1,7 @@
 #!/bin/bash
 # t3040-demo.sh: README command 1's demo can be run again on the same
-# state, and every curl line it prints works, both times, in order.
+# state, every curl line it prints works, both times, in order, and so
+# does its fmbroker line; SIGTERM to its pid stops it all.
 . "$(dirname "$0")/lib.sh"
 demo_pid=
 stop_demo () {
@@ -34,6 +35,19 @@ expect_ok 'the job of each run ends released, its VNI out of quarantine' '
         j=$(grep -o "/v1/jobs/[^/ ]*" $f | head -1 | cut -d/ -f4) &&
         curl -sf --unix-socket "$T/demo-state/fmbroker.sock" "http://fmbroker/v1/jobs/$j" |
             jq -e ".state == \"released\" and .vnis == []" || return 1
-    done && stop_demo
+    done
+'
+expect_ok 'the fmbroker -c line it prints works' '
+    grep "^  .*/fmbroker -c .*/demo.conf status$" out2 >cli && test "$(wc -l <cli)" = 1 &&
+    wait_for 50 0.1 sh -c "$(cat cli) >status.out" && grep -q "fabric manager: up" status.out
+'
+# gone PID: exited (a zombie not yet waited for counts as gone)
+gone () { ! kill -0 "$1" 2>/dev/null || grep -q "^[0-9]* (.*) Z " "/proc/$1/stat"; }
+expect_ok 'SIGTERM to the demo pid stops it, the broker and the mock FM' '
+    pid=$demo_pid && kill -TERM "$pid" && wait_for 100 0.1 gone "$pid" &&
+    { wait "$pid"; demo_pid=; true; } &&
+    ! pgrep -g "$pid" >/dev/null &&
+    ! curl -sf --unix-socket "$T/demo-state/fmbroker.sock" http://fmbroker/v1/health >/dev/null &&
+    ! curl -sf "http://127.0.0.1:$(cat "$T/demo-state/mockfm.port")/_mock/state" >/dev/null
 '
 done_testing

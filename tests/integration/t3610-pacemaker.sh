@@ -1,6 +1,6 @@
 #!/bin/bash
 # t3610-pacemaker.sh: the shipped Pacemaker configuration (deploy/ha) is
-# valid and does what the README says, checked offline with Debian's
+# valid and does what doc/high-availability.md says, checked offline with Debian's
 # pacemaker-cli-utils (no cluster, no corosync): crm_verify accepts it,
 # and crm_simulate shows the broker's group starting on fm1, moving to
 # fm2 after fencing fm1 when fm1 fails, restarting in place after a
