@@ -151,7 +151,9 @@ void tcpguard_auth_failed (struct tcpguard *g,
             v->answer_at_ms = f->next_ms = from + step;
     }
     v->fails = f->fails;
-    if (f->logged_ms == 0 || now_ms - f->logged_ms >= TCPGUARD_LOG_MS) {
+    /* the first failure, the first one slowed, then one a period */
+    if (f->logged_ms == 0 || f->fails == TCPGUARD_FREE_FAILS + 1 ||
+        now_ms - f->logged_ms >= TCPGUARD_LOG_MS) {
         v->log = true;
         v->unlogged = f->unlogged;
         f->unlogged = 0;

@@ -206,7 +206,8 @@ CONF
 start_broker () {
     [ -f "$T/broker.conf" ] || write_broker_conf
     rm -f "$T/api.sock.ready"
-    "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" 2>>"$T/broker.err" &
+    # broker_prefix: a command that execs it (e.g. prlimit --nofile=256:256)
+    ${broker_prefix:-} "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" 2>>"$T/broker.err" &
     broker_pid=$!
     wait_for 100 0.05 rm_call GET /v1/health >/dev/null ||
         { echo "fmbrokerd did not start"; tail "$T/broker.err"; return 1; }

@@ -29,6 +29,7 @@ tcall () {
     if [ "$tok" = @stolen ]; then tok=$(as_user 1000 cat "$T/attacker/stolen"); fi
     run=()
     [ "$as" != 0 ] && run=(setpriv --reuid="$as" --regid="$as" --clear-groups)
+    local out
     out=$("${run[@]}" curl -s --cacert "$T/attacker/ca.pem" ${tok:+-H "Authorization: Bearer $tok"} \
         -X "$1" ${3:+--data-binary "$3"} -w '\n%{http_code}' "https://127.0.0.1:$tcp_port$2")
     echo "${out##*$'\n'} ${out%$'\n'*}"

@@ -1,0 +1,83 @@
+#!/bin/bash
+# t1086-tcp-guard.sh: issue 35.  Whoever reaches the TCP port cannot
+# stall the resource manager or guess tokens for free, and TLS is 1.2 or
+# 1.3 with forward secrecy only:
+# - TLS 1.0/1.1 and a static-RSA suite are refused (openssl s_client);
+# - a token-guessing loop on one keep-alive connection is slowed, logged
+#   with the address and counted, while RUN on the socket stays quick;
+# - a connection flood from 40 loopback addresses against a broker whose
+#   file limit is 256: RUN on the Unix socket answers within 1 s all
+#   along, the flood is bounded, and the log does not fill.
+. "$(dirname "$0")/lib.sh"
+tls_and_node_tokens || bail_out "no certificates"
+start_mockfm
+for try in 1 2 3 4 5; do
+    tcp_port=$(free_ports 1) || break
+    write_broker_conf "[api]" "max_connections = 64" "reserved_connections = 16" \
+        "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
+        "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
+    broker_prefix="prlimit --nofile=256:256" start_broker && break
+done
+s_client () { # ARGS...: the protocol and cipher s_client negotiated, or nothing
+    timeout 10 openssl s_client -connect "127.0.0.1:$tcp_port" -CAfile "$T/certs/ca.pem" "$@" \
+        </dev/null 2>/dev/null | awk -F ", " "/^New, / && \$2 != \"(NONE)\" {split(\$3, w, \" \"); print \$2, w[3]}"
+}
+run_ms () { rm_call_timed PUT "/v1/jobs/$1" "{\"uid\":1001,\"nodes\":[\"n1\",\"n2\"]}"; }
+
+expect_ok 'the broker runs with a file limit of 256 and says what TCP gets' '
+    test "$(awk "/Max open files/ {print \$4}" /proc/$broker_pid/limits)" = 256 &&
+    grep -q "api: file limit 256: TCP takes at most" "$T/broker.err"
+'
+expect_ok 'TLS 1.0 and 1.1 are refused, even by a client that would take them' '
+    got=$(s_client -tls1 -cipher "ALL:@SECLEVEL=0") && echo "tls1: $got" && ! echo "$got" | grep -q TLSv1 &&
+    got=$(s_client -tls1_1 -cipher "ALL:@SECLEVEL=0") && echo "tls1.1: $got" && ! echo "$got" | grep -q TLSv1
+'
+expect_ok 'key exchange without forward secrecy (AES128-SHA, RSA) is refused' '
+    got=$(s_client -tls1_2 -cipher "AES128-SHA:@SECLEVEL=0") && echo "$got" && ! echo "$got" | grep -q AES128-SHA &&
+    got=$(s_client -tls1_2 -cipher "AES256-GCM-SHA384:@SECLEVEL=0") && echo "$got" && ! echo "$got" | grep -q AES256-GCM-SHA384
+'
+expect_ok 'TLS 1.2 with ECDHE and TLS 1.3 are taken' '
+    s_client -tls1_2 | grep -q "TLSv1.2 ECDHE-" && s_client -tls1_3 | grep -q "TLSv1.3 TLS_"
+'
+expect_ok 'a bad tls_priorities stops --check-config, naming the key' '
+    { "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --set "api.tls_priorities=NORMAL:+NOSUCH" --check-config 2>err; test $? = 2; } &&
+    grep -q "\[api\] tls_priorities" err
+'
+expect_ok 'guessing tokens on one connection is slowed and logged; RUN on the socket stays quick' '
+    urls=() && for i in $(seq 1 10); do urls+=(-o /dev/null "https://127.0.0.1:$tcp_port/v1/jobs/guess$i"); done &&
+    t0=$(ms_now) &&
+    { curl -s --cacert "$T/certs/ca.pem" -H "Authorization: Bearer wrong-token-0123456789" \
+        -w "%{http_code}\n" "${urls[@]}" >codes & } && guess=$! &&
+    sleep 1.2 && r=$(run_ms 1) && echo "RUN during the guessing: $r" &&
+    wait $guess && t1=$(ms_now) && echo "10 guesses: $((t1 - t0)) ms" &&
+    test "$(sort -u codes)" = 401 && test "$(wc -l <codes)" = 10 &&
+    test $((t1 - t0)) -ge 2500 &&
+    test "${r%% *}" = 201 && test "${r##* }" -lt 1000 &&
+    grep -q "api: authentication failed from 127.0.0.1: .*answers to it are slowed" "$T/broker.err" &&
+    test "$(grep -c "authentication failed from 127.0.0.1" "$T/broker.err")" -le 2 &&
+    rm_call GET /metrics >m && grep fmbroker_api_auth m && grep -q "^fmbroker_api_auth_failures_total 10$" m &&
+    grep -q "^fmbroker_api_auth_delayed_total 5$" m
+'
+expect_ok 'a valid token from another address is answered at once meanwhile' '
+    t0=$(ms_now) &&
+    test "$(curl -s --cacert "$T/certs/ca.pem" --interface 127.0.0.9 -H "Authorization: Bearer $rm_tok" \
+        -o /dev/null -w "%{http_code}" "https://127.0.0.1:$tcp_port/v1/jobs/1")" = 200 &&
+    test $(($(ms_now) - t0)) -lt 1000
+'
+expect_ok 'a flood of connections from 40 addresses: RUN on the socket answers within 1 s all along' '
+    python3 "$FMB_SRC/tests/integration/tcpflood.py" "$tcp_port" 40 30 8 >flood.out 2>&1 & fpid=$! &&
+    sleep 1 && worst=0 && for i in $(seq 2 13); do
+        r=$(run_ms $((100 + i))) && echo "RUN $i: $r" && test "${r%% *}" = 201 || { kill $fpid; return 1; }
+        ms=${r##* } && [ "$ms" -gt "$worst" ] && worst=$ms
+        sleep 0.4
+    done && wait $fpid && cat flood.out && echo "slowest RUN: $worst ms" && test "$worst" -lt 1000 &&
+    grep -q "api: refusing TCP connections from 127.0.0" "$T/broker.err" &&
+    open=$(awk "{print \$6}" flood.out) && test "$open" -ge 100
+'
+expect_ok 'the flood left the log short and the broker serving TCP' '
+    lines=$(wc -l <"$T/broker.err") && echo "log lines: $lines" && test "$lines" -lt 100 &&
+    test "$(grep -c "api: accept" "$T/broker.err" || :)" -le 2 &&
+    wait_for 50 0.2 eval "test \"\$(curl -s --cacert \"$T/certs/ca.pem\" --interface 127.0.0.9 -H \"Authorization: Bearer $rm_tok\" -o /dev/null -w \"%{http_code}\" https://127.0.0.1:$tcp_port/v1/jobs/1)\" = 200" &&
+    rm_call GET /metrics | grep -q "^fmbroker_api_tcp_refused_total [1-9]"
+'
+done_testing
