@@ -645,6 +645,40 @@ static int identify_cert (struct http_req *req, char *node, size_t len)
     return rc;
 }
 
+/* With [api] tls_client_cert: a verified certificate names the node (a
+ * node token then must name the same one); 'required' leaves a caller
+ * without one no credential at all, whatever token it sends. */
+static void identify_by_cert (struct http *h, struct http_req *req)
+{
+    struct caller *c = &req->caller;
+    char node[NODE_NAME_MAX + 1] = "";
+    int crt = identify_cert (req, node, sizeof (node));
+    const char *why = NULL;
+    if (crt == 1 && fmb_config_list_has (h->b->cfg.revoked_nodes, node))
+        why = "its certificate names a revoked node";
+    else if (crt < 0)
+        why = "its client certificate does not verify against [api] tls_client_ca";
+    else if (crt == 0 && h->b->cfg.tls_client_cert == FMB_CLIENT_CERT_REQUIRED)
+        why = "no client certificate ([api] tls_client_cert = required)";
+    else if (crt == 1 && c->node[0] && strcmp (c->node, node) != 0)
+        why = "its node token names another node than its certificate";
+    if (why) {
+        if (refusal_log_due (h))
+            fmb_log (LOG_WARNING, "api: refused %s: %s", c->addr, why);
+        c->roles = 0;
+        c->node[0] = '\0';
+        if (c->bearer[0]) { /* still "a credential" (401), but none that works */
+            explicit_bzero (c->bearer, sizeof (c->bearer));
+            c->bearer[0] = '-';
+        }
+        return;
+    }
+    if (crt == 1 && !c->roles) {
+        c->roles |= ROLE_AGENT;
+        snprintf (c->node, sizeof (c->node), "%s", node);
+    }
+}
+
 static void identify (struct http *h, struct http_req *req)
 {
     struct caller *c = &req->caller;
@@ -668,14 +702,8 @@ static void identify (struct http *h, struct http_req *req)
         return;
     }
     identify_tcp (h, req);
-    if (h->b->cfg.tls_client_cert == FMB_CLIENT_CERT_NONE || c->roles)
-        return;
-    char node[NODE_NAME_MAX + 1] = "";
-    if (identify_cert (req, node, sizeof (node)) == 1 &&
-        !fmb_config_list_has (h->b->cfg.revoked_nodes, node)) {
-        c->roles |= ROLE_AGENT;
-        snprintf (c->node, sizeof (c->node), "%s", node);
-    }
+    if (h->b->cfg.tls_client_cert != FMB_CLIENT_CERT_NONE)
+        identify_by_cert (h, req);
 }
 
 /* A TCP caller whose credential was refused: counted, logged (a line per

@@ -138,6 +138,31 @@ expect_ok 'a rotated node key: the old tokens work for the grace period only' '
     test "$(status_of 0 "$(cat "$T/n2.old")" GET /v1/jobs/300)" = 401 &&
     test "$(status_of 0 "$(cat "$T/n2.token")" GET /v1/jobs/300)" = 200
 '
+# Client certificates from the site's CA name the node (CN or a DNS name).
+node_cert () { # NAME: $T/certs/NAME.pem and .key, signed by the test CA
+    (cd "$T/certs" && openssl req -newkey rsa:2048 -nodes -subj "/CN=$1" -keyout "$1.key" -out "$1.csr" 2>/dev/null &&
+        printf "extendedKeyUsage=clientAuth\n" >"$1.ext" &&
+        openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+            -extfile "$1.ext" -out "$1.pem" 2>/dev/null && chmod 600 "$1.key")
+}
+ccall () { # CERT TOKEN METHOD PATH: the status, with a client certificate (or none)
+    curl -s -o /dev/null -w "%{http_code}" --cacert "$T/certs/ca.pem" \
+        ${1:+--cert "$T/certs/$1.pem" --key "$T/certs/$1.key"} ${2:+-H "Authorization: Bearer $2"} \
+        -X "$3" "https://127.0.0.1:$tcp_port$4"
+}
+expect_ok 'tls_client_cert = required: a certificate names the node; no certificate, no credential' '
+    node_cert n1 && node_cert n2 &&
+    rm_call PUT /v1/jobs/400 "{\"uid\":1001,\"nodes\":[\"n1\"]}" >/dev/null &&
+    stop_broker && sed -i "s/^node_key_grace_s = 0$/&\ntls_client_ca = $(echo "$T/certs/ca.pem" | sed "s|/|\\\\/|g")\ntls_client_cert = required/" "$T/broker.conf" &&
+    start_broker && node_tokens n1 &&
+    test "$(ccall n1 "" GET /v1/jobs/400)" = 200 &&
+    test "$(ccall n2 "" GET /v1/jobs/400)" = 403 &&
+    test "$(ccall "" "$(cat "$T/n1.token")" GET /v1/jobs/400)" = 401 &&
+    test "$(ccall n2 "$(cat "$T/n1.token")" GET /v1/jobs/400)" = 401 &&
+    test "$(ccall n1 "$(cat "$T/n1.token")" GET /v1/jobs/400)" = 200 &&
+    grep -q "no client certificate (\[api\] tls_client_cert = required)" "$T/broker.err" &&
+    grep -q "its node token names another node than its certificate" "$T/broker.err"
+'
 expect_ok 'one agent token for all nodes needs shared_agent_token = true, warned about' '
     printf "agent shared-agent-token-0123456789\n" >>"$T/tokens" &&
     { "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-config 2>err; test $? = 2; } &&

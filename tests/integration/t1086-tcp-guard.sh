@@ -6,17 +6,17 @@
 # - a token-guessing loop on one keep-alive connection is slowed, logged
 #   with the address and counted, while RUN on the socket stays quick;
 # - a connection flood from 40 loopback addresses against a broker whose
-#   file limit is 256: RUN on the Unix socket answers within 1 s all
-#   along, the flood is bounded, and the log does not fill.
+#   file limit is 1024, as the unit had none (the review's setup, with the
+#   default [api] max_connections = 1024): RUN on the Unix socket answers
+#   within 1 s all along, the flood is bounded, and the log does not fill.
 . "$(dirname "$0")/lib.sh"
 tls_and_node_tokens || bail_out "no certificates"
 start_mockfm
 for try in 1 2 3 4 5; do
     tcp_port=$(free_ports 1) || break
-    write_broker_conf "[api]" "max_connections = 64" "reserved_connections = 16" \
-        "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
+    write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
         "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
-    broker_prefix="prlimit --nofile=256:256" start_broker && break
+    broker_prefix="prlimit --nofile=1024:1024" start_broker && break
 done
 s_client () { # ARGS...: the protocol and cipher s_client negotiated, or nothing
     timeout 10 openssl s_client -connect "127.0.0.1:$tcp_port" -CAfile "$T/certs/ca.pem" "$@" \
@@ -24,9 +24,10 @@ s_client () { # ARGS...: the protocol and cipher s_client negotiated, or nothing
 }
 run_ms () { rm_call_timed PUT "/v1/jobs/$1" "{\"uid\":1001,\"nodes\":[\"n1\",\"n2\"]}"; }
 
-expect_ok 'the broker runs with a file limit of 256 and says what TCP gets' '
-    test "$(awk "/Max open files/ {print \$4}" /proc/$broker_pid/limits)" = 256 &&
-    grep -q "api: file limit 256: TCP takes at most" "$T/broker.err"
+expect_ok 'the broker runs with a file limit of 1024 and says what TCP gets' '
+    test "$(awk "/Max open files/ {print \$4}" /proc/$broker_pid/limits)" = 1024 &&
+    grep -q "api: the file limit (1024) leaves too little beside \[api\] max_connections (1024)" "$T/broker.err" &&
+    grep -q "api: file limit 1024: TCP takes at most 16 connections (8 unauthenticated, 32 per address)" "$T/broker.err"
 '
 expect_ok 'TLS 1.0 and 1.1 are refused, even by a client that would take them' '
     got=$(s_client -tls1 -cipher "ALL:@SECLEVEL=0") && echo "tls1: $got" && ! echo "$got" | grep -q TLSv1 &&
@@ -76,6 +77,7 @@ expect_ok 'a flood of connections from 40 addresses: RUN on the socket answers w
 '
 expect_ok 'the flood left the log short and the broker serving TCP' '
     lines=$(wc -l <"$T/broker.err") && echo "log lines: $lines" && test "$lines" -lt 100 &&
+    grep -c "refusing TCP connections" "$T/broker.err" &&
     test "$(grep -c "api: accept" "$T/broker.err" || :)" -le 2 &&
     wait_for 50 0.2 eval "test \"\$(curl -s --cacert \"$T/certs/ca.pem\" --interface 127.0.0.9 -H \"Authorization: Bearer $rm_tok\" -o /dev/null -w \"%{http_code}\" https://127.0.0.1:$tcp_port/v1/jobs/1)\" = 200" &&
     rm_call GET /metrics | grep -q "^fmbroker_api_tcp_refused_total [1-9]"
