@@ -29,10 +29,10 @@
 enum fmb_auth { FMB_AUTH_OAUTH, FMB_AUTH_BASIC, FMB_AUTH_NONE };
 enum fmb_hwcoll_mode { FMB_HWCOLL_AUTO, FMB_HWCOLL_REQUEST };
 enum fmb_client_cert { FMB_CLIENT_CERT_NONE, FMB_CLIENT_CERT_OPTIONAL, FMB_CLIENT_CERT_REQUIRED };
-/* TLS 1.2 and 1.3 only, key exchanges with forward secrecy only (no
- * static RSA), ciphers of 128 bits or more: GnuTLS priority syntax. */
+/* TLS 1.2 and 1.3 only, key exchanges with forward secrecy only (GnuTLS's
+ * PFS: no static RSA), the server's order: GnuTLS priority syntax. */
 #define FMB_TLS_PRIORITIES_DEFAULT \
-    "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-RSA:-DHE-DSS:-AES-128-CBC:-AES-256-CBC:-CAMELLIA-128-CBC:-CAMELLIA-256-CBC:%SERVER_PRECEDENCE"
+    "PFS:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
 
 /* Traffic classes as bits of SLINGSHOT_TCS. */
 #define FMB_TC_DEDICATED_ACCESS 0x1
