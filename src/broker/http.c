@@ -713,7 +713,7 @@ static void auth_failed (struct http *h, struct http_req *req)
     struct tcpguard_verdict v;
     h->b->metrics.auth_failures++;
     tcpguard_auth_failed (h->guard, req->caller.addr, now_mono (), &v);
-    if (v.answer_at_ms) {
+    if (v.answer_at_ms && !h->b->stopping) {
         h->b->metrics.auth_delayed++;
         req->tarpit_until_ms = v.answer_at_ms;
     }
@@ -1152,6 +1152,21 @@ static int oversize_status (struct MHD_Connection *conn, const char *url)
     return headers > HTTP_MAX_HEADERS ? 431 : 0;
 }
 
+/* A failed authentication's answer, held: it goes when its turn comes
+ * (tarpit_run), the loop meanwhile serves everyone else. */
+static void tarpit_add (struct http_req *req)
+{
+    if (!req->in_tarpit) {
+        req->in_tarpit = true;
+        req->tarpit_next = req->h->tarpit;
+        req->h->tarpit = req;
+    }
+    if (!req->suspended) {
+        req->suspended = true;
+        MHD_suspend_connection (req->conn);
+    }
+}
+
 static enum MHD_Result access_cb (void *cls,
                                   struct MHD_Connection *conn,
                                   const char *url,
@@ -1214,17 +1229,7 @@ static enum MHD_Result access_cb (void *cls,
         return MHD_YES;
     }
     if (req->replied && req->tarpit_until_ms > now_mono ()) {
-        /* a failed authentication: answered when its turn comes
-         * (tarpit_run), the loop meanwhile serves everyone else */
-        if (!req->in_tarpit) {
-            req->in_tarpit = true;
-            req->tarpit_next = h->tarpit;
-            h->tarpit = req;
-        }
-        if (!req->suspended) {
-            req->suspended = true;
-            MHD_suspend_connection (conn);
-        }
+        tarpit_add (req);
         return MHD_YES;
     }
     if (req->replied)
@@ -1591,18 +1596,14 @@ static struct MHD_Daemon *start_daemon (struct listener *l,
                      MHD_USE_NO_LISTEN_SOCKET;
     /* Options that only some listeners have; MHD_OPTION_END ends the
      * array early, so those with a value come first. */
-    bool t = tls != NULL, trust = t && tls->trust;
+    static const struct tls_files plain = {NULL, NULL, NULL, NULL};
+    const struct tls_files *f = tls ? tls : &plain;
+    bool t = f->cert != NULL, trust = f->trust != NULL;
     struct MHD_OptionItem extra[] = {
-        {t ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
-         0,
-         t ? (void *)tls->cert : NULL},
-        {t ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, t ? (void *)tls->key : NULL},
-        {t ? MHD_OPTION_HTTPS_PRIORITIES : MHD_OPTION_END,
-         0,
-         t ? (void *)tls->priorities : NULL},
-        {trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END,
-         0,
-         trust ? (void *)tls->trust : NULL},
+        {t ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)f->cert},
+        {t ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *)f->key},
+        {t ? MHD_OPTION_HTTPS_PRIORITIES : MHD_OPTION_END, 0, (void *)f->priorities},
+        {trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, (void *)f->trust},
         {MHD_OPTION_END, 0, NULL},
     };
     if (t)
@@ -1794,6 +1795,11 @@ error:
 
 void http_quiesce (struct http *h)
 {
+    /* answers held back for failed authentications go now: nothing
+     * suspended may outlive the daemons */
+    for (struct http_req *r = h->tarpit; r; r = r->tarpit_next)
+        r->tarpit_until_ms = 0;
+    tarpit_run (h);
     if (h->unix_fd >= 0)
         close (h->unix_fd);
     h->unix_fd = -1;

@@ -1056,6 +1056,51 @@ static json_t *step_view (const char *job,
     return o;
 }
 
+/* A node's credential cleans steps only of jobs that run on it: checked
+ * before the job's bucket, so that no node can empty another job's. */
+static int step_node_check (struct broker *b,
+                            struct http_req *req,
+                            struct http_problem *p)
+{
+    const struct caller *c = http_caller (req);
+    struct store_job *j;
+    struct fmb_error e;
+    if (!c->node[0] || (c->roles & (ROLE_RM | ROLE_ADMIN)) || c->job_token_ok)
+        return 0;
+    if (store_job_get_brief (b->st, http_job (req), &j, &e) < 0)
+        return http_problem_errno (p, "%s", e.text);
+    bool member = node_member (b, c, j);
+    store_job_free (j);
+    if (!member)
+        return node_refused (req,
+                             p,
+                             "may clean steps only of jobs that run on it (a job RUN "
+                             "with node_count has no node list)");
+    return 0;
+}
+
+/* Token holders and nodes share a bucket per job, so one job cannot turn
+ * a burst of steps into as many FM calls (rm and admin callers are
+ * trusted not to). */
+static int step_rate_check (struct broker *b,
+                            struct http_req *req,
+                            struct http_problem *p)
+{
+    const char *id = http_job (req);
+    if ((http_caller (req)->roles & (ROLE_RM | ROLE_ADMIN)) || !b->step_limit)
+        return 0;
+    int64_t ms = ratelimit_take (b->step_limit, id, now_mono ());
+    if (ms <= 0)
+        return 0;
+    http_retry_after (req, (unsigned)((ms + 999) / 1000));
+    return http_problemf (p,
+                          429,
+                          "job '%s': more than %u step cleanups per second "
+                          "([api] step_cleanup_rate); retry later",
+                          id,
+                          b->cfg.api_step_cleanup_rate);
+}
+
 int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     const char *id = http_job (req);
@@ -1066,32 +1111,10 @@ int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_probl
     struct fmb_error e;
     if (http_query_number (req, "wait", 0, STEP_WAIT_MAX_S, &wait) < 0)
         return http_problemf (p, 400, "wait: seconds, 0..%d", STEP_WAIT_MAX_S);
-    /* Token holders and agents share a bucket per job, so one job cannot
-     * turn a burst of steps into as many FM calls (rm and admin callers
-     * are trusted not to). */
-    if (!(http_caller (req)->roles & (ROLE_RM | ROLE_ADMIN)) && b->step_limit) {
-        int64_t ms = ratelimit_take (b->step_limit, id, now_mono ());
-        if (ms > 0) {
-            http_retry_after (req, (unsigned)((ms + 999) / 1000));
-            return http_problemf (p,
-                                  429,
-                                  "job '%s': more than %u step cleanups per second "
-                                  "([api] step_cleanup_rate); retry later",
-                                  id,
-                                  b->cfg.api_step_cleanup_rate);
-        }
-    }
+    if (step_node_check (b, req, p) < 0 || step_rate_check (b, req, p) < 0)
+        return -1;
     if (store_job_get_brief (b->st, id, &j, &e) < 0)
         return http_problem_errno (p, "%s", e.text);
-    const struct caller *c = http_caller (req);
-    if (c->node[0] && !(c->roles & (ROLE_RM | ROLE_ADMIN)) && !c->job_token_ok &&
-        !node_member (b, c, j)) {
-        store_job_free (j);
-        return node_refused (req,
-                             p,
-                             "may clean steps only of jobs that run on it%s",
-                             " (a job RUN with node_count has no node list)");
-    }
     if (!b->fmc || j->hwcoll != STORE_HWCOLL_RESERVED ||
         j->state == STORE_JOB_RELEASED) {
         http_reply (

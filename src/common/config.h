@@ -28,7 +28,11 @@
 
 enum fmb_auth { FMB_AUTH_OAUTH, FMB_AUTH_BASIC, FMB_AUTH_NONE };
 enum fmb_hwcoll_mode { FMB_HWCOLL_AUTO, FMB_HWCOLL_REQUEST };
-enum fmb_client_cert { FMB_CLIENT_CERT_NONE, FMB_CLIENT_CERT_OPTIONAL, FMB_CLIENT_CERT_REQUIRED };
+enum fmb_client_cert {
+    FMB_CLIENT_CERT_NONE,
+    FMB_CLIENT_CERT_OPTIONAL,
+    FMB_CLIENT_CERT_REQUIRED
+};
 /* TLS 1.2 and 1.3 only, key exchanges with forward secrecy only (GnuTLS's
  * PFS: no static RSA), the server's order: GnuTLS priority syntax. */
 #define FMB_TLS_PRIORITIES_DEFAULT \
