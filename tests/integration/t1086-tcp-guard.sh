@@ -18,8 +18,17 @@ for try in 1 2 3 4 5; do
         "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
     broker_prefix="prlimit --nofile=1024:1024" start_broker && break
 done
+# The hostile callers run as another uid where the test can (root and
+# setpriv), as they would in production; the CA certificate is public.
+hostile=()
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    hostile=(setpriv --reuid=1000 --regid=1000 --clear-groups)
+fi
+# (the system python: a per-user one, e.g. root's pyenv, is not for uid 1000)
+py=python3 && [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+chmod 711 "$T" && install -d -m 755 "$T/pub" && install -m 644 "$T/certs/ca.pem" "$T/pub/ca.pem"
 s_client () { # ARGS...: the protocol and cipher s_client negotiated, or nothing
-    timeout 10 openssl s_client -connect "127.0.0.1:$tcp_port" -CAfile "$T/certs/ca.pem" "$@" \
+    timeout 10 "${hostile[@]}" openssl s_client -connect "127.0.0.1:$tcp_port" -CAfile "$T/pub/ca.pem" "$@" \
         </dev/null 2>/dev/null | awk -F ", " "/^New, / && \$2 != \"(NONE)\" {split(\$3, w, \" \"); print \$2, w[3]}"
 }
 run_ms () { rm_call_timed PUT "/v1/jobs/$1" "{\"uid\":1001,\"nodes\":[\"n1\",\"n2\"]}"; }
@@ -47,7 +56,7 @@ expect_ok 'a bad tls_priorities stops --check-config, naming the key' '
 expect_ok 'guessing tokens on one connection is slowed and logged; RUN on the socket stays quick' '
     urls=() && for i in $(seq 1 10); do urls+=(-o /dev/null "https://127.0.0.1:$tcp_port/v1/jobs/guess$i"); done &&
     t0=$(ms_now) &&
-    { curl -s --cacert "$T/certs/ca.pem" -H "Authorization: Bearer wrong-token-0123456789" \
+    { "${hostile[@]}" curl -s --cacert "$T/pub/ca.pem" -H "Authorization: Bearer wrong-token-0123456789" \
         -w "%{http_code}\n" "${urls[@]}" >codes & } && guess=$! &&
     sleep 1.2 && r=$(run_ms 1) && echo "RUN during the guessing: $r" &&
     wait $guess && t1=$(ms_now) && echo "10 guesses: $((t1 - t0)) ms" &&
@@ -66,7 +75,7 @@ expect_ok 'a valid token from another address is answered at once meanwhile' '
     test $(($(ms_now) - t0)) -lt 1000
 '
 expect_ok 'a flood of connections from 40 addresses: RUN on the socket answers within 1 s all along' '
-    python3 "$FMB_SRC/tests/integration/tcpflood.py" "$tcp_port" 40 30 8 >flood.out 2>&1 & fpid=$! &&
+    { "${hostile[@]}" "$py" "$FMB_SRC/tests/integration/tcpflood.py" "$tcp_port" 40 30 8 >flood.out 2>&1 & } && fpid=$! &&
     sleep 1 && worst=0 && for i in $(seq 2 13); do
         r=$(run_ms $((100 + i))) && echo "RUN $i: $r" && test "${r%% *}" = 201 || { kill $fpid; return 1; }
         ms=${r##* } && [ "$ms" -gt "$worst" ] && worst=$ms
