@@ -8,7 +8,8 @@
 # - a connection flood from 40 loopback addresses against a broker whose
 #   file limit is 1024, as the unit had none (the review's setup, with the
 #   default [api] max_connections = 1024): RUN on the Unix socket answers
-#   within 1 s all along, the flood is bounded, and the log does not fill.
+#   within 1 s all along, the flood is bounded, and the log does not fill;
+# - out of descriptors anyway, accepting pauses and is logged once.
 . "$(dirname "$0")/lib.sh"
 tls_and_node_tokens || bail_out "no certificates"
 start_mockfm
@@ -90,5 +91,17 @@ expect_ok 'the flood left the log short and the broker serving TCP' '
     test "$(grep -c "api: accept" "$T/broker.err" || :)" -le 2 &&
     wait_for 50 0.2 eval "test \"\$(curl -s --cacert \"$T/certs/ca.pem\" --interface 127.0.0.9 -H \"Authorization: Bearer $rm_tok\" -o /dev/null -w \"%{http_code}\" https://127.0.0.1:$tcp_port/v1/jobs/1)\" = 200" &&
     rm_call GET /metrics | grep -q "^fmbroker_api_tcp_refused_total [1-9]"
+'
+# Out of descriptors anyway (a limit far below [api] max_connections,
+# root's connections, which no per-user cap bounds): accepting pauses
+# instead of spinning, and the error is logged once with a count.
+expect_ok 'EMFILE pauses accepting and is logged once, not once per loop pass' '
+    stop_broker && broker_prefix="prlimit --nofile=128:128" start_broker &&
+    n=$(grep -c "api: accept" "$T/broker.err" || :) &&
+    python3 "$FMB_SRC/tests/integration/flood.py" "$T/api.sock" 300 4 1 >uflood.out 2>&1 &&
+    cat uflood.out && grep "api: accept" "$T/broker.err" | tail -n 3 &&
+    m=$(grep -c "api: accept" "$T/broker.err") && test $((m - n)) -ge 1 && test $((m - n)) -le 2 &&
+    grep -q "api: accept on the socket: Too many open files (1 time since the last such line); accepting paused for 1 s" "$T/broker.err" &&
+    wait_for 50 0.2 rm_call GET /v1/health >/dev/null
 '
 done_testing
