@@ -4,7 +4,7 @@
 # (tests/integration/flux.sh: flux-core 0.88.0, owner flux, the IMP,
 # munge, ranks n1 and n2 on this host) runs a user's `flux run -N2 true`
 # with fmbroker (the jobtap plugin's RUN and CLEANUP, the per-rank prolog
-# over TLS with the agent token, the shell plugin) and without it,
+# over TLS with each node's own token, the shell plugin) and without it,
 # alternately, and prints the medians, p90 and the slowest side by side.
 # "Without" is the same instance with fmbroker's jobtap plugin unloaded
 # and its prolog.d/epilog.d/housekeeping.d scripts moved away: the IMP's
@@ -19,13 +19,14 @@ N=${BENCH_LAUNCHES:-100}
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
 . "$FMB_SRC/tests/integration/flux.sh"
 fm_state_file=
-tls_and_agent_token >/dev/null && start_mockfm || exit 1
+tls_and_node_tokens >/dev/null && start_mockfm || exit 1
 tcp_port=$(free_ports 1) || exit 1
 rm_users=root,flux write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
     "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
 start_broker || exit 1
+node_tokens n1 n2 || exit 1
 printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n[cxi]\nlibcxi = %s\n" \
-    "$T/no-such.sock" "$tcp_port" "$T/agent.token" "$T/certs/ca.pem" \
+    "$T/no-such.sock" "$tcp_port" "$T/%n.token" "$T/certs/ca.pem" \
     "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
 printf "[api]\nsocket = %s\n" "$T/api.sock" >"$T/rm.conf"
 chmod 644 "$T/node.conf" "$T/rm.conf"

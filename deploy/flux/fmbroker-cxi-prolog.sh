@@ -13,8 +13,11 @@
 # reason (flux job raise) and the node stays up; the job shell plugin
 # refuses to start tasks on a node without the job's record in any case.
 . "$(dirname "$(readlink -f "$0")")/common.sh"
+# this node as Flux names it; client_token_file may say %n for it
+FMBROKER_NODE=$(fmb_node)
+export FMBROKER_NODE
 id=$(fmb_jobid)
-node=$(fmb_node)
+node=$FMBROKER_NODE
 raise () { # policy reason
     if [ "$1" = fail_open ]; then
         fmb_log "job $id: no VNI isolation on $node, running without it (policy fail_open): $2"

@@ -59,6 +59,9 @@ struct metrics {
     unsigned long reconcile_runs;
     unsigned long orphans_released;
     unsigned long foreign_reservations; /* at the last reconciliation */
+    unsigned long auth_failures;        /* TCP credentials refused */
+    unsigned long auth_delayed;         /* ...of those, answered late (tarpit) */
+    unsigned long tcp_refused;          /* TCP connections closed at accept */
     unsigned long foreign_reaped;
     unsigned long reservations_lost;
     unsigned long pruned_jobs; /* [broker] retain_days */

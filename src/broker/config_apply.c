@@ -140,6 +140,10 @@ static const struct {
     RESTART_STR (tcp, "[api] tcp"),
     RESTART_STR (tls_cert, "[api] tls_cert"),
     RESTART_STR (tls_key, "[api] tls_key"),
+    RESTART_STR (tls_priorities, "[api] tls_priorities"),
+    RESTART_STR (tls_client_ca, "[api] tls_client_ca"),
+    RESTART_STR (tcp_max_connections, "[api] tcp_max_connections"),
+    RESTART_STR (tcp_max_unauthenticated, "[api] tcp_max_unauthenticated"),
     RESTART_STR (fm_url, "[fabric_manager] url"),
     RESTART_STR (fm_auth, "[fabric_manager] auth"),
     RESTART_STR (fm_auth_dir, "[fabric_manager] auth_dir"),
@@ -177,7 +181,7 @@ int broker_apply_config (struct broker *b,
     if (b->cfg.tcp[0])
         restart += http_tls_changed (b->http, &b->cfg);
     if (strcmp (b->cfg.tokens_file, next->tokens_file) != 0 || b->cfg.tcp[0]) {
-        if (http_reload_tokens (b->http, next->tokens_file, error) < 0)
+        if (http_reload_tokens (b->http, next, error) < 0)
             return -1;
     }
     if (next->reconcile_interval_s != b->cfg.reconcile_interval_s)

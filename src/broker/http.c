@@ -20,8 +20,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
+#include <sys/resource.h>
 
 #include "broker.h"
 #include "fileutil.h"
@@ -29,7 +32,9 @@
 #include "http.h"
 #include "log.h"
 #include "netaddr.h"
+#include "nodeauth.h"
 #include "peers.h"
+#include "tcpguard.h"
 
 #define HTTP_CONN_TIMEOUT_S 30
 /* Our own limits answer 414 and 431 as problem documents; libmicrohttpd's
@@ -41,6 +46,14 @@
 #define ACCEPTS_PER_PASS  64 /* a flood of connects cannot hold the loop */
 #define TOKENS_FILE_MAX   (64 * 1024)
 #define MAX_STATIC_TOKENS 64
+/* Descriptors the broker holds besides API connections: the database and
+ * its journal, the FM client's connections (counted apart), listeners,
+ * epoll and signal fds, logs, key files read at reload. */
+#define FDS_OWN         64
+#define ACCEPT_PAUSE_MS 1000  /* after EMFILE/ENFILE: the loop does not spin */
+#define ACCEPT_LOG_MS   60000 /* a repeated accept error: one line a minute */
+#define REFUSAL_LOG_MS  10000
+#define REFUSAL_LOG_MAX 20 /* refusal and failure lines per REFUSAL_LOG_MS */
 
 struct static_token {
     unsigned roles;
@@ -61,10 +74,13 @@ struct http_conn {
     struct http *h;
     struct http_conn *prev, *next;
     int fd;
-    bool counted; /* holds a slot in h->peers for uid */
+    bool counted; /* holds a slot in h->peers for uid (or h->guard for addr) */
     bool privileged;
     bool cut;
+    bool tcp;
+    bool authed; /* TCP: a request on it showed a valid credential */
     uid_t uid;
+    char addr[TCPGUARD_ADDR_MAX];
     int64_t deadline_ms; /* 0 while a request is being handled */
 };
 
@@ -86,12 +102,30 @@ struct http {
         int fd;
         uid_t uid;
         bool privileged;
+        bool tcp;
+        char addr[TCPGUARD_ADDR_MAX];
     } pending;
     int64_t refused_logged_ms;
+    int tcp_fd;              /* accepted here too: counted per address first */
+    struct tcpguard *guard;  /* the TCP connections per address, failures */
+    struct nodeauth *nodes;  /* the node keys */
+    struct http_req *tarpit; /* failed authentications answered later */
+    int64_t accept_paused_until_ms;
+    struct { /* a repeated accept error, logged once a minute with a count */
+        int err;
+        unsigned count;
+        int64_t logged_ms;
+    } accept_err;
+    struct { /* refusals and failures logged: REFUSAL_LOG_MAX per window */
+        int64_t window_ms;
+        unsigned lines;
+        unsigned dropped;
+    } rlog;
     struct static_token tokens[MAX_STATIC_TOKENS];
     int ntokens;
     char *tls_cert;
     char *tls_key;
+    char *tls_trust; /* [api] tls_client_ca's certificates */
 };
 
 struct http_req {
@@ -120,6 +154,9 @@ struct http_req {
     bool held;
     bool no_hold;
     struct http_req *held_next;
+    int64_t tarpit_until_ms; /* a failed authentication answered then */
+    bool in_tarpit;
+    struct http_req *tarpit_next;
 };
 
 /* ---- responses ----------------------------------------------------- */
@@ -475,6 +512,173 @@ static bool query_is_clean (struct http_req *req, char *why, size_t whylen)
 
 /* ---- identity ------------------------------------------------------ */
 
+static struct http_conn *conn_of (struct MHD_Connection *mc);
+
+/* One more line of the refusal log, unless REFUSAL_LOG_MAX were written
+ * in this window (then counted, and said with the next window's first). */
+static bool refusal_log_due (struct http *h)
+{
+    int64_t now = now_mono ();
+    if (now - h->rlog.window_ms >= REFUSAL_LOG_MS) {
+        if (h->rlog.dropped)
+            fmb_log (LOG_WARNING,
+                     "api: %u more refusals or failed authentications not logged "
+                     "(at most %d lines per %d s)",
+                     h->rlog.dropped,
+                     REFUSAL_LOG_MAX,
+                     REFUSAL_LOG_MS / 1000);
+        h->rlog.window_ms = now;
+        h->rlog.lines = h->rlog.dropped = 0;
+    }
+    if (h->rlog.lines >= REFUSAL_LOG_MAX) {
+        h->rlog.dropped++;
+        return false;
+    }
+    h->rlog.lines++;
+    return true;
+}
+
+void http_caller_name (const struct caller *c, char *out, size_t len)
+{
+    if (c->local)
+        snprintf (out, len, "uid %u", (unsigned)c->uid);
+    else if (c->node[0])
+        snprintf (out, len, "node %s (%s)", c->node, c->addr);
+    else if (c->roles & ROLE_AGENT)
+        snprintf (out, len, "the shared agent token (%s)", c->addr);
+    else if (c->roles & (ROLE_RM | ROLE_ADMIN))
+        snprintf (out, len, "an rm/admin token (%s)", c->addr);
+    else if (c->job_token_ok)
+        snprintf (out, len, "a job token (%s)", c->addr);
+    else
+        snprintf (out, len, "an unauthenticated caller (%s)", c->addr);
+}
+
+void http_log_refusal (struct http_req *req, const char *fmt, ...)
+{
+    char what[HTTP_DETAIL_MAX], shown[HTTP_DETAIL_MAX], who[160];
+    va_list ap;
+    if (!refusal_log_due (req->h))
+        return;
+    va_start (ap, fmt);
+    vsnprintf (what, sizeof (what), fmt, ap);
+    va_end (ap);
+    fmb_log_escape (shown, sizeof (shown), what);
+    fmb_log_redact (shown);
+    http_caller_name (&req->caller, who, sizeof (who));
+    fmb_log (LOG_WARNING, "api: refused %s: %s", who, shown);
+}
+
+/* A TCP caller's credential: a node token, or a static token. */
+static void identify_tcp (struct http *h, struct http_req *req)
+{
+    struct caller *c = &req->caller;
+    struct http_conn *hc = conn_of (req->conn);
+    if (hc)
+        snprintf (c->addr, sizeof (c->addr), "%s", hc->addr);
+    if (!c->bearer[0])
+        return;
+    char node[NODE_NAME_MAX + 1];
+    enum nodeauth_result r = nodeauth_verify (
+        h->nodes, c->bearer, h->b->cfg.revoked_nodes, now_wall (), node);
+    if (r == NODEAUTH_OK || r == NODEAUTH_OK_PREVIOUS) {
+        c->roles |= ROLE_AGENT;
+        snprintf (c->node, sizeof (c->node), "%s", node);
+        if (r == NODEAUTH_OK_PREVIOUS && refusal_log_due (h))
+            fmb_log (LOG_NOTICE,
+                     "api: node %s (%s) uses a token of the previous node key; give "
+                     "it its new token (fmbrokerd --node-token %s)",
+                     node,
+                     c->addr,
+                     node);
+        return;
+    }
+    if (r == NODEAUTH_REVOKED) {
+        if (refusal_log_due (h))
+            fmb_log (LOG_WARNING,
+                     "api: refused node %s (%s): revoked ([api] revoked_nodes)",
+                     node,
+                     c->addr);
+        return;
+    }
+    if (r != NODEAUTH_NOT_NODE)
+        return;
+    /* static tokens, compared in constant time */
+    size_t blen = strlen (c->bearer);
+    for (int i = 0; i < h->ntokens && blen; i++) {
+        size_t tlen = strlen (h->tokens[i].value);
+        if (tlen == blen && CRYPTO_memcmp (h->tokens[i].value, c->bearer, blen) == 0)
+            c->roles |= h->tokens[i].roles;
+    }
+}
+
+/* A node's client certificate, if the listener asks for them: verified
+ * against [api] tls_client_ca by GnuTLS; its CN (or first DNS name)
+ * names the node.  0: none offered; 1: a node named; -1: bad. */
+static int identify_cert (struct http_req *req, char *node, size_t len)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info (req->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    gnutls_session_t session = ci ? (gnutls_session_t)ci->tls_session : NULL;
+    unsigned n = 0, status = 0;
+    if (!session || !gnutls_certificate_get_peers (session, &n) || n == 0)
+        return 0;
+    if (gnutls_certificate_verify_peers2 (session, &status) < 0 || status != 0)
+        return -1;
+    const gnutls_datum_t *certs = gnutls_certificate_get_peers (session, &n);
+    gnutls_x509_crt_t crt;
+    if (gnutls_x509_crt_init (&crt) < 0)
+        return -1;
+    int rc = -1;
+    size_t sz = len;
+    if (gnutls_x509_crt_import (crt, &certs[0], GNUTLS_X509_FMT_DER) == 0) {
+        unsigned type = 0;
+        sz = len;
+        if (gnutls_x509_crt_get_subject_alt_name2 (crt, 0, node, &sz, &type, NULL) ==
+                GNUTLS_SAN_DNSNAME ||
+            (sz = len,
+             gnutls_x509_crt_get_dn_by_oid (
+                 crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, node, &sz) == 0))
+            rc = valid_node_name (node) ? 1 : -1;
+    }
+    gnutls_x509_crt_deinit (crt);
+    return rc;
+}
+
+/* With [api] tls_client_cert: a verified certificate names the node (a
+ * node token then must name the same one); 'required' leaves a caller
+ * without one no credential at all, whatever token it sends. */
+static void identify_by_cert (struct http *h, struct http_req *req)
+{
+    struct caller *c = &req->caller;
+    char node[NODE_NAME_MAX + 1] = "";
+    int crt = identify_cert (req, node, sizeof (node));
+    const char *why = NULL;
+    if (crt == 1 && fmb_config_list_has (h->b->cfg.revoked_nodes, node))
+        why = "its certificate names a revoked node";
+    else if (crt < 0)
+        why = "its client certificate does not verify against [api] tls_client_ca";
+    else if (crt == 0 && h->b->cfg.tls_client_cert == FMB_CLIENT_CERT_REQUIRED)
+        why = "no client certificate ([api] tls_client_cert = required)";
+    else if (crt == 1 && c->node[0] && strcmp (c->node, node) != 0)
+        why = "its node token names another node than its certificate";
+    if (why) {
+        if (refusal_log_due (h))
+            fmb_log (LOG_WARNING, "api: refused %s: %s", c->addr, why);
+        c->roles = 0;
+        c->node[0] = '\0';
+        if (c->bearer[0]) { /* still "a credential" (401), but none that works */
+            explicit_bzero (c->bearer, sizeof (c->bearer));
+            c->bearer[0] = '-';
+        }
+        return;
+    }
+    if (crt == 1 && !c->roles) {
+        c->roles |= ROLE_AGENT;
+        snprintf (c->node, sizeof (c->node), "%s", node);
+    }
+}
+
 static void identify (struct http *h, struct http_req *req)
 {
     struct caller *c = &req->caller;
@@ -497,13 +701,36 @@ static void identify (struct http *h, struct http_req *req)
         }
         return;
     }
-    /* TCP: static tokens only, compared in constant time. */
-    size_t blen = strlen (c->bearer);
-    for (int i = 0; i < h->ntokens && blen; i++) {
-        size_t tlen = strlen (h->tokens[i].value);
-        if (tlen == blen && CRYPTO_memcmp (h->tokens[i].value, c->bearer, blen) == 0)
-            c->roles |= h->tokens[i].roles;
+    identify_tcp (h, req);
+    if (h->b->cfg.tls_client_cert != FMB_CLIENT_CERT_NONE)
+        identify_by_cert (h, req);
+}
+
+/* A TCP caller whose credential was refused: counted, logged (a line per
+ * address per 10 s at most), and answered later and later (tcpguard.h). */
+static void auth_failed (struct http *h, struct http_req *req)
+{
+    struct tcpguard_verdict v;
+    h->b->metrics.auth_failures++;
+    tcpguard_auth_failed (h->guard, req->caller.addr, now_mono (), &v);
+    if (v.answer_at_ms && !h->b->stopping) {
+        h->b->metrics.auth_delayed++;
+        req->tarpit_until_ms = v.answer_at_ms;
     }
+    if (v.cut) {
+        struct http_conn *hc = conn_of (req->conn);
+        if (hc && !hc->cut) {
+            hc->cut = true;
+            shutdown (hc->fd, SHUT_RDWR);
+        }
+    }
+    if (v.log && refusal_log_due (h))
+        fmb_log (LOG_WARNING,
+                 "api: authentication failed from %s: %u in the last minute%s%s",
+                 req->caller.addr,
+                 v.fails,
+                 v.fails > TCPGUARD_FREE_FAILS ? "; answers to it are slowed" : "",
+                 v.unlogged > 1 ? " (more than one since the last line)" : "");
 }
 
 /* ---- routing ------------------------------------------------------- */
@@ -549,16 +776,26 @@ static int check_caller (struct http *h,
 {
     identify (h, req);
     struct caller *c = &req->caller;
+    struct http_conn *hc = req->l->tcp ? conn_of (req->conn) : NULL;
     /* A job's token is a credential (for that job) even where it grants
      * nothing: its holder then gets 403, not 401. */
     if (c->bearer[0] && req->p.job[0])
         c->job_token_ok = broker_job_token_matches (h->b, req->p.job, c->bearer);
+    if (hc && !hc->authed && (c->roles || c->job_token_ok)) {
+        hc->authed = true; /* no longer counts as unauthenticated */
+        tcpguard_authenticated (h->guard);
+    }
     bool allowed = (route->who & ROLE_ANY) || (route->who & c->roles) ||
                    ((route->who & ROLE_JOB) && c->job_token_ok);
     if (allowed)
         return 0;
-    if (!c->local && !c->roles && !c->job_token_ok)
+    if (!c->local && !c->roles && !c->job_token_ok) {
+        if (c->bearer[0])
+            auth_failed (h, req);
         return http_problemf (p, 401, "a valid bearer token is required");
+    }
+    http_log_refusal (
+        req, "%s %s (not allowed for its role)", req->method, route->path);
     return http_problemf (
         p, 403, "%s %s is not allowed for this caller", req->method, route->path);
 }
@@ -639,10 +876,12 @@ static void conn_started (struct listener *l, struct MHD_Connection *mc, void **
     }
     c->h = h;
     c->fd = ci->connect_fd;
-    if (!l->tcp && h->pending.valid && h->pending.fd == c->fd) {
+    if (h->pending.valid && h->pending.fd == c->fd && h->pending.tcp == l->tcp) {
         c->counted = true; /* the slot taken at accept is now this one's */
         c->uid = h->pending.uid;
         c->privileged = h->pending.privileged;
+        c->tcp = h->pending.tcp;
+        snprintf (c->addr, sizeof (c->addr), "%s", h->pending.addr);
         h->pending.valid = false;
     }
     conn_arm (c);
@@ -664,7 +903,9 @@ static void conn_closed (struct http *h, void **ctx)
         h->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    if (c->counted)
+    if (c->counted && c->tcp)
+        tcpguard_release (h->guard, c->addr, c->authed);
+    else if (c->counted)
         peers_release (h->peers, c->uid, c->privileged);
     free (c);
     *ctx = NULL;
@@ -737,6 +978,49 @@ static void refuse (struct http *h, int fd, uid_t uid, const char *why)
     }
 }
 
+/* An accept that failed for another reason than "nothing there": out of
+ * descriptors (EMFILE, ENFILE) or memory pauses accepting for
+ * ACCEPT_PAUSE_MS (the listening sockets leave the poll set, so the loop
+ * sleeps rather than spins on a queue it cannot take from); the error is
+ * logged once, then once a minute with how often it happened. */
+static void accept_failed (struct http *h, const char *which, int err)
+{
+    int64_t now = now_mono ();
+    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+        h->accept_paused_until_ms = now + ACCEPT_PAUSE_MS;
+    h->accept_err.count++;
+    if (h->accept_err.err != err || now - h->accept_err.logged_ms >= ACCEPT_LOG_MS) {
+        fmb_log (LOG_WARNING,
+                 "api: accept on the %s: %s (%u time%s since the last such line)%s",
+                 which,
+                 strerror (err),
+                 h->accept_err.count,
+                 h->accept_err.count == 1 ? "" : "s",
+                 h->accept_paused_until_ms > now ? "; accepting paused for 1 s" : "");
+        h->accept_err.err = err;
+        h->accept_err.count = 0;
+        h->accept_err.logged_ms = now;
+    }
+}
+
+static bool accept_gone (int err)
+{
+    return err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED;
+}
+
+/* Hand an accepted socket, counted already, to the listener's MHD. */
+static void hand_over (struct http *h,
+                       struct listener *l,
+                       int fd,
+                       const struct sockaddr *sa,
+                       socklen_t salen)
+{
+    h->pending.valid = true;
+    h->pending.fd = fd;
+    h->pending.tcp = l->tcp;
+    MHD_add_connection (l->d, fd, sa, salen);
+}
+
 /* Accept on the Unix socket ourselves: the peer's uid is known before the
  * connection takes a slot, so one user's flood only fills that user's. */
 static void accept_unix (struct http *h)
@@ -747,9 +1031,8 @@ static void accept_unix (struct http *h)
         int fd = accept4 (
             h->unix_fd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-                errno != ECONNABORTED)
-                fmb_log (LOG_WARNING, "api: accept: %s", strerror (errno));
+            if (!accept_gone (errno))
+                accept_failed (h, "socket", errno);
             return;
         }
         struct ucred cred;
@@ -765,14 +1048,53 @@ static void accept_unix (struct http *h)
             refuse (h, fd, cred.uid, why);
             continue;
         }
-        h->pending.valid = true;
-        h->pending.fd = fd;
         h->pending.uid = cred.uid;
         h->pending.privileged = privileged;
-        MHD_add_connection (h->l[0].d, fd, (struct sockaddr *)&sa, salen);
+        hand_over (h, &h->l[0], fd, (struct sockaddr *)&sa, salen);
         if (h->pending.valid) { /* not taken over by a tracked connection */
             h->pending.valid = false;
             peers_release (h->peers, cred.uid, privileged);
+        }
+    }
+}
+
+/* Accept on the TCP port ourselves too: counted per address, in all, and
+ * while unauthenticated (tcpguard.h) before TLS costs anything; over a
+ * limit the connection is closed at once (a TLS client cannot read a
+ * plain 503). */
+static void accept_tcp (struct http *h)
+{
+    for (int i = 0; i < ACCEPTS_PER_PASS && h->tcp_fd >= 0; i++) {
+        struct sockaddr_storage sa;
+        socklen_t salen = sizeof (sa);
+        int fd = accept4 (
+            h->tcp_fd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (!accept_gone (errno))
+                accept_failed (h, "TCP port", errno);
+            return;
+        }
+        char addr[TCPGUARD_ADDR_MAX];
+        fmb_format_addr ((struct sockaddr *)&sa, addr, sizeof (addr));
+        const char *why = NULL;
+        if (!tcpguard_admit (h->guard, addr, &why)) {
+            close (fd);
+            h->b->metrics.tcp_refused++;
+            int64_t now = now_mono ();
+            if (now - h->refused_logged_ms >= 10000) {
+                h->refused_logged_ms = now;
+                fmb_log (LOG_WARNING,
+                         "api: refusing TCP connections from %s: [api] %s reached",
+                         addr,
+                         why);
+            }
+            continue;
+        }
+        snprintf (h->pending.addr, sizeof (h->pending.addr), "%s", addr);
+        hand_over (h, &h->l[1], fd, (struct sockaddr *)&sa, salen);
+        if (h->pending.valid) {
+            h->pending.valid = false;
+            tcpguard_release (h->guard, addr, false);
         }
     }
 }
@@ -828,6 +1150,21 @@ static int oversize_status (struct MHD_Connection *conn, const char *url)
         return 414;
     MHD_get_connection_values (conn, MHD_HEADER_KIND, add_length, &headers);
     return headers > HTTP_MAX_HEADERS ? 431 : 0;
+}
+
+/* A failed authentication's answer, held: it goes when its turn comes
+ * (tarpit_run), the loop meanwhile serves everyone else. */
+static void tarpit_add (struct http_req *req)
+{
+    if (!req->in_tarpit) {
+        req->in_tarpit = true;
+        req->tarpit_next = req->h->tarpit;
+        req->h->tarpit = req;
+    }
+    if (!req->suspended) {
+        req->suspended = true;
+        MHD_suspend_connection (req->conn);
+    }
 }
 
 static enum MHD_Result access_cb (void *cls,
@@ -891,6 +1228,10 @@ static enum MHD_Result access_cb (void *cls,
         }
         return MHD_YES;
     }
+    if (req->replied && req->tarpit_until_ms > now_mono ()) {
+        tarpit_add (req);
+        return MHD_YES;
+    }
     if (req->replied)
         return queue (req);
     if (req->want_suspend && !req->suspended) {
@@ -898,6 +1239,45 @@ static enum MHD_Result access_cb (void *cls,
         MHD_suspend_connection (conn);
     }
     return MHD_YES;
+}
+
+static void tarpit_remove (struct http_req *req)
+{
+    for (struct http_req **pp = &req->h->tarpit; *pp; pp = &(*pp)->tarpit_next)
+        if (*pp == req) {
+            *pp = req->tarpit_next;
+            break;
+        }
+    req->in_tarpit = false;
+}
+
+/* Until the earliest delayed answer is due (0: now; -1: none). */
+static int64_t tarpit_next_ms (const struct http *h)
+{
+    int64_t now = now_mono (), next = -1;
+    for (const struct http_req *r = h->tarpit; r; r = r->tarpit_next) {
+        int64_t d = r->tarpit_until_ms > now ? r->tarpit_until_ms - now : 0;
+        if (next < 0 || d < next)
+            next = d;
+    }
+    return next;
+}
+
+/* Resume the delayed answers whose time came. */
+static void tarpit_run (struct http *h)
+{
+    int64_t now = now_mono ();
+    for (struct http_req **pp = &h->tarpit; *pp;) {
+        struct http_req *req = *pp;
+        if (req->tarpit_until_ms <= now) {
+            *pp = req->tarpit_next;
+            req->in_tarpit = false;
+            req->tarpit_until_ms = 0;
+            resume (req);
+            continue;
+        }
+        pp = &req->tarpit_next;
+    }
 }
 
 static void completed_cb (void *cls,
@@ -911,6 +1291,8 @@ static void completed_cb (void *cls,
     if (hc && !hc->cut) /* the next request on this connection */
         conn_arm (hc);
     struct http_req *req = *con_cls;
+    if (req && req->in_tarpit)
+        tarpit_remove (req);
     if (req) {
         broker_forget_request (req->h->b, &req->wait);
         json_decref (req->json);
@@ -1012,8 +1394,11 @@ static int unix_listen (struct http *h, const char *path, struct fmb_error *erro
     return fd;
 }
 
-/* Parse the tokens file into 'tokens' (MAX_STATIC_TOKENS); *n gets the count. */
+/* Parse the tokens file into 'tokens' (MAX_STATIC_TOKENS); *n gets the
+ * count.  An "agent" line (one token every node shares) only with
+ * [api] shared_agent_token = true. */
 static int load_tokens_into (const char *path,
+                             bool shared_agent,
                              struct static_token *tokens,
                              int *n,
                              struct fmb_error *error)
@@ -1044,6 +1429,19 @@ static int load_tokens_into (const char *path,
                 path,
                 lineno);
         }
+        if (strcmp (role, "agent") == 0 && !shared_agent) {
+            explicit_bzero (text, strlen (text));
+            free (text);
+            errno = EPERM;
+            return fmb_errorf (
+                error,
+                "[api] tokens_file %s:%d: an 'agent' token is one secret every "
+                "compute node shares, and lets each act for all; give each node "
+                "its own token (fmbrokerd --node-token NAME), or set [api] "
+                "shared_agent_token = true to keep it",
+                path,
+                lineno);
+        }
         tokens[*n].roles = role[0] == 'r'   ? ROLE_RM
                            : role[1] == 'd' ? ROLE_ADMIN
                                             : ROLE_AGENT;
@@ -1055,21 +1453,32 @@ static int load_tokens_into (const char *path,
     return 0;
 }
 
-static int load_tokens (struct http *h, const char *path, struct fmb_error *error)
+static int load_tokens (struct http *h,
+                        const struct fmb_config *cfg,
+                        struct fmb_error *error)
 {
-    return load_tokens_into (path, h->tokens, &h->ntokens, error);
+    return load_tokens_into (
+        cfg->tokens_file, cfg->shared_agent_token, h->tokens, &h->ntokens, error);
 }
 
-int http_reload_tokens (struct http *h, const char *path, struct fmb_error *error)
+int http_reload_tokens (struct http *h,
+                        const struct fmb_config *cfg,
+                        struct fmb_error *error)
 {
     if (h->n < 2)
         return 0; /* no TCP listener: the file is not used */
     struct static_token *tokens = calloc (MAX_STATIC_TOKENS, sizeof (*tokens));
+    struct nodeauth *nodes = NULL;
     int n = 0;
     if (!tokens)
         return fmb_errorf (error, "out of memory");
-    int rc = load_tokens_into (path, tokens, &n, error);
+    int rc =
+        load_tokens_into (cfg->tokens_file, cfg->shared_agent_token, tokens, &n, error);
+    if (rc == 0)
+        rc = nodeauth_open (cfg, false, &nodes, error);
     if (rc == 0) {
+        nodeauth_destroy (h->nodes);
+        h->nodes = nodes;
         explicit_bzero (h->tokens, sizeof (h->tokens));
         memcpy (h->tokens, tokens, sizeof (*tokens) * (size_t)n);
         h->ntokens = n;
@@ -1132,6 +1541,46 @@ static int check_tls_file (
     return rc;
 }
 
+/* What the TCP listener reads beyond tokens and its certificate: the
+ * node key (made at the first start if missing), the client CA, the TLS
+ * priority string (GnuTLS's own parser says what is wrong in it).  The
+ * number of problems reported. */
+static int check_node_files (const struct fmb_config *cfg,
+                             svccheck_report_f report,
+                             void *arg)
+{
+    struct fmb_error error;
+    char path[FMB_CFG_PATH_MAX + 16];
+    struct nodeauth *na = NULL;
+    int n = 0;
+    nodeauth_key_path (cfg, path, sizeof (path));
+    if (access (path, F_OK) == 0 && nodeauth_open (cfg, false, &na, &error) < 0) {
+        report (error.text, arg);
+        n++;
+    }
+    nodeauth_destroy (na);
+    if (cfg->tls_client_ca[0])
+        n += check_tls_file ("[api] tls_client_ca", cfg->tls_client_ca, false, report, arg);
+    gnutls_priority_t prio;
+    const char *at = NULL;
+    int r = gnutls_priority_init (&prio, cfg->tls_priorities, &at);
+    if (r < 0) {
+        fmb_errorf (&error,
+                    "[api] tls_priorities: %s at '%.40s'",
+                    gnutls_strerror (r),
+                    at ? at : "");
+        report (error.text, arg);
+        n++;
+    } else
+        gnutls_priority_deinit (prio);
+    if (cfg->shared_agent_token)
+        fmb_log (LOG_WARNING,
+                 "[api] shared_agent_token = true: every compute node holds the same "
+                 "token and may act for every node and read every job's session "
+                 "token; give nodes their own (fmbrokerd --node-token NAME)");
+    return n;
+}
+
 int http_check_files (const struct fmb_config *cfg, svccheck_report_f report, void *arg)
 {
     struct fmb_error error;
@@ -1151,7 +1600,8 @@ int http_check_files (const struct fmb_config *cfg, svccheck_report_f report, vo
         report ("out of memory", arg);
         return n + 1;
     }
-    if (load_tokens_into (cfg->tokens_file, tokens, &count, &error) < 0) {
+    if (load_tokens_into (cfg->tokens_file, cfg->shared_agent_token, tokens, &count, &error) <
+        0) {
         report (error.text, arg);
         n++;
     }
@@ -1159,64 +1609,177 @@ int http_check_files (const struct fmb_config *cfg, svccheck_report_f report, vo
     free (tokens);
     n += check_tls_file ("[api] tls_cert", cfg->tls_cert, false, report, arg);
     n += check_tls_file ("[api] tls_key", cfg->tls_key, true, report, arg);
-    return n;
+    return n + check_node_files (cfg, report, arg);
 }
 
-/* The Unix listener has no listen socket of MHD's own: accept_unix()
- * hands it connections already counted.  The TCP one listens itself and
- * limits per client address. */
+/* Neither listener has a listen socket of MHD's own: accept_unix() and
+ * accept_tcp() hand it connections already counted.  The TCP one speaks
+ * TLS with [api] tls_priorities (TLS 1.2 and 1.3, forward secrecy) and,
+ * with tls_client_ca, asks for client certificates. */
+struct tls_files {
+    const char *cert, *key, *priorities, *trust;
+};
+
 static struct MHD_Daemon *start_daemon (struct listener *l,
-                                        const struct sockaddr *sa,
-                                        const char *cert,
-                                        const char *key)
+                                        const struct tls_files *tls,
+                                        unsigned max_conns)
 {
-    struct http *h = l->h;
-    unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     MHD_USE_NO_LISTEN_SOCKET;
     /* Options that only some listeners have; MHD_OPTION_END ends the
      * array early, so those with a value come first. */
+    static const struct tls_files plain = {NULL, NULL, NULL, NULL};
+    const struct tls_files *f = tls ? tls : &plain;
+    bool t = f->cert != NULL, trust = f->trust != NULL;
     struct MHD_OptionItem extra[] = {
-        {sa ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)sa},
-        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)h->limits.per_user, NULL},
-        {cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)cert},
-        {cert ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *)key},
+        {t ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)f->cert},
+        {t ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *)f->key},
+        {t ? MHD_OPTION_HTTPS_PRIORITIES : MHD_OPTION_END, 0, (void *)f->priorities},
+        {trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, (void *)f->trust},
         {MHD_OPTION_END, 0, NULL},
     };
-    if (cert)
+    if (t)
         flags |= MHD_USE_TLS;
-    if (sa && sa->sa_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    if (!sa)
-        flags |= MHD_USE_NO_LISTEN_SOCKET;
-    return MHD_start_daemon (
-        flags,
-        0,
-        NULL,
-        NULL,
-        access_cb,
-        l,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        h->backlog,
-        MHD_OPTION_NOTIFY_COMPLETED,
-        completed_cb,
-        NULL,
-        MHD_OPTION_NOTIFY_CONNECTION,
-        notify_cb,
-        l,
-        MHD_OPTION_UNESCAPE_CALLBACK,
-        no_unescape,
-        NULL,
-        MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log,
-        NULL,
-        MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)HTTP_CONN_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)HTTP_MEMORY_LIMIT,
-        MHD_OPTION_CONNECTION_LIMIT,
-        h->limits.max_total + 1, /* the peers table is the real limit */
-        MHD_OPTION_ARRAY,
-        extra,
-        MHD_OPTION_END);
+    return MHD_start_daemon (flags,
+                             0,
+                             NULL,
+                             NULL,
+                             access_cb,
+                             l,
+                             MHD_OPTION_NOTIFY_COMPLETED,
+                             completed_cb,
+                             NULL,
+                             MHD_OPTION_NOTIFY_CONNECTION,
+                             notify_cb,
+                             l,
+                             MHD_OPTION_UNESCAPE_CALLBACK,
+                             no_unescape,
+                             NULL,
+                             MHD_OPTION_EXTERNAL_LOGGER,
+                             mhd_log,
+                             NULL,
+                             MHD_OPTION_CONNECTION_TIMEOUT,
+                             (unsigned)HTTP_CONN_TIMEOUT_S,
+                             MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                             (size_t)HTTP_MEMORY_LIMIT,
+                             MHD_OPTION_CONNECTION_LIMIT,
+                             max_conns + 1, /* our own tables are the real limit */
+                             MHD_OPTION_ARRAY,
+                             extra,
+                             MHD_OPTION_END);
+}
+
+/* The TCP listener's bounds fit the file limit: its soft limit raised to
+ * the hard one, what the socket's connections, the FM client and the
+ * broker's own files need set apart, the rest for TCP.  A configured
+ * tcp_max_connections above that is lowered, saying so. */
+static void fit_file_limit (struct http *h,
+                            const struct fmb_config *cfg,
+                            struct tcpguard_limits *lim)
+{
+    struct rlimit rl;
+    rlim_t have = 1024;
+    if (getrlimit (RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            rlim_t want = rl.rlim_max == RLIM_INFINITY ? 65536 : rl.rlim_max;
+            struct rlimit raised = {want, rl.rlim_max};
+            if (setrlimit (RLIMIT_NOFILE, &raised) == 0)
+                rl.rlim_cur = want;
+        }
+        have = rl.rlim_cur == RLIM_INFINITY ? 65536 : rl.rlim_cur;
+    }
+    rlim_t own = (rlim_t)cfg->api_max_connections + cfg->fm_max_connections + FDS_OWN;
+    rlim_t left = have > own + 16 ? have - own : 16;
+    if (have < own + 16)
+        fmb_log (LOG_WARNING,
+                 "api: the file limit (%lu) leaves too little beside [api] "
+                 "max_connections (%u); raise LimitNOFILE= or lower it",
+                 (unsigned long)have,
+                 cfg->api_max_connections);
+    lim->max_total = cfg->tcp_max_connections ? cfg->tcp_max_connections
+                                              : (unsigned)(left > 65536 ? 65536 : left);
+    if (lim->max_total > left) {
+        fmb_log (LOG_WARNING,
+                 "api: [api] tcp_max_connections %u lowered to %lu: the file limit "
+                 "is %lu and the socket's max_connections take %u (raise LimitNOFILE=)",
+                 lim->max_total,
+                 (unsigned long)left,
+                 (unsigned long)have,
+                 cfg->api_max_connections);
+        lim->max_total = (unsigned)left;
+    }
+    lim->max_unauth = cfg->tcp_max_unauthenticated ? cfg->tcp_max_unauthenticated
+                                                   : (lim->max_total + 1) / 2;
+    if (lim->max_unauth > lim->max_total)
+        lim->max_unauth = lim->max_total;
+    lim->per_addr = cfg->api_max_connections_per_user;
+    fmb_log (LOG_INFO,
+             "api: file limit %lu: TCP takes at most %u connections (%u "
+             "unauthenticated, %u per address)",
+             (unsigned long)have,
+             lim->max_total,
+             lim->max_unauth,
+             lim->per_addr);
+    (void)h;
+}
+
+/* A listening TCP socket on 'cfg->tcp'. */
+static int tcp_listen (const struct fmb_config *cfg,
+                       unsigned backlog,
+                       struct fmb_error *error)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    if (fmb_parse_hostport (cfg->tcp, &ss, &sslen) < 0) {
+        errno = EINVAL;
+        return fmb_errorf (error, "[api] tcp = %s: not an address", cfg->tcp);
+    }
+    int fd = socket (ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    if (fd < 0)
+        return fmb_errorf (
+            error, "[api] tcp = %s: socket: %s", cfg->tcp, strerror (errno));
+    setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one));
+    if (bind (fd, (struct sockaddr *)&ss, sslen) < 0 || listen (fd, (int)backlog) < 0) {
+        int saved = errno;
+        close (fd);
+        errno = saved;
+        return fmb_errorf (error, "[api] tcp = %s: %s", cfg->tcp, strerror (saved));
+    }
+    return fd;
+}
+
+/* The TCP listener: tokens, node keys, certificate and key, the socket,
+ * its bounds, and its MHD with TLS. */
+static int tcp_start (struct http *h,
+                      const struct fmb_config *cfg,
+                      struct fmb_error *error)
+{
+    struct tcpguard_limits lim;
+    if (load_tokens (h, cfg, error) < 0 ||
+        nodeauth_open (cfg, true, &h->nodes, error) < 0 ||
+        fmb_read_file (cfg->tls_cert, 1024 * 1024, false, &h->tls_cert, NULL, error) <
+            0 ||
+        fmb_check_private_file (cfg->tls_key, error) < 0 ||
+        fmb_read_file (cfg->tls_key, 1024 * 1024, false, &h->tls_key, NULL, error) <
+            0 ||
+        (cfg->tls_client_ca[0] &&
+         fmb_read_file (
+             cfg->tls_client_ca, 1024 * 1024, false, &h->tls_trust, NULL, error) < 0))
+        return -1;
+    fit_file_limit (h, cfg, &lim);
+    if (!(h->guard = tcpguard_create (&lim)))
+        return fmb_errorf (error, "out of memory");
+    if ((h->tcp_fd = tcp_listen (cfg, h->backlog, error)) < 0)
+        return -1;
+    struct tls_files tls = {h->tls_cert, h->tls_key, cfg->tls_priorities, h->tls_trust};
+    h->l[1].tcp = true;
+    if (!(h->l[1].d = start_daemon (&h->l[1], &tls, lim.max_total)))
+        return fmb_errorf (error,
+                           "[api] tcp = %s: cannot start TLS (certificate, key or "
+                           "tls_priorities)",
+                           cfg->tcp);
+    return 0;
 }
 
 int http_create (struct broker *b,
@@ -1230,6 +1793,7 @@ int http_create (struct broker *b,
     h->b = b;
     h->l[0].h = h->l[1].h = h;
     h->unix_fd = -1;
+    h->tcp_fd = -1;
     h->limits.max_total = cfg->api_max_connections;
     h->limits.per_user = cfg->api_max_connections_per_user;
     h->limits.reserved = cfg->api_reserved_connections;
@@ -1243,36 +1807,15 @@ int http_create (struct broker *b,
     if (h->unix_fd < 0)
         goto error;
     h->l[0].tcp = false;
-    if (!(h->l[0].d = start_daemon (&h->l[0], NULL, NULL, NULL))) {
+    if (!(h->l[0].d = start_daemon (&h->l[0], NULL, h->limits.max_total))) {
         fmb_errorf (
             error, "[api] socket %s: cannot start the HTTP server", cfg->socket);
         goto error;
     }
     h->n = 1;
     if (cfg->tcp[0]) {
-        struct sockaddr_storage ss;
-        socklen_t sslen;
-        if (fmb_parse_hostport (cfg->tcp, &ss, &sslen) < 0) {
-            errno = EINVAL;
-            fmb_errorf (error, "[api] tcp = %s: not an address", cfg->tcp);
+        if (tcp_start (h, cfg, error) < 0)
             goto error;
-        }
-        if (load_tokens (h, cfg->tokens_file, error) < 0 ||
-            fmb_read_file (
-                cfg->tls_cert, 1024 * 1024, false, &h->tls_cert, NULL, error) < 0 ||
-            fmb_check_private_file (cfg->tls_key, error) < 0 ||
-            fmb_read_file (cfg->tls_key, 1024 * 1024, false, &h->tls_key, NULL, error) <
-                0)
-            goto error;
-        h->l[1].tcp = true;
-        h->l[1].d =
-            start_daemon (&h->l[1], (struct sockaddr *)&ss, h->tls_cert, h->tls_key);
-        if (!h->l[1].d) {
-            fmb_errorf (error,
-                        "[api] tcp = %s: cannot listen (TLS setup or address)",
-                        cfg->tcp);
-            goto error;
-        }
         h->n = 2;
     }
     *ret = h;
@@ -1284,14 +1827,17 @@ error:
 
 void http_quiesce (struct http *h)
 {
+    /* answers held back for failed authentications go now: nothing
+     * suspended may outlive the daemons */
+    for (struct http_req *r = h->tarpit; r; r = r->tarpit_next)
+        r->tarpit_until_ms = 0;
+    tarpit_run (h);
     if (h->unix_fd >= 0)
         close (h->unix_fd);
     h->unix_fd = -1;
-    for (int i = 1; i < h->n; i++) {
-        MHD_socket s = MHD_quiesce_daemon (h->l[i].d);
-        if (s != MHD_INVALID_SOCKET)
-            close (s);
-    }
+    if (h->tcp_fd >= 0)
+        close (h->tcp_fd);
+    h->tcp_fd = -1;
     if (h->sock_path[0])
         unlink (h->sock_path);
     h->sock_path[0] = '\0';
@@ -1305,7 +1851,12 @@ void http_destroy (struct http *h)
                 MHD_stop_daemon (h->l[i].d);
         if (h->unix_fd >= 0)
             close (h->unix_fd);
+        if (h->tcp_fd >= 0)
+            close (h->tcp_fd);
         peers_destroy (h->peers);
+        tcpguard_destroy (h->guard);
+        nodeauth_destroy (h->nodes);
+        free (h->tls_trust);
         if (h->sock_path[0])
             unlink (h->sock_path);
         explicit_bzero (h->tokens, sizeof (h->tokens));
@@ -1317,15 +1868,22 @@ void http_destroy (struct http *h)
     }
 }
 
+static bool accepting (struct http *h)
+{
+    return h->accept_paused_until_ms <= now_mono ();
+}
+
 int http_pollfds (struct http *h, struct pollfd *fds, int max)
 {
     int n = 0;
-    if (h->unix_fd >= 0 && n < max) {
-        fds[n].fd = h->unix_fd;
-        fds[n].events = POLLIN;
-        fds[n].revents = 0;
-        n++;
-    }
+    int listeners[2] = {h->unix_fd, h->tcp_fd};
+    for (int i = 0; i < 2 && n < max; i++)
+        if (listeners[i] >= 0 && accepting (h)) {
+            fds[n].fd = listeners[i];
+            fds[n].events = POLLIN;
+            fds[n].revents = 0;
+            n++;
+        }
     for (int i = 0; i < h->n && n < max; i++) {
         const union MHD_DaemonInfo *di =
             MHD_get_daemon_info (h->l[i].d, MHD_DAEMON_INFO_EPOLL_FD);
@@ -1337,30 +1895,42 @@ int http_pollfds (struct http *h, struct pollfd *fds, int max)
     return n;
 }
 
+static int earliest (int a, int64_t b)
+{
+    if (b < 0)
+        return a;
+    if (b > 60000)
+        b = 60000;
+    return a < 0 || b < a ? (int)b : a;
+}
+
 int http_timeout_ms (struct http *h)
 {
     int best = -1;
     for (int i = 0; i < h->n; i++) {
         MHD_UNSIGNED_LONG_LONG t;
-        if (MHD_get_timeout (h->l[i].d, &t) == MHD_YES) {
-            int ms = t > 60000 ? 60000 : (int)t;
-            if (best < 0 || ms < best)
-                best = ms;
-        }
+        if (MHD_get_timeout (h->l[i].d, &t) == MHD_YES)
+            best = earliest (best, t > 60000 ? 60000 : (int64_t)t);
     }
-    int d = next_deadline_ms (h);
-    if (d >= 0 && (best < 0 || d < best))
-        best = d;
+    best = earliest (best, next_deadline_ms (h));
+    best = earliest (best, tarpit_next_ms (h));
+    if (!accepting (h))
+        best = earliest (best, h->accept_paused_until_ms - now_mono ());
     return best;
 }
 
 void http_process (struct http *h, const struct pollfd *fds, int n)
 {
-    /* http_pollfds puts the Unix socket first */
-    if (fds && n > 0 && h->unix_fd >= 0 && fds[0].fd == h->unix_fd &&
-        (fds[0].revents & (POLLIN | POLLERR | POLLHUP)))
-        accept_unix (h);
+    for (int i = 0; fds && i < n; i++) {
+        if (!(fds[i].revents & (POLLIN | POLLERR | POLLHUP)))
+            continue;
+        if (fds[i].fd == h->unix_fd && h->unix_fd >= 0 && accepting (h))
+            accept_unix (h);
+        else if (fds[i].fd == h->tcp_fd && h->tcp_fd >= 0 && accepting (h))
+            accept_tcp (h);
+    }
     cut_late (h);
+    tarpit_run (h);
     for (int i = 0; i < h->n; i++)
         MHD_run (h->l[i].d);
 }

@@ -39,8 +39,10 @@ enum {
     ROLE_JOB = 4,   /* holder of the session token of the job in the path */
     ROLE_USER = 8,  /* any local user (the handler narrows it to their jobs) */
     ROLE_ANY = 16,  /* anyone, even without credentials */
-    /* node agent on another host: an agent token on TCP; reads jobs,
-     * reports nodes and cleans steps (a node's step-end hook), nothing else */
+    /* node agent on another host (TCP): reads jobs, reports nodes and
+     * cleans steps (a node's step-end hook), nothing else.  With a node
+     * token (caller.node set) only for itself and the jobs that include
+     * it; with the shared agent token ([api] shared_agent_token) for all. */
     ROLE_AGENT = 32,
 };
 
@@ -51,7 +53,19 @@ struct caller {
     unsigned roles;    /* ROLE_RM | ROLE_ADMIN | ROLE_USER held by identity */
     bool job_token_ok; /* the bearer token is the path job's session token */
     char bearer[256];  /* Authorization: Bearer value, or "" */
+    /* ROLE_AGENT by a node's own token or certificate: its name ("" for
+     * the shared agent token) */
+    char node[NODE_NAME_MAX + 1];
+    char addr[64]; /* TCP: the client's address; "" on the socket */
 };
+
+/* Who the caller is, for a log line: "node n1 (10.0.0.1)", "uid 1000",
+ * "an rm token (10.0.0.2)", ... */
+void http_caller_name (const struct caller *c, char *out, size_t len);
+/* Log a refusal (403) with the caller's identity, untrusted text escaped;
+ * at most a few lines per 10 s in all, then a count. */
+void http_log_refusal (struct http_req *req, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
 
 /* Why a handler failed: the status and detail of the RFC 9457 problem
  * document the dispatcher answers with (http_reply_failure). */
@@ -89,8 +103,11 @@ void http_destroy (struct http *h);
 int http_check_files (const struct fmb_config *cfg,
                       svccheck_report_f report,
                       void *arg);
-/* Re-read [api] tokens_file (reload); on failure the old tokens stay. */
-int http_reload_tokens (struct http *h, const char *path, struct fmb_error *error);
+/* Re-read [api] tokens_file and the node keys (reload); on failure the
+ * old ones stay. */
+int http_reload_tokens (struct http *h,
+                        const struct fmb_config *cfg,
+                        struct fmb_error *error);
 /* Reload: how many of the TLS certificate and key served since start
  * differ from their files now (a renewal in place), each logged as
  * taking effect at the next restart: the listener keeps what it loaded. */

@@ -39,11 +39,64 @@ static bool jobs_reserving (struct broker *b, const char *job)
     return reservations_busy (b->rsv, job);
 }
 
+/* ---- a node's own credential ---------------------------------------- */
+
+static int node_found (const struct store_node *n, void *arg)
+{
+    (void)n;
+    *(bool *)arg = true;
+    return 0;
+}
+
+/* Does the job include the calling node?  Callers that are not a node
+ * (rm, admin, the shared agent token, a job's token) pass.  A job RUN
+ * with only node_count has no node list to check: no node is its member
+ * here (its VNIs and state may still be read and reported on, but not
+ * its session token or its steps). */
+static bool node_member (struct broker *b,
+                         const struct caller *c,
+                         const struct store_job *j)
+{
+    if (!c->node[0])
+        return true;
+    if (!j->node_list)
+        return false;
+    bool found = false;
+    struct fmb_error e;
+    if (store_node_list (b->st, j->id, c->node, node_found, &found, &e) < 0) {
+        broker_log_store_error (b, "node membership", &e);
+        return false;
+    }
+    return found;
+}
+
+/* 403 for a node acting beyond itself, logged with its identity. */
+static int node_refused (struct http_req *req,
+                         struct http_problem *p,
+                         const char *fmt,
+                         ...) __attribute__ ((format (printf, 3, 4)));
+static int node_refused (struct http_req *req,
+                         struct http_problem *p,
+                         const char *fmt,
+                         ...)
+{
+    char why[256];
+    va_list ap;
+    va_start (ap, fmt);
+    vsnprintf (why, sizeof (why), fmt, ap);
+    va_end (ap);
+    http_log_refusal (req, "job %s: %s", http_job (req), why);
+    return http_problemf (p, 403, "node %s: %s", http_caller (req)->node, why);
+}
+
 /* ---- views --------------------------------------------------------- */
 
-static bool may_see_token (const struct caller *c, const struct store_job *j)
+static bool may_see_token (struct broker *b,
+                           const struct caller *c,
+                           const struct store_job *j)
 {
-    return (c->roles & (ROLE_RM | ROLE_ADMIN | ROLE_AGENT)) || c->job_token_ok ||
+    return (c->roles & (ROLE_RM | ROLE_ADMIN)) ||
+           ((c->roles & ROLE_AGENT) && node_member (b, c, j)) || c->job_token_ok ||
            (c->local && c->uid == j->uid);
 }
 
@@ -90,7 +143,7 @@ static json_t *job_view_without_nodes (struct broker *b,
                                        const struct store_job *j,
                                        const struct caller *c)
 {
-    bool token = may_see_token (c, j);
+    bool token = may_see_token (b, c, j);
     json_t *vnis = json_array ();
     char tcs[16];
     for (unsigned i = 0; i < j->nvnis; i++)
@@ -731,12 +784,16 @@ static int job_release (struct broker *b,
     if (!fm && jobs_hwcoll_held (j->hwcoll) &&
         store_job_set_hwcoll (b->st, id, STORE_HWCOLL_RELEASED, NULL, 0, NULL, e) < 0)
         return -1;
-    if (j->nvnis && nodes && !waiting) {
+    if (j->nvnis && nodes && !waiting && j->node_list) {
         if (free_vnis (b, j, "all nodes reported", e) < 0)
             return -1;
     } else if (j->nvnis) {
-        int64_t until =
-            nodes ? 0 : now_wall () + (int64_t)b->cfg.vni_quarantine_s * 1000;
+        /* A job RUN with only node_count: no report can say all its nodes
+         * are done (any node may report for it), so its VNIs stay out for
+         * quarantine_s whatever is reported. */
+        int64_t until = nodes && j->node_list
+                            ? 0
+                            : now_wall () + (int64_t)b->cfg.vni_quarantine_s * 1000;
         if (store_vni_quarantine (b->st, id, until, e) < 0 ||
             broker_event (
                 b,
@@ -872,6 +929,14 @@ static int get_job (struct broker *b,
     if (!(c->roles & (ROLE_RM | ROLE_ADMIN | ROLE_AGENT)) && !c->job_token_ok &&
         !(c->local && c->uid == j->uid))
         rc = http_problemf (p, 404, "job '%s' not found", j->id);
+    else if (c->node[0] && !(c->roles & (ROLE_RM | ROLE_ADMIN)) && !c->job_token_ok &&
+             ((node && strcmp (node, c->node) != 0) ||
+              (j->node_list && !node_member (b, c, j))))
+        rc = node_refused (req,
+                           p,
+                           node && strcmp (node, c->node) ? "may read only its own "
+                                                            "node's report"
+                                                          : "does not run this job");
     else if (!node) {
         json_t *view = job_view (b, j, c);
         add_node_reports (b, j, view);
@@ -991,6 +1056,51 @@ static json_t *step_view (const char *job,
     return o;
 }
 
+/* A node's credential cleans steps only of jobs that run on it: checked
+ * before the job's bucket, so that no node can empty another job's. */
+static int step_node_check (struct broker *b,
+                            struct http_req *req,
+                            struct http_problem *p)
+{
+    const struct caller *c = http_caller (req);
+    struct store_job *j;
+    struct fmb_error e;
+    if (!c->node[0] || (c->roles & (ROLE_RM | ROLE_ADMIN)) || c->job_token_ok)
+        return 0;
+    if (store_job_get_brief (b->st, http_job (req), &j, &e) < 0)
+        return http_problem_errno (p, "%s", e.text);
+    bool member = node_member (b, c, j);
+    store_job_free (j);
+    if (!member)
+        return node_refused (req,
+                             p,
+                             "may clean steps only of jobs that run on it (a job RUN "
+                             "with node_count has no node list)");
+    return 0;
+}
+
+/* Token holders and nodes share a bucket per job, so one job cannot turn
+ * a burst of steps into as many FM calls (rm and admin callers are
+ * trusted not to). */
+static int step_rate_check (struct broker *b,
+                            struct http_req *req,
+                            struct http_problem *p)
+{
+    const char *id = http_job (req);
+    if ((http_caller (req)->roles & (ROLE_RM | ROLE_ADMIN)) || !b->step_limit)
+        return 0;
+    int64_t ms = ratelimit_take (b->step_limit, id, now_mono ());
+    if (ms <= 0)
+        return 0;
+    http_retry_after (req, (unsigned)((ms + 999) / 1000));
+    return http_problemf (p,
+                          429,
+                          "job '%s': more than %u step cleanups per second "
+                          "([api] step_cleanup_rate); retry later",
+                          id,
+                          b->cfg.api_step_cleanup_rate);
+}
+
 int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     const char *id = http_job (req);
@@ -1001,21 +1111,8 @@ int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_probl
     struct fmb_error e;
     if (http_query_number (req, "wait", 0, STEP_WAIT_MAX_S, &wait) < 0)
         return http_problemf (p, 400, "wait: seconds, 0..%d", STEP_WAIT_MAX_S);
-    /* Token holders and agents share a bucket per job, so one job cannot
-     * turn a burst of steps into as many FM calls (rm and admin callers
-     * are trusted not to). */
-    if (!(http_caller (req)->roles & (ROLE_RM | ROLE_ADMIN)) && b->step_limit) {
-        int64_t ms = ratelimit_take (b->step_limit, id, now_mono ());
-        if (ms > 0) {
-            http_retry_after (req, (unsigned)((ms + 999) / 1000));
-            return http_problemf (p,
-                                  429,
-                                  "job '%s': more than %u step cleanups per second "
-                                  "([api] step_cleanup_rate); retry later",
-                                  id,
-                                  b->cfg.api_step_cleanup_rate);
-        }
-    }
+    if (step_node_check (b, req, p) < 0 || step_rate_check (b, req, p) < 0)
+        return -1;
     if (store_job_get_brief (b->st, id, &j, &e) < 0)
         return http_problem_errno (p, "%s", e.text);
     if (!b->fmc || j->hwcoll != STORE_HWCOLL_RESERVED ||
@@ -1129,7 +1226,8 @@ static int record_node_report (struct broker *b,
         if (broker_event (b, "node_drain_requested", id, d, e) < 0)
             return -1;
     }
-    if (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST || !j->nvnis)
+    if (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST || !j->nvnis ||
+        !j->node_list) /* a node_count job's: quarantine_s (job_release) */
         return 0;
     if (store_node_waiting (b->st, id, &nodes, &waiting, e) < 0)
         return -1;
@@ -1146,10 +1244,19 @@ int jobs_node_report (struct broker *b, struct http_req *req, struct http_proble
     const char *detail = NULL;
     struct store_job *j;
     struct fmb_error e;
+    const struct caller *c = http_caller (req);
+    bool as_node = c->node[0] && !(c->roles & (ROLE_RM | ROLE_ADMIN));
     if (parse_node_report (http_body (req), &state, &detail, p) < 0)
         return -1;
+    if (as_node && strcmp (node, c->node) != 0)
+        return node_refused (
+            req, p, "may report only for itself, not for node %s", node);
     if (store_job_get_brief (b->st, id, &j, &e) < 0)
         return http_problem_errno (p, "%s", e.text);
+    if (as_node && j->node_list && !node_member (b, c, j)) {
+        store_job_free (j);
+        return node_refused (req, p, "is not one of the job's nodes");
+    }
     if (store_begin (b->st, &e) < 0)
         goto fail;
     if (record_node_report (b, j, node, state, detail, &e) < 0) {

@@ -31,6 +31,7 @@
 #include "fileutil.h"
 #include "log.h"
 #include "monotime.h"
+#include "nodeauth.h"
 #include "slurmconf.h"
 
 #define MAX_SETS    32
@@ -73,6 +74,13 @@ static const char usage_text[] =
     "                         from the tables and make missing or changed\n"
     "                         indexes and triggers again, when --check-db finds\n"
     "                         them wrong (safe beside a running broker), and exit\n"
+    "      --node-token NAME  print compute node NAME's token (\"node:NAME:HMAC\"\n"
+    "                         under [api] node_key_file) for the node's\n"
+    "                         client_token_file, and exit\n"
+    "      --rotate-node-key  make a new node key (the old one is kept as\n"
+    "                         NODE_KEY.previous, still taken for [api]\n"
+    "                         node_key_grace_s after a reload: give every node\n"
+    "                         its new token meanwhile), and exit\n"
     "  -V, --version          print the version and exit\n"
     "  -h, --help             print this help and exit\n"
     "\n"
@@ -98,11 +106,21 @@ static struct {
     bool check_db;
     bool recount;
     const char *user; /* --check-config as root checks as this user */
+    const char *node_token;
+    bool rotate_node_key;
 } arg_ = {.user = FMB_SERVICE_USER};
 
 static int parse_args (int argc, char **argv)
 {
-    enum { OPT_CHECK = 256, OPT_DUMP, OPT_CHECK_DB, OPT_RECOUNT, OPT_USER };
+    enum {
+        OPT_CHECK = 256,
+        OPT_DUMP,
+        OPT_CHECK_DB,
+        OPT_RECOUNT,
+        OPT_USER,
+        OPT_NODE_TOKEN,
+        OPT_ROTATE
+    };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"set", required_argument, NULL, 's'},
@@ -112,6 +130,8 @@ static int parse_args (int argc, char **argv)
         {"check-db", no_argument, NULL, OPT_CHECK_DB},
         {"recount", no_argument, NULL, OPT_RECOUNT},
         {"user", required_argument, NULL, OPT_USER},
+        {"node-token", required_argument, NULL, OPT_NODE_TOKEN},
+        {"rotate-node-key", no_argument, NULL, OPT_ROTATE},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -146,6 +166,12 @@ static int parse_args (int argc, char **argv)
         case OPT_USER:
             arg_.user = optarg;
             break;
+        case OPT_NODE_TOKEN:
+            arg_.node_token = optarg;
+            break;
+        case OPT_ROTATE:
+            arg_.rotate_node_key = true;
+            break;
         case 'V':
             printf ("fmbrokerd %s\n", FMB_VERSION);
             exit (0);
@@ -163,10 +189,12 @@ static int parse_args (int argc, char **argv)
     }
     /* Two of them would do only one, silently: an admin asking for a check
      * and a dump must not read the dump as "checked". */
-    if (arg_.check_config + arg_.dump_config + arg_.check_db + arg_.recount > 1) {
+    if (arg_.check_config + arg_.dump_config + arg_.check_db + arg_.recount +
+            (arg_.node_token != NULL) + arg_.rotate_node_key >
+        1) {
         fprintf (stderr,
-                 "fmbrokerd: --check-config, --dump-config, --check-db and --recount "
-                 "go one at a time\n");
+                 "fmbrokerd: --check-config, --dump-config, --check-db, --recount, "
+                 "--node-token and --rotate-node-key go one at a time\n");
         return -1;
     }
     return 0;
@@ -503,6 +531,43 @@ static void shutdown_gracefully (struct broker *b, int sigfd)
         loop_once (b, sigfd, 10);
 }
 
+/* --node-token NAME, --rotate-node-key: 0, or 1 (logged). */
+static int node_key_command (const struct fmb_config *cfg)
+{
+    struct fmb_error error;
+    struct nodeauth *na = NULL;
+    char token[NODEAUTH_TOKEN_MAX], path[FMB_CFG_PATH_MAX + 16];
+    nodeauth_key_path (cfg, path, sizeof (path));
+    if (arg_.rotate_node_key) {
+        if (nodeauth_rotate (cfg, &error) < 0) {
+            fmb_log (LOG_ERR, "%s", error.text);
+            return 1;
+        }
+        printf (
+            "new node key in %s; reload the broker (SIGHUP), then give each node "
+            "its new token (fmbrokerd --node-token NAME) within [api] "
+            "node_key_grace_s (%u s)\n",
+            path,
+            cfg->node_key_grace_s);
+        return 0;
+    }
+    if (nodeauth_open (cfg, false, &na, &error) < 0 ||
+        nodeauth_token (na, arg_.node_token, token, sizeof (token), &error) < 0) {
+        fmb_log (LOG_ERR,
+                 "%s%s",
+                 error.text,
+                 errno == ENOENT ? " (start the broker once with [api] tcp set, or run "
+                                   "fmbrokerd --rotate-node-key)"
+                                 : "");
+        nodeauth_destroy (na);
+        return 1;
+    }
+    printf ("%s\n", token);
+    explicit_bzero (token, sizeof (token));
+    nodeauth_destroy (na);
+    return 0;
+}
+
 /* Configuration, --dump-config, --check-config, --check-db, --recount: the exit
  * status when main should end here, -1 to go on and serve. */
 static int configure (int argc, char **argv, struct fmb_config *cfg)
@@ -519,6 +584,8 @@ static int configure (int argc, char **argv, struct fmb_config *cfg)
         fmb_config_dump (cfg, stdout);
         return 0;
     }
+    if (arg_.node_token || arg_.rotate_node_key)
+        return node_key_command (cfg);
     /* The same checks for --check-config (as the service user) and for
      * start (as itself), every problem reported. */
     if (arg_.check_config)

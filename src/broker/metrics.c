@@ -228,6 +228,22 @@ static void broker_counters (struct broker *b, FILE *f)
              b->metrics.foreign_reservations,
              b->metrics.foreign_reaped);
     fprintf (f,
+             "# HELP fmbroker_api_auth_failures_total TCP requests whose bearer "
+             "token or node token was refused.\n"
+             "# TYPE fmbroker_api_auth_failures_total counter\n"
+             "fmbroker_api_auth_failures_total %lu\n"
+             "# HELP fmbroker_api_auth_delayed_total Refused authentications "
+             "answered late (repeated failures from one address).\n"
+             "# TYPE fmbroker_api_auth_delayed_total counter\n"
+             "fmbroker_api_auth_delayed_total %lu\n"
+             "# HELP fmbroker_api_tcp_refused_total TCP connections closed at "
+             "accept (tcp_max_connections, tcp_max_unauthenticated, per address).\n"
+             "# TYPE fmbroker_api_tcp_refused_total counter\n"
+             "fmbroker_api_tcp_refused_total %lu\n",
+             b->metrics.auth_failures,
+             b->metrics.auth_delayed,
+             b->metrics.tcp_refused);
+    fprintf (f,
              "# HELP fmbroker_reservations_lost_total Active jobs whose FM "
              "reservation vanished.\n"
              "# TYPE fmbroker_reservations_lost_total "

@@ -12,6 +12,7 @@
 #include "apiclient.h"
 #include "fileutil.h"
 #include "monotime.h"
+#include "validate.h"
 
 #define API_REPLY_MAX (16 * 1024 * 1024) /* a listing of 1000 jobs is ~1 MiB */
 
@@ -35,6 +36,30 @@ static size_t collect (char *d, size_t s, size_t n, void *arg)
     return s * n;
 }
 
+/* [api] client_token_file with "%n" replaced by this node's name
+ * ($FMBROKER_NODE, which the Flux scripts set to the rank's Flux host
+ * name, else $SLURMD_NODENAME, else the short host name), so that one
+ * configuration serves several nodes emulated on one host (Slurm's
+ * multiple-slurmd, tests); a real node has its own file anyway. */
+static void token_path (const char *pattern, char *out, size_t len)
+{
+    const char *pct = strstr (pattern, "%n");
+    const char *node = getenv ("FMBROKER_NODE");
+    char host[256] = "";
+    if (!node || !*node)
+        node = getenv ("SLURMD_NODENAME");
+    if (!pct) {
+        snprintf (out, len, "%s", pattern);
+        return;
+    }
+    if (!node || !*node || !valid_node_name (node)) {
+        gethostname (host, sizeof (host) - 1);
+        host[strcspn (host, ".")] = '\0';
+        node = host;
+    }
+    snprintf (out, len, "%.*s%s%s", (int)(pct - pattern), pattern, node, pct + 2);
+}
+
 void api_target_init (struct api_target *t,
                       const struct fmb_config *cfg,
                       const char *socket)
@@ -46,22 +71,23 @@ void api_target_init (struct api_target *t,
     }
     char *text = NULL;
     size_t len = 0;
+    char path[FMB_CFG_PATH_MAX + 64];
+    token_path (cfg->client_token_file, path, sizeof (path));
     t->url = cfg->broker_url;
     t->ca_file = cfg->client_ca_file[0] ? cfg->client_ca_file : NULL;
-    if (access (cfg->client_token_file, R_OK) < 0 && errno == EACCES) {
+    if (access (path, R_OK) < 0 && errno == EACCES) {
         snprintf (t->token_problem,
                   sizeof (t->token_problem),
                   "[api] client_token_file %.180s: this user may not read it",
-                  cfg->client_token_file);
+                  path);
         return;
     }
     /* A token that cannot be used fails each call, saying why, not the
      * program: an epilog still destroys the job's services and keeps its
      * report for later, a prolog fails the job with the reason. */
     struct fmb_error why;
-    if (fmb_check_private_file (cfg->client_token_file, &why) < 0 ||
-        fmb_read_file (
-            cfg->client_token_file, API_TOKEN_MAX + 1, true, &text, &len, &why) < 0) {
+    if (fmb_check_private_file (path, &why) < 0 ||
+        fmb_read_file (path, API_TOKEN_MAX + 1, true, &text, &len, &why) < 0) {
         snprintf (t->token_problem,
                   sizeof (t->token_problem),
                   "[api] client_token_file: %.200s",
@@ -75,7 +101,7 @@ void api_target_init (struct api_target *t,
                   sizeof (t->token_problem),
                   "[api] client_token_file %.180s: expected one token of 1..%d "
                   "characters",
-                  cfg->client_token_file,
+                  path,
                   API_TOKEN_MAX);
         return;
     }

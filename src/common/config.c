@@ -62,6 +62,7 @@ static int check_https_urls (char *value, struct fmb_error *error);
 
 static const char *const auth_values[] = {"oauth", "basic", "none", NULL};
 static const char *const hwcoll_mode_values[] = {"auto", "request", NULL};
+static const char *const client_cert_values[] = {"none", "optional", "required", NULL};
 
 /* clang-format off */
 static const struct cfg_key cfg_keys[] = {
@@ -123,6 +124,26 @@ static const struct cfg_key cfg_keys[] = {
       F (client_token_file), check_path_or_empty, NULL },
     { "api",            "client_ca_file",     CFG_STRING,    0,   0,        "",
       F (client_ca_file), check_path_or_empty, NULL },
+    /* Compute nodes: each its own token (fmbrokerd --node-token NAME). */
+    { "api",            "node_key_file",      CFG_STRING,    0,   0,        "",
+      F (node_key_file), check_path_or_empty, NULL },
+    { "api",            "node_key_grace_s",   CFG_UINT,      0,   31536000, "86400",
+      F (node_key_grace_s), NULL, NULL },
+    { "api",            "revoked_nodes",      CFG_STRING,    0,   0,        "",
+      F (revoked_nodes), check_names, NULL },
+    { "api",            "shared_agent_token", CFG_BOOL,      0,   1,        "false",
+      F (shared_agent_token), NULL, NULL },
+    /* 0: sized to the process's file limit (fmbroker.conf(5)). */
+    { "api",            "tcp_max_connections", CFG_UINT,     0,   65536,    "0",
+      F (tcp_max_connections), NULL, NULL },
+    { "api",            "tcp_max_unauthenticated", CFG_UINT, 0,   65536,    "0",
+      F (tcp_max_unauthenticated), NULL, NULL },
+    { "api",            "tls_priorities",     CFG_STRING,    0,   0,        FMB_TLS_PRIORITIES_DEFAULT,
+      F (tls_priorities), NULL, NULL },
+    { "api",            "tls_client_ca",      CFG_STRING,    0,   0,        "",
+      F (tls_client_ca), check_path_or_empty, NULL },
+    { "api",            "tls_client_cert",    CFG_ENUM,      0,   0,        "none",
+      F (tls_client_cert), NULL, client_cert_values },
 
     /* An empty url runs the broker VNI-only (no hardware collectives). */
     { "fabric_manager", "url",                CFG_STRING,    0,   0,        "",
@@ -783,6 +804,11 @@ static int cfg_validate (struct parse_ctx *ctx)
                   "api",
                   "tcp",
                   "the TCP listener needs tls_cert, tls_key and tokens_file");
+    if (c->tls_client_cert != FMB_CLIENT_CERT_NONE && !c->tls_client_ca[0])
+        cfg_fail (ctx,
+                  "api",
+                  "tls_client_cert",
+                  "needs tls_client_ca (the CA that signs the nodes' certificates)");
     if (c->api_reserved_connections >= c->api_max_connections)
         cfg_fail (ctx,
                   "api",

@@ -29,6 +29,15 @@
 
 enum fmb_auth { FMB_AUTH_OAUTH, FMB_AUTH_BASIC, FMB_AUTH_NONE };
 enum fmb_hwcoll_mode { FMB_HWCOLL_AUTO, FMB_HWCOLL_REQUEST };
+enum fmb_client_cert {
+    FMB_CLIENT_CERT_NONE,
+    FMB_CLIENT_CERT_OPTIONAL,
+    FMB_CLIENT_CERT_REQUIRED
+};
+/* TLS 1.2 and 1.3 only, key exchanges with forward secrecy only (GnuTLS's
+ * PFS: no static RSA), the server's order: GnuTLS priority syntax. */
+#define FMB_TLS_PRIORITIES_DEFAULT \
+    "PFS:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
 
 /* Traffic classes as bits of SLINGSHOT_TCS. */
 #define FMB_TC_DEDICATED_ACCESS 0x1
@@ -81,6 +90,18 @@ struct fmb_config {
     char broker_url[FMB_CFG_PATH_MAX];
     char client_token_file[FMB_CFG_PATH_MAX];
     char client_ca_file[FMB_CFG_PATH_MAX];
+    /* compute nodes on TCP: per-node tokens (HMAC of the node name under
+     * the node key), revocation, the shared agent token's opt-in */
+    char node_key_file[FMB_CFG_PATH_MAX]; /* "": STATE_DIR/node.key */
+    unsigned node_key_grace_s;            /* the previous key after a rotation */
+    char revoked_nodes[FMB_CFG_LIST_MAX];
+    bool shared_agent_token;
+    /* the TCP listener's bounds and TLS */
+    unsigned tcp_max_connections;     /* 0: what the file limit allows */
+    unsigned tcp_max_unauthenticated; /* 0: half of the TCP connections */
+    char tls_priorities[512];
+    char tls_client_ca[FMB_CFG_PATH_MAX];
+    unsigned tls_client_cert; /* enum fmb_client_cert */
 
     /* [fabric_manager] */
     char fm_url[FMB_CFG_PATH_MAX];

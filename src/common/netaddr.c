@@ -44,3 +44,14 @@ int fmb_parse_hostport (const char *text, struct sockaddr_storage *ss, socklen_t
     *len = sizeof (*s4);
     return inet_pton (AF_INET, host, &s4->sin_addr) == 1 ? 0 : (errno = EINVAL, -1);
 }
+
+void fmb_format_addr (const struct sockaddr *sa, char *out, size_t len)
+{
+    const void *a = NULL;
+    if (sa->sa_family == AF_INET)
+        a = &((const struct sockaddr_in *)sa)->sin_addr;
+    else if (sa->sa_family == AF_INET6)
+        a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    if (!a || !inet_ntop (sa->sa_family, a, out, (socklen_t)len))
+        snprintf (out, len, "?");
+}

@@ -3,8 +3,11 @@
 #ifndef FMB_NETADDR_H
 #define FMB_NETADDR_H
 
+#include <stddef.h>
 #include <sys/socket.h>
 
 int fmb_parse_hostport (const char *text, struct sockaddr_storage *ss, socklen_t *len);
+/* The numeric address (no port) of an AF_INET or AF_INET6 'sa', "?" else. */
+void fmb_format_addr (const struct sockaddr *sa, char *out, size_t len);
 
 #endif

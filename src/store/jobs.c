@@ -80,7 +80,7 @@ static const char SQL_NODE_INSERT[] =
 #define SQL_JOB_COLUMNS(nodes, request)                                        \
     "SELECT id, fm_job_id, uid, user, " nodes ", node_count, ncores, " request \
     ", state, hwcoll, hwcoll_reason, mcast_limit, token, created_ms,"          \
-    " updated_ms, released_ms, tcs"
+    " updated_ms, released_ms, tcs, nodes IS NOT NULL"
 static const char SQL_JOB_GET[] =
     SQL_JOB_COLUMNS ("nodes", "request") " FROM jobs WHERE id = ?1";
 /* Brief: NULL for the node list and the request.  Both grow with the
@@ -102,7 +102,7 @@ static const char SQL_JOB_GET_BRIEF[] = SQL_JOB_BRIEF_SELECT " FROM jobs WHERE i
 /* A listing is brief too: a page of 1,000 jobs of 1,000 nodes each read
  * and built 12 MB with them, holding the loop 0.4-1.2 s. */
 #define SQL_JOB_LIST_COLUMNS SQL_JOB_BRIEF_SELECT ", "
-#define LIST_MATCHES_COLUMN  17
+#define LIST_MATCHES_COLUMN  18
 static const char SQL_JOB_LIST_BY_STATE[] = SQL_JOB_LIST_COLUMNS
     "(?2 < 0 OR uid = ?2) AND updated_ms >= ?3"
     " FROM jobs INDEXED BY jobs_by_state WHERE state = ?1 AND id > ?4"
@@ -337,6 +337,7 @@ static int job_from_row (struct store *st,
     job->updated_ms = sqlite3_column_int64 (s, 14);
     job->released_ms = sqlite3_column_int64 (s, 15);
     job->tcs = (unsigned)sqlite3_column_int64 (s, 16);
+    job->node_list = sqlite3_column_int (s, 17) != 0;
 
     sqlite3_stmt *v = store_stmt (st, SQL_JOB_VNIS, error);
     if (!v)

@@ -75,6 +75,7 @@ struct store_job {
     char *user;  /* owned; may be NULL */
     char *nodes; /* owned; JSON array of node names, or NULL (count only) */
     unsigned node_count;
+    bool node_list; /* RUN named the nodes (brief reads say so too) */
     unsigned ncores;
     char *request; /* owned; canonical JSON of the RUN request */
     enum store_job_state state;

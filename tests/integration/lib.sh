@@ -197,6 +197,8 @@ pool = ${vni_pool:-1024-65535}
 quarantine_s = ${quarantine_s:-300}
 CONF
     [ $# -gt 0 ] && printf '%s\n' "$@" >>"$T/broker.conf"
+    # tls_and_agent_token's one token for all nodes is an explicit opt-in
+    [ -n "${shared_agent_token:-}" ] && printf '[api]\nshared_agent_token = true\n' >>"$T/broker.conf"
     return 0
 }
 
@@ -204,7 +206,8 @@ CONF
 start_broker () {
     [ -f "$T/broker.conf" ] || write_broker_conf
     rm -f "$T/api.sock.ready"
-    "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" 2>>"$T/broker.err" &
+    # broker_prefix: a command that execs it (e.g. prlimit --nofile=256:256)
+    ${broker_prefix:-} "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" 2>>"$T/broker.err" &
     broker_pid=$!
     wait_for 100 0.05 rm_call GET /v1/health >/dev/null ||
         { echo "fmbrokerd did not start"; tail "$T/broker.err"; return 1; }
@@ -238,15 +241,34 @@ api_call () {
         -w '\n%{http_code}' "http://fmbroker$2")
     echo "${_out##*$'\n'} ${_out%$'\n'*}"
 }
-# tls_and_agent_token: what a broker with compute nodes needs: a
-# throw-away CA and server certificate in $T/certs, an agent token in
-# $T/tokens (the broker's tokens_file) and alone in $T/agent.token (a
-# node's client_token_file), both 0600.  Sets agent_tok.
+# tls_and_agent_token: what a broker with compute nodes needs, the old
+# way: a throw-away CA and server certificate in $T/certs, one agent
+# token for all nodes in $T/tokens (the broker's tokens_file) and alone in
+# $T/agent.token (a node's client_token_file), both 0600, and the
+# broker's opt-in to it (shared_agent_token, see write_broker_conf).
+# Sets agent_tok.
 tls_and_agent_token () {
     sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/certs" >/dev/null &&
     agent_tok=agent-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n") &&
     printf "agent %s\n" "$agent_tok" >"$T/tokens" && chmod 600 "$T/tokens" &&
-    printf "%s\n" "$agent_tok" >"$T/agent.token" && chmod 600 "$T/agent.token"
+    printf "%s\n" "$agent_tok" >"$T/agent.token" && chmod 600 "$T/agent.token" &&
+    shared_agent_token=1
+}
+# tls_and_node_tokens: the same with each node its own token (how a site
+# runs): certificates in $T/certs, an rm token in $T/tokens (sets rm_tok);
+# once the broker runs (it makes the node key), node_tokens NAME... writes
+# each node's token to $T/NAME.token (0600), for a node configuration with
+# client_token_file = $T/%n.token.
+tls_and_node_tokens () {
+    sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/certs" >/dev/null &&
+    rm_tok=rm-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n") &&
+    printf "rm %s\n" "$rm_tok" >"$T/tokens" && chmod 600 "$T/tokens"
+}
+node_tokens () {
+    for n in "$@"; do
+        "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --node-token "$n" >"$T/$n.token" &&
+            chmod 600 "$T/$n.token" || return 1
+    done
 }
 # skip_unless_root: end the script as skipped where it cannot act as
 # other uids (not root, or no setpriv).

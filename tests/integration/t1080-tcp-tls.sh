@@ -9,6 +9,7 @@ admin_tok=admin-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
 agent_tok=agent-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
 printf "# role token\nrm %s\nadmin %s\nagent %s\n" "$rm_tok" "$admin_tok" "$agent_tok" >"$T/tokens"
 chmod 600 "$T/tokens"
+shared_agent_token=1 # this file tests the shared agent token (an opt-in)
 start_mockfm
 tcall () { # TOKEN METHOD PATH [BODY]: "STATUS BODY" over TLS
     out=$(curl -s --cacert "$T/certs/ca.pem" ${1:+-H "Authorization: Bearer $1"} -X "$2" \

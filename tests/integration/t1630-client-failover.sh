@@ -10,6 +10,7 @@ rm_tok=rm-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
 agent_tok=agent-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
 printf "rm %s\nagent %s\n" "$rm_tok" "$agent_tok" >"$T/tokens" && chmod 600 "$T/tokens"
 printf "%s\n" "$agent_tok" >"$T/agent.token" && chmod 600 "$T/agent.token"
+shared_agent_token=1 # its nodes share one agent token (the opt-in)
 start_mockfm
 node_conf () { # BROKER_URL: a compute node's configuration
     printf "[api]\nsocket = %s\nbroker_url = %s\nclient_token_file = %s\nclient_ca_file = %s\n" \

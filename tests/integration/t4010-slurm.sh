@@ -3,7 +3,7 @@
 # 127.0.0.1, two emulated nodes) run the way a cluster runs fmbroker:
 # the controller hooks call the broker over its socket; the "compute
 # nodes" load the SPANK plugin, which runs the node hooks and reaches the
-# broker over TCP+TLS with the agent token only; jobs are submitted by an
+# broker over TCP+TLS, each with its own node token only; jobs are submitted by an
 # unprivileged user (nobody).
 #
 # Tasks see exactly their node's record plus the step id; a step starts
@@ -34,7 +34,7 @@ on_exit jobs_down
 step_fail_hook=slurm_diag
 
 # The broker: socket for the controller's hooks, TLS + tokens for nodes.
-tls_and_agent_token || bail_out "no certificates or token"
+tls_and_node_tokens || bail_out "no certificates or token"
 start_mockfm
 for try in 1 2 3 4 5; do
     tcp_port=$(free_ports 1) || break
@@ -42,9 +42,12 @@ for try in 1 2 3 4 5; do
         "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
     start_broker && break
 done
+# each compute node its own token ($T/n1.token, $T/n2.token): the node
+# configuration's client_token_file = $T/%n.token picks the node's
+node_tokens n1 n2 || bail_out "no node tokens"
 # A compute node's configuration: no socket, the broker's URL and token.
 printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n[cxi]\nlibcxi = %s\n" \
-    "$T/no-such.sock" "$tcp_port" "$T/agent.token" "$T/certs/ca.pem" \
+    "$T/no-such.sock" "$tcp_port" "$T/%n.token" "$T/certs/ca.pem" \
     "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
 chmod 644 "$T/node.conf"
 
@@ -73,7 +76,7 @@ HOOK
     for h in prolog epilog; do
         cat >"$S/hooks/$h.sh" <<HOOK
 #!/bin/sh
-# a compute node: TLS and the agent token; its own NICs and records
+# a compute node: TLS and its own node token; its own NICs and records
 export FMBROKER_CONF=$T/node.conf FMBROKER_SBINDIR=$FMB_BIN
 export FMBROKER_CXI_ARGS="--state-dir $T/rec-\$SLURMD_NODENAME"
 export MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2

@@ -2,7 +2,7 @@
 # t4020-flux.sh: fmbroker under a real multi-user Flux system instance
 # (tests/integration/flux.sh: flux-core 0.88.0 built from
 # ../shared/thirdparty, owner flux, the IMP, munge, ranks n1 and n2, jobs
-# by nobody), nodes reaching fmbrokerd over TLS with the agent token.
+# by nobody), nodes reaching fmbrokerd over TLS each with its own node token.
 # The jobtap plugin makes the RUN and CLEANUP, the per-rank prolog the
 # CXI services, the shell plugin the tasks' variables.
 . "$(dirname "$0")/lib.sh"
@@ -10,7 +10,7 @@ skip_unless_root
 . "$(dirname "$0")/flux.sh"
 step_fail_hook=flux_diag
 
-tls_and_agent_token || bail_out "no certificates or token"
+tls_and_node_tokens || bail_out "no certificates or token"
 start_mockfm
 rm_users=root,flux
 for try in 1 2 3 4 5; do
@@ -19,10 +19,12 @@ for try in 1 2 3 4 5; do
         "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
     start_broker && break
 done
-# A compute node: the broker's URL and the agent token; the jobtap
+node_tokens n1 n2 || bail_out "no node tokens"
+# A compute node: the broker's URL and its own token (%n: the node's
+# name, FMBROKER_NODE, set by the Flux scripts); the jobtap
 # plugin (the instance owner on the leader): the broker's socket as rm.
 printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n[cxi]\nlibcxi = %s\n" \
-    "$T/no-such.sock" "$tcp_port" "$T/agent.token" "$T/certs/ca.pem" \
+    "$T/no-such.sock" "$tcp_port" "$T/%n.token" "$T/certs/ca.pem" \
     "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
 printf "[api]\nsocket = %s\n" "$T/api.sock" >"$T/rm.conf"
 chmod 644 "$T/node.conf" "$T/rm.conf"

@@ -1,0 +1,62 @@
+/* tcpguard.h: the TCP listener's connections counted per client address,
+ * and failed authentications per address (promise 7: no one who reaches
+ * the TCP port can take the Unix socket's share or guess tokens freely).
+ *
+ * A connection is admitted at accept, before libmicrohttpd sees it: at
+ * most max_total in all (sized to the file limit, so the Unix socket's
+ * connections always fit), per_addr from one address, and max_unauth
+ * that have not yet shown a valid credential.  Failed authentications
+ * from an address are answered later and later (a tarpit) once they
+ * pass TCPGUARD_FREE_FAILS in TCPGUARD_FAIL_WINDOW_MS, in turn across all
+ * its connections, so guessing costs time whatever the parallelism;
+ * the loop never waits for it.
+ */
+#ifndef FMB_TCPGUARD_H
+#define FMB_TCPGUARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TCPGUARD_ADDR_MAX       64
+#define TCPGUARD_FREE_FAILS     5     /* a mistyped token or two cost nothing */
+#define TCPGUARD_FAIL_WINDOW_MS 60000 /* failures older than this are forgotten */
+#define TCPGUARD_STEP_MS        200   /* each failure past the free ones adds... */
+#define TCPGUARD_MAX_STEP_MS    2000  /* ...up to this much */
+#define TCPGUARD_MAX_QUEUE_MS   30000 /* an address's answers queued past this: cut */
+#define TCPGUARD_LOG_MS         10000 /* one line per address per 10 s at most */
+
+struct tcpguard_limits {
+    unsigned max_total;
+    unsigned per_addr;
+    unsigned max_unauth;
+};
+
+struct tcpguard;
+
+/* NULL when out of memory. */
+struct tcpguard *tcpguard_create (const struct tcpguard_limits *lim);
+void tcpguard_destroy (struct tcpguard *g);
+
+/* Count a new, unauthenticated connection from 'addr'; false (nothing
+ * counted) when a limit is reached, with the limit named in 'why'. */
+bool tcpguard_admit (struct tcpguard *g, const char *addr, const char **why);
+/* One of the connections showed a valid credential. */
+void tcpguard_authenticated (struct tcpguard *g);
+/* Forget one connection of 'addr' ('authed': it had shown one). */
+void tcpguard_release (struct tcpguard *g, const char *addr, bool authed);
+unsigned tcpguard_open (const struct tcpguard *g);
+
+/* What a failed authentication from 'addr' at 'now_ms' costs. */
+struct tcpguard_verdict {
+    int64_t answer_at_ms; /* answer no earlier than this (0: at once) */
+    bool cut;             /* too many queued: close the connection */
+    bool log;             /* a line is due for this address */
+    unsigned fails;       /* in the window, this one included */
+    unsigned unlogged;    /* failures not logged since the last line */
+};
+void tcpguard_auth_failed (struct tcpguard *g,
+                           const char *addr,
+                           int64_t now_ms,
+                           struct tcpguard_verdict *v);
+
+#endif
