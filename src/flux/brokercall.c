@@ -12,6 +12,7 @@ struct brokercall {
     flux_t *h;
     flux_watcher_t *w;
     int fds[2]; /* answers: pointers to finished requests */
+    struct fmb_config cfg; /* a copy: the target points into it */
     struct api_target target;
     long timeout_s;
     pthread_mutex_t lock; /* closed, refs, and writes to fds[1] */
@@ -136,7 +137,8 @@ struct brokercall *brokercall_create (flux_t *h,
     bc->h = h;
     bc->refs = 1;
     bc->timeout_s = timeout_s;
-    api_target_init (&bc->target, cfg, NULL);
+    bc->cfg = *cfg;
+    api_target_init (&bc->target, &bc->cfg, NULL);
     flux_watcher_start (bc->w);
     return bc;
 }

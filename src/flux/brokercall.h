@@ -31,7 +31,7 @@ struct brokercall_result {
 typedef void (*brokercall_f) (const struct brokercall_result *r, void *arg);
 
 /* The target comes from 'cfg' ([api] broker_url with its token file, or
- * [api] socket), as the CLI reads it. */
+ * [api] socket), as the CLI reads it; the context keeps its own copy. */
 struct brokercall *brokercall_create (flux_t *h,
                                       const struct fmb_config *cfg,
                                       long timeout_s,

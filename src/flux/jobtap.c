@@ -326,8 +326,13 @@ static void step_clean (struct plugin *pl, flux_jobid_t id)
     const char *dash = fmid ? strchr (fmid, '-') : NULL;
     char f58[64], step[512], path[1024];
     struct job *j;
-    if (!fmid || !token || !*token)
-        return; /* no reservation above us: no trees */
+    if (!fmid || !token || !*token) {
+        flux_log (pl->h,
+                  LOG_DEBUG,
+                  "job %ju: no multicast reservation above this instance: no trees",
+                  (uintmax_t)id);
+        return;
+    }
     if (flux_job_id_encode (id, "f58", f58, sizeof (f58)) < 0)
         return;
     snprintf (step,
@@ -344,6 +349,7 @@ static void step_clean (struct plugin *pl, flux_jobid_t id)
     curl_free (esc);
     if (!(j = job_get (pl, id, true)))
         return;
+    flux_log (pl->h, LOG_DEBUG, "job %ju: deleting the trees of step %s", (uintmax_t)id, step);
     if (brokercall_start (pl->bc, "DELETE", path, NULL, token, step_answer, j) < 0)
         job_done (j);
 }
@@ -361,8 +367,10 @@ static int cleanup_cb (flux_plugin_t *p,
         return flux_jobtap_error (
             p, args, "fmbroker: %s", flux_plugin_arg_strerror (args));
     /* A job never allocated never had a RUN. */
-    if (flux_jobtap_job_event_posted (p, id, "alloc") <= 0)
+    if (flux_jobtap_job_event_posted (p, id, "alloc") <= 0) {
+        flux_log (pl->h, LOG_DEBUG, "job %ju: never allocated: nothing to end", (uintmax_t)id);
         return 0;
+    }
     if (pl->level != 0) {
         step_clean (pl, id);
         return 0;
