@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,10 +102,31 @@ static const char usage_text[] =
 
 static struct agent_args arg_;
 
+/* Why this run failed, in words for the job's user: main() prints it as
+ * the run's last line, after any line about other jobs (kept reports),
+ * so that a hook showing the last line (the SPANK plugin, Flux's prolog)
+ * shows this job's own reason.  The first failure is the reason; what
+ * follows from it (removing services, keeping a report) is logged as it
+ * happens.  Advice for admins goes to other lines, never into it. */
+static char final_reason[FMB_ERROR_TEXT_MAX + 128];
+
+static int fail_job (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+static int fail_job (const char *fmt, ...)
+{
+    va_list ap;
+    if (!final_reason[0]) {
+        va_start (ap, fmt);
+        vsnprintf (final_reason, sizeof (final_reason), fmt, ap);
+        va_end (ap);
+    }
+    return EXIT_FAIL;
+}
+
 static struct fmb_config cfg;
 static struct api_target target;
 static struct cxilib lib;
 static long broker_status; /* of the last broker call; 0: not reached */
+static bool broker_down;   /* a call found no broker in this run */
 
 /* ---- the broker ---------------------------------------------------- */
 
@@ -118,8 +140,10 @@ static int broker_call (const char *method,
     struct api_reply r;
     broker_status = 0;
     if (api_client_call (
-            &target, BROKER_TIMEOUT_S, method, path, body, NULL, &r, error) < 0)
-        return -1; /* errno EHOSTUNREACH */
+            &target, BROKER_TIMEOUT_S, method, path, body, NULL, &r, error) < 0) {
+        broker_down = true; /* kept reports wait: no second timeout */
+        return -1;          /* errno EHOSTUNREACH */
+    }
     broker_status = r.status;
     if (r.status < 200 || r.status > 299) {
         const char *detail = json_string_value (json_object_get (r.body, "detail"));
@@ -141,8 +165,6 @@ static int broker_call (const char *method,
 }
 
 /* ---- node reports, durable ---------------------------------------- */
-
-static bool broker_down; /* a report failed to get through in this run */
 
 static void this_node (char *node, size_t len)
 {
@@ -398,11 +420,14 @@ static int job_facts (struct job_facts *f, json_t **env, struct fmb_error *error
         snprintf (api, sizeof (api), "/v1/jobs/%s", arg_.job);
         got = broker_call ("GET", api, NULL, &job, error);
     }
-    if (got < 0)
+    if (got < 0) {
+        fmb_log (LOG_INFO,
+                 "job %s: the broker did not give the job's facts; by hand, "
+                 "--uid and --vnis do without it",
+                 arg_.job);
         return fmb_error_prefix (
-            error,
-            "job %s (give --uid and --vnis to work without the broker)",
-            arg_.job);
+            error, "job %s: cannot get the job's VNIs from the broker", arg_.job);
+    }
     int rc = facts_from_json (job, f);
     if (arg_.ncores > 0)
         f->ncores = (unsigned)arg_.ncores;
@@ -484,9 +509,11 @@ static int no_libcxi (const char *why)
     char nic[256];
     if (strcmp (arg_.libcxi, LIBCXI_DEFAULT) != 0) {
         fmb_log (LOG_ERR,
-                 "%s: the libcxi chosen (--libcxi or [cxi] libcxi) cannot be used, "
-                 "so no job can get its CXI services here",
+                 "%s: the libcxi chosen (--libcxi or [cxi] libcxi) cannot be used",
                  why);
+        fail_job (
+            "this node's libcxi cannot be loaded: no job can get CXI services "
+            "here");
         return -1;
     }
     if (sysfs_nic (nic, sizeof (nic))) {
@@ -495,6 +522,10 @@ static int no_libcxi (const char *why)
                  "[cxi] libcxi",
                  why,
                  nic);
+        fail_job (
+            "this node has Slingshot NICs (%s) but no libcxi: no job can get "
+            "CXI services here",
+            nic);
         return -1;
     }
     fmb_log (
@@ -510,12 +541,12 @@ static int devices (struct cxil_device_list **ret)
     if (cxilib_open (arg_.libcxi, &lib, &e) < 0) {
         if (errno == EOPNOTSUPP)
             return no_libcxi (e.text);
-        fmb_log (LOG_ERR, "%s", e.text);
+        fail_job ("%s", e.text);
         return -1;
     }
     int rc = lib.get_device_list (ret);
     if (rc < 0) {
-        fmb_log (LOG_ERR, "cxil_get_device_list: %s", strerror (-rc));
+        fail_job ("cxil_get_device_list: %s", strerror (-rc));
         return -1;
     }
     if ((*ret)->count == 0) {
@@ -706,9 +737,8 @@ static int cmd_prolog (void)
     if (!dl)
         return 0;
     if (job_facts (&f, arg_.have_facts ? NULL : &broker_env, &e) < 0) {
-        fmb_log (LOG_ERR, "%s", e.text);
         lib.free_device_list (dl);
-        return EXIT_FAIL;
+        return fail_job ("%s", e.text);
     }
     if (f.ended) {
         /* An earlier run of the job id, cleaned up by the RM (Slurm
@@ -721,11 +751,10 @@ static int cmd_prolog (void)
                   "the broker has job %s as an ended run (its RUN for this run failed: "
                   "see the controller's log)",
                   f.id);
-        fmb_log (LOG_ERR, "%s: no CXI services created", why);
         record_no_services (&f, why);
         json_decref (broker_env);
         lib.free_device_list (dl);
-        return EXIT_FAIL;
+        return fail_job ("%s: no CXI services created", why);
     }
     if (f.nvnis == 0) {
         fmb_log (LOG_NOTICE, "job %s has no VNIs: no CXI services to create", f.id);
@@ -766,11 +795,8 @@ static int cmd_prolog (void)
     }
     if (rc != 0) {
         /* All or nothing: remove what this run created. */
-        fmb_log (LOG_ERR,
-                 "job %s: %s; removing the %d service(s) created",
-                 f.id,
-                 why,
-                 nmade);
+        fail_job ("job %s: %s", f.id, why);
+        fmb_log (LOG_NOTICE, "job %s: removing the %d service(s) created", f.id, nmade);
         for (int i = 0; i < nmade; i++) {
             int r = lib.destroy_svc (made[i].dev, made[i].svc);
             if (r < 0)
@@ -857,8 +883,7 @@ static int cmd_epilog (void)
                     "no record of the job on this node: nothing was created");
             return 0;
         }
-        fmb_log (LOG_ERR, "%s", e.text);
-        return EXIT_FAIL;
+        return fail_job ("%s", e.text);
     }
     for (unsigned i = 0; i < dl->count; i++) {
         struct cxil_dev *dev;
@@ -918,12 +943,13 @@ static int cmd_epilog (void)
     if (arg_.dry_run)
         return 0;
     if (failures) {
-        fmb_log (LOG_ERR,
-                 "job %s: %d service(s) left behind: this node should be drained",
-                 f.id,
-                 failures);
         report ("failed", why); /* the broker raises node_drain_requested */
-        return EXIT_FAIL;
+        return fail_job (
+            "job %s: %d service(s) left behind (%s): this node should be "
+            "drained",
+            f.id,
+            failures,
+            why);
     }
     char path[PATH_MAX];
     record_path (path, sizeof (path));
@@ -1444,6 +1470,9 @@ int main (int argc, char **argv)
          arg_.cmd == AGENT_HOUSEKEEPING || arg_.cmd == AGENT_CLEAN) &&
         !arg_.dry_run && !arg_.no_report && !broker_down)
         deliver_pending ();
+    /* The job's own reason last (final_reason). */
+    if (rc != 0 && final_reason[0])
+        fmb_log (LOG_ERR, "%s", final_reason);
     cxilib_close (&lib);
     api_target_clear (&target);
     return rc;
