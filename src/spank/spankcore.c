@@ -1,12 +1,14 @@
 /* spankcore.c: see spankcore.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -244,6 +246,18 @@ static void drain_lines (char *buf,
     memmove (buf, start, *used + 1);
 }
 
+/* Wait up to left_ms for the child behind pidfd to exit (readable
+ * pidfd, Linux 5.3): no sleep between looks at it.  Without a pidfd
+ * (an older kernel), a short nap. */
+static void wait_exit (int pidfd, int64_t left_ms)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    if (pidfd < 0)
+        poll (NULL, 0, left_ms < 2 ? (int)left_ms : 2);
+    else
+        poll (&p, 1, left_ms > INT_MAX ? INT_MAX : (int)left_ms);
+}
+
 static pid_t start_hook (const char *path, int out[2])
 {
     if (pipe2 (out, O_CLOEXEC) < 0)
@@ -308,6 +322,7 @@ int spank_run_hook (const char *path,
     close (out[0]);
     /* EOF is not the end: a hook may close its output and go on, so
      * the deadline also bounds the wait for its exit. */
+    int pidfd = timed_out ? -1 : (int)syscall (SYS_pidfd_open, pid, 0);
     while (!timed_out) {
         pid_t got = waitpid (pid, &status, WNOHANG);
         if (got == pid)
@@ -316,13 +331,18 @@ int spank_run_hook (const char *path,
             int saved = errno;
             kill (-pid, SIGKILL);
             errno = saved;
+            if (pidfd >= 0)
+                close (pidfd);
             return fmb_errorf (e, "%s: cannot wait for it: %s", path, strerror (errno));
         }
-        if (fmb_monotime_ms () >= deadline)
+        int64_t left = deadline - fmb_monotime_ms ();
+        if (left <= 0)
             timed_out = true;
         else
-            poll (NULL, 0, 20);
+            wait_exit (pidfd, left);
     }
+    if (pidfd >= 0)
+        close (pidfd);
     if (timed_out) {
         kill (-pid, SIGKILL);
         while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
