@@ -36,6 +36,16 @@
 #include "spankcore.h"
 #include "stepclean.h"
 
+/* The headers read here are the release configure found and the
+ * packages name (src/spank/CMakeLists.txt, FMB_SLURM_INCLUDE_DIR). */
+#if defined(FMB_SLURM_VERSION_BUILT) && SLURM_VERSION_NUMBER != FMB_SLURM_VERSION_BUILT
+#error \
+    "slurm/slurm_version.h read here is not the one configure found: check FMB_SLURM_INCLUDE_DIR"
+#endif
+#ifndef FMB_SLURM_RELEASE_TEXT
+#define FMB_SLURM_RELEASE_TEXT "(unknown)"
+#endif
+
 SPANK_PLUGIN (fmbroker, 1);
 
 #define STEP_NAME_MAX 32
@@ -119,6 +129,16 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
         slurm_error ("fmbroker: %s", e.text);
         return -1;
     }
+    /* Once per slurmd start: which fmbroker, built for which Slurm. */
+    if (ctx == S_CTX_SLURMD)
+        slurm_info ("fmbroker: SPANK plugin %s for Slurm %s loaded (policy %s)",
+                    FMB_VERSION,
+                    FMB_SLURM_RELEASE_TEXT,
+                    conf.policy == SPANK_FAIL_OPEN ? "fail_open" : "fail_closed");
+    else
+        slurm_debug ("fmbroker: SPANK plugin %s for Slurm %s loaded",
+                     FMB_VERSION,
+                     FMB_SLURM_RELEASE_TEXT);
     if (!user_context (ctx))
         return 0;
     char names[128];
