@@ -626,6 +626,11 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
     struct run_request rr;
     char why[300];
     struct fmb_error e;
+    /* A node prolog's RUN (Slurm's run=node), only where the site said so:
+     * every holder of the agent token could then create jobs. */
+    if (!(http_caller (req)->roles & ROLE_RM) && !b->cfg.api_agent_run)
+        return http_problemf (
+            p, 403, "an agent token may RUN a job only with [api] agent_run = true");
     if (jobs_parse_run (&b->cfg, http_body (req), &rr, why, sizeof (why)) < 0)
         return http_problemf (p, 400, "%s", why);
     char *canon = canonical_request (&rr);
