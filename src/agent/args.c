@@ -105,7 +105,8 @@ int agent_args_parse (int argc,
         O_JSON,
         O_NOREPORT,
         O_ALL,
-        O_PENDING
+        O_PENDING,
+        O_RUN
     };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -126,6 +127,7 @@ int agent_args_parse (int argc,
         {"no-report", no_argument, NULL, O_NOREPORT},
         {"all", no_argument, NULL, O_ALL},
         {"pending", no_argument, NULL, O_PENDING},
+        {"run", required_argument, NULL, O_RUN},
         {"dry-run", no_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -233,6 +235,13 @@ int agent_args_parse (int argc,
         case O_PENDING:
             a->pending = true;
             break;
+        case O_RUN:
+            if (optarg[0] != '{' || strlen (optarg) > AGENT_RUN_MAX)
+                return bad (error,
+                            "--run: a RUN request, a JSON object of at most %d bytes",
+                            AGENT_RUN_MAX);
+            a->run = optarg;
+            break;
         case 'n':
             a->dry_run = true;
             break;
@@ -267,5 +276,7 @@ int agent_args_parse (int argc,
     if (have_uid != (vnis != NULL))
         return bad (error, "--uid and --vnis go together");
     a->have_facts = have_uid;
+    if (a->run && (a->cmd != AGENT_PROLOG || a->have_facts))
+        return bad (error, "--run: prolog only, and not with --uid/--vnis");
     return 0;
 }

@@ -30,6 +30,7 @@
 #include "config.h"
 #include "cxilib.h"
 #include "fileutil.h"
+#include "hostlist.h"
 #include "jobset.h"
 #include "spool.h"
 #include "jobrecord.h"
@@ -378,6 +379,41 @@ static int facts_from_json (json_t *o, struct job_facts *f)
     return 0;
 }
 
+/* prolog --run: the job's RUN, made from this node (Slurm's plugstack
+ * run=node: no PrologSlurmctld, so srun's launch does not wait for the
+ * controller).  Every node of the job sends the same request; the first
+ * creates the job, the others get the same answer.  *job: the broker's. */
+static int run_from_node (json_t **job, struct fmb_error *error)
+{
+    json_error_t jerr;
+    char path[256];
+    json_t *body = json_loads (arg_.run, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *nodes = json_object_get (body, "nodes");
+    if (!json_is_object (body)) {
+        json_decref (body);
+        errno = EINVAL;
+        return fmb_errorf (error, "job %s: --run: not a JSON object", arg_.job);
+    }
+    if (json_is_string (nodes)) { /* a hostlist, as Slurm gives it */
+        json_t *names = json_array ();
+        if (hostlist_expand (json_string_value (nodes), names, error) < 0) {
+            json_decref (names);
+            json_decref (body);
+            return fmb_error_prefix (error, "job %s: --run: nodes", arg_.job);
+        }
+        json_object_set_new (body, "nodes", names);
+    }
+    char *text = json_dumps (body, JSON_COMPACT);
+    json_decref (body);
+    snprintf (path, sizeof (path), "/v1/jobs/%s", arg_.job);
+    int rc = text ? broker_call ("PUT", path, text, job, error) : -1;
+    free (text);
+    if (rc < 0)
+        return fmb_error_prefix (
+            error, "job %s: the broker did not RUN the job", arg_.job);
+    return 0;
+}
+
 /* Facts from the flags, this node's record, or the broker (in that
  * order).  *env (may be NULL) gets the broker's env map when it was asked. */
 static int job_facts (struct job_facts *f, json_t **env, struct fmb_error *error)
@@ -412,7 +448,12 @@ static int job_facts (struct job_facts *f, json_t **env, struct fmb_error *error
     snprintf (api, sizeof (api), "/v1/jobs/%s/nodes/%s", arg_.job, node);
     int got = -1;
     bool whole = !valid_node_name (node);
-    if (!whole) {
+    if (arg_.run) {
+        if (run_from_node (&job, error) < 0)
+            return -1;
+        got = 0;
+        whole = false;
+    } else if (!whole) {
         got = broker_call ("GET", api, NULL, &job, error);
         whole = got < 0 && broker_status == 405;
     }
