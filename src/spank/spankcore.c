@@ -80,10 +80,20 @@ static int conf_arg (struct spank_conf *c, const char *arg, struct fmb_error *e)
                 e, "plugstack argument hook_timeout=%.32s: seconds, 1..3600", v);
         return 0;
     }
-    if (KEY ("config"))
+    if (KEY ("run")) {
+        if (strcmp (v, "node") && strcmp (v, "controller"))
+            return bad (e, "plugstack argument run=%.32s: controller or node", v);
+        c->node_run = strcmp (v, "node") == 0;
+        return 0;
+    }
+    if (KEY ("config")) {
+        c->config_given = true;
         return set_path (c->config, sizeof (c->config), "config", v, e);
-    if (KEY ("state_dir"))
+    }
+    if (KEY ("state_dir")) {
+        c->state_dir_given = true;
         return set_path (c->state_dir, sizeof (c->state_dir), "state_dir", v, e);
+    }
     if (KEY ("prolog"))
         return set_path (c->prolog, sizeof (c->prolog), "prolog", v, e);
     if (KEY ("epilog"))
@@ -91,7 +101,7 @@ static int conf_arg (struct spank_conf *c, const char *arg, struct fmb_error *e)
 #undef KEY
     return bad (e,
                 "plugstack argument '%.64s': unknown (policy, tcs, config, state_dir, "
-                "step_timeout, prolog, epilog, hook_timeout)",
+                "step_timeout, prolog, epilog, hook_timeout, run)",
                 arg);
 }
 
@@ -110,6 +120,45 @@ int spank_conf_parse (struct spank_conf *c, int argc, char **argv, struct fmb_er
         if (conf_arg (c, argv[i], e) < 0)
             return -1;
     return 0;
+}
+
+/* ---- run=node: the RUN request ------------------------------------ */
+
+char *spank_run_request (unsigned long uid,
+                         const char *user,
+                         const char *nodelist,
+                         const char *cpus_per_node,
+                         const char *hwcoll,
+                         const char *vnis,
+                         const char *tcs,
+                         struct fmb_error *e)
+{
+    if (!nodelist || !*nodelist) {
+        errno = EINVAL;
+        fmb_errorf (e, "no SLURM_NODELIST: the job's nodes are not known here");
+        return NULL;
+    }
+    json_t *o = json_pack ("{s:I, s:s}", "uid", (json_int_t)uid, "nodes", nodelist);
+    unsigned long ncores = cpus_per_node ? strtoul (cpus_per_node, NULL, 10) : 0;
+    if (user && *user)
+        json_object_set_new (o, "user", json_string (user));
+    if (ncores > 0 && ncores <= (1ul << 20))
+        json_object_set_new (o, "ncores", json_integer ((json_int_t)ncores));
+    if (hwcoll &&
+        (!strcmp (hwcoll, "on") || !strcmp (hwcoll, "off") || !strcmp (hwcoll, "auto")))
+        json_object_set_new (o, "hwcoll", json_string (hwcoll));
+    if (vnis && vnis[0] >= '0' && vnis[0] <= '4' && !vnis[1])
+        json_object_set_new (o, "vni_count", json_integer (vnis[0] - '0'));
+    if (tcs && strlen (tcs) == 3 && tcs[0] == '0' && tcs[1] == 'x' &&
+        strchr ("123456789abcdef", tcs[2]))
+        json_object_set_new (o, "tcs", json_string (tcs));
+    char *text = o ? json_dumps (o, JSON_COMPACT) : NULL;
+    json_decref (o);
+    if (!text) {
+        errno = ENOMEM;
+        fmb_errorf (e, "the RUN request: out of memory");
+    }
+    return text;
 }
 
 /* ---- user options -------------------------------------------------- */
