@@ -55,6 +55,10 @@ static const char usage_text[] =
     "         one service per NIC for the job; on -ENOSPC the reservations are\n"
     "         scaled back to what is free, with a warning; then writes the\n"
     "         job's environment record for env (owned by the job's uid, 0400)\n"
+    "  prolog --job ID --run JSON [--ncores N]\n"
+    "         make the job's RUN from this node first (Slurm plugstack run=node;\n"
+    "         the broker needs [api] agent_run): JSON is the RUN body, its\n"
+    "         \"nodes\" a Slurm host list; every node sends the same one\n"
     "  epilog --job ID [--retry-busy SECONDS] [--no-report]\n"
     "         destroy the job's services (retrying EBUSY once a second for\n"
     "         SECONDS, default 5) and report to the broker; exit 1 = drain\n"
@@ -99,6 +103,7 @@ static const char usage_text[] =
     "with nothing to do.  A chosen libcxi that does not load fails them.\n"
     "A report (created/destroyed/failed) the broker cannot take now is kept on\n"
     "the node and delivered later, so no VNI stays quarantined for want of it.\n"
+    "A failed run's last line is its own job's reason (hooks show it to users).\n"
     "Exit status: 0 success, 1 failure (epilog: drain the node), 2 usage.\n";
 
 static struct agent_args arg_;
