@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -476,13 +478,45 @@ static void clean_step (void)
         clean (
             conf.config, step.job, step.step, conf.step_timeout_s, why, sizeof (why)) ==
             0) {
-        slurm_verbose ("fmbroker: job %s step %s: step cleanup done in %lld ms",
-                       step.job,
-                       step.step,
-                       (long long)(fmb_monotime_ms () - t0));
+        slurm_verbose (
+            "fmbroker: job %s step %s: step cleanup done in %lld ms (after "
+            "the step's end)",
+            step.job,
+            step.step,
+            (long long)(fmb_monotime_ms () - t0));
         return;
     }
     slurm_error ("fmbroker: job %s step %s: step cleanup%s", step.job, step.step, why);
+}
+
+/* srun returns only once node 0's slurmstepd is done, and the broker
+ * call (loading libcurl and TLS, a round trip) took tens of ms of every
+ * step under load: it runs in a grandchild of slurmstepd instead, in a
+ * session of its own and killed by an alarm past step_timeout, so the
+ * step's end costs a fork.  A call that never happens leaves the step's
+ * trees to the job's end, which deletes them all. */
+static void clean_step_detached (void)
+{
+    pid_t pid = fork ();
+    if (pid < 0) {
+        clean_step ();
+        return;
+    }
+    if (pid == 0) {
+        if (fork () == 0) {
+            sigset_t alrm;
+            sigemptyset (&alrm);
+            sigaddset (&alrm, SIGALRM);
+            signal (SIGALRM, SIG_DFL);
+            sigprocmask (SIG_UNBLOCK, &alrm, NULL);
+            setsid ();
+            alarm (conf.step_timeout_s + 5);
+            clean_step ();
+        }
+        _exit (0);
+    }
+    while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+        ;
 }
 
 int slurm_spank_exit (spank_t sp, int ac, char **av)
@@ -490,6 +524,6 @@ int slurm_spank_exit (spank_t sp, int ac, char **av)
     (void)ac;
     (void)av;
     if (spank_remote (sp) && step.clean)
-        clean_step ();
+        clean_step_detached ();
     return 0;
 }
