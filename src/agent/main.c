@@ -27,6 +27,7 @@
 
 #include "apiclient.h"
 #include "args.h"
+#include "brokerhttp.h"
 #include "config.h"
 #include "cxilib.h"
 #include "fileutil.h"
@@ -145,8 +146,8 @@ static int broker_call (const char *method,
 {
     struct api_reply r;
     broker_status = 0;
-    if (api_client_call (
-            &target, BROKER_TIMEOUT_S, method, path, body, NULL, &r, error) < 0) {
+    if (broker_http_call (&target, BROKER_TIMEOUT_S, method, path, body, &r, error) <
+        0) {
         broker_down = true; /* kept reports wait: no second timeout */
         return -1;          /* errno EHOSTUNREACH */
     }
@@ -1485,7 +1486,7 @@ int main (int argc, char **argv)
     api_target_init (&target, &cfg, arg_.socket);
     if (!arg_.state_dir)
         arg_.state_dir = AGENT_STATE_DIR;
-    /* libcurl initialises itself (and OpenSSL) at the first broker call:
+    /* OpenSSL initialises itself at the first broker call:
      * prolog and epilog given all facts never pay for it. */
     int rc = EXIT_USAGE;
     retry_deadline_ms = fmb_monotime_ms () + (int64_t)arg_.retry_busy * 1000;

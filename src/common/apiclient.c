@@ -35,75 +35,6 @@ static size_t collect (char *d, size_t s, size_t n, void *arg)
     return s * n;
 }
 
-void api_target_init (struct api_target *t,
-                      const struct fmb_config *cfg,
-                      const char *socket)
-{
-    memset (t, 0, sizeof (*t));
-    if (socket || !cfg->broker_url[0]) {
-        t->socket = socket ? socket : cfg->socket;
-        return;
-    }
-    char *text = NULL;
-    size_t len = 0;
-    t->url = cfg->broker_url;
-    t->ca_file = cfg->client_ca_file[0] ? cfg->client_ca_file : NULL;
-    if (access (cfg->client_token_file, R_OK) < 0 && errno == EACCES) {
-        snprintf (t->token_problem,
-                  sizeof (t->token_problem),
-                  "[api] client_token_file %.180s: this user may not read it",
-                  cfg->client_token_file);
-        return;
-    }
-    /* A token that cannot be used fails each call, saying why, not the
-     * program: an epilog still destroys the job's services and keeps its
-     * report for later, a prolog fails the job with the reason. */
-    struct fmb_error why;
-    if (fmb_check_private_file (cfg->client_token_file, &why) < 0 ||
-        fmb_read_file (
-            cfg->client_token_file, API_TOKEN_MAX + 1, true, &text, &len, &why) < 0) {
-        snprintf (t->token_problem,
-                  sizeof (t->token_problem),
-                  "[api] client_token_file: %.200s",
-                  why.text);
-        return;
-    }
-    if (len == 0 || len > API_TOKEN_MAX || strpbrk (text, " \t\r\n")) {
-        explicit_bzero (text, len);
-        free (text);
-        snprintf (t->token_problem,
-                  sizeof (t->token_problem),
-                  "[api] client_token_file %.180s: expected one token of 1..%d "
-                  "characters",
-                  cfg->client_token_file,
-                  API_TOKEN_MAX);
-        return;
-    }
-    memcpy (t->token, text, len + 1);
-    explicit_bzero (text, len);
-    free (text);
-}
-
-int api_config_broker_url (struct fmb_config *cfg,
-                           const char *urls,
-                           struct fmb_error *error)
-{
-    char set[FMB_CFG_PATH_MAX + 32];
-    if (strlen (urls) >= FMB_CFG_PATH_MAX) {
-        errno = EINVAL;
-        return fmb_errorf (error, "--broker-url: too long");
-    }
-    snprintf (set, sizeof (set), "api.broker_url=%s", urls);
-    if (fmb_config_set (cfg, set, error) < 0)
-        return fmb_error_prefix (error, "--broker-url");
-    return 0;
-}
-
-void api_target_clear (struct api_target *t)
-{
-    explicit_bzero (t->token, sizeof (t->token));
-}
-
 /* One attempt at one broker ('url', or the target's socket when NULL).
  * *cc is curl's verdict; *reached says whether a connection was made. */
 static int call_one (const struct api_target *t,
@@ -297,34 +228,4 @@ int api_client_call (const struct api_target *t,
     }
     errno = cc == CURLE_OUT_OF_MEMORY ? ENOMEM : EHOSTUNREACH;
     return fmb_errorf (error, "broker at %s", why[0] ? why : t->url);
-}
-
-unsigned api_target_url_count (const struct api_target *t)
-{
-    if (!t->url || !t->url[0])
-        return 0;
-    unsigned n = 1;
-    for (const char *p = t->url; *p; p++)
-        n += *p == ',';
-    return n;
-}
-
-int api_target_url (const struct api_target *t, unsigned i, char *out, size_t len)
-{
-    const char *p = t->url;
-    for (unsigned k = 0; p && k < i; k++) {
-        p = strchr (p, ',');
-        if (p)
-            p++;
-    }
-    if (!p || !len) {
-        errno = ENOENT;
-        return -1;
-    }
-    size_t n = strcspn (p, ",");
-    if (n >= len)
-        n = len - 1;
-    memcpy (out, p, n);
-    out[n] = '\0';
-    return 0;
 }
