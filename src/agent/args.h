@@ -51,8 +51,9 @@ struct agent_args {
     bool json;
     bool lnx;
     bool no_report;
-    bool all;     /* clean --all */
-    bool pending; /* report --pending */
+    bool report_later; /* prolog: the 'created' report after exit (hooks) */
+    bool all;          /* clean --all */
+    bool pending;      /* report --pending */
     /* prolog --run JSON: make the job's RUN from this node (Slurm's
      * plugstack run=node); the RUN body, "nodes" possibly a hostlist */
     const char *run;

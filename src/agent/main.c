@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,6 +61,8 @@ static const char usage_text[] =
     "         make the job's RUN from this node first (Slurm plugstack run=node;\n"
     "         the broker needs [api] agent_run): JSON is the RUN body, its\n"
     "         \"nodes\" a Slurm host list; every node sends the same one\n"
+    "         --report-later: the 'created' report is kept and sent by a detached\n"
+    "         child after the prolog exits (a launcher waits for less)\n"
     "  epilog --job ID [--retry-busy SECONDS] [--no-report]\n"
     "         destroy the job's services (retrying EBUSY once a second for\n"
     "         SECONDS, default 5) and report to the broker; exit 1 = drain\n"
@@ -279,6 +282,56 @@ static void report (const char *cxi, const char *detail)
     spool_unlock (lock);
 }
 
+/* prolog --report-later: the 'created' report is kept (durably, as any
+ * report the broker could not take) and delivered by a detached child
+ * after this process has exited: the job's launch waits for the prolog,
+ * not for the report.  The child has no output (the hook's pipe must
+ * close); what it could not deliver stays kept for the next run. */
+static bool delivery_detached;
+
+static void deliver_pending (void);
+
+static void report_after_exit (const char *cxi)
+{
+    struct spooled_report r;
+    struct fmb_error e;
+    memset (&r, 0, sizeof (r));
+    snprintf (r.job, sizeof (r.job), "%s", arg_.job);
+    this_node (r.node, sizeof (r.node));
+    snprintf (r.cxi, sizeof (r.cxi), "%s", cxi);
+    r.at_ms = fmb_realtime_ms ();
+    int lock = spool_lock ();
+    int rc = spool_put (arg_.state_dir, &r, &e);
+    spool_unlock (lock);
+    if (rc < 0) {
+        fmb_log (LOG_WARNING, "job %s: %s; reporting now", r.job, e.text);
+        report (cxi, NULL);
+        return;
+    }
+    fflush (NULL);
+    pid_t pid = fork ();
+    if (pid < 0) {
+        deliver_pending ();
+        return;
+    }
+    if (pid == 0) {
+        if (fork () == 0) {
+            int null = open ("/dev/null", O_RDWR);
+            setsid ();
+            if (null >= 0) {
+                dup2 (null, STDIN_FILENO);
+                dup2 (null, STDOUT_FILENO);
+                dup2 (null, STDERR_FILENO);
+            }
+            deliver_pending ();
+        }
+        _exit (0);
+    }
+    while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    delivery_detached = true;
+}
+
 struct pending_ctx {
     unsigned delivered, refused, left;
 };
@@ -326,8 +379,8 @@ static int count_one (const struct spooled_report *r, void *arg)
     return 0;
 }
 
-/* Deliver the reports kept by earlier runs.  Returns how many are left. */
-static unsigned deliver_pending (void)
+/* Deliver the reports kept by earlier runs. */
+static unsigned deliver_pending_left (void)
 {
     struct pending_ctx pc = {0};
     struct fmb_error e;
@@ -339,10 +392,15 @@ static unsigned deliver_pending (void)
     return pc.left;
 }
 
+static void deliver_pending (void)
+{
+    deliver_pending_left ();
+}
+
 /* report --pending: for a timer or housekeeping. */
 static int cmd_report (void)
 {
-    unsigned left = deliver_pending ();
+    unsigned left = deliver_pending_left ();
     if (left) {
         fmb_log (LOG_ERR,
                  "%u node report(s) still not delivered (kept in %s/reports)",
@@ -859,7 +917,9 @@ static int cmd_prolog (void)
         if (write_env_record (&f, NULL, NULL, 0, why, &e) < 0)
             fmb_log (LOG_WARNING, "job %s: %s", f.id, e.text);
         report ("failed", why);
-    } else if (!arg_.dry_run)
+    } else if (!arg_.dry_run && arg_.report_later && !arg_.no_report)
+        report_after_exit ("created");
+    else if (!arg_.dry_run)
         report ("created", NULL);
     for (int i = 0; i < nmade; i++)
         lib.close_device (made[i].dev);
@@ -1515,7 +1575,7 @@ int main (int argc, char **argv)
      * already found the broker away. */
     if ((arg_.cmd == AGENT_PROLOG || arg_.cmd == AGENT_EPILOG ||
          arg_.cmd == AGENT_HOUSEKEEPING || arg_.cmd == AGENT_CLEAN) &&
-        !arg_.dry_run && !arg_.no_report && !broker_down)
+        !arg_.dry_run && !arg_.no_report && !broker_down && !delivery_detached)
         deliver_pending ();
     /* The job's own reason last (final_reason). */
     if (rc != 0 && final_reason[0])
