@@ -41,6 +41,12 @@ printf "[api]\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient
     "$tcp_port" "$T/agent.token" "$T/certs/ca.pem" "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
 chmod 644 "$T/node.conf"
 mkdir -p "$S/hooks"
+# The nodes' job records and report spools on tmpfs, as in /run on a
+# real node (the test host's /run and /tmp are a disk, where each
+# record's fsync would be timed as the prolog's).
+R=$(mktemp -d /dev/shm/fmbbench.XXXXXX) && chmod 755 "$R" || exit 1
+rm_records () { rm -rf "$R"; }
+on_exit rm_records
 # Every hook notes "NAME MODE START_NS END_NS" in $T/hooks.times (the
 # wrapper's sh is part of the time: a site's hook is a script too).
 for h in prolog_slurmctld epilog_slurmctld; do
@@ -58,7 +64,7 @@ for h in prolog epilog; do
 #!/bin/sh
 t0=\$(date +%s%N)
 export FMBROKER_SBINDIR=$FMB_BIN MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
-export FMBROKER_CONF=$T/node.conf FMBROKER_CXI_ARGS="--state-dir $T/rec-\$SLURMD_NODENAME"
+export FMBROKER_CONF=$T/node.conf FMBROKER_CXI_ARGS="--state-dir $R/rec-\$SLURMD_NODENAME"
 $FMB_SRC/deploy/slurm/$h.sh
 rc=\$?
 read m <$S/mode
@@ -67,7 +73,7 @@ exit \$rc
 HOOK
 done
 chmod 755 "$S"/hooks/*.sh
-plugin="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$T/rec-%n prolog=$S/hooks/prolog.sh epilog=$S/hooks/epilog.sh"
+plugin="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$R/rec-%n prolog=$S/hooks/prolog.sh epilog=$S/hooks/epilog.sh"
 # A setup is slurm.conf lines (Include'd) and a plugstack.conf; slurmd
 # decides at start whether job prologs run SPANK plugins, and PrologFlags
 # are read at start: every change restarts the daemons (not timed).
