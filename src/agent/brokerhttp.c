@@ -21,9 +21,10 @@
 #include "brokerhttp.h"
 #include "monotime.h"
 
-#define REPLY_MAX (16 * 1024 * 1024) /* as apiclient.c: a listing of 1000 jobs ~1 MiB \
-                                      */
-#define REQUEST_MAX (64 * 1024)      /* a RUN body with a compressed node list */
+/* As apiclient.c: a listing of 1000 jobs is ~1 MiB. */
+#define REPLY_MAX (16 * 1024 * 1024)
+/* A RUN body with a compressed node list. */
+#define REQUEST_MAX (64 * 1024)
 
 struct conn {
     int fd;
