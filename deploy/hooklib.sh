@@ -30,6 +30,15 @@ fmb_detach () {
     done
 }
 
+# Did a failed end-job (output $1) find no such job at the broker (404):
+# its RUN never got there, so it holds no VNI and no FM reservation.
+fmb_no_such_job () {
+    echo "$1" | grep -q ": 404 "
+}
+fmb_log_no_such_job () { # JOB [after]
+    fmb_log "job $1: the broker has no such job${2:+ ($2)}: its RUN never reached it, so it holds nothing; nothing to end"
+}
+
 # fmb_end_job JOB: CLEANUP at the broker; prints what went wrong.
 fmb_end_job () {
     timeout $((FMBROKER_HOOK_TIMEOUT + 1)) "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
@@ -44,7 +53,9 @@ fmb_cleanup () {
     _out=$(fmb_end_job "$1")
     _rc=$?
     [ $_rc = 0 ] && return 0
-    if fmb_transient $_rc "$_out"; then
+    if fmb_no_such_job "$_out"; then
+        fmb_log_no_such_job "$1"
+    elif fmb_transient $_rc "$_out"; then
         fmb_log "job $1: end-job failed: $(echo "$_out" | tail -n 1); retrying for up to $FMBROKER_CLEANUP_RETRY_S s"
         fmb_detach "$0" --retry "$1"
     else
@@ -67,6 +78,10 @@ fmb_cleanup_retry () {
         _rc=$?
         if [ $_rc = 0 ]; then
             fmb_log "job $_job: end-job done after $_waited s of retries"
+            return 0
+        fi
+        if fmb_no_such_job "$_out"; then
+            fmb_log_no_such_job "$_job" "after $_waited s of retries"
             return 0
         fi
         fmb_transient $_rc "$_out" || break

@@ -6,7 +6,7 @@
 # fail on the nodes (no VNIs, no record) under the plugin's
 # policy=fail_closed, or run without isolation (fail_open).  A broker
 # that does not answer (a failover) is waited for first (below).
-. "$(dirname "$0")/common.sh"
+case $0 in */*) . "${0%/*}/common.sh" ;; *) . ./common.sh ;; esac
 opts=
 case "${SPANK_FMB_HWCOLL:-}" in
     on | off | auto) opts="--hwcoll $SPANK_FMB_HWCOLL" ;;
@@ -17,10 +17,13 @@ esac
 case "${SPANK_FMB_TCS:-}" in # a mask, 0x1..0xf
     0x[1-9a-f]) opts="$opts --tcs $SPANK_FMB_TCS" ;;
 esac
+# (no timeout(1) around it: the CLI bounds its own call, and every
+# process here is paid by every job's launch; no subshell for the cores)
+cpus=${SLURM_JOB_CPUS_PER_NODE:-0}
 run_job () {
-    timeout $((FMBROKER_HOOK_TIMEOUT + 1)) "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
+    "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
         --timeout "$FMBROKER_HOOK_TIMEOUT" run-job "$SLURM_JOB_ID" --uid "$SLURM_JOB_UID" \
-        --user "$SLURM_JOB_USER" --nodes "$SLURM_JOB_NODELIST" --ncores "$(fmb_ncores)" $opts --quiet 2>&1
+        --user "$SLURM_JOB_USER" --nodes "$SLURM_JOB_NODELIST" --ncores "${cpus%%[!0-9]*}" $opts --quiet 2>&1
 }
 # No broker answering (a failover takes tens of seconds) or a 429/5xx:
 # the job waits for one, with back-off, for FMBROKER_RUN_RETRY_S (default

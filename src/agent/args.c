@@ -104,8 +104,10 @@ int agent_args_parse (int argc,
         O_LNX,
         O_JSON,
         O_NOREPORT,
+        O_REPORT_LATER,
         O_ALL,
-        O_PENDING
+        O_PENDING,
+        O_RUN
     };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -124,8 +126,10 @@ int agent_args_parse (int argc,
         {"lnx", no_argument, NULL, O_LNX},
         {"json", no_argument, NULL, O_JSON},
         {"no-report", no_argument, NULL, O_NOREPORT},
+        {"report-later", no_argument, NULL, O_REPORT_LATER},
         {"all", no_argument, NULL, O_ALL},
         {"pending", no_argument, NULL, O_PENDING},
+        {"run", required_argument, NULL, O_RUN},
         {"dry-run", no_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -227,11 +231,21 @@ int agent_args_parse (int argc,
         case O_NOREPORT:
             a->no_report = true;
             break;
+        case O_REPORT_LATER:
+            a->report_later = true;
+            break;
         case O_ALL:
             a->all = true;
             break;
         case O_PENDING:
             a->pending = true;
+            break;
+        case O_RUN:
+            if (optarg[0] != '{' || strlen (optarg) > AGENT_RUN_MAX)
+                return bad (error,
+                            "--run: a RUN request, a JSON object of at most %d bytes",
+                            AGENT_RUN_MAX);
+            a->run = optarg;
             break;
         case 'n':
             a->dry_run = true;
@@ -267,5 +281,9 @@ int agent_args_parse (int argc,
     if (have_uid != (vnis != NULL))
         return bad (error, "--uid and --vnis go together");
     a->have_facts = have_uid;
+    if (a->report_later && a->cmd != AGENT_PROLOG)
+        return bad (error, "--report-later: prolog only");
+    if (a->run && (a->cmd != AGENT_PROLOG || a->have_facts))
+        return bad (error, "--run: prolog only, and not with --uid/--vnis");
     return 0;
 }

@@ -51,9 +51,15 @@ struct agent_args {
     bool json;
     bool lnx;
     bool no_report;
-    bool all;     /* clean --all */
-    bool pending; /* report --pending */
+    bool report_later; /* prolog: the 'created' report after exit (hooks) */
+    bool all;          /* clean --all */
+    bool pending;      /* report --pending */
+    /* prolog --run JSON: make the job's RUN from this node (Slurm's
+     * plugstack run=node); the RUN body, "nodes" possibly a hostlist */
+    const char *run;
 };
+
+#define AGENT_RUN_MAX 16384 /* a RUN body with a compressed node list */
 
 /* Parse argv (options before or after the command word).  0 with *a
  * filled, or -1 (errno EINVAL) with a message naming the argument. */

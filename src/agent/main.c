@@ -14,11 +14,13 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,9 +28,11 @@
 
 #include "apiclient.h"
 #include "args.h"
+#include "brokerhttp.h"
 #include "config.h"
 #include "cxilib.h"
 #include "fileutil.h"
+#include "hostlist.h"
 #include "jobset.h"
 #include "spool.h"
 #include "jobrecord.h"
@@ -53,6 +57,12 @@ static const char usage_text[] =
     "         one service per NIC for the job; on -ENOSPC the reservations are\n"
     "         scaled back to what is free, with a warning; then writes the\n"
     "         job's environment record for env (owned by the job's uid, 0400)\n"
+    "  prolog --job ID --run JSON [--ncores N]\n"
+    "         make the job's RUN from this node first (Slurm plugstack run=node;\n"
+    "         the broker needs [api] agent_run): JSON is the RUN body, its\n"
+    "         \"nodes\" a Slurm host list; every node sends the same one\n"
+    "         --report-later: the 'created' report is kept and sent by a detached\n"
+    "         child after the prolog exits (a launcher waits for less)\n"
     "  epilog --job ID [--retry-busy SECONDS] [--no-report]\n"
     "         destroy the job's services (retrying EBUSY once a second for\n"
     "         SECONDS, default 5) and report to the broker; exit 1 = drain\n"
@@ -97,14 +107,36 @@ static const char usage_text[] =
     "with nothing to do.  A chosen libcxi that does not load fails them.\n"
     "A report (created/destroyed/failed) the broker cannot take now is kept on\n"
     "the node and delivered later, so no VNI stays quarantined for want of it.\n"
+    "A failed run's last line is its own job's reason (hooks show it to users).\n"
     "Exit status: 0 success, 1 failure (epilog: drain the node), 2 usage.\n";
 
 static struct agent_args arg_;
+
+/* Why this run failed, in words for the job's user: main() prints it as
+ * the run's last line, after any line about other jobs (kept reports),
+ * so that a hook showing the last line (the SPANK plugin, Flux's prolog)
+ * shows this job's own reason.  The first failure is the reason; what
+ * follows from it (removing services, keeping a report) is logged as it
+ * happens.  Advice for admins goes to other lines, never into it. */
+static char final_reason[FMB_ERROR_TEXT_MAX + 128];
+
+static int fail_job (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+static int fail_job (const char *fmt, ...)
+{
+    va_list ap;
+    if (!final_reason[0]) {
+        va_start (ap, fmt);
+        vsnprintf (final_reason, sizeof (final_reason), fmt, ap);
+        va_end (ap);
+    }
+    return EXIT_FAIL;
+}
 
 static struct fmb_config cfg;
 static struct api_target target;
 static struct cxilib lib;
 static long broker_status; /* of the last broker call; 0: not reached */
+static bool broker_down;   /* a call found no broker in this run */
 
 /* ---- the broker ---------------------------------------------------- */
 
@@ -117,9 +149,11 @@ static int broker_call (const char *method,
 {
     struct api_reply r;
     broker_status = 0;
-    if (api_client_call (
-            &target, BROKER_TIMEOUT_S, method, path, body, NULL, &r, error) < 0)
-        return -1; /* errno EHOSTUNREACH */
+    if (broker_http_call (&target, BROKER_TIMEOUT_S, method, path, body, &r, error) <
+        0) {
+        broker_down = true; /* kept reports wait: no second timeout */
+        return -1;          /* errno EHOSTUNREACH */
+    }
     broker_status = r.status;
     if (r.status < 200 || r.status > 299) {
         const char *detail = json_string_value (json_object_get (r.body, "detail"));
@@ -141,8 +175,6 @@ static int broker_call (const char *method,
 }
 
 /* ---- node reports, durable ---------------------------------------- */
-
-static bool broker_down; /* a report failed to get through in this run */
 
 static void this_node (char *node, size_t len)
 {
@@ -250,6 +282,56 @@ static void report (const char *cxi, const char *detail)
     spool_unlock (lock);
 }
 
+/* prolog --report-later: the 'created' report is kept (durably, as any
+ * report the broker could not take) and delivered by a detached child
+ * after this process has exited: the job's launch waits for the prolog,
+ * not for the report.  The child has no output (the hook's pipe must
+ * close); what it could not deliver stays kept for the next run. */
+static bool delivery_detached;
+
+static void deliver_pending (void);
+
+static void report_after_exit (const char *cxi)
+{
+    struct spooled_report r;
+    struct fmb_error e;
+    memset (&r, 0, sizeof (r));
+    snprintf (r.job, sizeof (r.job), "%s", arg_.job);
+    this_node (r.node, sizeof (r.node));
+    snprintf (r.cxi, sizeof (r.cxi), "%s", cxi);
+    r.at_ms = fmb_realtime_ms ();
+    int lock = spool_lock ();
+    int rc = spool_put (arg_.state_dir, &r, &e);
+    spool_unlock (lock);
+    if (rc < 0) {
+        fmb_log (LOG_WARNING, "job %s: %s; reporting now", r.job, e.text);
+        report (cxi, NULL);
+        return;
+    }
+    fflush (NULL);
+    pid_t pid = fork ();
+    if (pid < 0) {
+        deliver_pending ();
+        return;
+    }
+    if (pid == 0) {
+        if (fork () == 0) {
+            int null = open ("/dev/null", O_RDWR);
+            setsid ();
+            if (null >= 0) {
+                dup2 (null, STDIN_FILENO);
+                dup2 (null, STDOUT_FILENO);
+                dup2 (null, STDERR_FILENO);
+            }
+            deliver_pending ();
+        }
+        _exit (0);
+    }
+    while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    delivery_detached = true;
+}
+
 struct pending_ctx {
     unsigned delivered, refused, left;
 };
@@ -297,8 +379,8 @@ static int count_one (const struct spooled_report *r, void *arg)
     return 0;
 }
 
-/* Deliver the reports kept by earlier runs.  Returns how many are left. */
-static unsigned deliver_pending (void)
+/* Deliver the reports kept by earlier runs. */
+static unsigned deliver_pending_left (void)
 {
     struct pending_ctx pc = {0};
     struct fmb_error e;
@@ -310,10 +392,15 @@ static unsigned deliver_pending (void)
     return pc.left;
 }
 
+static void deliver_pending (void)
+{
+    deliver_pending_left ();
+}
+
 /* report --pending: for a timer or housekeeping. */
 static int cmd_report (void)
 {
-    unsigned left = deliver_pending ();
+    unsigned left = deliver_pending_left ();
     if (left) {
         fmb_log (LOG_ERR,
                  "%u node report(s) still not delivered (kept in %s/reports)",
@@ -356,6 +443,41 @@ static int facts_from_json (json_t *o, struct job_facts *f)
     return 0;
 }
 
+/* prolog --run: the job's RUN, made from this node (Slurm's plugstack
+ * run=node: no PrologSlurmctld, so srun's launch does not wait for the
+ * controller).  Every node of the job sends the same request; the first
+ * creates the job, the others get the same answer.  *job: the broker's. */
+static int run_from_node (json_t **job, struct fmb_error *error)
+{
+    json_error_t jerr;
+    char path[256];
+    json_t *body = json_loads (arg_.run, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *nodes = json_object_get (body, "nodes");
+    if (!json_is_object (body)) {
+        json_decref (body);
+        errno = EINVAL;
+        return fmb_errorf (error, "job %s: --run: not a JSON object", arg_.job);
+    }
+    if (json_is_string (nodes)) { /* a hostlist, as Slurm gives it */
+        json_t *names = json_array ();
+        if (hostlist_expand (json_string_value (nodes), names, error) < 0) {
+            json_decref (names);
+            json_decref (body);
+            return fmb_error_prefix (error, "job %s: --run: nodes", arg_.job);
+        }
+        json_object_set_new (body, "nodes", names);
+    }
+    char *text = json_dumps (body, JSON_COMPACT);
+    json_decref (body);
+    snprintf (path, sizeof (path), "/v1/jobs/%s", arg_.job);
+    int rc = text ? broker_call ("PUT", path, text, job, error) : -1;
+    free (text);
+    if (rc < 0)
+        return fmb_error_prefix (
+            error, "job %s: the broker did not RUN the job", arg_.job);
+    return 0;
+}
+
 /* Facts from the flags, this node's record, or the broker (in that
  * order).  *env (may be NULL) gets the broker's env map when it was asked. */
 static int job_facts (struct job_facts *f, json_t **env, struct fmb_error *error)
@@ -390,7 +512,12 @@ static int job_facts (struct job_facts *f, json_t **env, struct fmb_error *error
     snprintf (api, sizeof (api), "/v1/jobs/%s/nodes/%s", arg_.job, node);
     int got = -1;
     bool whole = !valid_node_name (node);
-    if (!whole) {
+    if (arg_.run) {
+        if (run_from_node (&job, error) < 0)
+            return -1;
+        got = 0;
+        whole = false;
+    } else if (!whole) {
         got = broker_call ("GET", api, NULL, &job, error);
         whole = got < 0 && broker_status == 405;
     }
@@ -398,11 +525,14 @@ static int job_facts (struct job_facts *f, json_t **env, struct fmb_error *error
         snprintf (api, sizeof (api), "/v1/jobs/%s", arg_.job);
         got = broker_call ("GET", api, NULL, &job, error);
     }
-    if (got < 0)
+    if (got < 0) {
+        fmb_log (LOG_INFO,
+                 "job %s: the broker did not give the job's facts; by hand, "
+                 "--uid and --vnis do without it",
+                 arg_.job);
         return fmb_error_prefix (
-            error,
-            "job %s (give --uid and --vnis to work without the broker)",
-            arg_.job);
+            error, "job %s: cannot get the job's VNIs from the broker", arg_.job);
+    }
     int rc = facts_from_json (job, f);
     if (arg_.ncores > 0)
         f->ncores = (unsigned)arg_.ncores;
@@ -484,9 +614,11 @@ static int no_libcxi (const char *why)
     char nic[256];
     if (strcmp (arg_.libcxi, LIBCXI_DEFAULT) != 0) {
         fmb_log (LOG_ERR,
-                 "%s: the libcxi chosen (--libcxi or [cxi] libcxi) cannot be used, "
-                 "so no job can get its CXI services here",
+                 "%s: the libcxi chosen (--libcxi or [cxi] libcxi) cannot be used",
                  why);
+        fail_job (
+            "this node's libcxi cannot be loaded: no job can get CXI services "
+            "here");
         return -1;
     }
     if (sysfs_nic (nic, sizeof (nic))) {
@@ -495,6 +627,10 @@ static int no_libcxi (const char *why)
                  "[cxi] libcxi",
                  why,
                  nic);
+        fail_job (
+            "this node has Slingshot NICs (%s) but no libcxi: no job can get "
+            "CXI services here",
+            nic);
         return -1;
     }
     fmb_log (
@@ -510,12 +646,12 @@ static int devices (struct cxil_device_list **ret)
     if (cxilib_open (arg_.libcxi, &lib, &e) < 0) {
         if (errno == EOPNOTSUPP)
             return no_libcxi (e.text);
-        fmb_log (LOG_ERR, "%s", e.text);
+        fail_job ("%s", e.text);
         return -1;
     }
     int rc = lib.get_device_list (ret);
     if (rc < 0) {
-        fmb_log (LOG_ERR, "cxil_get_device_list: %s", strerror (-rc));
+        fail_job ("cxil_get_device_list: %s", strerror (-rc));
         return -1;
     }
     if ((*ret)->count == 0) {
@@ -706,9 +842,8 @@ static int cmd_prolog (void)
     if (!dl)
         return 0;
     if (job_facts (&f, arg_.have_facts ? NULL : &broker_env, &e) < 0) {
-        fmb_log (LOG_ERR, "%s", e.text);
         lib.free_device_list (dl);
-        return EXIT_FAIL;
+        return fail_job ("%s", e.text);
     }
     if (f.ended) {
         /* An earlier run of the job id, cleaned up by the RM (Slurm
@@ -721,11 +856,10 @@ static int cmd_prolog (void)
                   "the broker has job %s as an ended run (its RUN for this run failed: "
                   "see the controller's log)",
                   f.id);
-        fmb_log (LOG_ERR, "%s: no CXI services created", why);
         record_no_services (&f, why);
         json_decref (broker_env);
         lib.free_device_list (dl);
-        return EXIT_FAIL;
+        return fail_job ("%s: no CXI services created", why);
     }
     if (f.nvnis == 0) {
         fmb_log (LOG_NOTICE, "job %s has no VNIs: no CXI services to create", f.id);
@@ -766,11 +900,8 @@ static int cmd_prolog (void)
     }
     if (rc != 0) {
         /* All or nothing: remove what this run created. */
-        fmb_log (LOG_ERR,
-                 "job %s: %s; removing the %d service(s) created",
-                 f.id,
-                 why,
-                 nmade);
+        fail_job ("job %s: %s", f.id, why);
+        fmb_log (LOG_NOTICE, "job %s: removing the %d service(s) created", f.id, nmade);
         for (int i = 0; i < nmade; i++) {
             int r = lib.destroy_svc (made[i].dev, made[i].svc);
             if (r < 0)
@@ -786,7 +917,9 @@ static int cmd_prolog (void)
         if (write_env_record (&f, NULL, NULL, 0, why, &e) < 0)
             fmb_log (LOG_WARNING, "job %s: %s", f.id, e.text);
         report ("failed", why);
-    } else if (!arg_.dry_run)
+    } else if (!arg_.dry_run && arg_.report_later && !arg_.no_report)
+        report_after_exit ("created");
+    else if (!arg_.dry_run)
         report ("created", NULL);
     for (int i = 0; i < nmade; i++)
         lib.close_device (made[i].dev);
@@ -857,8 +990,7 @@ static int cmd_epilog (void)
                     "no record of the job on this node: nothing was created");
             return 0;
         }
-        fmb_log (LOG_ERR, "%s", e.text);
-        return EXIT_FAIL;
+        return fail_job ("%s", e.text);
     }
     for (unsigned i = 0; i < dl->count; i++) {
         struct cxil_dev *dev;
@@ -918,12 +1050,13 @@ static int cmd_epilog (void)
     if (arg_.dry_run)
         return 0;
     if (failures) {
-        fmb_log (LOG_ERR,
-                 "job %s: %d service(s) left behind: this node should be drained",
-                 f.id,
-                 failures);
         report ("failed", why); /* the broker raises node_drain_requested */
-        return EXIT_FAIL;
+        return fail_job (
+            "job %s: %d service(s) left behind (%s): this node should be "
+            "drained",
+            f.id,
+            failures,
+            why);
     }
     char path[PATH_MAX];
     record_path (path, sizeof (path));
@@ -1413,7 +1546,7 @@ int main (int argc, char **argv)
     api_target_init (&target, &cfg, arg_.socket);
     if (!arg_.state_dir)
         arg_.state_dir = AGENT_STATE_DIR;
-    /* libcurl initialises itself (and OpenSSL) at the first broker call:
+    /* OpenSSL initialises itself at the first broker call:
      * prolog and epilog given all facts never pay for it. */
     int rc = EXIT_USAGE;
     retry_deadline_ms = fmb_monotime_ms () + (int64_t)arg_.retry_busy * 1000;
@@ -1442,8 +1575,11 @@ int main (int argc, char **argv)
      * already found the broker away. */
     if ((arg_.cmd == AGENT_PROLOG || arg_.cmd == AGENT_EPILOG ||
          arg_.cmd == AGENT_HOUSEKEEPING || arg_.cmd == AGENT_CLEAN) &&
-        !arg_.dry_run && !arg_.no_report && !broker_down)
+        !arg_.dry_run && !arg_.no_report && !broker_down && !delivery_detached)
         deliver_pending ();
+    /* The job's own reason last (final_reason). */
+    if (rc != 0 && final_reason[0])
+        fmb_log (LOG_ERR, "%s", final_reason);
     cxilib_close (&lib);
     api_target_clear (&target);
     return rc;

@@ -673,14 +673,36 @@ static int run_write_intent (struct broker *b,
     return 0;
 }
 
+static bool run_names_node (const struct run_request *rr, const char *node)
+{
+    size_t i;
+    json_t *n;
+    json_array_foreach (rr->nodes, i, n)
+    {
+        if (json_is_string (n) && strcmp (json_string_value (n), node) == 0)
+            return true;
+    }
+    return false;
+}
+
 int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     const char *id = http_job (req);
     struct run_request rr;
     char why[300];
     struct fmb_error e;
+    /* A node prolog's RUN (Slurm's run=node), only where the site said so:
+     * every holder of the agent token could then create jobs. */
+    if (!(http_caller (req)->roles & ROLE_RM) && !b->cfg.api_agent_run)
+        return http_problemf (
+            p, 403, "an agent token may RUN a job only with [api] agent_run = true");
     if (jobs_parse_run (&b->cfg, http_body (req), &rr, why, sizeof (why)) < 0)
         return http_problemf (p, 400, "%s", why);
+    /* A node speaks only for itself: it may RUN only a job whose node
+     * list names it (never one given only a node count). */
+    const struct caller *c = http_caller (req);
+    if (c->node[0] && !(c->roles & (ROLE_RM | ROLE_ADMIN)) && !run_names_node (&rr, c->node))
+        return node_refused (req, p, "may RUN only a job whose node list names it");
     char *canon = canonical_request (&rr);
     if (!canon)
         return http_problemf (p, 500, "out of memory");

@@ -113,7 +113,7 @@ static int reconcile_cb (struct broker *b, struct http_req *req, struct http_pro
 /* clang-format off */
 const struct route broker_routes[] = {
     /* method   path                            who may call                               body  handler */
-    { "PUT",    "/v1/jobs/{job}",               ROLE_RM,                                   true,  jobs_run },
+    { "PUT",    "/v1/jobs/{job}",               ROLE_RM | ROLE_AGENT,                      true,  jobs_run },
     { "DELETE", "/v1/jobs/{job}",               ROLE_RM | ROLE_ADMIN,                      false, jobs_cleanup },
     { "GET",    "/v1/jobs/{job}",               ROLE_RM | ROLE_ADMIN | ROLE_AGENT | ROLE_JOB | ROLE_USER, false, jobs_get },
     { "GET",    "/v1/jobs",                     ROLE_RM | ROLE_ADMIN | ROLE_AGENT | ROLE_USER, false, jobs_list },

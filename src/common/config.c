@@ -94,6 +94,10 @@ static const struct cfg_key cfg_keys[] = {
       F (tls_key), check_path_or_empty, NULL },
     { "api",            "tokens_file",        CFG_STRING,    0,   0,        "",
       F (tokens_file), check_path_or_empty, NULL },
+    /* true: an agent token may also RUN a job (a node prolog's RUN,
+     * Slurm's plugstack run=node: launches without PrologSlurmctld). */
+    { "api",            "agent_run",          CFG_BOOL,      0,   1,        "false",
+      F (api_agent_run), NULL, NULL },
     { "api",            "rm_users",           CFG_STRING,    0,   0,        FMB_RM_USERS_DEFAULT,
       F (rm_users), check_names, NULL },
     { "api",            "admin_users",        CFG_STRING,    0,   0,        "root",

@@ -79,6 +79,7 @@ struct fmb_config {
     char rm_users[FMB_CFG_LIST_MAX];
     char admin_users[FMB_CFG_LIST_MAX];
     char admin_groups[FMB_CFG_LIST_MAX];
+    bool api_agent_run; /* agent tokens may RUN jobs (node-side RUN) */
     unsigned api_max_connections;
     unsigned api_max_connections_per_user;
     unsigned api_reserved_connections; /* for rm and admin users */

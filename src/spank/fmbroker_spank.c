@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -33,8 +35,19 @@
 
 #include "config.h"
 #include "jobrecord.h"
+#include "monotime.h"
 #include "spankcore.h"
 #include "stepclean.h"
+
+/* The headers read here are the release configure found and the
+ * packages name (src/spank/CMakeLists.txt, FMB_SLURM_INCLUDE_DIR). */
+#if defined(FMB_SLURM_VERSION_BUILT) && SLURM_VERSION_NUMBER != FMB_SLURM_VERSION_BUILT
+#error \
+    "slurm/slurm_version.h read here is not the one configure found: check FMB_SLURM_INCLUDE_DIR"
+#endif
+#ifndef FMB_SLURM_RELEASE_TEXT
+#define FMB_SLURM_RELEASE_TEXT "(unknown)"
+#endif
 
 SPANK_PLUGIN (fmbroker, 1);
 
@@ -119,6 +132,16 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
         slurm_error ("fmbroker: %s", e.text);
         return -1;
     }
+    /* Once per slurmd start: which fmbroker, built for which Slurm. */
+    if (ctx == S_CTX_SLURMD)
+        slurm_info ("fmbroker: SPANK plugin %s for Slurm %s loaded (policy %s)",
+                    FMB_VERSION,
+                    FMB_SLURM_RELEASE_TEXT,
+                    conf.policy == SPANK_FAIL_OPEN ? "fail_open" : "fail_closed");
+    else
+        slurm_debug ("fmbroker: SPANK plugin %s for Slurm %s loaded",
+                     FMB_VERSION,
+                     FMB_SLURM_RELEASE_TEXT);
     if (!user_context (ctx))
         return 0;
     char names[128];
@@ -226,6 +249,38 @@ static void record_failure (const char *job, uid_t uid, const char *reason)
     jobrecord_clear (&r);
 }
 
+/* What the node hooks get from plugstack.conf, in their environment:
+ * config= and state_dir= when given (common.sh puts them before
+ * /etc/default/fmbroker's), and under run=node the job's RUN request. */
+static void hook_env (spank_t sp, bool prolog)
+{
+    char dir[1024];
+    struct fmb_error e;
+    uid_t uid = 0;
+    if (conf.config_given)
+        setenv ("FMBROKER_SPANK_CONF", conf.config, 1);
+    if (conf.state_dir_given) {
+        node_state_dir (dir, sizeof (dir));
+        setenv ("FMBROKER_SPANK_STATE_DIR", dir, 1);
+    }
+    if (!prolog || !conf.node_run)
+        return;
+    spank_get_item (sp, S_JOB_UID, &uid);
+    char *run = spank_run_request ((unsigned long)uid,
+                                   getenv ("SLURM_JOB_USER"),
+                                   getenv ("SLURM_NODELIST"),
+                                   getenv ("SLURM_JOB_CPUS_PER_NODE"),
+                                   getenv ("SPANK_FMB_HWCOLL"),
+                                   getenv ("SPANK_FMB_VNIS"),
+                                   getenv ("SPANK_FMB_TCS"),
+                                   &e);
+    if (run)
+        setenv ("FMBROKER_RUN", run, 1);
+    else
+        slurm_error ("fmbroker: run=node: %s", e.text);
+    free (run);
+}
+
 /* Run a node hook; its exit status, or -1 if it did not finish. */
 static int run_node_hook (
     spank_t sp, const char *what, const char *path, char *why, size_t len)
@@ -234,8 +289,15 @@ static int run_node_hook (
     struct fmb_error e;
     char last[256];
     spank_get_item (sp, S_JOB_ID, &h.job);
+    hook_env (sp, strcmp (what, "prolog") == 0);
+    int64_t t0 = fmb_monotime_ms ();
     int st = spank_run_hook (
         path, conf.hook_timeout_s, log_hook_line, &h, last, sizeof (last), &e);
+    slurm_verbose ("fmbroker: job %u: node %s done in %lld ms (status %d)",
+                   h.job,
+                   what,
+                   (long long)(fmb_monotime_ms () - t0),
+                   st);
     if (st == 0)
         return 0;
     if (st < 0)
@@ -286,16 +348,27 @@ static void step_name (uint32_t id, char *out, size_t len)
         snprintf (out, len, "%u", id);
 }
 
-static void set_step_env (spank_t sp, const struct jobrecord *r)
+/* The record's variables; the hardware-collective ones (FI_CXI_*, with
+ * the step id) only for a numbered step of a job with a reservation.
+ * As Slurm's switch/hpe_slingshot: the batch and interactive steps get
+ * none, for the FM knows a job's steps by their decimal ids only (a
+ * PATCH for step "batch" is nothing it is known to take), and a job
+ * without a reservation has no step id to give. */
+static bool set_step_env (spank_t sp, const struct jobrecord *r, bool numbered)
 {
     const char *name;
     json_t *value;
+    bool hwcoll = numbered && json_object_get (r->env, "FI_CXI_COLL_MCAST_TOKEN");
     json_object_foreach (r->env, name, value)
     {
+        if (!hwcoll && strncmp (name, "FI_CXI_", 7) == 0)
+            continue;
         if (spank_setenv (sp, name, json_string_value (value), 1) != ESPANK_SUCCESS)
             slurm_error ("fmbroker: job %s: cannot set %s", step.job, name);
     }
-    spank_setenv (sp, "FI_CXI_COLL_JOB_STEP_ID", step.step, 1);
+    if (hwcoll)
+        spank_setenv (sp, "FI_CXI_COLL_JOB_STEP_ID", step.step, 1);
+    return hwcoll;
 }
 
 /* fail_closed: the step does not start, and the user and slurmd's log
@@ -329,8 +402,9 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
     bool no_vnis = opt.have_vnis && opt.vnis == 0;
     int rc = spank_step_record (step.state_dir, step.job, no_vnis, &r, &e);
     if (rc > 0) {
-        set_step_env (sp, &r);
-        step.clean = nodeid == 0 && json_object_get (r.env, "FI_CXI_COLL_MCAST_TOKEN");
+        bool numbered =
+            stepid != SLURM_BATCH_SCRIPT && stepid != SLURM_INTERACTIVE_STEP;
+        step.clean = set_step_env (sp, &r, numbered) && nodeid == 0;
     } else if (rc < 0 && conf.policy == SPANK_FAIL_CLOSED) {
         refuse_step (&e);
     } else if (rc < 0)
@@ -398,16 +472,51 @@ static spank_clean_step_fn load_clean_module (char *why, size_t len)
 static void clean_step (void)
 {
     char why[FMB_ERROR_TEXT_MAX + 64];
+    int64_t t0 = fmb_monotime_ms ();
     spank_clean_step_fn clean = load_clean_module (why, sizeof (why));
     if (clean &&
         clean (
             conf.config, step.job, step.step, conf.step_timeout_s, why, sizeof (why)) ==
             0) {
-        slurm_debug (
-            "fmbroker: job %s step %s: multicast trees released", step.job, step.step);
+        slurm_verbose (
+            "fmbroker: job %s step %s: step cleanup done in %lld ms (after "
+            "the step's end)",
+            step.job,
+            step.step,
+            (long long)(fmb_monotime_ms () - t0));
         return;
     }
     slurm_error ("fmbroker: job %s step %s: step cleanup%s", step.job, step.step, why);
+}
+
+/* srun returns only once node 0's slurmstepd is done, and the broker
+ * call (loading libcurl and TLS, a round trip) took tens of ms of every
+ * step under load: it runs in a grandchild of slurmstepd instead, in a
+ * session of its own and killed by an alarm past step_timeout, so the
+ * step's end costs a fork.  A call that never happens leaves the step's
+ * trees to the job's end, which deletes them all. */
+static void clean_step_detached (void)
+{
+    pid_t pid = fork ();
+    if (pid < 0) {
+        clean_step ();
+        return;
+    }
+    if (pid == 0) {
+        if (fork () == 0) {
+            sigset_t alrm;
+            sigemptyset (&alrm);
+            sigaddset (&alrm, SIGALRM);
+            signal (SIGALRM, SIG_DFL);
+            sigprocmask (SIG_UNBLOCK, &alrm, NULL);
+            setsid ();
+            alarm (conf.step_timeout_s + 5);
+            clean_step ();
+        }
+        _exit (0);
+    }
+    while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+        ;
 }
 
 int slurm_spank_exit (spank_t sp, int ac, char **av)
@@ -415,6 +524,6 @@ int slurm_spank_exit (spank_t sp, int ac, char **av)
     (void)ac;
     (void)av;
     if (spank_remote (sp) && step.clean)
-        clean_step ();
+        clean_step_detached ();
     return 0;
 }

@@ -1,12 +1,14 @@
 /* spankcore.c: see spankcore.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,10 +80,20 @@ static int conf_arg (struct spank_conf *c, const char *arg, struct fmb_error *e)
                 e, "plugstack argument hook_timeout=%.32s: seconds, 1..3600", v);
         return 0;
     }
-    if (KEY ("config"))
+    if (KEY ("run")) {
+        if (strcmp (v, "node") && strcmp (v, "controller"))
+            return bad (e, "plugstack argument run=%.32s: controller or node", v);
+        c->node_run = strcmp (v, "node") == 0;
+        return 0;
+    }
+    if (KEY ("config")) {
+        c->config_given = true;
         return set_path (c->config, sizeof (c->config), "config", v, e);
-    if (KEY ("state_dir"))
+    }
+    if (KEY ("state_dir")) {
+        c->state_dir_given = true;
         return set_path (c->state_dir, sizeof (c->state_dir), "state_dir", v, e);
+    }
     if (KEY ("prolog"))
         return set_path (c->prolog, sizeof (c->prolog), "prolog", v, e);
     if (KEY ("epilog"))
@@ -89,7 +101,7 @@ static int conf_arg (struct spank_conf *c, const char *arg, struct fmb_error *e)
 #undef KEY
     return bad (e,
                 "plugstack argument '%.64s': unknown (policy, tcs, config, state_dir, "
-                "step_timeout, prolog, epilog, hook_timeout)",
+                "step_timeout, prolog, epilog, hook_timeout, run)",
                 arg);
 }
 
@@ -108,6 +120,45 @@ int spank_conf_parse (struct spank_conf *c, int argc, char **argv, struct fmb_er
         if (conf_arg (c, argv[i], e) < 0)
             return -1;
     return 0;
+}
+
+/* ---- run=node: the RUN request ------------------------------------ */
+
+char *spank_run_request (unsigned long uid,
+                         const char *user,
+                         const char *nodelist,
+                         const char *cpus_per_node,
+                         const char *hwcoll,
+                         const char *vnis,
+                         const char *tcs,
+                         struct fmb_error *e)
+{
+    if (!nodelist || !*nodelist) {
+        errno = EINVAL;
+        fmb_errorf (e, "no SLURM_NODELIST: the job's nodes are not known here");
+        return NULL;
+    }
+    json_t *o = json_pack ("{s:I, s:s}", "uid", (json_int_t)uid, "nodes", nodelist);
+    unsigned long ncores = cpus_per_node ? strtoul (cpus_per_node, NULL, 10) : 0;
+    if (user && *user)
+        json_object_set_new (o, "user", json_string (user));
+    if (ncores > 0 && ncores <= (1ul << 20))
+        json_object_set_new (o, "ncores", json_integer ((json_int_t)ncores));
+    if (hwcoll &&
+        (!strcmp (hwcoll, "on") || !strcmp (hwcoll, "off") || !strcmp (hwcoll, "auto")))
+        json_object_set_new (o, "hwcoll", json_string (hwcoll));
+    if (vnis && vnis[0] >= '0' && vnis[0] <= '4' && !vnis[1])
+        json_object_set_new (o, "vni_count", json_integer (vnis[0] - '0'));
+    if (tcs && strlen (tcs) == 3 && tcs[0] == '0' && tcs[1] == 'x' &&
+        strchr ("123456789abcdef", tcs[2]))
+        json_object_set_new (o, "tcs", json_string (tcs));
+    char *text = o ? json_dumps (o, JSON_COMPACT) : NULL;
+    json_decref (o);
+    if (!text) {
+        errno = ENOMEM;
+        fmb_errorf (e, "the RUN request: out of memory");
+    }
+    return text;
 }
 
 /* ---- user options -------------------------------------------------- */
@@ -244,6 +295,18 @@ static void drain_lines (char *buf,
     memmove (buf, start, *used + 1);
 }
 
+/* Wait up to left_ms for the child behind pidfd to exit (readable
+ * pidfd, Linux 5.3): no sleep between looks at it.  Without a pidfd
+ * (an older kernel), a short nap. */
+static void wait_exit (int pidfd, int64_t left_ms)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    if (pidfd < 0)
+        poll (NULL, 0, left_ms < 2 ? (int)left_ms : 2);
+    else
+        poll (&p, 1, left_ms > INT_MAX ? INT_MAX : (int)left_ms);
+}
+
 static pid_t start_hook (const char *path, int out[2])
 {
     if (pipe2 (out, O_CLOEXEC) < 0)
@@ -308,6 +371,7 @@ int spank_run_hook (const char *path,
     close (out[0]);
     /* EOF is not the end: a hook may close its output and go on, so
      * the deadline also bounds the wait for its exit. */
+    int pidfd = timed_out ? -1 : (int)syscall (SYS_pidfd_open, pid, 0);
     while (!timed_out) {
         pid_t got = waitpid (pid, &status, WNOHANG);
         if (got == pid)
@@ -316,13 +380,18 @@ int spank_run_hook (const char *path,
             int saved = errno;
             kill (-pid, SIGKILL);
             errno = saved;
+            if (pidfd >= 0)
+                close (pidfd);
             return fmb_errorf (e, "%s: cannot wait for it: %s", path, strerror (errno));
         }
-        if (fmb_monotime_ms () >= deadline)
+        int64_t left = deadline - fmb_monotime_ms ();
+        if (left <= 0)
             timed_out = true;
         else
-            poll (NULL, 0, 20);
+            wait_exit (pidfd, left);
     }
+    if (pidfd >= 0)
+        close (pidfd);
     if (timed_out) {
         kill (-pid, SIGKILL);
         while (waitpid (pid, &status, 0) < 0 && errno == EINTR)

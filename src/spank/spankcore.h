@@ -29,6 +29,9 @@ struct spank_conf {
     char prolog[1024];        /* prolog=PATH|none: node prolog hook */
     char epilog[1024];        /* epilog=PATH|none: node epilog hook */
     unsigned hook_timeout_s;  /* hook_timeout=S: each hook, 1..3600 */
+    bool node_run;            /* run=node: the node prolog makes the RUN */
+    bool config_given;        /* config= and state_dir= were given: the */
+    bool state_dir_given;     /* node hooks get them too (spank_hook_env) */
 };
 
 #define SPANK_DEFAULT_TCS 0xe /* LOW_LATENCY, BULK_DATA, BEST_EFFORT */
@@ -37,6 +40,22 @@ struct spank_conf {
 /* Defaults, then each "key=value" of argv; -1 with EINVAL and a message
  * naming the argument for an unknown key or a bad value. */
 int spank_conf_parse (struct spank_conf *c, int argc, char **argv, struct fmb_error *e);
+
+/* run=node: the job's RUN request as the node prolog sends it (the
+ * same on every node of the job, so the broker answers them all alike):
+ * uid, user, nodes (Slurm's compressed list, expanded by fmbroker-cxi),
+ * ncores (the first count of SLURM_JOB_CPUS_PER_NODE) and the user's
+ * --fmb-* options as PrologSlurmctld passed them (SPANK_FMB_*; values
+ * that are not theirs are left out).  NULL arguments are left out.
+ * Returns malloc'd JSON text, or NULL with a message. */
+char *spank_run_request (unsigned long uid,
+                         const char *user,
+                         const char *nodelist,
+                         const char *cpus_per_node,
+                         const char *hwcoll,
+                         const char *vnis,
+                         const char *tcs,
+                         struct fmb_error *e);
 
 /* The user options.  Each returns -1 with EINVAL and a message that says
  * what the option takes. */

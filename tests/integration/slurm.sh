@@ -88,3 +88,19 @@ CONF
     for n in n1 n2; do setsid /usr/sbin/slurmd -D -f "$SLURM_CONF" -N $n >"$S/log/slurmd-$n.out" 2>&1 </dev/null & done
     wait_for 300 0.1 sh -c "test \"\$(sinfo -h -o \"%t %D\" 2>/dev/null)\" = \"idle 2\""
 }
+
+# slurm_restart: slurmctld and both slurmd again, after a change slurmd
+# reads only at start (plugstack.conf's job prologs, PrologFlags);
+# waits until both nodes are idle.
+slurm_restart () {
+    for f in "$S"/slurmd-*.pid "$S/slurmctld.pid"; do
+        [ -s "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
+    done
+    for _ in $(seq 100); do
+        pgrep -f "slurm(ctld|d) -D -f $SLURM_CONF" >/dev/null || break
+        sleep 0.1
+    done
+    setsid /usr/sbin/slurmctld -D -f "$SLURM_CONF" >>"$S/log/slurmctld.out" 2>&1 </dev/null &
+    for n in n1 n2; do setsid /usr/sbin/slurmd -D -f "$SLURM_CONF" -N $n >>"$S/log/slurmd-$n.out" 2>&1 </dev/null & done
+    wait_for 300 0.1 sh -c "test \"\$(sinfo -h -o \"%t %D\" 2>/dev/null)\" = \"idle 2\""
+}

@@ -77,6 +77,27 @@ expect_ok 'on a node without the socket, the agent works through broker_url' '
     node_agent b epilog --job 20 &&
     tcall "$rm_tok" GET /v1/vnis | cut -d" " -f2- | jq -e --argjson v "$v" "all(.vnis[]; .vni != \$v)"
 '
+# Slurm's plugstack run=node: every node's prolog makes the job's RUN
+# with the agent token (no PrologSlurmctld), where [api] agent_run allows.
+run_req='{"uid":1000,"user":"u1","nodes":"a,b","ncores":2}'
+expect_ok 'prolog --run: refused without [api] agent_run, saying so on its last line' '
+    { node_agent a prolog --job 31 --run "$run_req" 2>err; test $? = 1; } &&
+    tail -n 1 err | grep -q "^fmbroker-cxi: error: job 31: the broker did not RUN the job: .* 403 .*agent_run = true" &&
+    test "$(tcall "$rm_tok" GET /v1/jobs/31 | cut -d" " -f1)" = 404
+'
+expect_ok '... with it, both nodes RUN the same job and get its services; CLEANUP as usual' '
+    stop_broker && write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
+        "tls_key = $T/certs/server.key" "tokens_file = $T/tokens" "agent_run = true" && start_broker &&
+    node_agent a prolog --job 31 --run "$run_req" && node_agent b prolog --job 31 --run "$run_req" &&
+    tcall "$rm_tok" GET /v1/jobs/31 | cut -d" " -f2- >j31 &&
+    jq -e ".uid == 1000 and .user == \"u1\" and .nodes == [\"a\",\"b\"] and .state == \"active\"" j31 &&
+    for n in a b; do
+        jq -e "[.devices[].services[] | select(.id >= 2 and .member0.id == 1000)] | length == 2" "$T/$n.cxi.json" || return 1
+    done &&
+    tcall "$rm_tok" DELETE /v1/jobs/31 >/dev/null && node_agent a epilog --job 31 && node_agent b epilog --job 31 &&
+    stop_broker && write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
+        "tls_key = $T/certs/server.key" "tokens_file = $T/tokens" && start_broker
+'
 expect_ok 'the CLI on a node uses broker_url too' '
     "$FMB_BIN/fmbroker" -c "$T/node.conf" --json job show 20 | jq -e ".id == \"20\"" &&
     { "$FMB_BIN/fmbroker" -c "$T/node.conf" run-job 21 --uid 1 --node-count 2 2>err; test $? = 1; } &&

@@ -19,6 +19,13 @@ expect_ok 'RUN, then prolog on both nodes with facts from the broker' '
         cxi_services $n $d | jq -se --argjson v "$v" "any(.[]; .vnis == [\$v] and .member0.id == 1000 and .limits.ptes.res == 48)" || return 1
     done; done
 '
+expect_ok 'prolog --report-later: the node report arrives after the prolog, from a detached child' '
+    rm_call PUT /v1/jobs/48 "{\"uid\":1000,\"nodes\":[\"n1\"]}" >/dev/null &&
+    agent n1 prolog --job 48 --report-later &&
+    wait_for 100 0.1 sh -c "curl -s --unix-socket $T/api.sock http://x/v1/jobs/48 | jq -e \"any(.node_reports[]; .node == \\\"n1\\\" and .cxi == \\\"created\\\")\"" &&
+    test -z "$(ls "$T/n1.rec/reports" 2>/dev/null | grep -v "^\.lock$")" &&
+    rm_call DELETE /v1/jobs/48 >/dev/null && agent n1 epilog --job 48
+'
 expect_ok 'the task environment combines the NICs and the broker'"'"'s FI_CXI_* variables' '
     agent n1 env --job 42 >env.sh && . ./env.sh &&
     test "$SLINGSHOT_VNIS" = "$(vni_of 42)" && test "$SLINGSHOT_DEVICES" = cxi0,cxi1 &&

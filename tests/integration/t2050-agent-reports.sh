@@ -39,6 +39,15 @@ expect_ok 'report --pending with the broker still down keeps them and exits 1' '
     { agent n2 report --pending 2>err; test $? = 1; } &&
     grep -q "1 node report(s) still not delivered" err && test -e "$T/n2.rec/reports/42@n2.json"
 '
+# Hooks show the agent's last line to the job's user (the SPANK plugin,
+# Flux's prolog): with another job's report kept, a failing prolog's last
+# line is still its own job's reason, with no advice meant for admins.
+expect_ok 'a prolog that fails with reports of other jobs kept: its last line is its own job'"'"'s reason' '
+    { agent n2 prolog --job 45 2>err; test $? = 1; } &&
+    tail -n 1 err >last && cat last &&
+    grep -q "^fmbroker-cxi: error: job 45: cannot get the job.s VNIs from the broker: " last &&
+    ! grep -q -- "--uid" last && test -e "$T/n2.rec/reports/42@n2.json"
+'
 expect_ok 'the broker back: the VNI still waits, for both nodes' '
     start_broker && waits_for 42 "[\"n1\",\"n2\"]"
 '

@@ -39,7 +39,7 @@ start_mockfm
 for try in 1 2 3 4 5; do
     tcp_port=$(free_ports 1) || break
     write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
-        "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
+        "tls_key = $T/certs/server.key" "tokens_file = $T/tokens" "agent_run = true"
     start_broker && break
 done
 # each compute node its own token ($T/n1.token, $T/n2.token): the node
@@ -60,6 +60,12 @@ plugstack () { # EXTRA ARGS: the plugin line (re-read at every launch)
         mv -f "$S/plugstack.conf.new" "$S/plugstack.conf"
 }
 as_nobody () { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+# The controller's RUN (PrologSlurmctld, PrologFlags=Alloc), as most of
+# this test runs; the launch setup (run=node) is tried near the end.
+ctld_setup () {
+    printf "PrologSlurmctld=%s\nEpilogSlurmctld=%s\nPrologFlags=Alloc\n" \
+        "$S/hooks/prolog_slurmctld.sh" "$S/hooks/epilog_slurmctld.sh" >"$S/setup.conf"
+}
 
 expect_ok 'munge and Slurm come up with the plugin and the controller hooks' '
     mkdir -p "$S/hooks" &&
@@ -83,10 +89,8 @@ export MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
 exec $FMB_SRC/deploy/slurm/$h.sh
 HOOK
     done &&
-    chmod 755 "$S"/hooks/*.sh && plugstack &&
-    slurm_up "PrologSlurmctld=$S/hooks/prolog_slurmctld.sh
-EpilogSlurmctld=$S/hooks/epilog_slurmctld.sh
-PrologFlags=Alloc"
+    chmod 755 "$S"/hooks/*.sh && plugstack && ctld_setup &&
+    slurm_up "Include $S/setup.conf"
 ' || bail_out "Slurm did not come up; later steps would only wait"
 all_idle () { slurm_all_idle; }
 job_gone () { ! squeue -h -j "$1" 2>/dev/null | grep -q .; }
@@ -173,7 +177,9 @@ expect_ok 'each step'"'"'s trees are gone when it ends; a running step'"'"'s sta
     grep -q "PATCH /fabric/collectives/jobs/c1-$j" "$T/fm.log" &&
     test "$(grep -c "^GET /fabric/collectives/jobs/c1-$j " "$T/fm.log")" = 0 &&
     touch "$D/stop" && wait_for 300 0.1 job_gone "$j" &&
-    wait_for 100 0.1 mockfm_lacks_job "c1-$j"
+    wait_for 100 0.1 mockfm_lacks_job "c1-$j" &&
+    # steps 0, 1 and 2; none for the batch step, as Slurm sends none for it
+    test "$(grep -c "^PATCH /fabric/collectives/jobs/c1-$j " "$T/fm.log")" = 3
 '
 expect_ok 'options reach RUN: --fmb-hwcoll=off reserves nothing, --fmb-vnis=2 gives two VNIs, --fmb-tcs' '
     as_nobody timeout 45 srun -N2 --fmb-hwcoll=off --fmb-vnis=2 --fmb-tcs=BULK_DATA "$D/showenv.sh" "$D" "$T/rec" &&
@@ -182,7 +188,7 @@ expect_ok 'options reach RUN: --fmb-hwcoll=off reserves nothing, --fmb-vnis=2 gi
     ! grep -q "jobs/c1-$j" "$T/fm.log" &&
     grep -q "^SLINGSHOT_VNIS=[0-9]*,[0-9]*$" "$D/env.n1" &&
     grep -qx "SLINGSHOT_TCS=0x4" "$D/env.n2" && grep -qx "SLINGSHOT_TCS=0x4" "$D/env.n1" &&
-    ! grep -q FI_CXI_COLL_MCAST_TOKEN "$D/env.n1" &&
+    ! grep -q FI_CXI_COLL_MCAST_TOKEN "$D/env.n1" && ! grep -q FI_CXI_COLL_JOB_STEP_ID "$D/env.n1" &&
     jq -e ".tcs == \"0x4\" and .env.SLINGSHOT_TCS == \"0x4\"" job.json &&
     "$FMB_BIN/fmbroker" -c "$T/broker.conf" job show "$j" | grep -q ", TCs 0x4$" &&
     grep -qx "SLINGSHOT_TCS=0x4" "$D/rec.n1"
@@ -348,6 +354,10 @@ expect_ok 'with the broker stopped, a job fails and says why (fail_closed, the d
     { as_nobody timeout 60 srun -N2 true 2>err; test $? != 0; } &&
     grep -q "no VNI isolation: .*the step does not start (policy fail_closed)" err &&
     grep -q "broker at https://127.0.0.1:$tcp_port" err &&
+    wait_for 200 0.1 all_idle && # the next job, with the first one'"'"'s reports kept on the nodes
+    { as_nobody timeout 60 srun -N2 true 2>err2; test $? != 0; } &&
+    grep -q "no VNI isolation: .*cannot get the job.s VNIs from the broker: broker at https://127.0.0.1:$tcp_port" err2 &&
+    ! grep -q "kept report\|--uid" err2 &&
     grep -q "fmbroker: job [0-9]*: prolog .*failed.*broker at https://127.0.0.1:$tcp_port" "$S/log/slurmd-n1.log" &&
     grep -q "run-job failed after [0-9]* s of retries: .*$T/api.sock" "$S/log/hooks.log"
 '
@@ -380,6 +390,42 @@ expect_ok '... and under policy=fail_open it runs without isolation' '
     ! grep -q "SLINGSHOT_\|FI_CXI_" open.txt &&
     grep -q "running without VNI isolation (policy fail_open)" "$S/log/slurmd-n1.log" &&
     plugstack
+'
+# The launch setup (README): no PrologSlurmctld, no PrologFlags=Alloc;
+# the plugin's node prolog makes the RUN with the agent token (plugstack
+# run=node), and its config= and state_dir= reach the node hooks: these
+# hooks set neither (only the emulated nodes' NICs).
+for h in prolog epilog; do
+    cat >"$S/hooks/bare-$h.sh" <<HOOK
+#!/bin/sh
+export FMBROKER_SBINDIR=$FMB_BIN MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
+exec $FMB_SRC/deploy/slurm/$h.sh
+HOOK
+    chmod 755 "$S/hooks/bare-$h.sh"
+done
+expect_ok 'run=node without PrologSlurmctld: the nodes RUN the job, its tasks get their variables and options' '
+    start_broker && wait_for 200 0.1 all_idle &&
+    printf "EpilogSlurmctld=%s\n" "$S/hooks/epilog_slurmctld.sh" >"$S/setup.conf" &&
+    plugstack run=node && sed -i "s|$S/hooks/prolog.sh|$S/hooks/bare-prolog.sh|; s|$S/hooks/epilog.sh|$S/hooks/bare-epilog.sh|" \
+        "$S/plugstack.conf" && slurm_restart && : >"$S/log/hooks.log" &&
+    as_nobody timeout 45 srun -N2 --fmb-vnis=2 "$D/showenv.sh" "$D" "$T/rec" &&
+    j=$(rm_call GET "/v1/jobs?limit=1000" | jq -r "[.jobs[].id | select(test(\"^[0-9]+$\")) | tonumber] | max") && rm_call GET "/v1/jobs/$j" >job.json &&
+    { jq -e ".uid == 65534 and .user == \"nobody\" and .nodes == [\"n1\",\"n2\"]" job.json ||
+        { jq -c . job.json; grep -h "run=node\|RUN" "$S"/log/slurmd-n*.log | tail -5; false; }; } &&
+    ! grep -q "run-job" "$S/log/hooks.log" &&
+    for n in n1 n2; do
+        diff "$D/rec.$n" "$D/env.$n" && grep -q "^SLINGSHOT_VNIS=[0-9]*,[0-9]*$" "$D/env.$n" &&
+        grep -q "^FI_CXI_COLL_MCAST_TOKEN=" "$D/env.$n" || return 1
+    done &&
+    wait_for 300 0.1 job_gone "$j" && wait_for 100 0.1 ended "$j"
+'
+expect_ok '... and with the broker stopped, the job fails with its own reason, not an earlier job'"'"'s kept report' '
+    wait_for 200 0.1 all_idle && stop_broker &&
+    { as_nobody timeout 60 srun -N2 true 2>err1; test $? != 0; } && wait_for 200 0.1 all_idle &&
+    { as_nobody timeout 60 srun -N2 true 2>err; test $? != 0; } && cat err &&
+    grep -q "no VNI isolation: .*the broker did not RUN the job: .*broker at https://127.0.0.1:$tcp_port" err &&
+    ! grep -q "kept report\|--uid" err &&
+    ctld_setup && plugstack && wait_for 200 0.1 all_idle && slurm_restart
 '
 expect_ok 'afterwards: every node idle, no reservation left at the FM, no CXI service left' '
     start_broker && wait_for 200 0.1 all_idle &&

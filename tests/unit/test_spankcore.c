@@ -64,6 +64,33 @@ static void conf_bad_arguments_are_named (void **state)
     }
 }
 
+/* run=node: every node builds the same RUN request from Slurm's words;
+ * values that are not the options' are left out, not passed on. */
+static void node_run_request_is_the_controllers (void **state)
+{
+    struct spank_conf c;
+    struct fmb_error e;
+    char *argv[] = {"run=node", "config=/x.conf"};
+    char *bad[] = {"run=nodes"};
+    (void)state;
+    assert_int_equal (spank_conf_parse (&c, 2, argv, &e), 0);
+    assert_true (c.node_run && c.config_given && !c.state_dir_given);
+    assert_int_equal (spank_conf_parse (&c, 1, bad, &e), -1);
+    assert_non_null (strstr (e.text, "run=nodes: controller or node"));
+    char *r =
+        spank_run_request (65534, "nobody", "n[1-2]", "4(x2)", "off", "2", "0xa", &e);
+    assert_string_equal (
+        r,
+        "{\"uid\":65534,\"nodes\":\"n[1-2]\",\"user\":\"nobody\","
+        "\"ncores\":4,\"hwcoll\":\"off\",\"vni_count\":2,\"tcs\":\"0xa\"}");
+    free (r);
+    r = spank_run_request (1000, NULL, "n1", NULL, "maybe", "7", "0xz", &e);
+    assert_string_equal (r, "{\"uid\":1000,\"nodes\":\"n1\"}");
+    free (r);
+    assert_null (spank_run_request (1000, "u", NULL, "1", NULL, NULL, NULL, &e));
+    assert_non_null (strstr (e.text, "SLURM_NODELIST"));
+}
+
 static void options_hwcoll_and_vnis (void **state)
 {
     (void)state;
@@ -326,6 +353,7 @@ int main (void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (conf_defaults_and_arguments),
         cmocka_unit_test (conf_bad_arguments_are_named),
+        cmocka_unit_test (node_run_request_is_the_controllers),
         cmocka_unit_test (options_hwcoll_and_vnis),
         cmocka_unit_test (options_tcs_within_the_allowed_set),
         cmocka_unit_test_setup_teardown (

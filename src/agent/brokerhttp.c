@@ -1,0 +1,488 @@
+/* brokerhttp.c: see brokerhttp.h. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "brokerhttp.h"
+#include "monotime.h"
+
+/* As apiclient.c: a listing of 1000 jobs is ~1 MiB. */
+#define REPLY_MAX (16 * 1024 * 1024)
+/* A RUN body with a compressed node list. */
+#define REQUEST_MAX (64 * 1024)
+
+struct conn {
+    int fd;
+    SSL_CTX *ctx;
+    SSL *ssl;
+};
+
+static void conn_close (struct conn *c)
+{
+    if (c->ssl) {
+        SSL_free (c->ssl);
+        c->ssl = NULL;
+    }
+    if (c->ctx) {
+        SSL_CTX_free (c->ctx);
+        c->ctx = NULL;
+    }
+    if (c->fd >= 0)
+        close (c->fd);
+    c->fd = -1;
+}
+
+/* Each later blocking read and write of fd ends by the deadline. */
+static void set_io_deadline (int fd, int64_t deadline)
+{
+    int64_t left = deadline - fmb_monotime_ms ();
+    struct timeval tv = {.tv_sec = left > 0 ? left / 1000 : 0,
+                         .tv_usec = left > 0 ? (left % 1000) * 1000 : 1000};
+    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
+    setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof (tv));
+}
+
+/* connect() within connect_ms; 0, or -1 with why. */
+static int connect_within (int fd,
+                           const struct sockaddr *sa,
+                           socklen_t len,
+                           int64_t connect_ms,
+                           char *why,
+                           size_t wlen)
+{
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    int err = 0;
+    socklen_t elen = sizeof (err);
+    if (connect (fd, sa, len) == 0)
+        return 0;
+    if (errno != EINPROGRESS) {
+        snprintf (why, wlen, "Couldn't connect to server (%s)", strerror (errno));
+        return -1;
+    }
+    int n;
+    while ((n = poll (&p, 1, connect_ms > 0 ? (int)connect_ms : 1)) < 0 &&
+           errno == EINTR)
+        ;
+    if (n == 0) {
+        snprintf (why, wlen, "Connection timed out");
+        return -1;
+    }
+    if (getsockopt (fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0 || err) {
+        snprintf (
+            why, wlen, "Couldn't connect to server (%s)", strerror (err ? err : errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* "https://HOST:PORT" (config.c normalised it) into host and port. */
+static int split_url (const char *url, char *host, size_t hlen, char *port, size_t plen)
+{
+    const char *p = strncmp (url, "https://", 8) == 0 ? url + 8 : url;
+    const char *end;
+    if (*p == '[') {
+        end = strchr (p, ']');
+        if (!end || end[1] != ':')
+            return -1;
+        snprintf (host, hlen, "%.*s", (int)(end - p - 1), p + 1);
+        end++;
+    } else {
+        end = strrchr (p, ':');
+        if (!end)
+            return -1;
+        snprintf (host, hlen, "%.*s", (int)(end - p), p);
+    }
+    snprintf (port, plen, "%.*s", (int)strcspn (end + 1, "/"), end + 1);
+    return 0;
+}
+
+static void tls_reason (char *why, size_t wlen, const char *what, SSL *ssl)
+{
+    unsigned long e = ERR_get_error ();
+    long v = ssl ? SSL_get_verify_result (ssl) : X509_V_OK;
+    if (v != X509_V_OK)
+        snprintf (why,
+                  wlen,
+                  "%s: SSL certificate problem: %s",
+                  what,
+                  X509_verify_cert_error_string (v));
+    else if (e)
+        snprintf (why, wlen, "%s: %s", what, ERR_reason_error_string (e));
+    else
+        snprintf (why, wlen, "%s: %s", what, errno ? strerror (errno) : "failed");
+    ERR_clear_error ();
+}
+
+/* A TLS session with the broker at host:port, its certificate verified. */
+static int open_tls (const struct api_target *t,
+                     const char *host,
+                     const char *port,
+                     int64_t deadline,
+                     int64_t connect_ms,
+                     struct conn *c,
+                     char *why,
+                     size_t wlen)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int rc = getaddrinfo (host, port, &hints, &ai);
+    if (rc != 0) {
+        snprintf (why, wlen, "Couldn't resolve host name (%s)", gai_strerror (rc));
+        return -1;
+    }
+    rc = -1;
+    for (struct addrinfo *a = ai; a && rc < 0; a = a->ai_next) {
+        if (c->fd >= 0)
+            close (c->fd);
+        c->fd = socket (a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (c->fd >= 0)
+            rc = connect_within (
+                c->fd, a->ai_addr, a->ai_addrlen, connect_ms, why, wlen);
+    }
+    freeaddrinfo (ai);
+    if (rc < 0)
+        return -1;
+    /* blocking from here on, each operation bounded by the deadline */
+    int flags = fcntl (c->fd, F_GETFL);
+    if (flags < 0 || fcntl (c->fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+        snprintf (why, wlen, "fcntl: %s", strerror (errno));
+        return -1;
+    }
+    /* connect_ms bounds the TLS handshake too (a broker that accepts and
+     * never answers must leave time for the next one), as with curl */
+    int64_t connected_by = fmb_monotime_ms () + connect_ms;
+    set_io_deadline (c->fd, connected_by < deadline ? connected_by : deadline);
+    c->ctx = SSL_CTX_new (TLS_client_method ());
+    if (!c->ctx) {
+        tls_reason (why, wlen, "TLS", NULL);
+        return -1;
+    }
+    SSL_CTX_set_min_proto_version (c->ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify (c->ctx, SSL_VERIFY_PEER, NULL);
+    if ((t->ca_file ? SSL_CTX_load_verify_locations (c->ctx, t->ca_file, NULL)
+                    : SSL_CTX_set_default_verify_paths (c->ctx)) != 1) {
+        tls_reason (why, wlen, t->ca_file ? t->ca_file : "the system's CAs", NULL);
+        return -1;
+    }
+    c->ssl = SSL_new (c->ctx);
+    if (!c->ssl || SSL_set_fd (c->ssl, c->fd) != 1) {
+        tls_reason (why, wlen, "TLS", NULL);
+        return -1;
+    }
+    X509_VERIFY_PARAM *vp = SSL_get0_param (c->ssl);
+    unsigned char addr[16];
+    bool literal =
+        inet_pton (AF_INET, host, addr) == 1 || inet_pton (AF_INET6, host, addr) == 1;
+    if (literal)
+        X509_VERIFY_PARAM_set1_ip_asc (vp, host);
+    else {
+        SSL_set_tlsext_host_name (c->ssl, host);
+        X509_VERIFY_PARAM_set1_host (vp, host, 0);
+    }
+    errno = 0;
+    if (SSL_connect (c->ssl) != 1) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            snprintf (why, wlen, "TLS handshake: Connection timed out");
+            ERR_clear_error ();
+        } else
+            tls_reason (why, wlen, "TLS handshake", c->ssl);
+        return -1;
+    }
+    set_io_deadline (c->fd, deadline);
+    return 0;
+}
+
+/* The broker's Unix socket. */
+static int open_unix (
+    const char *path, int64_t deadline, struct conn *c, char *why, size_t wlen)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen (path) >= sizeof (sa.sun_path)) {
+        snprintf (why, wlen, "the path is too long for a socket");
+        return -1;
+    }
+    strcpy (sa.sun_path, path);
+    c->fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0 || connect (c->fd, (struct sockaddr *)&sa, sizeof (sa)) < 0) {
+        int err = errno;
+        snprintf (why,
+                  wlen,
+                  "Couldn't connect to server (%s)",
+                  err == ENOENT ? "no such socket: is fmbrokerd running, and is this "
+                                  "its [api] socket?"
+                  : err == EACCES
+                      ? "permission denied: this user may not reach the socket or its "
+                        "directory"
+                  : err == ECONNREFUSED ? "connection refused: the socket is there but "
+                                          "no broker listens (a stale socket)"
+                                        : strerror (err));
+        return -1;
+    }
+    set_io_deadline (c->fd, deadline);
+    return 0;
+}
+
+static int conn_write_all (struct conn *c, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = c->ssl ? SSL_write (c->ssl, p, (int)n) : write (c->fd, p, n);
+        if (w <= 0) {
+            if (!c->ssl && w < 0 && errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Everything until the broker closes (the request said Connection:
+ * close), at most REPLY_MAX.  -1 when nothing came or it failed midway. */
+static int conn_read_all (struct conn *c, char **out, size_t *len)
+{
+    size_t cap = 16384, n = 0;
+    char *b = malloc (cap + 1);
+    if (!b)
+        return -1;
+    for (;;) {
+        if (n == cap) {
+            if (cap >= REPLY_MAX)
+                break;
+            char *nb = realloc (b, cap * 2 + 1);
+            if (!nb)
+                break;
+            b = nb;
+            cap *= 2;
+        }
+        ssize_t r = c->ssl ? SSL_read (c->ssl, b + n, (int)(cap - n))
+                           : read (c->fd, b + n, cap - n);
+        if (r > 0) {
+            n += (size_t)r;
+            continue;
+        }
+        if (!c->ssl && r < 0 && errno == EINTR)
+            continue;
+        /* EOF; a TLS peer that closed without close_notify is EOF too */
+        bool eof =
+            r == 0 || (c->ssl && n > 0 &&
+                       (SSL_get_error (c->ssl, (int)r) == SSL_ERROR_SYSCALL ||
+                        SSL_get_error (c->ssl, (int)r) == SSL_ERROR_ZERO_RETURN));
+        if (eof && n > 0) {
+            b[n] = '\0';
+            *out = b;
+            *len = n;
+            ERR_clear_error ();
+            return 0;
+        }
+        break;
+    }
+    free (b);
+    ERR_clear_error ();
+    return -1;
+}
+
+/* Chunked transfer coding, decoded in place; -1 if malformed. */
+static int dechunk (char *body, size_t *len)
+{
+    char *in = body, *out = body, *end = body + *len;
+    for (;;) {
+        char *nl = memchr (in, '\n', (size_t)(end - in));
+        if (!nl)
+            return -1;
+        unsigned long n = strtoul (in, NULL, 16);
+        in = nl + 1;
+        if (n == 0)
+            break;
+        if (n > (size_t)(end - in))
+            return -1;
+        memmove (out, in, n);
+        out += n;
+        in += n;
+        if (in < end && *in == '\r')
+            in++;
+        if (in < end && *in == '\n')
+            in++;
+    }
+    *out = '\0';
+    *len = (size_t)(out - body);
+    return 0;
+}
+
+/* Status and JSON body of a whole HTTP/1.1 answer. */
+static int parse_reply (char *text, size_t len, struct api_reply *ret)
+{
+    int status;
+    if (sscanf (text, "HTTP/1.%*d %d", &status) != 1)
+        return -1;
+    char *hdr_end = strstr (text, "\r\n\r\n");
+    if (!hdr_end)
+        return -1;
+    *hdr_end = '\0';
+    char *body = hdr_end + 4;
+    size_t blen = len - (size_t)(body - text);
+    bool chunked = false;
+    for (char *h = strstr (text, "\r\n"); h; h = strstr (h + 2, "\r\n"))
+        if (strncasecmp (h + 2, "transfer-encoding:", 18) == 0 &&
+            strcasestr (h + 2, "chunked"))
+            chunked = true;
+    if (chunked && dechunk (body, &blen) < 0)
+        return -1;
+    ret->status = status;
+    ret->body = blen ? json_loadb (body, blen, 0, NULL) : NULL;
+    return 0;
+}
+
+/* One request to one broker ('base' an https URL, or NULL: the socket).
+ * -1 with why when no answer came. */
+static int call_one (const struct api_target *t,
+                     const char *base,
+                     int64_t deadline,
+                     int64_t connect_ms,
+                     const char *method,
+                     const char *path,
+                     const char *body,
+                     const char *bearer,
+                     struct api_reply *ret,
+                     char *why,
+                     size_t wlen)
+{
+    struct conn c = {.fd = -1};
+    char host[256] = "fmbroker", port[16];
+    char *req = NULL, *reply = NULL;
+    size_t rlen = 0;
+    int rc = -1;
+    if (base && split_url (base, host, sizeof (host), port, sizeof (port)) < 0) {
+        snprintf (why, wlen, "not an https://HOST:PORT URL");
+        return -1;
+    }
+    if (base ? open_tls (t, host, port, deadline, connect_ms, &c, why, wlen)
+             : open_unix (t->socket, deadline, &c, why, wlen))
+        goto done;
+    size_t blen = body ? strlen (body) : 0;
+    if (!(req = malloc (REQUEST_MAX + blen))) {
+        snprintf (why, wlen, "out of memory");
+        goto done;
+    }
+    int n = snprintf (req,
+                      REQUEST_MAX,
+                      "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
+                      "Accept: application/json\r\nContent-Type: application/json\r\n"
+                      "%s%s%sContent-Length: %zu\r\n\r\n",
+                      method,
+                      path,
+                      host,
+                      bearer ? "Authorization: Bearer " : "",
+                      bearer ? bearer : "",
+                      bearer ? "\r\n" : "",
+                      blen);
+    if (n < 0 || n >= REQUEST_MAX) {
+        snprintf (why, wlen, "request too large");
+        goto done;
+    }
+    memcpy (req + n, body ? body : "", blen);
+    if (conn_write_all (&c, req, (size_t)n + blen) < 0) {
+        snprintf (why, wlen, "Failed sending data to the peer");
+        goto done;
+    }
+    if (conn_read_all (&c, &reply, &rlen) < 0) {
+        snprintf (why,
+                  wlen,
+                  fmb_monotime_ms () >= deadline ? "Operation timed out"
+                                                 : "Failure when receiving data from "
+                                                   "the peer");
+        goto done;
+    }
+    if (parse_reply (reply, rlen, ret) < 0) {
+        snprintf (why, wlen, "not an HTTP answer");
+        goto done;
+    }
+    rc = 0;
+done:
+    if (req) {
+        explicit_bzero (req, strnlen (req, REQUEST_MAX)); /* the token's copy */
+        free (req);
+    }
+    free (reply);
+    conn_close (&c);
+    return rc;
+}
+
+int broker_http_call (const struct api_target *t,
+                      long timeout_s,
+                      const char *method,
+                      const char *path,
+                      const char *body,
+                      struct api_reply *ret,
+                      struct fmb_error *error)
+{
+    char why[FMB_ERROR_TEXT_MAX] = "", one[160];
+    const char *bearer = t->url ? t->token : NULL;
+    if (t->url && !t->token[0]) {
+        errno = EACCES;
+        return fmb_errorf (error, "%s", t->token_problem);
+    }
+    int64_t deadline = fmb_monotime_ms () + (timeout_s > 0 ? timeout_s : 300) * 1000;
+    if (!t->url) {
+        if (call_one (t,
+                      NULL,
+                      deadline,
+                      0,
+                      method,
+                      path,
+                      body,
+                      NULL,
+                      ret,
+                      one,
+                      sizeof (one)) == 0)
+            return 0;
+        errno = EHOSTUNREACH;
+        return fmb_errorf (error, "broker at %s: %s", t->socket, one);
+    }
+    /* An ordered list: each broker in turn, within the one timeout; each
+     * gets an equal share of what is left to connect, the last all of it. */
+    unsigned n = api_target_url_count (t);
+    for (unsigned i = 0; i < n; i++) {
+        char base[FMB_CFG_PATH_MAX];
+        api_target_url (t, i, base, sizeof (base));
+        int64_t left = deadline - fmb_monotime_ms ();
+        if (left <= 0)
+            break;
+        if (call_one (t,
+                      base,
+                      deadline,
+                      left / (int64_t)(n - i),
+                      method,
+                      path,
+                      body,
+                      bearer,
+                      ret,
+                      one,
+                      sizeof (one)) == 0)
+            return 0;
+        size_t used = strlen (why);
+        if (snprintf (why + used,
+                      sizeof (why) - used,
+                      "%s%s: %s",
+                      used ? "; " : "",
+                      base,
+                      one) < 0)
+            why[used] = '\0';
+    }
+    errno = EHOSTUNREACH;
+    return fmb_errorf (error, "broker at %s", why[0] ? why : t->url);
+}
