@@ -1560,7 +1560,8 @@ static int check_node_files (const struct fmb_config *cfg,
     }
     nodeauth_destroy (na);
     if (cfg->tls_client_ca[0])
-        n += check_tls_file ("[api] tls_client_ca", cfg->tls_client_ca, false, report, arg);
+        n += check_tls_file (
+            "[api] tls_client_ca", cfg->tls_client_ca, false, report, arg);
     gnutls_priority_t prio;
     const char *at = NULL;
     int r = gnutls_priority_init (&prio, cfg->tls_priorities, &at);
@@ -1600,8 +1601,8 @@ int http_check_files (const struct fmb_config *cfg, svccheck_report_f report, vo
         report ("out of memory", arg);
         return n + 1;
     }
-    if (load_tokens_into (cfg->tokens_file, cfg->shared_agent_token, tokens, &count, &error) <
-        0) {
+    if (load_tokens_into (
+            cfg->tokens_file, cfg->shared_agent_token, tokens, &count, &error) < 0) {
         report (error.text, arg);
         n++;
     }

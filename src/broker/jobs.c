@@ -701,7 +701,8 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
     /* A node speaks only for itself: it may RUN only a job whose node
      * list names it (never one given only a node count). */
     const struct caller *c = http_caller (req);
-    if (c->node[0] && !(c->roles & (ROLE_RM | ROLE_ADMIN)) && !run_names_node (&rr, c->node))
+    if (c->node[0] && !(c->roles & (ROLE_RM | ROLE_ADMIN)) &&
+        !run_names_node (&rr, c->node))
         return node_refused (req, p, "may RUN only a job whose node list names it");
     char *canon = canonical_request (&rr);
     if (!canon)

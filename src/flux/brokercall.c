@@ -11,7 +11,7 @@
 struct brokercall {
     flux_t *h;
     flux_watcher_t *w;
-    int fds[2]; /* answers: pointers to finished requests */
+    int fds[2];            /* answers: pointers to finished requests */
     struct fmb_config cfg; /* a copy: the target points into it */
     struct api_target target;
     long timeout_s;

@@ -349,7 +349,11 @@ static void step_clean (struct plugin *pl, flux_jobid_t id)
     curl_free (esc);
     if (!(j = job_get (pl, id, true)))
         return;
-    flux_log (pl->h, LOG_DEBUG, "job %ju: deleting the trees of step %s", (uintmax_t)id, step);
+    flux_log (pl->h,
+              LOG_DEBUG,
+              "job %ju: deleting the trees of step %s",
+              (uintmax_t)id,
+              step);
     if (brokercall_start (pl->bc, "DELETE", path, NULL, token, step_answer, j) < 0)
         job_done (j);
 }
@@ -368,7 +372,10 @@ static int cleanup_cb (flux_plugin_t *p,
             p, args, "fmbroker: %s", flux_plugin_arg_strerror (args));
     /* A job never allocated never had a RUN. */
     if (flux_jobtap_job_event_posted (p, id, "alloc") <= 0) {
-        flux_log (pl->h, LOG_DEBUG, "job %ju: never allocated: nothing to end", (uintmax_t)id);
+        flux_log (pl->h,
+                  LOG_DEBUG,
+                  "job %ju: never allocated: nothing to end",
+                  (uintmax_t)id);
         return 0;
     }
     if (pl->level != 0) {
