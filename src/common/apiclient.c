@@ -86,6 +86,8 @@ static int call_one (const struct api_target *t,
     curl_easy_setopt (e, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt (e, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt (e, CURLOPT_TIMEOUT_MS, timeout_ms);
+    /* no SIGALRM for DNS timeouts: callers run it on threads (Flux) */
+    curl_easy_setopt (e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt (e, CURLOPT_WRITEDATA, &b);
     if (body)

@@ -15,9 +15,10 @@ struct brokercall {
     struct fmb_config cfg; /* a copy: the target points into it */
     struct api_target target;
     long timeout_s;
-    pthread_mutex_t lock; /* closed, refs, and writes to fds[1] */
-    int closed;           /* destroyed: drop answers */
-    int refs;             /* the context itself, plus one per call in flight */
+    pthread_mutex_t lock; /* closed, running, and writes to fds[1] */
+    pthread_cond_t idle;  /* running dropped */
+    int closed;           /* being destroyed: drop answers */
+    int running;          /* call threads not yet finished */
 };
 
 struct request {
@@ -43,14 +44,9 @@ static void request_free (struct request *req)
     free (req);
 }
 
-/* Called with the lock held; frees the context on its last reference. */
-static void unref_locked (struct brokercall *bc)
+static void context_free (struct brokercall *bc)
 {
-    if (--bc->refs > 0) {
-        pthread_mutex_unlock (&bc->lock);
-        return;
-    }
-    pthread_mutex_unlock (&bc->lock);
+    pthread_cond_destroy (&bc->idle);
     pthread_mutex_destroy (&bc->lock);
     close (bc->fds[0]);
     close (bc->fds[1]);
@@ -84,12 +80,13 @@ static void *call_thread (void *arg)
             snprintf (r->error, sizeof (r->error), "%s", detail);
     }
     pthread_mutex_lock (&bc->lock);
-    if (!bc->closed && write (bc->fds[1], &req, sizeof (req)) == sizeof (req)) {
-        pthread_mutex_unlock (&bc->lock);
-        return NULL; /* the reactor takes it from here */
-    }
-    request_free (req);
-    unref_locked (bc);
+    if (bc->closed || write (bc->fds[1], &req, sizeof (req)) != sizeof (req))
+        request_free (req); /* else the reactor takes it from here */
+    bc->running--;
+    pthread_cond_broadcast (&bc->idle);
+    /* The last thing this thread does with the context or this module's
+     * code: brokercall_destroy waits for it before the plugin goes. */
+    pthread_mutex_unlock (&bc->lock);
     return NULL;
 }
 
@@ -103,8 +100,6 @@ static void answers_cb (flux_reactor_t *r, flux_watcher_t *w, int revents, void 
     while (read (bc->fds[0], &req, sizeof (req)) == sizeof (req)) {
         req->cb (&req->result, req->arg);
         request_free (req);
-        pthread_mutex_lock (&bc->lock);
-        unref_locked (bc);
     }
 }
 
@@ -134,8 +129,8 @@ struct brokercall *brokercall_create (flux_t *h,
         return NULL;
     }
     pthread_mutex_init (&bc->lock, NULL);
+    pthread_cond_init (&bc->idle, NULL);
     bc->h = h;
-    bc->refs = 1;
     bc->timeout_s = timeout_s;
     bc->cfg = *cfg;
     api_target_init (&bc->target, &bc->cfg, NULL);
@@ -152,11 +147,14 @@ void brokercall_destroy (struct brokercall *bc)
     bc->w = NULL;
     pthread_mutex_lock (&bc->lock);
     bc->closed = 1;
-    while (read (bc->fds[0], &req, sizeof (req)) == sizeof (req)) {
+    while (read (bc->fds[0], &req, sizeof (req)) == sizeof (req))
         request_free (req);
-        bc->refs--; /* never the last: ours is still held */
-    }
-    unref_locked (bc);
+    /* Calls still running end within their timeout; the module may be
+     * unloaded right after this returns, so wait for them. */
+    while (bc->running > 0)
+        pthread_cond_wait (&bc->idle, &bc->lock);
+    pthread_mutex_unlock (&bc->lock);
+    context_free (bc);
 }
 
 static char *dup_or_null (const char *s, int *failed)
@@ -193,7 +191,7 @@ int brokercall_start (struct brokercall *bc,
         return -ENOMEM;
     }
     pthread_mutex_lock (&bc->lock);
-    bc->refs++;
+    bc->running++;
     pthread_mutex_unlock (&bc->lock);
     pthread_attr_init (&attr);
     pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
@@ -202,7 +200,8 @@ int brokercall_start (struct brokercall *bc,
     if (rc != 0) {
         request_free (req);
         pthread_mutex_lock (&bc->lock);
-        unref_locked (bc);
+        bc->running--;
+        pthread_mutex_unlock (&bc->lock);
         return -rc;
     }
     return 0;

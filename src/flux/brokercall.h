@@ -4,10 +4,9 @@
  * there would stall every job of the instance.  Each call runs
  * api_client_call() on a thread of its own; its answer comes back through
  * a pipe that the reactor watches, and the callback runs on the reactor
- * thread, where the Flux API may be used.  A call outlives the context
- * that made it only as far as the pipe: a context destroyed with calls
- * in flight drops their answers (the context is freed when the last one
- * ends).
+ * thread, where the Flux API may be used.  Destroying the context drops
+ * the answers not yet delivered and waits for the calls still running
+ * (each ends within its timeout), so that the plugin may be unloaded.
  */
 #ifndef FMB_FLUX_BROKERCALL_H
 #define FMB_FLUX_BROKERCALL_H

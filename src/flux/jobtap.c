@@ -169,12 +169,12 @@ static void cleanup_send (struct job *j)
 
 /* ---- RUN -------------------------------------------------------------- */
 
-static void run_failed (struct job *j, const char *why)
+/* 'id' may be FLUX_JOBTAP_CURRENT_JOB (inside the job's callback). */
+static void run_failed (struct plugin *pl, flux_jobid_t id, const char *why)
 {
-    struct plugin *pl = j->pl;
     bool closed = strcmp (pl->policy, "fail_open") != 0;
     if (flux_jobtap_event_post_pack (pl->p,
-                                     j->id,
+                                     id,
                                      NAME,
                                      "{s:s s:s s:s s:s}",
                                      "status",
@@ -185,19 +185,21 @@ static void run_failed (struct job *j, const char *why)
                                      pl->state_dir,
                                      "reason",
                                      why) < 0)
-        flux_log_error (pl->h, "job %ju: posting the fmbroker event", (uintmax_t)j->id);
-    if (closed)
-        flux_jobtap_raise_exception (pl->p,
-                                     j->id,
-                                     NAME,
-                                     0,
-                                     "no VNI isolation for this job: %s "
-                                     "(fmbroker policy fail_closed: it does not start)",
-                                     why);
+        flux_log_error (pl->h, "job %ju: posting the fmbroker event", (uintmax_t)id);
+    /* The shell plugin refuses the job's tasks too, should this fail. */
+    if (closed && flux_jobtap_raise_exception (pl->p,
+                                               id,
+                                               NAME,
+                                               0,
+                                               "no VNI isolation for this job: %s "
+                                               "(fmbroker policy fail_closed: it "
+                                               "does not start)",
+                                               why) < 0)
+        flux_log_error (pl->h, "job %ju: raising its exception", (uintmax_t)id);
     flux_log (pl->h,
               closed ? LOG_ERR : LOG_WARNING,
               "job %ju: RUN at fmbrokerd failed: %s; %s",
-              (uintmax_t)j->id,
+              (uintmax_t)id,
               why,
               closed ? "the job does not start (policy fail_closed)"
                      : "it runs without VNI isolation (policy fail_open)");
@@ -237,7 +239,7 @@ static void run_answer (const struct brokercall_result *r, void *arg)
                       brokercall_reason (r));
         else
             snprintf (why, sizeof (why), "%s", brokercall_reason (r));
-        run_failed (j, why);
+        run_failed (pl, j->id, why);
         j->run_refused = r->reached;
     }
     if (flux_jobtap_prolog_finish (pl->p, j->id, NAME, 0) < 0)
@@ -273,14 +275,19 @@ static int run_cb (flux_plugin_t *p,
                                 "R",
                                 &R,
                                 "jobspec",
-                                &jobspec) < 0)
-        return flux_jobtap_error (
-            p, args, "fmbroker: %s", flux_plugin_arg_strerror (args));
-    if (!(j = job_get (pl, id, true)))
-        return flux_jobtap_error (p, args, "fmbroker: out of memory");
+                                &jobspec) < 0) {
+        /* An error from this callback is only logged by flux-core and the
+         * job would start: fail it (or say so) instead. */
+        run_failed (pl, FLUX_JOBTAP_CURRENT_JOB, flux_plugin_arg_strerror (args));
+        return 0;
+    }
+    if (!(j = job_get (pl, id, true))) {
+        run_failed (pl, id, "fmbroker's jobtap plugin is out of memory");
+        return 0;
+    }
     json_t *body = rspec_run_body (R, jobspec, (unsigned)userid, &e);
     if (!body) {
-        run_failed (j, e.text);
+        run_failed (pl, id, e.text);
         job_done (j);
         return 0;
     }
@@ -289,7 +296,8 @@ static int run_cb (flux_plugin_t *p,
     snprintf (path, sizeof (path), "/v1/jobs/%ju", (uintmax_t)id);
     if (!text || flux_jobtap_prolog_start (p, NAME) < 0) {
         flux_log_error (pl->h, "job %ju: prolog-start", (uintmax_t)id);
-        run_failed (j, "fmbroker's jobtap plugin could not start its prolog action");
+        run_failed (
+            pl, id, "fmbroker's jobtap plugin could not start its prolog action");
         free (text);
         job_done (j);
         return 0;
@@ -397,12 +405,27 @@ static int cleanup_cb (flux_plugin_t *p,
 
 /* ---- load and unload -------------------------------------------------- */
 
+/* Unloaded (flux jobtap remove, shutdown): a job whose RUN is in flight
+ * would wait for its prolog action for good; a CLEANUP still to retry
+ * is left to the sweep, and said so. */
 static void plugin_destroy (void *arg)
 {
     struct plugin *pl = arg;
-    while (pl->jobs)
-        job_done (pl->jobs);
-    brokercall_destroy (pl->bc);
+    brokercall_destroy (pl->bc); /* no answer runs after this */
+    while (pl->jobs) {
+        struct job *j = pl->jobs;
+        if (j->run_in_flight) {
+            run_failed (
+                pl, j->id, "fmbroker's jobtap plugin was unloaded during the RUN");
+            flux_jobtap_prolog_finish (pl->p, j->id, NAME, 1);
+        } else
+            flux_log (pl->h,
+                      LOG_WARNING,
+                      "job %ju: fmbroker.so unloaded before its CLEANUP got through; "
+                      "the sweep (fmbroker-flux-sweep) ends it",
+                      (uintmax_t)j->id);
+        job_done (j);
+    }
     free (pl);
 }
 

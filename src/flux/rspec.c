@@ -96,6 +96,10 @@ json_t *rspec_run_body (json_t *R, json_t *jobspec, unsigned uid, struct fmb_err
             goto fail;
     }
     json_t *body = json_pack ("{s:I s:o}", "uid", (json_int_t)uid, "nodes", nodes);
+    if (!body) {
+        fmb_errorf (e, "out of memory");
+        return NULL;
+    }
     long ncores = cores_per_node (R);
     if (ncores > 0)
         json_object_set_new (body, "ncores", json_integer (ncores));

@@ -202,18 +202,21 @@ static int sub_instance (flux_shell_t *shell, flux_t *h)
 }
 
 /* The "fmbroker" event the jobtap plugin posted to the job's eventlog
- * before the job started (status, policy, state-dir, reason), or NULL
- * when there is none: the plugin is not loaded in this instance.  Read
+ * before the job started (status, policy, state-dir, reason) into *found:
+ * 0.  1 when there is none: the plugin is not loaded in this instance.
+ * -1 with 'why' when the eventlog cannot be read, or the plugin's
+ * prolog action is there without its event.  Read
  * from the eventlog, not the jobspec: in a multi-user instance the shell
  * runs the jobspec its user signed, which a jobspec update never
  * reaches.  The job-manager commits events in batches, so one look
  * again after 100 ms when the plugin's prolog action is there but its
  * event not yet. */
-static json_t *fmbroker_event (flux_t *h, flux_jobid_t id)
+static int fmbroker_event (
+    flux_t *h, flux_jobid_t id, json_t **found, char *why, size_t len)
 {
+    *found = NULL;
     for (int tries = 0; tries < 2; tries++) {
         const char *log = NULL;
-        json_t *found = NULL;
         bool started = false;
         flux_future_t *f = flux_rpc_pack (h,
                                           "job-info.lookup",
@@ -227,19 +230,23 @@ static json_t *fmbroker_event (flux_t *h, flux_jobid_t id)
                                           "flags",
                                           0);
         if (!f || flux_rpc_get_unpack (f, "{s:s}", "eventlog", &log) < 0) {
+            snprintf (why,
+                      len,
+                      "cannot read the job's eventlog for fmbroker's event: %s",
+                      future_strerror (f, errno));
             flux_future_destroy (f);
-            return NULL;
+            return -1;
         }
         for (const char *line = log; line && *line;) {
             const char *end = strchr (line, '\n');
-            size_t len = end ? (size_t)(end - line) : strlen (line);
-            json_t *ev = json_loadb (line, len, 0, NULL);
+            size_t n = end ? (size_t)(end - line) : strlen (line);
+            json_t *ev = json_loadb (line, n, 0, NULL);
             const char *name = json_string_value (json_object_get (ev, "name"));
             const char *desc = json_string_value (
                 json_object_get (json_object_get (ev, "context"), "description"));
             if (name && strcmp (name, NAME) == 0) {
-                json_decref (found);
-                found = json_incref (json_object_get (ev, "context"));
+                json_decref (*found);
+                *found = json_incref (json_object_get (ev, "context"));
             } else if (name && strcmp (name, "prolog-start") == 0 && desc &&
                        strcmp (desc, NAME) == 0)
                 started = true;
@@ -247,22 +254,30 @@ static json_t *fmbroker_event (flux_t *h, flux_jobid_t id)
             line = end ? end + 1 : NULL;
         }
         flux_future_destroy (f);
-        if (found || !started)
-            return found;
+        if (*found)
+            return 0;
+        if (!started)
+            return 1;
         usleep (100000);
     }
-    return NULL;
+    snprintf (
+        why, len, "fmbroker's jobtap plugin started the job's RUN but left no word");
+    return -1;
 }
 
 static int level0 (flux_shell_t *shell, flux_t *h, flux_jobid_t id, const char *dec)
 {
-    json_t *ev = fmbroker_event (h, id);
+    json_t *ev;
     const char *status = NULL, *policy = "fail_closed",
                *state_dir = JOBRECORD_DIR_DEFAULT;
     const char *reason = "";
-    char dir[1024];
-    int rc;
-    if (!ev) {
+    char dir[1024], why[256];
+    int rc = fmbroker_event (h, id, &ev, why, sizeof (why));
+    if (rc < 0) { /* the policy is unknown: the default, closed */
+        flux_shell_raise (NAME, 0, "fmbroker: %s; the job does not start", why);
+        return -1;
+    }
+    if (rc > 0) {
         flux_shell_log (NAME,
                         FLUX_SHELL_DEBUG,
                         __FILE__,
@@ -281,7 +296,17 @@ static int level0 (flux_shell_t *shell, flux_t *h, flux_jobid_t id, const char *
                        "reason",
                        &reason);
     if (!status || strcmp (status, "ok") != 0) {
-        /* fail_closed: the jobtap plugin raised, the job does not run */
+        /* fail_closed: the jobtap plugin raised already; should that have
+         * failed, the job still does not run */
+        if (strcmp (policy, "fail_open") != 0 && !wants_no_vni (shell)) {
+            flux_shell_raise (NAME,
+                              0,
+                              "fmbroker: no VNI isolation for this job: %s (policy "
+                              "fail_closed)",
+                              reason);
+            json_decref (ev);
+            return -1;
+        }
         if (strcmp (policy, "fail_open") == 0)
             flux_shell_log (NAME,
                             FLUX_SHELL_WARN,

@@ -30,6 +30,10 @@ case $? in
     ;;
 *) bail_out "scripts/build-flux.sh failed: $(tail -5 "$T/build-flux.err")" ;;
 esac
+# One test at a time uses the prefix (its IMP configuration and the
+# plugins installed in it are machine-wide): wait for another's end.
+exec 9>"$FP/.fmbroker-test.lock"
+flock -w 1200 9 || bail_out "$FP is in use by another test for 20 minutes"
 FLUX_JOBTAP=$FMB_BIN/../lib/flux/job-manager/plugins/fmbroker.so
 FLUX_SHELLPLUGIN=$FMB_BIN/../lib/flux/shell/plugins/fmbroker.so
 if [ ! -f "$FLUX_JOBTAP" ] || [ ! -f "$FLUX_SHELLPLUGIN" ]; then
@@ -197,7 +201,9 @@ flux_start () {
 flux_online () { test "$(flux_as_owner flux resource list -s up -no '{nnodes}' 2>/dev/null)" = 2; }
 flux_stop () {
     [ -n "${flux_pid:-}" ] || return 0
-    flux_as_owner flux shutdown --quiet >/dev/null 2>&1 || kill "$flux_pid" 2>/dev/null
+    timeout 60 setpriv --reuid=flux --regid="$(id -g flux)" --init-groups \
+        env FLUX_URI="$FLUX_URI_ROOT" "$FP/bin/flux" shutdown --quiet >/dev/null 2>&1 ||
+        kill "$flux_pid" 2>/dev/null
     wait "$flux_pid" 2>/dev/null
     flux_pid=
 }

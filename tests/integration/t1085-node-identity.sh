@@ -14,7 +14,7 @@ for try in 1 2 3 4 5; do
     tcp_port=$(free_ports 1) || break
     quarantine_s=4 write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" \
         "tls_cert = $T/certs/server.pem" "tls_key = $T/certs/server.key" \
-        "tokens_file = $T/tokens"
+        "tokens_file = $T/tokens" "agent_run = true"
     start_broker && break
 done
 node_tokens n1 n2 n3 victim01 || bail_out "no node tokens"
@@ -41,6 +41,13 @@ expect_ok 'the rm runs job 100 on n2 and job 101 on n1 and n2' '
     rm_call PUT /v1/jobs/100 "{\"uid\":1001,\"nodes\":[\"n2\"]}" >/dev/null &&
     rm_call PUT /v1/jobs/101 "{\"uid\":1001,\"nodes\":[\"n1\",\"n2\"]}" >/dev/null &&
     job_field 100 .hwcoll.session_token | grep -q . && job_field 101 .hwcoll.state | grep -qx reserved
+'
+expect_ok 'with [api] agent_run, n1 may RUN only a job whose node list names n1' '
+    test "$(status_of 1000 @stolen PUT /v1/jobs/500 "{\"uid\":1001,\"nodes\":[\"n2\"]}")" = 403 &&
+    test "$(status_of 1000 @stolen PUT /v1/jobs/501 "{\"uid\":1001,\"node_count\":1}")" = 403 &&
+    test "$(rm_call GET /v1/jobs/500 >/dev/null 2>&1; echo $?)" != 0 &&
+    grep -q "api: refused node n1 (127.0.0.1): job 500: may RUN only a job whose node list names it" "$T/broker.err" &&
+    status_of 1000 @stolen PUT /v1/jobs/502 "{\"uid\":1001,\"nodes\":[\"n1\",\"n2\"]}" | grep -qx "20[01]"
 '
 expect_ok 'a false report for another node (n2, job 100) is refused, logged, and changes nothing' '
     n=$(refusals) &&

@@ -97,7 +97,7 @@ expect_ok 'a per-rank prolog that is not installed: the job does not run, the sh
 '
 expect_ok 'a job that ends while no broker answers is ended once one is back (CLEANUP retry)' '
     id=$(flux_as_user flux submit -N1 sleep 2) && j=$(dec "$id") &&
-    flux_as_owner flux job wait-event -t 30 "$id" start >/dev/null &&
+    flux_as_owner flux job wait-event -t 30 "$id" start >/dev/null && job_in "$j" active &&
     stop_broker && wait_job "$id" && sleep 1 && start_broker &&
     wait_for 150 0.1 job_not_in "$j" active
 '
@@ -135,9 +135,10 @@ expect_ok 'the sweep (real flux jobs) ends a job Flux no longer has, and leaves 
     hold && id=$(flux_as_user flux submit --output="$T/home/{{id}}.out" -N1 "$T/home/hold.sh") &&
     j=$(dec "$id") && flux_as_owner flux job wait-event -t 30 "$id" start >/dev/null &&
     rm_call PUT /v1/jobs/4242 "{\"uid\":$(id -u nobody),\"nodes\":[\"n1\"]}" >/dev/null &&
+    job_in 4242 active && job_in "$j" active &&
     flux_as_owner env FMBROKER_CONF="$T/rm.conf" FMBROKER_BINDIR="$FMB_BIN" FMBROKER_SWEEP_MIN_AGE_S=0 \
-        "$FMB_SRC/deploy/flux/fmbroker-flux-sweep.sh" >"$T/sweep.out" 2>&1; cat "$T/sweep.out";
-    job_not_in 4242 active && job_in "$j" active &&
+        "$FMB_SRC/deploy/flux/fmbroker-flux-sweep.sh" >"$T/sweep.out" 2>&1 && cat "$T/sweep.out" &&
+    grep -q 4242 "$T/sweep.out" && job_not_in 4242 active && job_in "$j" active &&
     touch "$T/home/go" && wait_job "$id"
 '
 # A step's task 0 makes a multicast tree as libfabric does.
