@@ -174,9 +174,9 @@ expect_ok 'tls_client_cert = required: a certificate names the node; no certific
 '
 expect_ok 'one agent token for all nodes needs shared_agent_token = true, warned about' '
     printf "agent shared-agent-token-0123456789\n" >>"$T/tokens" &&
-    { "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --check-config 2>err; test $? = 2; } &&
+    { "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --user root --check-config 2>err; test $? = 2; } &&
     grep -q "an .agent. token is one secret every compute node shares" err &&
-    "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --set api.shared_agent_token=true --check-config 2>err &&
+    "$FMB_BIN/fmbrokerd" -c "$T/broker.conf" --set api.shared_agent_token=true --user root --check-config 2>err &&
     grep -q "shared_agent_token = true: every compute node holds the same token" err
 '
 expect_ok 'no token reaches the log' '

@@ -158,7 +158,10 @@ expect_ok 'the broker back on a quick disk and the usual deadline' '
 # that need to write cannot begin: what they would change is a 503 that
 # names the lock, what only reads still answers (health degraded, with
 # the reason; a job, to root and to its own unprivileged user; the
-# metrics), and once the lock is gone the same request succeeds.
+# metrics), and once the lock is gone the same request succeeds.  (The
+# loop waits out the busy timeout on each write; an FM liveness probe in
+# flight then times out and the FM is taken for down until the next
+# probe: known, see the session note; the RUN is asked once it is up.)
 hold_write_lock () { # until $T/locked is removed (at most 60 s)
     python3 -c '
 import os, sqlite3, sys, time
@@ -186,6 +189,7 @@ expect_ok 'another writer holds the lock: health says why, reads answer, a RUN i
     rm_call GET /metrics | grep -q "^fmbroker_jobs{state=\"active\"} [1-9]" &&
     api_call PUT /v1/jobs/7 "$body" >r7 && cat r7 && read code _ <r7 && test "$code" = 503 &&
     grep -q "database is locked" r7 && rm "$T/locked" && wait "$lock_pid" && lock_pid= &&
+    wait_for 100 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/v1/status | jq -e \".fabric_manager.state == \\\"up\\\"\"" &&
     rm_call PUT /v1/jobs/7 "$body" | jq -e ".hwcoll.state == \"reserved\""
 '
 done_testing
