@@ -1,10 +1,10 @@
 #!/bin/bash
-# The call-cycle check (scripts/broker-cycles.py) on tiny trees: one where
+# The call-cycle check (scripts/call-cycles.py) on tiny trees: one where
 # two files call each other fails and names the edges, one where calls
 # only point down passes, one with a ring of three fails, and --report
 # prints a cycle but exits 0.
 set -u
-script="$(dirname "$0")/../../scripts/broker-cycles.py"
+script="$(dirname "$0")/../../scripts/call-cycles.py"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -87,6 +87,26 @@ echo 'static int a (void) { return 0; } int b (void) { return a (); }' >"$tmp/st
 python3 "$script" "$tmp/static" >/dev/null 2>&1
 rc=$?
 if [ $rc -eq 0 ]; then ok "a static namesake is no edge"; else not_ok "a static namesake is no edge (rc $rc)"; fi
+
+# libraries: lib a and lib b call each other through different files
+# (a/x.c -> b/y.c, b/z.c -> a/w.c): no file-level ring, a library ring;
+# and a name defined in two libraries resolves to the caller's own.
+mkdir -p "$tmp/tree/a" "$tmp/tree/b" "$tmp/tree/c"
+echo 'int y (void); int x (void) { return y (); }' >"$tmp/tree/a/x.c"
+echo 'int y (void) { return 1; }' >"$tmp/tree/b/y.c"
+echo 'int w (void); int z (void) { return w (); }' >"$tmp/tree/b/z.c"
+echo 'int w (void) { return 2; }' >"$tmp/tree/a/w.c"
+echo 'int y (void) { return 3; } int v (void) { return y (); }' >"$tmp/tree/c/v.c"
+out=$(python3 "$script" "$tmp/tree" 2>&1)
+rc=$?
+case "$rc:$out" in
+1:*"library cycle: a b"*"a -> b: y"*"b -> a: w"*) ok "a ring of libraries fails" ;;
+*) not_ok "a ring of libraries fails (rc $rc: $out)" ;;
+esac
+case "$out" in
+*"c -> b"*) not_ok "a namesake in the caller's own library is the one called: $out" ;;
+*) ok "a namesake in the caller's own library is the one called" ;;
+esac
 
 python3 "$script" "$tmp/nonesuch" >/dev/null 2>&1
 rc=$?

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""broker-cycles.py: find files of one directory that call each other.
+"""call-cycles.py: find files of a source tree that call each other.
 
-For the C files of a directory (default src/broker) it finds, with
+For the C files under a directory (default src), recursively, it finds, with
 universal-ctags, which file defines each function and, from the source,
 which files call it; then it builds the file-level call graph and reports
 every strongly connected component of more than one file (A calls B and B
@@ -62,7 +62,7 @@ def ctags(paths):
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError) as e:
-        sys.exit("broker-cycles: ctags failed: %s" % e)
+        sys.exit("call-cycles: ctags failed: %s" % e)
     tags = []
     for line in res.stdout.splitlines():
         try:
@@ -74,18 +74,36 @@ def ctags(paths):
     return tags
 
 
+def c_files(root):
+    """The .c and .h files under 'root', as paths relative to it, sorted."""
+    out = []
+    for top, dirs, names in os.walk(root):
+        dirs.sort()
+        for n in names:
+            if n.endswith((".c", ".h")):
+                out.append(os.path.relpath(os.path.join(top, n), root))
+    return sorted(out)
+
+
 def graph(directory):
-    """{file: {other_file: set(functions)}} for the C files of 'directory'."""
-    files = sorted(f for f in os.listdir(directory)
-                   if f.endswith((".c", ".h"))
-                   and os.path.isfile(os.path.join(directory, f)))
+    """{file: {other_file: set(functions)}} for the C files under 'directory'.
+
+    Files are named by their path under 'directory'.  A name with external
+    linkage defined in more than one file (a program's main, a function of
+    src/common compiled into a plugin) resolves to the definition in the
+    caller's own directory when there is one, else to every definition.
+    """
+    files = c_files(directory)
     paths = [os.path.join(directory, f) for f in files]
+    by_path = dict(zip(paths, files))
     tags = ctags(paths) if paths else []
     local = {f: set() for f in files}    # every function a file defines
     external = {}                        # name -> files defining it non-static
     bodies = {f: [] for f in files}      # (first, last, own name) line ranges
     for t in tags:
-        f = os.path.basename(t["path"])
+        f = by_path.get(t["path"], t["path"])
+        if f not in local:
+            continue
         last = t.get("end", t["line"])
         if t["kind"] == "function":
             local[f].add(t["name"])
@@ -96,6 +114,7 @@ def graph(directory):
     for f, path in zip(files, paths):
         with open(path, encoding="utf-8", errors="replace") as fh:
             lines = strip_c(fh.read()).split("\n")
+        here = os.path.dirname(f)
         for first, last, own in bodies[f]:
             for no in range(first, last + 1):
                 if no > len(lines):
@@ -110,10 +129,26 @@ def graph(directory):
                         continue
                     if name in local[f] or name not in external:
                         continue
-                    for g in external[name]:
+                    targets = external[name]
+                    near = {g for g in targets if os.path.dirname(g) == here}
+                    for g in near or targets:
                         if g != f:
                             edges[f].setdefault(g, set()).add(name)
     return edges
+
+
+def libraries(edges):
+    """The same graph with each file replaced by its directory."""
+    out = {}
+    for f, targets in edges.items():
+        d = os.path.dirname(f) or "."
+        out.setdefault(d, {})
+        for g, names in targets.items():
+            e = os.path.dirname(g) or "."
+            out.setdefault(e, {})
+            if e != d:
+                out[d].setdefault(e, set()).update(names)
+    return out
 
 
 def components(edges):
@@ -153,14 +188,14 @@ def components(edges):
 def main():
     ap = argparse.ArgumentParser(
         description="Report files of a C directory that call each other.")
-    ap.add_argument("directory", nargs="?", default="src/broker")
+    ap.add_argument("directory", nargs="?", default="src")
     ap.add_argument("--report", action="store_true",
                     help="print the cycles but exit 0")
     ap.add_argument("--graph", action="store_true",
                     help="print every file-level call edge too")
     args = ap.parse_args()
     if not os.path.isdir(args.directory):
-        print("broker-cycles: %s: not a directory" % args.directory,
+        print("call-cycles: %s: not a directory" % args.directory,
               file=sys.stderr)
         return 2
     edges = graph(args.directory)
@@ -169,18 +204,23 @@ def main():
             for g in sorted(edges[f]):
                 print("%s -> %s: %s" % (f, g, " ".join(sorted(edges[f][g]))))
     comps = components(edges)
-    for comp in comps:
-        print("cycle: %s" % " ".join(comp))
-        for f in comp:
-            for g in sorted(edges[f]):
-                if g in comp:
-                    print("  %s -> %s: %s"
-                          % (f, g, " ".join(sorted(edges[f][g]))))
+    lib_edges = libraries(edges)
+    lib_comps = components(lib_edges)
+    for kind, graph_, found in (("cycle", edges, comps),
+                                ("library cycle", lib_edges, lib_comps)):
+        for comp in found:
+            print("%s: %s" % (kind, " ".join(comp)))
+            for f in comp:
+                for g in sorted(graph_[f]):
+                    if g in comp:
+                        print("  %s -> %s: %s"
+                              % (f, g, " ".join(sorted(graph_[f][g]))))
+    comps = comps + lib_comps
     if not comps:
-        print("broker-cycles: %s: no file calls back into a file it calls"
+        print("call-cycles: %s: no file calls back into a file it calls"
               % args.directory)
         return 0
-    print("broker-cycles: %s: %d cycle(s)%s"
+    print("call-cycles: %s: %d cycle(s)%s"
           % (args.directory, len(comps), " (report only)" if args.report else ""))
     return 0 if args.report else 1
 
