@@ -34,6 +34,8 @@ struct store {
     } cache[STORE_STMT_CACHE];
 };
 
+/* ---- db.c: the helpers every other file calls (it calls none) ------- */
+
 /* SQLite result code -> errno, in one place. */
 int store_errno (int sqlite_rc);
 
@@ -51,6 +53,17 @@ int store_step_done (struct store *st,
 
 int64_t store_now (struct store *st);
 
+/* Run 'sql' (no rows, not cached: schema changes, pragmas). */
+int store_exec (struct store *st,
+                const char *sql,
+                struct fmb_error *error,
+                const char *what);
+/* The first column of the one row 'sql' returns (not cached). */
+int store_query_int (struct store *st,
+                     const char *sql,
+                     int64_t *ret,
+                     struct fmb_error *error);
+
 /* The count a trigger keeps under 'name' in the tallies table (schema 6),
  * read in one row whatever the size of what it counts. */
 int store_tally (struct store *st,
@@ -58,14 +71,41 @@ int store_tally (struct store *st,
                  unsigned *ret,
                  struct fmb_error *error);
 
+/* Bind text, or NULL when 'text' is NULL. */
+int store_bind_text (sqlite3_stmt *s, int idx, const char *text);
+
+/* Copy of a column as a malloc'd string, or NULL for SQL NULL. */
+int store_column_strdup (sqlite3_stmt *s, int col, char **ret);
+
+/* ---- open.c: above the tables, migrate, derived and checkpoint ------ */
+
+/* The existing file at 'db_path', opened read-only (nothing created or
+ * written, whoever else has it open) and checked as start-up checks it;
+ * store_close() it. */
+int store_open_readonly (const char *db_path,
+                         struct store **ret,
+                         struct fmb_error *error);
+
+/* ---- checkpoint.c ---------------------------------------------------- */
+
 /* The WAL checkpointer (checkpoint.c): a thread with its own connection
  * to 'db_path'.  -1 (errno) if it cannot start: SQLite's auto-checkpoint
  * stays on then. */
 int store_checkpointer_start (struct store *st, const char *db_path);
 void store_checkpointer_stop (struct store *st);
 
+/* ---- schema.c: the migrations, and the counts of what they keep ----- */
+
 /* The SQL of the migration from schema version 'from' to from + 1. */
 const char *store_migration (int from);
+/* The kept counts against a count of their tables: a row for each that
+ * differs (store_check_full); and setting them from their tables
+ * (store_recount, the repair at open). */
+extern const char SQL_CHECK_JOB_COUNTS[];
+extern const char SQL_CHECK_TALLIES[];
+extern const char SQL_RECOUNT[];
+
+/* ---- derived.c ------------------------------------------------------- */
 
 /* The schema's tables, indexes and triggers against what the migrations
  * make at the file's version (derived.c).  store_derived_check: each one
@@ -86,13 +126,10 @@ int store_derived_rebuild (struct store *st,
                            unsigned *ret_triggers,
                            struct fmb_error *error);
 
-/* Bind text, or NULL when 'text' is NULL. */
-int store_bind_text (sqlite3_stmt *s, int idx, const char *text);
-
-/* Copy of a column as a malloc'd string, or NULL for SQL NULL. */
-int store_column_strdup (sqlite3_stmt *s, int col, char **ret);
+/* ---- the tables' statements whose plans store_query_plan shows ------ */
 
 /* The statements whose plans store_query_plan() shows. */
+extern const char SQL_TALLY[]; /* db.c */
 extern const char SQL_JOB_UNRELEASED[];
 /* The statement store_job_list runs for filter 'f' (NULL: none). */
 const char *store_job_list_sql (const struct store_job_filter *f);
