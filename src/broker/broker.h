@@ -46,7 +46,7 @@
 #define BACKGROUND_PAUSE_MS 3
 #define STALL_WINDOW_MS     60000 /* the stall metric covers 1-2 windows */
 
-#define FM_OPS       8 /* get create patch delete list token login probe */
+#define FM_OPS       FMC_OP_COUNT           /* fmclient.h: FMC_OPS */
 #define FM_RESULTS   (FMC_UNAUTHORIZED + 1) /* the statuses an FM answer has */
 #define LAT_BUCKETS  12
 #define PASS_BUCKETS 9 /* the loop pass histogram's bounds, metrics.c */

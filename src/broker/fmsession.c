@@ -239,7 +239,7 @@ void fmsession_note (struct fmsession *s, const struct fmc_result *res)
         set_state (s, FM_DOWN, res->error);
         return;
     }
-    if (s->no_api && res->status == FMC_OK && strcmp (res->op, "probe") != 0)
+    if (s->no_api && res->status == FMC_OK && res->op != FMC_OP_PROBE)
         s->no_api = false; /* the API answered where only it can */
     /* counted in metrics by the client's observer, call by call */
     if (res->status != FMC_OK && res->http_status == 0)

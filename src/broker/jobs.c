@@ -564,7 +564,7 @@ static int record_outcome (struct broker *b,
             b, "hwcoll_unavailable", job, json_pack ("{s:s}", "reason", reason), e) < 0)
         return -1;
     fmb_logf (LOG_WARNING,
-              &(struct fmb_log_fields){.job = job, .fm_call = res->op},
+              &(struct fmb_log_fields){.job = job, .fm_call = fmc_op_name (res->op)},
               "job %s: hardware collectives unavailable: %s",
               job,
               res->error);

@@ -39,21 +39,16 @@ void broker_note_stall (struct broker *b, int64_t us, int64_t commit_us)
     }
 }
 
-static const char *const fm_op_names[FM_OPS] = {
-    "get", "create", "patch", "delete", "list", "token", "login", "probe"};
 static const unsigned lat_bounds_ms[LAT_BUCKETS] = {
     1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000};
 
 void broker_observe_fm (const struct fmc_result *res, void *arg)
 {
     struct broker *b = arg;
-    int op;
+    unsigned op = res->op;
     if (b->fms)
         fmsession_heard (b->fms, res);
-    for (op = 0; op < FM_OPS; op++)
-        if (strcmp (fm_op_names[op], res->op) == 0)
-            break;
-    if (op == FM_OPS)
+    if (op >= FM_OPS)
         return;
     if ((unsigned)res->status < FM_RESULTS)
         b->metrics.fm_calls[op][res->status]++;
@@ -174,7 +169,7 @@ static void fm_metrics (struct broker *b, FILE *f)
             if (b->metrics.fm_calls[op][r])
                 fprintf (f,
                          "fmbroker_fm_requests_total{call=\"%s\",result=\"%s\"} %lu\n",
-                         fm_op_names[op],
+                         fmc_op_name (op),
                          fmc_status_name ((enum fmc_status)r),
                          b->metrics.fm_calls[op][r]);
     fprintf (f,
@@ -183,7 +178,7 @@ static void fm_metrics (struct broker *b, FILE *f)
     fprintf (f, "# TYPE fmbroker_fm_request_duration_seconds histogram\n");
     for (int op = 0; op < FM_OPS; op++) {
         char label[32];
-        snprintf (label, sizeof (label), "call=\"%s\",", fm_op_names[op]);
+        snprintf (label, sizeof (label), "call=\"%s\",", fmc_op_name (op));
         histogram (f,
                    "fmbroker_fm_request_duration_seconds",
                    label,

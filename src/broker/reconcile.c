@@ -488,7 +488,7 @@ static void start_listing (struct broker *b, bool probe)
         b->rc->inflight = true;
     if (fmc_job_list (b->fmc, listing_done, l, &e) < 0) {
         struct fmc_result res = {
-            .status = FMC_RETRYABLE, .op = "list", .error = e.text};
+            .status = FMC_RETRYABLE, .op = FMC_OP_LIST, .error = e.text};
         listing_done (&res, l);
     }
 }

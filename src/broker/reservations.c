@@ -177,7 +177,7 @@ static struct reservation *start_reservation (struct reservations *rs,
     rv->starting = false;
     if (rc < 0 && !rv->finished) {
         struct fmc_result res = {
-            .status = FMC_RETRYABLE, .op = "create", .error = e.text};
+            .status = FMC_RETRYABLE, .op = FMC_OP_CREATE, .error = e.text};
         reserve_done (&res, rv);
         return NULL;
     }

@@ -75,9 +75,36 @@ enum fmc_status {
     FMC_NOT_SENT,     /* withdrawn by fmc_drop_held before it left */
 };
 
+/* The FM calls, in the order the broker's metrics list them: the one
+ * list of them, so that a new call cannot be left out anywhere that
+ * loops over them (FMC_OP_COUNT).  "login" is the no-op call that waits
+ * for a token: never observed, its series stay at zero. */
+#define FMC_OPS(X)       \
+    X (GET, "get")       \
+    X (CREATE, "create") \
+    X (PATCH, "patch")   \
+    X (DELETE, "delete") \
+    X (LIST, "list")     \
+    X (TOKEN, "token")   \
+    X (LOGIN, "login")   \
+    X (PROBE, "probe")
+
+enum fmc_op {
+#define FMC_OP_ENUM(name, text) FMC_OP_##name,
+    FMC_OPS (FMC_OP_ENUM)
+#undef FMC_OP_ENUM
+        FMC_OP_COUNT,
+    /* Not an FM call: fmc_job_reserve could not make its next call.  Only
+     * in a reservation's result, never observed. */
+    FMC_OP_RESERVE = FMC_OP_COUNT,
+};
+
+/* "get", "create", ... ("reserve" for FMC_OP_RESERVE); "?" for no op. */
+const char *fmc_op_name (enum fmc_op op);
+
 struct fmc_result {
     enum fmc_status status;
-    const char *op;   /* "get", "create", "patch", "delete", "list", "token" */
+    enum fmc_op op;
     long http_status; /* 0 when there was no HTTP answer */
     /* it never left this host: its deadline passed while it was held for
      * a commit, or before a late token let it go (one that expires while
