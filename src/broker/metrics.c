@@ -74,7 +74,7 @@ static void store_gauges (struct broker *b, FILE *f)
     fprintf (f,
              "# HELP fmbroker_jobs Jobs in the store by state.\n# TYPE fmbroker_jobs "
              "gauge\n");
-    for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++) {
+    for (int s = 0; s < STORE_JOB_STATE_COUNT; s++) {
         unsigned n;
         count_job_state (b, s, &n);
         fprintf (f, "fmbroker_jobs{state=\"%s\"} %u\n", store_job_state_name (s), n);
@@ -350,13 +350,22 @@ static json_t *outbox_status (struct broker *b)
     return outbox;
 }
 
+/* {"active": n, ...}: each job state, in the store's order. */
+static json_t *job_counts (const unsigned *counts)
+{
+    json_t *o = json_object ();
+    for (int s = 0; o && s < STORE_JOB_STATE_COUNT; s++)
+        json_object_set_new (o, store_job_state_name (s), json_integer (counts[s]));
+    return o;
+}
+
 json_t *broker_status (struct broker *b)
 {
     struct fmb_error e;
-    unsigned counts[4] = {0}, held = 0, quarantined = 0, cursor = 0, rjobs = 0,
-             addrs = 0;
+    unsigned counts[STORE_JOB_STATE_COUNT] = {0}, held = 0, quarantined = 0, cursor = 0,
+             rjobs = 0, addrs = 0;
     int64_t last = 0, free_vnis = 0;
-    for (int s = STORE_JOB_ACTIVE; s <= STORE_JOB_LOST; s++)
+    for (int s = 0; s < STORE_JOB_STATE_COUNT; s++)
         count_job_state (b, s, &counts[s]);
     if (store_vni_counts (b->st, &held, &quarantined, &e) < 0 ||
         store_vni_left (
@@ -368,7 +377,7 @@ json_t *broker_status (struct broker *b)
     store_vni_cursor (b->st, &cursor, &e);
     store_event_last (b->st, &last, &e);
     return json_pack (
-        "{s:s, s:s, s:I, s:o, s:o, s:o, s:{s:i, s:i, s:i, s:i},"
+        "{s:s, s:s, s:I, s:o, s:o, s:o, s:o,"
         " s:{s:i, s:i, s:i, s:i, s:I, s:i}, s:{s:i, s:i, s:i, s:i}, s:{s:I}}",
         "version",
         FMB_VERSION,
@@ -383,14 +392,7 @@ json_t *broker_status (struct broker *b)
         "outbox",
         outbox_status (b),
         "jobs",
-        "active",
-        (int)counts[STORE_JOB_ACTIVE],
-        "releasing",
-        (int)counts[STORE_JOB_RELEASING],
-        "released",
-        (int)counts[STORE_JOB_RELEASED],
-        "lost",
-        (int)counts[STORE_JOB_LOST],
+        job_counts (counts),
         "vnis",
         "pool_min",
         (int)b->cfg.vni_min,

@@ -137,7 +137,7 @@ static struct reconcile *reconcile_begin (struct broker *b,
     r->reap_foreign = reap_foreign || b->cfg.reap_foreign;
     r->fm_ids = fmc_take_job_ids (res);
     r->n = res->njob_ids;
-    r->scan_state = STORE_JOB_ACTIVE;
+    r->scan_state = store_job_state_next_unreleased (-1);
     if (!r->holding || !r->judged || !r->judged_listed || !r->foreign_now || !r->fm_ids)
         goto nomem;
     return r;
@@ -158,7 +158,7 @@ static bool live_now (struct broker *b, const char *job, const char *fmid)
     if (store_job_get_brief (b->st, job, &j, &e) < 0)
         return errno != ENOENT; /* unsure: leave it to the next round */
     bool live =
-        (j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST) &&
+        store_job_state_unreleased (j->state) &&
         (j->hwcoll == STORE_HWCOLL_RESERVED || j->hwcoll == STORE_HWCOLL_RESERVING) &&
         strcmp (j->fm_job_id, fmid) == 0;
     store_job_free (j);
@@ -263,8 +263,10 @@ static int scan_slice (struct broker *b,
         if (n < 0)
             return -1;
         if (n < SCAN_PAGE) { /* that state's last page */
-            r->scanned = r->scan_state == STORE_JOB_LOST;
-            r->scan_state = STORE_JOB_LOST;
+            int next = store_job_state_next_unreleased (r->scan_state);
+            r->scanned = next < 0;
+            if (next >= 0)
+                r->scan_state = next;
             r->scan_after[0] = '\0';
         }
         if (fmb_monotime_us () >= end)

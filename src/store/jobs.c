@@ -9,10 +9,14 @@
 #include "store_private.h"
 
 static const char *const job_state_names[] = {
-    [STORE_JOB_ACTIVE] = "active",
-    [STORE_JOB_RELEASING] = "releasing",
-    [STORE_JOB_RELEASED] = "released",
-    [STORE_JOB_LOST] = "lost",
+#define JOB_STATE_NAME(name, text, unreleased) [STORE_JOB_##name] = text,
+    STORE_JOB_STATES (JOB_STATE_NAME)
+#undef JOB_STATE_NAME
+};
+static const bool job_state_unreleased[] = {
+#define JOB_STATE_UNRELEASED(name, text, unreleased) [STORE_JOB_##name] = unreleased,
+    STORE_JOB_STATES (JOB_STATE_UNRELEASED)
+#undef JOB_STATE_UNRELEASED
 };
 static const char *const hwcoll_state_names[] = {
     [STORE_HWCOLL_RESERVING] = "reserving",
@@ -64,7 +68,20 @@ static int lookup (const char *const *names, int n, const char *name)
 
 int store_job_state_parse (const char *name)
 {
-    return lookup (job_state_names, 4, name);
+    return lookup (job_state_names, STORE_JOB_STATE_COUNT, name);
+}
+
+bool store_job_state_unreleased (enum store_job_state s)
+{
+    return (unsigned)s < STORE_JOB_STATE_COUNT && job_state_unreleased[s];
+}
+
+int store_job_state_next_unreleased (int after)
+{
+    for (int s = after < 0 ? 0 : after + 1; s < STORE_JOB_STATE_COUNT; s++)
+        if (job_state_unreleased[s])
+            return s;
+    return -1;
 }
 
 static const char SQL_JOB_INSERT[] =
@@ -631,7 +648,7 @@ int store_job_list_unreleased (struct store *st,
                                void *arg,
                                struct fmb_error *error)
 {
-    if (state != STORE_JOB_ACTIVE && state != STORE_JOB_LOST) {
+    if (!store_job_state_unreleased (state)) {
         errno = EINVAL;
         return fmb_errorf (error, "unreleased jobs are active or lost");
     }

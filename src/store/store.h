@@ -34,12 +34,27 @@
 struct store;
 
 /* active -> releasing (CLEANUP) -> released (FM release done).
- * active -> lost (the FM lost the reservation); lost -> releasing. */
+ * active -> lost (the FM lost the reservation); lost -> releasing.
+ *
+ * The one list of job states, in order (X (NAME, "name", unreleased)):
+ * whatever loops over them uses it (STORE_JOB_STATE_COUNT,
+ * store_job_state_name), and the lists outside C (api/openapi.yaml, the
+ * shell completion, the CLI's help) are checked against it by
+ * unit.job_states.  'unreleased': a job in that state may hold its FM
+ * reservation (store_job_list_unreleased lists them, reconciliation
+ * scans them).  A new state also needs a migration: the jobs table's
+ * CHECK and a job_counts row (schema.c). */
+#define STORE_JOB_STATES(X)           \
+    X (ACTIVE, "active", true)        \
+    X (RELEASING, "releasing", false) \
+    X (RELEASED, "released", false)   \
+    X (LOST, "lost", true)
+
 enum store_job_state {
-    STORE_JOB_ACTIVE,
-    STORE_JOB_RELEASING,
-    STORE_JOB_RELEASED,
-    STORE_JOB_LOST,
+#define STORE_JOB_STATE_ENUM(name, text, unreleased) STORE_JOB_##name,
+    STORE_JOB_STATES (STORE_JOB_STATE_ENUM)
+#undef STORE_JOB_STATE_ENUM
+        STORE_JOB_STATE_COUNT
 };
 
 /* reserving: intent written, FM answer not yet recorded (a crash here is
@@ -397,6 +412,11 @@ const char *store_cxi_state_name (enum store_cxi_state s);
 const char *store_step_state_name (enum store_step_state s);
 /* Name -> value; -1 if unknown. */
 int store_job_state_parse (const char *name);
+/* May a job in state 's' hold its FM reservation (active, lost)? */
+bool store_job_state_unreleased (enum store_job_state s);
+/* The first such state after 'after' (-1: the first of all) in the
+ * list's order; -1 when there is none. */
+int store_job_state_next_unreleased (int after);
 
 /* ---- steps --------------------------------------------------------- */
 
