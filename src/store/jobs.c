@@ -1,4 +1,5 @@
-/* jobs.c: the jobs table and each job's steps and nodes. */
+/* jobs.c: the jobs table: a job's row, its state and hwcoll, listings,
+ * counts; its nodes are inserted with it (steps and nodes: nodes.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,82 +8,6 @@
 #include <jansson.h>
 
 #include "store_private.h"
-
-static const char *const job_state_names[] = {
-#define JOB_STATE_NAME(name, text, unreleased) [STORE_JOB_##name] = text,
-    STORE_JOB_STATES (JOB_STATE_NAME)
-#undef JOB_STATE_NAME
-};
-static const bool job_state_unreleased[] = {
-#define JOB_STATE_UNRELEASED(name, text, unreleased) [STORE_JOB_##name] = unreleased,
-    STORE_JOB_STATES (JOB_STATE_UNRELEASED)
-#undef JOB_STATE_UNRELEASED
-};
-static const char *const hwcoll_state_names[] = {
-    [STORE_HWCOLL_RESERVING] = "reserving",
-    [STORE_HWCOLL_RESERVED] = "reserved",
-    [STORE_HWCOLL_NOT_ELIGIBLE] = "not_eligible",
-    [STORE_HWCOLL_UNAVAILABLE] = "unavailable",
-    [STORE_HWCOLL_LOST] = "lost",
-    [STORE_HWCOLL_RELEASED] = "released",
-};
-static const char *const cxi_state_names[] = {
-    [STORE_CXI_PENDING] = "pending",
-    [STORE_CXI_CREATED] = "created",
-    [STORE_CXI_DESTROYED] = "destroyed",
-    [STORE_CXI_FAILED] = "failed",
-};
-static const char *const step_state_names[] = {
-    [STORE_STEP_CLEANING] = "cleaning",
-    [STORE_STEP_CLEANED] = "cleaned",
-    [STORE_STEP_FAILED] = "failed",
-};
-
-#define NAMEOF(table, v) \
-    ((unsigned)(v) < sizeof (table) / sizeof (table[0]) ? table[v] : "?")
-
-const char *store_job_state_name (enum store_job_state s)
-{
-    return NAMEOF (job_state_names, s);
-}
-const char *store_hwcoll_state_name (enum store_hwcoll_state s)
-{
-    return NAMEOF (hwcoll_state_names, s);
-}
-const char *store_cxi_state_name (enum store_cxi_state s)
-{
-    return NAMEOF (cxi_state_names, s);
-}
-const char *store_step_state_name (enum store_step_state s)
-{
-    return NAMEOF (step_state_names, s);
-}
-
-static int lookup (const char *const *names, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (name && strcmp (names[i], name) == 0)
-            return i;
-    return -1;
-}
-
-int store_job_state_parse (const char *name)
-{
-    return lookup (job_state_names, STORE_JOB_STATE_COUNT, name);
-}
-
-bool store_job_state_unreleased (enum store_job_state s)
-{
-    return (unsigned)s < STORE_JOB_STATE_COUNT && job_state_unreleased[s];
-}
-
-int store_job_state_next_unreleased (int after)
-{
-    for (int s = after < 0 ? 0 : after + 1; s < STORE_JOB_STATE_COUNT; s++)
-        if (job_state_unreleased[s])
-            return s;
-    return -1;
-}
 
 static const char SQL_JOB_INSERT[] =
     "INSERT INTO jobs (id, fm_job_id, uid, user, nodes, node_count, ncores,"
@@ -166,39 +91,6 @@ static const char SQL_JOB_SET_HWCOLL[] =
 static const char SQL_JOB_DELETE[] = "DELETE FROM jobs WHERE id = ?1";
 /* kept by triggers (schema 5): not a count over jobs_by_state */
 const char SQL_JOB_COUNT[] = "SELECT n FROM job_counts WHERE state = ?1";
-static const char SQL_STEP_PUT[] =
-    "INSERT INTO job_steps (job_id, step_id, state, detail, updated_ms)"
-    " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (job_id, step_id) DO UPDATE SET"
-    " state = excluded.state, detail = excluded.detail,"
-    " updated_ms = excluded.updated_ms";
-static const char SQL_STEP_GET[] =
-    "SELECT state FROM job_steps WHERE job_id = ?1 AND step_id = ?2";
-static const char SQL_NODE_PUT[] =
-    "INSERT INTO job_nodes (job_id, node, cxi, detail, updated_ms)"
-    " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (job_id, node) DO UPDATE SET"
-    " cxi = excluded.cxi, detail = excluded.detail,"
-    " updated_ms = excluded.updated_ms";
-static const char SQL_NODE_LIST[] =
-    "SELECT node, cxi, detail, updated_ms FROM job_nodes WHERE job_id = ?1"
-    " ORDER BY node";
-/* the nodes still to report destroyed, through job_nodes_waiting: as many
- * rows read as it returns (a dead node among 10,000), not every node */
-const char SQL_NODE_LIST_WAITING[] =
-    "SELECT node, cxi, detail, updated_ms FROM job_nodes INDEXED BY job_nodes_waiting"
-    " WHERE job_id = ?1 AND cxi != 'destroyed' ORDER BY node";
-/* one node's: a key lookup, however many nodes the job has */
-static const char SQL_NODE_ONE[] =
-    "SELECT node, cxi, detail, updated_ms FROM job_nodes"
-    " WHERE job_id = ?1 AND node = ?2";
-/* Has the job nodes, and is one of them still to report destroyed?  Two
- * key lookups (the second through job_nodes_waiting, schema 7), however
- * many nodes the job has.  Both queries name the index: left to itself
- * the planner takes the primary key's (job_id) and reads every node of
- * the job (test_store checks the plans). */
-const char SQL_NODE_WAITING[] =
-    "SELECT EXISTS (SELECT 1 FROM job_nodes WHERE job_id = ?1),"
-    " EXISTS (SELECT 1 FROM job_nodes INDEXED BY job_nodes_waiting"
-    " WHERE job_id = ?1 AND cxi != 'destroyed')";
 
 /* ---- jobs ---------------------------------------------------------- */
 
@@ -333,9 +225,8 @@ static int job_from_row (struct store *st,
         return fmb_errorf (error, "out of memory");
     job->node_count = (unsigned)sqlite3_column_int64 (s, 5);
     job->ncores = (unsigned)sqlite3_column_int64 (s, 6);
-    job->state = lookup (job_state_names, 4, (const char *)sqlite3_column_text (s, 8));
-    job->hwcoll =
-        lookup (hwcoll_state_names, 6, (const char *)sqlite3_column_text (s, 9));
+    job->state = store_job_state_parse ((const char *)sqlite3_column_text (s, 8));
+    job->hwcoll = store_hwcoll_state_parse ((const char *)sqlite3_column_text (s, 9));
     job->mcast_limit = (unsigned)sqlite3_column_int64 (s, 11);
     if (sqlite3_column_type (s, 12) == SQLITE_BLOB) {
         const unsigned char *blob = sqlite3_column_blob (s, 12);
@@ -631,9 +522,8 @@ static int brief_row (sqlite3_stmt *s, void *arg)
     struct store_job_brief j = {
         .id = (const char *)sqlite3_column_text (s, 0),
         .fm_job_id = (const char *)sqlite3_column_text (s, 1),
-        .state = lookup (job_state_names, 4, (const char *)sqlite3_column_text (s, 2)),
-        .hwcoll =
-            lookup (hwcoll_state_names, 6, (const char *)sqlite3_column_text (s, 3)),
+        .state = store_job_state_parse ((const char *)sqlite3_column_text (s, 2)),
+        .hwcoll = store_hwcoll_state_parse ((const char *)sqlite3_column_text (s, 3)),
         .updated_ms = sqlite3_column_int64 (s, 4),
     };
     c->n++;
@@ -802,167 +692,5 @@ int store_hwcoll_usage (struct store *st,
         return fmb_error_prefix (error, "hwcoll usage");
     *ret_jobs = jobs;
     *ret_addrs = addrs;
-    return 0;
-}
-
-/* ---- steps and nodes ----------------------------------------------- */
-
-/* Shared by the step and node upserts: same shape, other table. */
-static int put_child (struct store *st,
-                      const char *sql,
-                      const char *job_id,
-                      const char *key,
-                      const char *state,
-                      const char *detail,
-                      struct fmb_error *error,
-                      const char *what)
-{
-    sqlite3_stmt *s = store_stmt (st, sql, error);
-    if (!s)
-        return -1;
-    sqlite3_bind_text (s, 1, job_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text (s, 2, key, -1, SQLITE_STATIC);
-    sqlite3_bind_text (s, 3, state, -1, SQLITE_STATIC);
-    store_bind_text (s, 4, detail);
-    sqlite3_bind_int64 (s, 5, store_now (st));
-    if (store_step_done (st, s, error, what) < 0) {
-        if (errno == ENOENT)
-            fmb_errorf (error, "job '%s' not found", job_id);
-        return -1;
-    }
-    return 0;
-}
-
-int store_step_put (struct store *st,
-                    const char *job_id,
-                    const char *step_id,
-                    enum store_step_state state,
-                    const char *detail,
-                    struct fmb_error *error)
-{
-    return put_child (st,
-                      SQL_STEP_PUT,
-                      job_id,
-                      step_id,
-                      store_step_state_name (state),
-                      detail,
-                      error,
-                      "put step");
-}
-
-int store_step_get (struct store *st,
-                    const char *job_id,
-                    const char *step_id,
-                    enum store_step_state *ret,
-                    struct fmb_error *error)
-{
-    sqlite3_stmt *s = store_stmt (st, SQL_STEP_GET, error);
-    if (!s)
-        return -1;
-    sqlite3_bind_text (s, 1, job_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text (s, 2, step_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step (s);
-    if (rc == SQLITE_ROW)
-        *ret = lookup (step_state_names, 3, (const char *)sqlite3_column_text (s, 0));
-    sqlite3_reset (s);
-    if (rc == SQLITE_DONE) {
-        errno = ENOENT;
-        return fmb_errorf (error, "job '%s' has no step record", job_id);
-    }
-    if (rc != SQLITE_ROW)
-        return store_fail (st, rc, error, "get step");
-    return 0;
-}
-
-int store_node_put (struct store *st,
-                    const char *job_id,
-                    const char *node,
-                    enum store_cxi_state cxi,
-                    const char *detail,
-                    struct fmb_error *error)
-{
-    return put_child (st,
-                      SQL_NODE_PUT,
-                      job_id,
-                      node,
-                      store_cxi_state_name (cxi),
-                      detail,
-                      error,
-                      "put node");
-}
-
-static int list_nodes (struct store *st,
-                       const char *sql,
-                       const char *job_id,
-                       const char *node,
-                       store_node_f cb,
-                       void *arg,
-                       struct fmb_error *error)
-{
-    sqlite3_stmt *s = store_stmt (st, sql, error);
-    if (!s)
-        return -1;
-    sqlite3_bind_text (s, 1, job_id, -1, SQLITE_STATIC);
-    if (node)
-        sqlite3_bind_text (s, 2, node, -1, SQLITE_STATIC);
-    int rc;
-    while ((rc = sqlite3_step (s)) == SQLITE_ROW) {
-        struct store_node n = {
-            .job_id = job_id,
-            .node = (const char *)sqlite3_column_text (s, 0),
-            .cxi =
-                lookup (cxi_state_names, 4, (const char *)sqlite3_column_text (s, 1)),
-            .detail = (const char *)sqlite3_column_text (s, 2),
-            .updated_ms = sqlite3_column_int64 (s, 3),
-        };
-        if (cb (&n, arg) < 0) {
-            sqlite3_reset (s);
-            return fmb_errorf (error, "listing stopped: %s", strerror (errno));
-        }
-    }
-    sqlite3_reset (s);
-    if (rc != SQLITE_DONE)
-        return store_fail (st, rc, error, "list nodes");
-    return 0;
-}
-
-int store_node_list (struct store *st,
-                     const char *job_id,
-                     const char *node,
-                     store_node_f cb,
-                     void *arg,
-                     struct fmb_error *error)
-{
-    return list_nodes (
-        st, node ? SQL_NODE_ONE : SQL_NODE_LIST, job_id, node, cb, arg, error);
-}
-
-int store_node_list_waiting (struct store *st,
-                             const char *job_id,
-                             store_node_f cb,
-                             void *arg,
-                             struct fmb_error *error)
-{
-    return list_nodes (st, SQL_NODE_LIST_WAITING, job_id, NULL, cb, arg, error);
-}
-
-int store_node_waiting (struct store *st,
-                        const char *job_id,
-                        bool *ret_nodes,
-                        bool *ret_waiting,
-                        struct fmb_error *error)
-{
-    sqlite3_stmt *s = store_stmt (st, SQL_NODE_WAITING, error);
-    if (!s)
-        return -1;
-    sqlite3_bind_text (s, 1, job_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step (s);
-    if (rc != SQLITE_ROW) {
-        sqlite3_reset (s);
-        return store_fail (st, rc, error, "nodes still to report");
-    }
-    *ret_nodes = sqlite3_column_int (s, 0) != 0;
-    *ret_waiting = sqlite3_column_int (s, 1) != 0;
-    sqlite3_reset (s);
     return 0;
 }

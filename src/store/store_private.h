@@ -77,6 +77,14 @@ int store_bind_text (sqlite3_stmt *s, int idx, const char *text);
 /* Copy of a column as a malloc'd string, or NULL for SQL NULL. */
 int store_column_strdup (sqlite3_stmt *s, int col, char **ret);
 
+/* ---- names.c --------------------------------------------------------- */
+
+/* A state's name -> value; -1 if unknown (store_job_state_parse's
+ * twins, for the rows the store reads). */
+int store_hwcoll_state_parse (const char *name);
+int store_cxi_state_parse (const char *name);
+int store_step_state_parse (const char *name);
+
 /* ---- open.c: above the tables, migrate, derived and checkpoint ------ */
 
 /* The existing file at 'db_path', opened read-only (nothing created or
