@@ -238,6 +238,49 @@ static void configure_sqlite (void)
     (void)sqlite3_config (SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
+/* Open the SQLite connection to the file check_file passed, and check
+ * what it holds (check_schema). */
+static int connect_checked (struct store *st,
+                            const char *db_path,
+                            int flags,
+                            struct fmb_error *error)
+{
+    int rc = sqlite3_open_v2 (db_path, &st->db, flags, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail (st, rc, error, db_path);
+    sqlite3_busy_timeout (st->db, STORE_BUSY_TIMEOUT_MS);
+    return check_schema (st, db_path, error);
+}
+
+/* WAL, and the pragmas every connection that writes runs with. */
+static int set_pragmas (struct store *st, const char *db_path, struct fmb_error *error)
+{
+    int64_t one;
+    char mode[16] = "";
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2 (st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL) ==
+        SQLITE_OK) {
+        if (sqlite3_step (s) == SQLITE_ROW)
+            snprintf (
+                mode, sizeof (mode), "%s", (const char *)sqlite3_column_text (s, 0));
+        sqlite3_finalize (s);
+    }
+    if (strcmp (mode, "wal") != 0) {
+        errno = EIO;
+        fmb_errorf (error, "%s: cannot use WAL journal mode", db_path);
+        return -1;
+    }
+    /* temp_store: a statement journal (a retention batch inside a pass's
+     * savepoint, some hundred KiB) stays in memory, not in a file under
+     * /var/tmp written on the loop. */
+    if (store_exec (st, "PRAGMA synchronous = FULL", error, "synchronous") < 0 ||
+        store_exec (st, "PRAGMA temp_store = MEMORY", error, "temp_store") < 0 ||
+        store_exec (st, "PRAGMA foreign_keys = ON", error, "foreign_keys") < 0 ||
+        store_query_int (st, "PRAGMA foreign_keys", &one, error) < 0)
+        return -1;
+    return 0;
+}
+
 static int open_db (const char *db_path,
                     int target_version,
                     struct store **ret,
@@ -265,36 +308,8 @@ static int open_db (const char *db_path,
         if (fd >= 0)
             close (fd);
     }
-    int rc = sqlite3_open_v2 (db_path, &st->db, flags, NULL);
-    if (rc != SQLITE_OK) {
-        store_fail (st, rc, error, db_path);
-        goto error;
-    }
-    sqlite3_busy_timeout (st->db, STORE_BUSY_TIMEOUT_MS);
-    if (check_schema (st, db_path, error) < 0)
-        goto error;
-    int64_t one;
-    char mode[16] = "";
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2 (st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL) ==
-        SQLITE_OK) {
-        if (sqlite3_step (s) == SQLITE_ROW)
-            snprintf (
-                mode, sizeof (mode), "%s", (const char *)sqlite3_column_text (s, 0));
-        sqlite3_finalize (s);
-    }
-    if (strcmp (mode, "wal") != 0) {
-        errno = EIO;
-        fmb_errorf (error, "%s: cannot use WAL journal mode", db_path);
-        goto error;
-    }
-    /* temp_store: a statement journal (a retention batch inside a pass's
-     * savepoint, some hundred KiB) stays in memory, not in a file under
-     * /var/tmp written on the loop. */
-    if (store_exec (st, "PRAGMA synchronous = FULL", error, "synchronous") < 0 ||
-        store_exec (st, "PRAGMA temp_store = MEMORY", error, "temp_store") < 0 ||
-        store_exec (st, "PRAGMA foreign_keys = ON", error, "foreign_keys") < 0 ||
-        store_query_int (st, "PRAGMA foreign_keys", &one, error) < 0)
+    if (connect_checked (st, db_path, flags, error) < 0 ||
+        set_pragmas (st, db_path, error) < 0)
         goto error;
     if (migrate (st, target_version, error) < 0) {
         fmb_error_prefix (error, "%s", db_path);
@@ -324,14 +339,8 @@ int store_open_readonly (const char *db_path,
         fmb_errorf (error, "%s: %s", db_path, strerror (errno));
         goto error;
     }
-    int rc = sqlite3_open_v2 (
-        db_path, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_EXRESCODE, NULL);
-    if (rc != SQLITE_OK) {
-        store_fail (st, rc, error, db_path);
-        goto error;
-    }
-    sqlite3_busy_timeout (st->db, STORE_BUSY_TIMEOUT_MS);
-    if (check_schema (st, db_path, error) < 0)
+    if (connect_checked (
+            st, db_path, SQLITE_OPEN_READONLY | SQLITE_OPEN_EXRESCODE, error) < 0)
         goto error;
     *ret = st;
     return 0;
