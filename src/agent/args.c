@@ -70,45 +70,52 @@ static int parse_tcs (const char *s, struct agent_args *a, struct fmb_error *err
     return 0;
 }
 
-/* What the value parsers share while one command line is read. */
-struct parse_state {
-    bool have_uid;
-    bool retry_given;
-    const char *vnis;
-};
-
 struct agent_option;
 typedef int (*agent_option_f) (const struct agent_option *o,
                                const char *value,
                                struct agent_args *a,
-                               struct parse_state *st,
                                struct fmb_error *error);
 
 /* The commands, as bits, for an option's 'cmds'. */
 #define CMD(c)   (1u << (c))
 #define CMDS_ALL 0x7fu
 
-/* One option: its names, how its value is parsed and where it goes
- * ('field': the struct agent_args member that set_string and set_flag
- * fill), which commands take it and what the others are told. */
+/* One option: its names, how its value is parsed ('parse') and where it
+ * goes ('field', 'size': the struct agent_args member), which commands
+ * take it and what the others are told ('only').  'valid' and 'max'
+ * bound the value of a name or a number, 'bad' says what is wrong
+ * with one that is refused. */
 struct agent_option {
     const char *name;
     char short_name; /* 0: none */
     bool has_value;
     agent_option_f parse;
-    size_t field;
+    size_t field, size;
+    bool (*valid) (const char *s);
+    unsigned long max;
+    const char *bad;
     unsigned cmds;
-    const char *only; /* the message when a command outside 'cmds' has it */
+    const char *only;
 };
+
+#define FIELD(m) offsetof (struct agent_args, m), sizeof (((struct agent_args *)0)->m)
+
+/* "--OPTION VALUE: what is wrong" ('VALUE' quoted for a name). */
+static int bad_value (const struct agent_option *o,
+                      const char *value,
+                      struct fmb_error *error)
+{
+    const char *quote = o->valid ? "'" : "";
+    return bad (error, "--%s %s%.64s%s: %s", o->name, quote, value, quote, o->bad);
+}
 
 static int set_string (const struct agent_option *o,
                        const char *value,
                        struct agent_args *a,
-                       struct parse_state *st,
                        struct fmb_error *error)
 {
-    (void)st;
-    (void)error;
+    if (o->valid && !o->valid (value))
+        return bad_value (o, value, error);
     *(const char **)((char *)a + o->field) = value;
     return 0;
 }
@@ -116,13 +123,29 @@ static int set_string (const struct agent_option *o,
 static int set_flag (const struct agent_option *o,
                      const char *value,
                      struct agent_args *a,
-                     struct parse_state *st,
                      struct fmb_error *error)
 {
     (void)value;
-    (void)st;
     (void)error;
     *(bool *)((char *)a + o->field) = true;
+    return 0;
+}
+
+/* A whole number 0..max into an unsigned, uint32_t or long member. */
+_Static_assert(sizeof (unsigned) == sizeof (uint32_t), "set_number's members");
+static int set_number (const struct agent_option *o,
+                       const char *value,
+                       struct agent_args *a,
+                       struct fmb_error *error)
+{
+    unsigned long v;
+    char *field = (char *)a + o->field;
+    if (!parse_ulong (value, 0, o->max, &v))
+        return bad_value (o, value, error);
+    if (o->size == sizeof (long))
+        *(long *)field = (long)v;
+    else
+        *(uint32_t *)field = (uint32_t)v;
     return 0;
 }
 
@@ -130,126 +153,39 @@ static int set_flag (const struct agent_option *o,
 static int set_help (const struct agent_option *o,
                      const char *value,
                      struct agent_args *a,
-                     struct parse_state *st,
                      struct fmb_error *error)
 {
     (void)o;
     (void)value;
-    (void)st;
     (void)error;
     a->help = true;
     return 1;
 }
 
-static int parse_node (const struct agent_option *o,
-                       const char *value,
-                       struct agent_args *a,
-                       struct parse_state *st,
-                       struct fmb_error *error)
+static int set_vnis (const struct agent_option *o,
+                     const char *value,
+                     struct agent_args *a,
+                     struct fmb_error *error)
 {
-    (void)o;
-    (void)st;
-    if (!valid_node_name (value))
-        return bad (
-            error, "--node '%.64s': not a host name ([A-Za-z0-9._-]{1,64})", value);
-    a->node = value;
-    return 0;
-}
-
-static int parse_job (const struct agent_option *o,
-                      const char *value,
-                      struct agent_args *a,
-                      struct parse_state *st,
-                      struct fmb_error *error)
-{
-    (void)o;
-    (void)st;
-    if (!valid_job_id (value))
-        return bad (
-            error, "--job '%.64s': not a job id ([A-Za-z0-9._-]{1,128})", value);
-    a->job = value;
-    return 0;
-}
-
-static int parse_uid (const struct agent_option *o,
-                      const char *value,
-                      struct agent_args *a,
-                      struct parse_state *st,
-                      struct fmb_error *error)
-{
-    unsigned long v;
-    (void)o;
-    if (!parse_ulong (value, 0, UID_MAX_VALID, &v))
-        return bad (error, "--uid %.64s: not a uid (0..4294967294)", value);
-    a->uid = (uint32_t)v;
-    st->have_uid = true;
-    return 0;
-}
-
-static int parse_vnis_option (const struct agent_option *o,
-                              const char *value,
-                              struct agent_args *a,
-                              struct parse_state *st,
-                              struct fmb_error *error)
-{
-    (void)o;
     if (!parse_vnis (value, a))
-        return bad (error,
-                    "--vnis %.64s: 1-4 distinct VNIs of 1..65535, comma-separated",
-                    value);
-    st->vnis = value;
+        return bad_value (o, value, error);
     return 0;
 }
 
-static int parse_ncores (const struct agent_option *o,
-                         const char *value,
-                         struct agent_args *a,
-                         struct parse_state *st,
-                         struct fmb_error *error)
-{
-    unsigned long v;
-    (void)o;
-    (void)st;
-    if (!parse_ulong (value, 0, AGENT_NCORES_MAX, &v))
-        return bad (error, "--ncores %.64s: not a core count", value);
-    a->ncores = (long)v;
-    return 0;
-}
-
-static int parse_tcs_option (const struct agent_option *o,
-                             const char *value,
-                             struct agent_args *a,
-                             struct parse_state *st,
-                             struct fmb_error *error)
+static int set_tcs (const struct agent_option *o,
+                    const char *value,
+                    struct agent_args *a,
+                    struct fmb_error *error)
 {
     (void)o;
-    (void)st;
     return parse_tcs (value, a, error);
 }
 
-static int parse_retry (const struct agent_option *o,
-                        const char *value,
-                        struct agent_args *a,
-                        struct parse_state *st,
-                        struct fmb_error *error)
+static int set_format (const struct agent_option *o,
+                       const char *value,
+                       struct agent_args *a,
+                       struct fmb_error *error)
 {
-    unsigned long v;
-    (void)o;
-    if (!parse_ulong (value, 0, AGENT_RETRY_BUSY_MAX, &v))
-        return bad (error, "--retry-busy %.64s: seconds, 0..3600", value);
-    a->retry_busy = (unsigned)v;
-    st->retry_given = true;
-    return 0;
-}
-
-static int parse_format (const struct agent_option *o,
-                         const char *value,
-                         struct agent_args *a,
-                         struct parse_state *st,
-                         struct fmb_error *error)
-{
-    (void)o;
-    (void)st;
     if (strcmp (value, "shell") == 0)
         a->format = AGENT_FORMAT_SHELL;
     else if (strcmp (value, "json") == 0)
@@ -257,18 +193,16 @@ static int parse_format (const struct agent_option *o,
     else if (strcmp (value, "slurm") == 0)
         a->format = AGENT_FORMAT_SLURM;
     else
-        return bad (error, "--format %.64s: shell, json or slurm", value);
+        return bad_value (o, value, error);
     return 0;
 }
 
-static int parse_run (const struct agent_option *o,
-                      const char *value,
-                      struct agent_args *a,
-                      struct parse_state *st,
-                      struct fmb_error *error)
+static int set_run (const struct agent_option *o,
+                    const char *value,
+                    struct agent_args *a,
+                    struct fmb_error *error)
 {
     (void)o;
-    (void)st;
     if (value[0] != '{' || strlen (value) > AGENT_RUN_MAX)
         return bad (error,
                     "--run: a RUN request, a JSON object of at most %d bytes",
@@ -277,47 +211,47 @@ static int parse_run (const struct agent_option *o,
     return 0;
 }
 
-#define FIELD(m) offsetof (struct agent_args, m)
+#define ALL CMDS_ALL, NULL
 
 /* Every option.  A new one: a row here (and a parser if its value is
- * more than a string or a flag), a member in struct agent_args, a line
- * in the usage (main.c). */
+ * more than a string, a name, a number or a flag), a member in struct
+ * agent_args, a line in the usage (main.c) and in
+ * deploy/fmbroker.bash-completion. */
+/* clang-format off */
 static const struct agent_option options[] = {
-    {"config", 'c', true, set_string, FIELD (config), CMDS_ALL, NULL},
-    {"libcxi", 0, true, set_string, FIELD (libcxi), CMDS_ALL, NULL},
-    {"socket", 0, true, set_string, FIELD (socket), CMDS_ALL, NULL},
-    {"broker-url", 0, true, set_string, FIELD (broker_url), CMDS_ALL, NULL},
-    {"state-dir", 0, true, set_string, FIELD (state_dir), CMDS_ALL, NULL},
-    {"node", 0, true, parse_node, 0, CMDS_ALL, NULL},
-    {"job", 0, true, parse_job, 0, CMDS_ALL, NULL},
-    {"uid", 0, true, parse_uid, 0, CMDS_ALL, NULL},
-    {"vnis", 0, true, parse_vnis_option, 0, CMDS_ALL, NULL},
-    {"ncores", 0, true, parse_ncores, 0, CMDS_ALL, NULL},
-    {"tcs", 0, true, parse_tcs_option, 0, CMDS_ALL, NULL},
-    {"retry-busy", 0, true, parse_retry, 0, CMDS_ALL, NULL},
-    {"format", 0, true, parse_format, 0, CMDS_ALL, NULL},
-    {"lnx", 0, false, set_flag, FIELD (lnx), CMDS_ALL, NULL},
-    {"json", 0, false, set_flag, FIELD (json), CMDS_ALL, NULL},
-    {"no-report", 0, false, set_flag, FIELD (no_report), CMDS_ALL, NULL},
-    {"report-later",
-     0,
-     false,
-     set_flag,
-     FIELD (report_later),
-     CMD (AGENT_PROLOG),
-     "--report-later: prolog only"},
-    {"all", 0, false, set_flag, FIELD (all), CMDS_ALL, NULL},
-    {"pending", 0, false, set_flag, FIELD (pending), CMDS_ALL, NULL},
-    {"run",
-     0,
-     true,
-     parse_run,
-     0,
-     CMD (AGENT_PROLOG),
-     "--run: prolog only, and not with --uid/--vnis"},
-    {"dry-run", 'n', false, set_flag, FIELD (dry_run), CMDS_ALL, NULL},
-    {"help", 'h', false, set_help, 0, CMDS_ALL, NULL},
+    {"config",     'c', true,  set_string, FIELD (config),     NULL, 0, NULL, ALL},
+    {"libcxi",     0,   true,  set_string, FIELD (libcxi),     NULL, 0, NULL, ALL},
+    {"socket",     0,   true,  set_string, FIELD (socket),     NULL, 0, NULL, ALL},
+    {"broker-url", 0,   true,  set_string, FIELD (broker_url), NULL, 0, NULL, ALL},
+    {"state-dir",  0,   true,  set_string, FIELD (state_dir),  NULL, 0, NULL, ALL},
+    {"node",       0,   true,  set_string, FIELD (node),       valid_node_name, 0,
+     "not a host name ([A-Za-z0-9._-]{1,64})", ALL},
+    {"job",        0,   true,  set_string, FIELD (job),        valid_job_id, 0,
+     "not a job id ([A-Za-z0-9._-]{1,128})", ALL},
+    {"uid",        0,   true,  set_number, FIELD (uid),        NULL, UID_MAX_VALID,
+     "not a uid (0..4294967294)", ALL},
+    {"vnis",       0,   true,  set_vnis,   FIELD (vnis),       NULL, 0,
+     "1-4 distinct VNIs of 1..65535, comma-separated", ALL},
+    {"ncores",     0,   true,  set_number, FIELD (ncores),     NULL, AGENT_NCORES_MAX,
+     "not a core count", ALL},
+    {"tcs",        0,   true,  set_tcs,    FIELD (tcs),        NULL, 0, NULL, ALL},
+    {"retry-busy", 0,   true,  set_number, FIELD (retry_busy), NULL, AGENT_RETRY_BUSY_MAX,
+     "seconds, 0..3600", ALL},
+    {"format",     0,   true,  set_format, FIELD (format),     NULL, 0,
+     "shell, json or slurm", ALL},
+    {"lnx",        0,   false, set_flag,   FIELD (lnx),        NULL, 0, NULL, ALL},
+    {"json",       0,   false, set_flag,   FIELD (json),       NULL, 0, NULL, ALL},
+    {"no-report",  0,   false, set_flag,   FIELD (no_report),  NULL, 0, NULL, ALL},
+    {"report-later", 0, false, set_flag,   FIELD (report_later), NULL, 0, NULL,
+     CMD (AGENT_PROLOG), "--report-later: prolog only"},
+    {"all",        0,   false, set_flag,   FIELD (all),        NULL, 0, NULL, ALL},
+    {"pending",    0,   false, set_flag,   FIELD (pending),    NULL, 0, NULL, ALL},
+    {"run",        0,   true,  set_run,    FIELD (run),        NULL, 0, NULL,
+     CMD (AGENT_PROLOG), "--run: prolog only, and not with --uid/--vnis"},
+    {"dry-run",    'n', false, set_flag,   FIELD (dry_run),    NULL, 0, NULL, ALL},
+    {"help",       'h', false, set_help,   FIELD (help),       NULL, 0, NULL, ALL},
 };
+/* clang-format on */
 #define NOPTIONS (sizeof (options) / sizeof (options[0]))
 
 static const struct {
@@ -358,11 +292,19 @@ static int option_of (int c)
     return -1;
 }
 
+/* Was the option 'name' given (and its value good)? */
+static bool was_given (const bool *given, const char *name)
+{
+    for (size_t i = 0; i < NOPTIONS; i++)
+        if (strcmp (options[i].name, name) == 0)
+            return given[i];
+    return false;
+}
+
 /* The checks that involve the command and several options, in the
  * order their messages have always come. */
 static int check_command (const char *cmd,
                           const bool *given,
-                          const struct parse_state *st,
                           struct agent_args *a,
                           struct fmb_error *error)
 {
@@ -379,13 +321,13 @@ static int check_command (const char *cmd,
     a->cmd = commands[i].cmd;
     if (commands[i].needs_job && !a->job)
         return bad (error, "%s: --job ID is required", cmd);
-    if (a->cmd == AGENT_HOUSEKEEPING && !st->retry_given)
+    if (a->cmd == AGENT_HOUSEKEEPING && !was_given (given, "retry-busy"))
         a->retry_busy = AGENT_RETRY_BUSY_HOUSEKEEPING;
     if (a->cmd == AGENT_REPORT && !a->pending)
         return bad (error, "report: --pending is required");
-    if (st->have_uid != (st->vnis != NULL))
+    if (was_given (given, "uid") != was_given (given, "vnis"))
         return bad (error, "--uid and --vnis go together");
-    a->have_facts = st->have_uid;
+    a->have_facts = was_given (given, "uid");
     for (size_t o = 0; o < NOPTIONS; o++)
         if (given[o] && !(options[o].cmds & CMD (a->cmd)))
             return bad (error, "%s", options[o].only);
@@ -400,7 +342,6 @@ int agent_args_parse (int argc,
                       struct fmb_error *error)
 {
     struct option opts[NOPTIONS + 1];
-    struct parse_state st = {0};
     bool given[NOPTIONS] = {false};
     const char *cmd = NULL;
     int c;
@@ -421,7 +362,7 @@ int agent_args_parse (int argc,
                 return bad (error, "unexpected argument '%.64s'", optarg);
             cmd = optarg;
         } else if (o >= 0) {
-            int rc = options[o].parse (&options[o], optarg, a, &st, error);
+            int rc = options[o].parse (&options[o], optarg, a, error);
             if (rc != 0)
                 return rc < 0 ? -1 : 0; /* > 0: --help, nothing else */
             given[o] = true;
@@ -432,5 +373,5 @@ int agent_args_parse (int argc,
         else
             return bad (error, "unknown option '%.64s'", argv[optind - 1]);
     }
-    return check_command (cmd, given, &st, a, error);
+    return check_command (cmd, given, a, error);
 }
