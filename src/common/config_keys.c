@@ -175,6 +175,48 @@ const struct cfg_key cfg_keys[] = {
 _Static_assert(NKEYS <= FMB_CFG_KEYS_MAX, "raise FMB_CFG_KEYS_MAX");
 const size_t cfg_nkeys = NKEYS;
 
+/* CFG_ENUM: one of k->values (any case), stored as its index. */
+static int apply_enum (const struct cfg_key *k,
+                       const char *value,
+                       unsigned *field,
+                       struct fmb_error *error)
+{
+    for (unsigned i = 0; k->values[i]; i++)
+        if (strcasecmp (value, k->values[i]) == 0) {
+            *field = i;
+            return 0;
+        }
+    char list[128] = "";
+    for (unsigned i = 0; k->values[i]; i++) {
+        strncat (list, i ? "|" : "", sizeof (list) - strlen (list) - 1);
+        strncat (list, k->values[i], sizeof (list) - strlen (list) - 1);
+    }
+    return fmb_errorf (error, "must be one of %s", list);
+}
+
+/* CFG_VNI_RANGE: "MIN-MAX" into vni_min and vni_max. */
+static int apply_vni_range (struct fmb_config *cfg,
+                            const struct cfg_key *k,
+                            const char *value,
+                            struct fmb_error *error)
+{
+    unsigned lo, hi;
+    char buf[64];
+    char *dash;
+    if (snprintf (buf, sizeof (buf), "%s", value) >= (int)sizeof (buf) ||
+        !(dash = strchr (buf, '-')))
+        return fmb_errorf (error, "must be MIN-MAX, e.g. 1024-65535");
+    *dash = '\0';
+    if (cfg_parse_uint (buf, k->min, k->max, &lo, error) < 0 ||
+        cfg_parse_uint (dash + 1, k->min, k->max, &hi, error) < 0)
+        return fmb_errorf (error, "must be MIN-MAX within %u-%u", k->min, k->max);
+    if (lo > hi)
+        return fmb_errorf (error, "MIN is above MAX");
+    cfg->vni_min = lo;
+    cfg->vni_max = hi;
+    return 0;
+}
+
 /* Store 'value' into the member 'k' describes. */
 int cfg_key_apply (struct fmb_config *cfg,
                    const struct cfg_key *k,
@@ -198,19 +240,7 @@ int cfg_key_apply (struct fmb_config *cfg,
         return 0;
     }
     case CFG_ENUM:
-        for (unsigned i = 0; k->values[i]; i++)
-            if (strcasecmp (value, k->values[i]) == 0) {
-                *(unsigned *)field = i;
-                return 0;
-            }
-        {
-            char list[128] = "";
-            for (unsigned i = 0; k->values[i]; i++) {
-                strncat (list, i ? "|" : "", sizeof (list) - strlen (list) - 1);
-                strncat (list, k->values[i], sizeof (list) - strlen (list) - 1);
-            }
-            return fmb_errorf (error, "must be one of %s", list);
-        }
+        return apply_enum (k, value, (unsigned *)field, error);
     case CFG_LOGLEVEL: {
         int level = fmb_log_level_parse (value);
         if (level < LOG_ERR)
@@ -218,23 +248,8 @@ int cfg_key_apply (struct fmb_config *cfg,
         *(int *)field = level;
         return 0;
     }
-    case CFG_VNI_RANGE: {
-        unsigned lo, hi;
-        char buf[64];
-        char *dash;
-        if (snprintf (buf, sizeof (buf), "%s", value) >= (int)sizeof (buf) ||
-            !(dash = strchr (buf, '-')))
-            return fmb_errorf (error, "must be MIN-MAX, e.g. 1024-65535");
-        *dash = '\0';
-        if (cfg_parse_uint (buf, k->min, k->max, &lo, error) < 0 ||
-            cfg_parse_uint (dash + 1, k->min, k->max, &hi, error) < 0)
-            return fmb_errorf (error, "must be MIN-MAX within %u-%u", k->min, k->max);
-        if (lo > hi)
-            return fmb_errorf (error, "MIN is above MAX");
-        cfg->vni_min = lo;
-        cfg->vni_max = hi;
-        return 0;
-    }
+    case CFG_VNI_RANGE:
+        return apply_vni_range (cfg, k, value, error);
     case CFG_TCS:
         return fmb_config_parse_tcs (value, (unsigned *)field, error);
     case CFG_CXI_LIMITS:

@@ -22,10 +22,10 @@ int cfg_client_validate (struct parse_ctx *ctx)
     return 0;
 }
 
-int cfg_validate (struct parse_ctx *ctx)
+/* [vni]: a job's VNIs within its maximum, the pool large enough. */
+static void validate_vni (struct parse_ctx *ctx)
 {
-    struct fmb_config *c = &ctx->cfg;
-
+    const struct fmb_config *c = &ctx->cfg;
     if (c->vni_per_job > c->vni_max_per_job)
         cfg_fail (ctx,
                   "vni",
@@ -41,6 +41,12 @@ int cfg_validate (struct parse_ctx *ctx)
                   c->vni_min,
                   c->vni_max,
                   c->vni_max_per_job);
+}
+
+/* [fabric_manager]: timeouts, mTLS files, credentials never in clear. */
+static void validate_fm (struct parse_ctx *ctx)
+{
+    const struct fmb_config *c = &ctx->cfg;
     if (c->fm_reserve_timeout_ms > c->fm_timeout_ms)
         cfg_fail (ctx,
                   "fabric_manager",
@@ -67,6 +73,12 @@ int cfg_validate (struct parse_ctx *ctx)
                   "fabric_manager",
                   "insecure",
                   "contradicts ca_file: verify with a CA, or do not verify");
+}
+
+/* [api]: the TCP listener's TLS and tokens, client certificates, connections. */
+static void validate_api (struct parse_ctx *ctx)
+{
+    const struct fmb_config *c = &ctx->cfg;
     if (c->tcp[0] && (!c->tls_cert[0] || !c->tls_key[0] || !c->tokens_file[0]))
         cfg_fail (ctx,
                   "api",
@@ -84,7 +96,12 @@ int cfg_validate (struct parse_ctx *ctx)
                   "%u leaves nothing of [api] max_connections (%u) to plain users",
                   c->api_reserved_connections,
                   c->api_max_connections);
-    cfg_client_validate (ctx);
+}
+
+/* [hwcoll]: the HPE sizing formula gives every job addresses. */
+static void validate_hwcoll (struct parse_ctx *ctx)
+{
+    const struct fmb_config *c = &ctx->cfg;
     if (c->hwcoll_system_nodes && c->hwcoll_min_nodes > c->hwcoll_system_nodes)
         cfg_fail (ctx,
                   "hwcoll",
@@ -110,6 +127,16 @@ int cfg_validate (struct parse_ctx *ctx)
                       c->hwcoll_min_nodes,
                       c->hwcoll_jobs_per_node);
     }
+}
+
+/* Every rule, in a fixed order (the problems are listed in it). */
+int cfg_validate (struct parse_ctx *ctx)
+{
+    validate_vni (ctx);
+    validate_fm (ctx);
+    validate_api (ctx);
+    cfg_client_validate (ctx);
+    validate_hwcoll (ctx);
     return ctx->failed ? -1 : 0;
 }
 
