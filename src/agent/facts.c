@@ -78,34 +78,13 @@ static int run_from_node (struct agent *ag, json_t **job, struct fmb_error *erro
     return 0;
 }
 
-/* Facts from the flags, this node's record, or the broker (in that
- * order).  *env (may be NULL) gets the broker's env map when it was asked. */
-int facts_get (struct agent *ag,
-               struct job_facts *f,
-               json_t **env,
-               struct fmb_error *error)
+/* The job's facts from the broker: this node's view of the job, or the
+ * whole job, or (prolog --run) the answer to the RUN made here. */
+static int facts_from_broker (struct agent *ag,
+                              struct job_facts *f,
+                              json_t **env,
+                              struct fmb_error *error)
 {
-    memset (f, 0, sizeof (*f));
-    snprintf (f->id, sizeof (f->id), "%s", ag->args.job);
-    f->tcs = ag->cfg.cxi_tcs;
-    if (ag->args.have_facts) {
-        f->uid = ag->args.uid;
-        f->nvnis = ag->args.nvnis;
-        memcpy (f->vnis, ag->args.vnis, sizeof (f->vnis));
-        f->ncores = ag->args.ncores > 0 ? (unsigned)ag->args.ncores : 0;
-        if (ag->args.tcs >= 0)
-            f->tcs = (unsigned)ag->args.tcs;
-        return 0;
-    }
-    char path[PATH_MAX];
-    facts_record_path (ag, path, sizeof (path));
-    json_t *rec = env ? NULL : json_load_file (path, 0, NULL);
-    if (rec) {
-        int rc = facts_from_json (rec, f);
-        json_decref (rec);
-        if (rc == 0)
-            return 0;
-    }
     char api[512], node[256];
     json_t *job;
     /* The job as this node needs it: not the list of every node.  A
@@ -150,6 +129,37 @@ int facts_get (struct agent *ag,
             error, "job %s: the broker's answer has no uid/vnis", ag->args.job);
     }
     return 0;
+}
+
+/* Facts from the flags, this node's record, or the broker (in that
+ * order).  *env (may be NULL) gets the broker's env map when it was asked. */
+int facts_get (struct agent *ag,
+               struct job_facts *f,
+               json_t **env,
+               struct fmb_error *error)
+{
+    memset (f, 0, sizeof (*f));
+    snprintf (f->id, sizeof (f->id), "%s", ag->args.job);
+    f->tcs = ag->cfg.cxi_tcs;
+    if (ag->args.have_facts) {
+        f->uid = ag->args.uid;
+        f->nvnis = ag->args.nvnis;
+        memcpy (f->vnis, ag->args.vnis, sizeof (f->vnis));
+        f->ncores = ag->args.ncores > 0 ? (unsigned)ag->args.ncores : 0;
+        if (ag->args.tcs >= 0)
+            f->tcs = (unsigned)ag->args.tcs;
+        return 0;
+    }
+    char path[PATH_MAX];
+    facts_record_path (ag, path, sizeof (path));
+    json_t *rec = env ? NULL : json_load_file (path, 0, NULL);
+    if (rec) {
+        int rc = facts_from_json (rec, f);
+        json_decref (rec);
+        if (rc == 0)
+            return 0;
+    }
+    return facts_from_broker (ag, f, env, error);
 }
 
 int facts_write_record (struct agent *ag, const struct job_facts *f, json_t *services)

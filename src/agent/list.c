@@ -125,6 +125,44 @@ static void print_service_once (json_t *nics, json_t *s, json_t *done)
     putchar ('\n');
 }
 
+/* The NICs, then their services (identical ones on several NICs on one
+ * line), as tables. */
+static void print_nics (json_t *nics)
+{
+    size_t i, j;
+    json_t *nic, *s;
+    printf ("%-6s %-8s %-12s %s\n", "NIC", "ADDRESS", "PCI", "NUMA");
+    json_array_foreach (nics, i, nic)
+    {
+        json_t *numa = json_object_get (nic, "numa");
+        char numa_text[16] = "-";
+        if (json_is_integer (numa))
+            snprintf (numa_text,
+                      sizeof (numa_text),
+                      "%lld",
+                      (long long)json_integer_value (numa));
+        printf ("%-6s %-8s %-12s %s\n",
+                json_string_value (json_object_get (nic, "device")),
+                json_string_value (json_object_get (nic, "nic_address")),
+                json_string_value (json_object_get (nic, "pci")),
+                numa_text);
+    }
+    /* Services, identical ones on several NICs on one line. */
+    printf ("\n%-10s %-8s %-6s %-16s %-5s", "NICS", "SVC", "UID", "VNIS", "TCS");
+    for (int t = 0; t < CXI_RSRC_TYPE_MAX; t++)
+        printf (" %5s", svc_rsrc_names[t]);
+    putchar ('\n');
+    json_t *done = json_object ();
+    json_array_foreach (nics, i, nic)
+    {
+        json_array_foreach (json_object_get (nic, "services"), j, s)
+        {
+            print_service_once (nics, s, done);
+        }
+    }
+    json_decref (done);
+}
+
 int cmd_list (struct agent *ag)
 {
     struct cxil_device_list *dl;
@@ -168,38 +206,7 @@ int cmd_list (struct agent *ag)
         json_decref (nics);
         return 0;
     }
-    size_t i, j;
-    json_t *nic, *s;
-    printf ("%-6s %-8s %-12s %s\n", "NIC", "ADDRESS", "PCI", "NUMA");
-    json_array_foreach (nics, i, nic)
-    {
-        json_t *numa = json_object_get (nic, "numa");
-        char numa_text[16] = "-";
-        if (json_is_integer (numa))
-            snprintf (numa_text,
-                      sizeof (numa_text),
-                      "%lld",
-                      (long long)json_integer_value (numa));
-        printf ("%-6s %-8s %-12s %s\n",
-                json_string_value (json_object_get (nic, "device")),
-                json_string_value (json_object_get (nic, "nic_address")),
-                json_string_value (json_object_get (nic, "pci")),
-                numa_text);
-    }
-    /* Services, identical ones on several NICs on one line. */
-    printf ("\n%-10s %-8s %-6s %-16s %-5s", "NICS", "SVC", "UID", "VNIS", "TCS");
-    for (int t = 0; t < CXI_RSRC_TYPE_MAX; t++)
-        printf (" %5s", svc_rsrc_names[t]);
-    putchar ('\n');
-    json_t *done = json_object ();
-    json_array_foreach (nics, i, nic)
-    {
-        json_array_foreach (json_object_get (nic, "services"), j, s)
-        {
-            print_service_once (nics, s, done);
-        }
-    }
-    json_decref (done);
+    print_nics (nics);
     json_decref (nics);
     return 0;
 }

@@ -91,6 +91,55 @@ static const char usage_text[] =
     "A failed run's last line is its own job's reason (hooks show it to users).\n"
     "Exit status: 0 success, 1 failure (epilog: drain the node), 2 usage.\n";
 
+/* The configuration (as a client reads it), libcxi, the broker target
+ * and the state directory; -1 (logged) if the configuration is bad. */
+static int setup (struct agent *ag)
+{
+    struct fmb_error e;
+    fmb_config_defaults (&ag->cfg);
+    const char *path =
+        ag->args.config
+            ? ag->args.config
+            : (access (FMB_CONFIG_PATH, F_OK) == 0 ? FMB_CONFIG_PATH : NULL);
+    if (path && fmb_config_load_client (&ag->cfg, path, &e) < 0) {
+        fmb_log (LOG_ERR, "%s", e.text);
+        return -1;
+    }
+    fmb_log_set_level (ag->cfg.log_level);
+    if (!ag->args.libcxi)
+        ag->args.libcxi = ag->cfg.cxi_libcxi;
+    if (ag->args.broker_url &&
+        api_config_broker_url (&ag->cfg, ag->args.broker_url, &e) < 0) {
+        fmb_log (LOG_ERR, "%s", e.text);
+        return -1;
+    }
+    api_target_init (&ag->target, &ag->cfg, ag->args.socket);
+    if (!ag->args.state_dir)
+        ag->args.state_dir = AGENT_STATE_DIR;
+    return 0;
+}
+
+/* The command's exit status. */
+static int run_command (struct agent *ag)
+{
+    switch (ag->args.cmd) {
+    case AGENT_PROLOG:
+        return cmd_prolog (ag);
+    case AGENT_EPILOG:
+    case AGENT_HOUSEKEEPING:
+        return cmd_epilog (ag);
+    case AGENT_ENV:
+        return cmd_env (ag);
+    case AGENT_LIST:
+        return cmd_list (ag);
+    case AGENT_CLEAN:
+        return cmd_clean (ag);
+    case AGENT_REPORT:
+        return cmd_report (ag);
+    }
+    return EXIT_USAGE;
+}
+
 int main (int argc, char **argv)
 {
     static struct agent agent; /* large: not on the stack */
@@ -105,51 +154,12 @@ int main (int argc, char **argv)
         fputs (usage_text, stdout);
         return 0;
     }
-    fmb_config_defaults (&ag->cfg);
-    const char *path =
-        ag->args.config
-            ? ag->args.config
-            : (access (FMB_CONFIG_PATH, F_OK) == 0 ? FMB_CONFIG_PATH : NULL);
-    if (path && fmb_config_load_client (&ag->cfg, path, &e) < 0) {
-        fmb_log (LOG_ERR, "%s", e.text);
+    if (setup (ag) < 0)
         return EXIT_USAGE;
-    }
-    fmb_log_set_level (ag->cfg.log_level);
-    if (!ag->args.libcxi)
-        ag->args.libcxi = ag->cfg.cxi_libcxi;
-    if (ag->args.broker_url &&
-        api_config_broker_url (&ag->cfg, ag->args.broker_url, &e) < 0) {
-        fmb_log (LOG_ERR, "%s", e.text);
-        return EXIT_USAGE;
-    }
-    api_target_init (&ag->target, &ag->cfg, ag->args.socket);
-    if (!ag->args.state_dir)
-        ag->args.state_dir = AGENT_STATE_DIR;
     /* OpenSSL initialises itself at the first broker call:
      * prolog and epilog given all facts never pay for it. */
-    int rc = EXIT_USAGE;
     ag->retry_deadline_ms = fmb_monotime_ms () + (int64_t)ag->args.retry_busy * 1000;
-    switch (ag->args.cmd) {
-    case AGENT_PROLOG:
-        rc = cmd_prolog (ag);
-        break;
-    case AGENT_EPILOG:
-    case AGENT_HOUSEKEEPING:
-        rc = cmd_epilog (ag);
-        break;
-    case AGENT_ENV:
-        rc = cmd_env (ag);
-        break;
-    case AGENT_LIST:
-        rc = cmd_list (ag);
-        break;
-    case AGENT_CLEAN:
-        rc = cmd_clean (ag);
-        break;
-    case AGENT_REPORT:
-        rc = cmd_report (ag);
-        break;
-    }
+    int rc = run_command (ag);
     /* Reports earlier runs could not deliver go now, unless this run
      * already found the broker away. */
     if ((ag->args.cmd == AGENT_PROLOG || ag->args.cmd == AGENT_EPILOG ||

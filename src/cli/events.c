@@ -23,35 +23,50 @@ static void print_event (json_t *ev)
     free (detail);
 }
 
-int cmd_events (struct cli *cli, int argc, char **argv)
+/* What events was asked for. */
+struct events_options {
+    bool follow;
+    long long after, count; /* count -1: no end */
+};
+
+/* events' options; false (printed) on a usage error. */
+static bool events_options (int argc, char **argv, struct events_options *opt)
 {
     static const struct option o[] = {
         {"follow", 0, 0, 'f'}, {"after", 1, 0, 'a'}, {"count", 1, 0, 'n'}, {0}};
-    bool follow = false;
-    long long after = 0, count = -1, seen = 0;
     int c;
     optind = 0; /* 0: glibc restarts its scan (main used "+") */
     while ((c = getopt_long (argc, argv, "fa:n:", o, NULL)) != -1) {
         switch (c) {
         case 'f':
-            follow = true;
+            opt->follow = true;
             break;
         case 'a':
-            if (!cli_parse_number ("events --after", optarg, 0, INT64_MAX, &after))
-                return EXIT_USAGE;
+            if (!cli_parse_number ("events --after", optarg, 0, INT64_MAX, &opt->after))
+                return false;
             break;
         case 'n':
-            if (!cli_parse_number ("events --count", optarg, 1, INT64_MAX, &count))
-                return EXIT_USAGE;
+            if (!cli_parse_number ("events --count", optarg, 1, INT64_MAX, &opt->count))
+                return false;
             break;
         default:
-            return EXIT_USAGE;
+            return false;
         }
     }
     if (optind < argc) {
         fprintf (stderr, "fmbroker: events: unexpected argument '%s'\n", argv[optind]);
-        return EXIT_USAGE;
+        return false;
     }
+    return true;
+}
+
+int cmd_events (struct cli *cli, int argc, char **argv)
+{
+    struct events_options opt = {.follow = false, .after = 0, .count = -1};
+    if (!events_options (argc, argv, &opt))
+        return EXIT_USAGE;
+    bool follow = opt.follow;
+    long long after = opt.after, count = opt.count, seen = 0;
     if (follow && cli->timeout < 40)
         cli->timeout = 40; /* the long poll below waits 30 s */
     for (;;) {

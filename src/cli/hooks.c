@@ -11,6 +11,40 @@
 #include "hostlist.h"
 #include "validate.h"
 
+/* --nodes HOSTLIST (may be compressed: nid[001-004],login1). */
+static bool set_nodes (json_t *body, const char *hostlist)
+{
+    struct fmb_error e;
+    json_t *nodes = json_array ();
+    if (hostlist_expand (hostlist, nodes, &e) < 0) {
+        fprintf (stderr, "fmbroker: run-job: --nodes: %s\n", e.text);
+        json_decref (nodes);
+        return false;
+    }
+    json_object_set_new (body, "nodes", nodes);
+    return true;
+}
+
+/* What run-job needs once its options are read: JOB (alone), --uid,
+ * --nodes or --node-count. */
+static bool run_job_complete (int argc, char **argv, json_t *body)
+{
+    if (optind >= argc || !json_object_get (body, "uid")) {
+        fprintf (stderr, "fmbroker: run-job: JOB and --uid are required\n");
+        return false;
+    }
+    if (!json_object_get (body, "nodes") == !json_object_get (body, "node_count")) {
+        fprintf (stderr, "fmbroker: run-job: --nodes or --node-count, one of them\n");
+        return false;
+    }
+    if (optind + 1 < argc) {
+        fprintf (
+            stderr, "fmbroker: run-job: unexpected argument '%s'\n", argv[optind + 1]);
+        return false;
+    }
+    return cli_check_job_id ("run-job", argv[optind]);
+}
+
 /* run-job's options into the RUN body; false (printed) on a usage error. */
 static bool run_job_options (int argc, char **argv, json_t *body, bool *quiet)
 {
@@ -24,7 +58,6 @@ static bool run_job_options (int argc, char **argv, json_t *body, bool *quiet)
                                       {"tcs", 1, 0, 'T'},
                                       {"quiet", 0, 0, 'q'},
                                       {0}};
-    struct fmb_error e;
     int c;
     long long v;
     optind = 0; /* 0: glibc restarts its scan (main used "+") */
@@ -38,16 +71,10 @@ static bool run_job_options (int argc, char **argv, json_t *body, bool *quiet)
         case 'U':
             json_object_set_new (body, "user", json_string (optarg));
             break;
-        case 'N': {
-            json_t *nodes = json_array ();
-            if (hostlist_expand (optarg, nodes, &e) < 0) {
-                fprintf (stderr, "fmbroker: run-job: --nodes: %s\n", e.text);
-                json_decref (nodes);
+        case 'N':
+            if (!set_nodes (body, optarg))
                 return false;
-            }
-            json_object_set_new (body, "nodes", nodes);
             break;
-        }
         case 'c':
             if (!cli_parse_number ("run-job --node-count", optarg, 1, NODES_MAX, &v))
                 return false;
@@ -83,20 +110,7 @@ static bool run_job_options (int argc, char **argv, json_t *body, bool *quiet)
             return false;
         }
     }
-    if (optind >= argc || !json_object_get (body, "uid")) {
-        fprintf (stderr, "fmbroker: run-job: JOB and --uid are required\n");
-        return false;
-    }
-    if (!json_object_get (body, "nodes") == !json_object_get (body, "node_count")) {
-        fprintf (stderr, "fmbroker: run-job: --nodes or --node-count, one of them\n");
-        return false;
-    }
-    if (optind + 1 < argc) {
-        fprintf (
-            stderr, "fmbroker: run-job: unexpected argument '%s'\n", argv[optind + 1]);
-        return false;
-    }
-    return cli_check_job_id ("run-job", argv[optind]);
+    return run_job_complete (argc, argv, body);
 }
 
 /* run-job JOB --uid U [--user NAME] (--nodes HOSTLIST | --node-count N)

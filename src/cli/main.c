@@ -192,7 +192,9 @@ static int load_target (struct cli *cli)
     return 0;
 }
 
-int main (int argc, char **argv)
+/* The options before the command; -1 to go on, else the exit status
+ * (--help, --version, a usage error). */
+static int global_options (struct cli *cli, int argc, char **argv)
 {
     static const struct option o[] = {{"config", 1, 0, 'c'},
                                       {"socket", 1, 0, 's'},
@@ -202,8 +204,6 @@ int main (int argc, char **argv)
                                       {"help", 0, 0, 'h'},
                                       {"version", 0, 0, 'V'},
                                       {0}};
-    static struct cli cli_run = {.timeout = 10}; /* large: not on the stack */
-    struct cli *cli = &cli_run;
     int c;
     while ((c = getopt_long (argc, argv, "+c:s:b:jt:hV", o, NULL)) != -1) {
         switch (c) {
@@ -234,6 +234,16 @@ int main (int argc, char **argv)
             return usage_error (argc, argv);
         }
     }
+    return -1;
+}
+
+int main (int argc, char **argv)
+{
+    static struct cli cli_run = {.timeout = 10}; /* large: not on the stack */
+    struct cli *cli = &cli_run;
+    int done = global_options (cli, argc, argv);
+    if (done >= 0)
+        return done;
     if (optind >= argc) {
         usage (stderr);
         return EXIT_USAGE;

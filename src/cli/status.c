@@ -45,6 +45,62 @@ static json_t *health_reasons (struct cli *cli)
     return reasons;
 }
 
+/* status as lines for people; each reason on a "degraded:" line. */
+static void print_status (json_t *o, json_t *reasons)
+{
+    json_t *fm = json_object_get (o, "fabric_manager"),
+           *j = json_object_get (o, "jobs");
+    json_t *v = json_object_get (o, "vnis"), *h = json_object_get (o, "hwcoll");
+    printf ("fmbrokerd %s, cluster %s, up %llds\n",
+            cli_str (o, "version"),
+            cli_str (o, "cluster"),
+            cli_num (o, "uptime_s"));
+    bool url = json_object_get (fm, "url") != NULL;
+    printf ("fabric manager: %s%s%s%s\n",
+            cli_str (fm, "state"),
+            url ? " (" : "",
+            url ? cli_str (fm, "url") : "",
+            url ? ")" : "");
+    if (json_object_get (fm, "last_error"))
+        printf ("  last error: %s\n", cli_str (fm, "last_error"));
+    json_t *lk = json_object_get (o, "state_lock");
+    if (lk)
+        printf ("state lock: %s held by host %s, pid %lld\n",
+                cli_str (lk, "file"),
+                cli_str (lk, "host"),
+                cli_num (lk, "pid"));
+    printf ("jobs: %lld active, %lld releasing, %lld released, %lld lost\n",
+            cli_num (j, "active"),
+            cli_num (j, "releasing"),
+            cli_num (j, "released"),
+            cli_num (j, "lost"));
+    char free_vnis[40] = ""; /* an older broker does not count them */
+    if (json_object_get (v, "free"))
+        snprintf (free_vnis, sizeof (free_vnis), ", %lld free", cli_num (v, "free"));
+    printf ("vnis: %lld held, %lld quarantined%s (pool %lld-%lld)\n",
+            cli_num (v, "held"),
+            cli_num (v, "quarantined"),
+            free_vnis,
+            cli_num (v, "pool_min"),
+            cli_num (v, "pool_max"));
+    printf (
+        "hwcoll: %lld reservations, %lld addresses (%lld per job, min %lld "
+        "nodes)\n",
+        cli_num (h, "reservations"),
+        cli_num (h, "addresses_reserved"),
+        cli_num (h, "addrs_per_job"),
+        cli_num (h, "min_nodes"));
+    printf ("outbox: %lld pending FM operations\n",
+            cli_num (json_object_get (o, "outbox"), "depth"));
+    printf ("events: last %lld\n", cli_num (json_object_get (o, "events"), "last_seq"));
+    size_t i;
+    json_t *why;
+    json_array_foreach (reasons, i, why)
+    {
+        printf ("degraded: %s\n", json_string_value (why));
+    }
+}
+
 int cmd_status (struct cli *cli, int argc, char **argv)
 {
     json_t *o;
@@ -60,61 +116,8 @@ int cmd_status (struct cli *cli, int argc, char **argv)
         json_object_set (o, "degraded", reasons);
     if (cli->json)
         cli_print_json (o);
-    else {
-        json_t *fm = json_object_get (o, "fabric_manager"),
-               *j = json_object_get (o, "jobs");
-        json_t *v = json_object_get (o, "vnis"), *h = json_object_get (o, "hwcoll");
-        printf ("fmbrokerd %s, cluster %s, up %llds\n",
-                cli_str (o, "version"),
-                cli_str (o, "cluster"),
-                cli_num (o, "uptime_s"));
-        bool url = json_object_get (fm, "url") != NULL;
-        printf ("fabric manager: %s%s%s%s\n",
-                cli_str (fm, "state"),
-                url ? " (" : "",
-                url ? cli_str (fm, "url") : "",
-                url ? ")" : "");
-        if (json_object_get (fm, "last_error"))
-            printf ("  last error: %s\n", cli_str (fm, "last_error"));
-        json_t *lk = json_object_get (o, "state_lock");
-        if (lk)
-            printf ("state lock: %s held by host %s, pid %lld\n",
-                    cli_str (lk, "file"),
-                    cli_str (lk, "host"),
-                    cli_num (lk, "pid"));
-        printf ("jobs: %lld active, %lld releasing, %lld released, %lld lost\n",
-                cli_num (j, "active"),
-                cli_num (j, "releasing"),
-                cli_num (j, "released"),
-                cli_num (j, "lost"));
-        char free_vnis[40] = ""; /* an older broker does not count them */
-        if (json_object_get (v, "free"))
-            snprintf (
-                free_vnis, sizeof (free_vnis), ", %lld free", cli_num (v, "free"));
-        printf ("vnis: %lld held, %lld quarantined%s (pool %lld-%lld)\n",
-                cli_num (v, "held"),
-                cli_num (v, "quarantined"),
-                free_vnis,
-                cli_num (v, "pool_min"),
-                cli_num (v, "pool_max"));
-        printf (
-            "hwcoll: %lld reservations, %lld addresses (%lld per job, min %lld "
-            "nodes)\n",
-            cli_num (h, "reservations"),
-            cli_num (h, "addresses_reserved"),
-            cli_num (h, "addrs_per_job"),
-            cli_num (h, "min_nodes"));
-        printf ("outbox: %lld pending FM operations\n",
-                cli_num (json_object_get (o, "outbox"), "depth"));
-        printf ("events: last %lld\n",
-                cli_num (json_object_get (o, "events"), "last_seq"));
-        size_t i;
-        json_t *why;
-        json_array_foreach (reasons, i, why)
-        {
-            printf ("degraded: %s\n", json_string_value (why));
-        }
-    }
+    else
+        print_status (o, reasons);
     json_decref (reasons);
     json_decref (o);
     return rc;
