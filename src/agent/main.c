@@ -86,7 +86,7 @@ static const char usage_text[] =
     "\n"
     "No NIC (or no libcxi and none in /sys/class/cxi): prolog and epilog succeed\n"
     "with nothing to do.  A chosen libcxi that does not load fails them.\n"
-    "A report (ag, created/destroyed/failed) the broker cannot take now is kept on\n"
+    "A report (created/destroyed/failed) the broker cannot take now is kept on\n"
     "the node and delivered later, so no VNI stays quarantined for want of it.\n"
     "A failed run's last line is its own job's reason (hooks show it to users).\n"
     "Exit status: 0 success, 1 failure (epilog: drain the node), 2 usage.\n";
