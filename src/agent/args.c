@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,190 @@ static int parse_tcs (const char *s, struct agent_args *a, struct fmb_error *err
     return 0;
 }
 
+struct agent_option;
+typedef int (*agent_option_f) (const struct agent_option *o,
+                               const char *value,
+                               struct agent_args *a,
+                               struct fmb_error *error);
+
+/* The commands, as bits, for an option's 'cmds'. */
+#define CMD(c)   (1u << (c))
+#define CMDS_ALL 0x7fu
+
+/* One option: its names, how its value is parsed ('parse') and where it
+ * goes ('field', 'size': the struct agent_args member), which commands
+ * take it and what the others are told ('only').  'valid' and 'max'
+ * bound the value of a name or a number, 'bad' says what is wrong
+ * with one that is refused. */
+struct agent_option {
+    const char *name;
+    char short_name; /* 0: none */
+    bool has_value;
+    agent_option_f parse;
+    size_t field, size;
+    bool (*valid) (const char *s);
+    unsigned long max;
+    const char *bad;
+    unsigned cmds;
+    const char *only;
+};
+
+#define FIELD(m) offsetof (struct agent_args, m), sizeof (((struct agent_args *)0)->m)
+
+/* "--OPTION VALUE: what is wrong" ('VALUE' quoted for a name). */
+static int bad_value (const struct agent_option *o,
+                      const char *value,
+                      struct fmb_error *error)
+{
+    const char *quote = o->valid ? "'" : "";
+    return bad (error, "--%s %s%.64s%s: %s", o->name, quote, value, quote, o->bad);
+}
+
+static int set_string (const struct agent_option *o,
+                       const char *value,
+                       struct agent_args *a,
+                       struct fmb_error *error)
+{
+    if (o->valid && !o->valid (value))
+        return bad_value (o, value, error);
+    *(const char **)((char *)a + o->field) = value;
+    return 0;
+}
+
+static int set_flag (const struct agent_option *o,
+                     const char *value,
+                     struct agent_args *a,
+                     struct fmb_error *error)
+{
+    (void)value;
+    (void)error;
+    *(bool *)((char *)a + o->field) = true;
+    return 0;
+}
+
+/* A whole number 0..max into an unsigned, uint32_t or long member. */
+_Static_assert(sizeof (unsigned) == sizeof (uint32_t), "set_number's members");
+static int set_number (const struct agent_option *o,
+                       const char *value,
+                       struct agent_args *a,
+                       struct fmb_error *error)
+{
+    unsigned long v;
+    char *field = (char *)a + o->field;
+    if (!parse_ulong (value, 0, o->max, &v))
+        return bad_value (o, value, error);
+    if (o->size == sizeof (long))
+        *(long *)field = (long)v;
+    else
+        *(uint32_t *)field = (uint32_t)v;
+    return 0;
+}
+
+/* --help: print the usage, nothing else is looked at (1: stop here). */
+static int set_help (const struct agent_option *o,
+                     const char *value,
+                     struct agent_args *a,
+                     struct fmb_error *error)
+{
+    (void)o;
+    (void)value;
+    (void)error;
+    a->help = true;
+    return 1;
+}
+
+static int set_vnis (const struct agent_option *o,
+                     const char *value,
+                     struct agent_args *a,
+                     struct fmb_error *error)
+{
+    if (!parse_vnis (value, a))
+        return bad_value (o, value, error);
+    return 0;
+}
+
+static int set_tcs (const struct agent_option *o,
+                    const char *value,
+                    struct agent_args *a,
+                    struct fmb_error *error)
+{
+    (void)o;
+    return parse_tcs (value, a, error);
+}
+
+static int set_format (const struct agent_option *o,
+                       const char *value,
+                       struct agent_args *a,
+                       struct fmb_error *error)
+{
+    if (strcmp (value, "shell") == 0)
+        a->format = AGENT_FORMAT_SHELL;
+    else if (strcmp (value, "json") == 0)
+        a->format = AGENT_FORMAT_JSON;
+    else if (strcmp (value, "slurm") == 0)
+        a->format = AGENT_FORMAT_SLURM;
+    else
+        return bad_value (o, value, error);
+    return 0;
+}
+
+static int set_run (const struct agent_option *o,
+                    const char *value,
+                    struct agent_args *a,
+                    struct fmb_error *error)
+{
+    (void)o;
+    if (value[0] != '{' || strlen (value) > AGENT_RUN_MAX)
+        return bad (error,
+                    "--run: a RUN request, a JSON object of at most %d bytes",
+                    AGENT_RUN_MAX);
+    a->run = value;
+    return 0;
+}
+
+#define ALL CMDS_ALL, NULL
+
+/* Every option.  A new one: a row here (and a parser if its value is
+ * more than a string, a name, a number or a flag), a member in struct
+ * agent_args, a line in the usage (main.c) and in
+ * deploy/fmbroker.bash-completion. */
+/* clang-format off */
+static const struct agent_option options[] = {
+    {"config",     'c', true,  set_string, FIELD (config),     NULL, 0, NULL, ALL},
+    {"libcxi",     0,   true,  set_string, FIELD (libcxi),     NULL, 0, NULL, ALL},
+    {"socket",     0,   true,  set_string, FIELD (socket),     NULL, 0, NULL, ALL},
+    {"broker-url", 0,   true,  set_string, FIELD (broker_url), NULL, 0, NULL, ALL},
+    {"state-dir",  0,   true,  set_string, FIELD (state_dir),  NULL, 0, NULL, ALL},
+    {"node",       0,   true,  set_string, FIELD (node),       valid_node_name, 0,
+     "not a host name ([A-Za-z0-9._-]{1,64})", ALL},
+    {"job",        0,   true,  set_string, FIELD (job),        valid_job_id, 0,
+     "not a job id ([A-Za-z0-9._-]{1,128})", ALL},
+    {"uid",        0,   true,  set_number, FIELD (uid),        NULL, UID_MAX_VALID,
+     "not a uid (0..4294967294)", ALL},
+    {"vnis",       0,   true,  set_vnis,   FIELD (vnis),       NULL, 0,
+     "1-4 distinct VNIs of 1..65535, comma-separated", ALL},
+    {"ncores",     0,   true,  set_number, FIELD (ncores),     NULL, AGENT_NCORES_MAX,
+     "not a core count", ALL},
+    {"tcs",        0,   true,  set_tcs,    FIELD (tcs),        NULL, 0, NULL, ALL},
+    {"retry-busy", 0,   true,  set_number, FIELD (retry_busy), NULL, AGENT_RETRY_BUSY_MAX,
+     "seconds, 0..3600", ALL},
+    {"format",     0,   true,  set_format, FIELD (format),     NULL, 0,
+     "shell, json or slurm", ALL},
+    {"lnx",        0,   false, set_flag,   FIELD (lnx),        NULL, 0, NULL, ALL},
+    {"json",       0,   false, set_flag,   FIELD (json),       NULL, 0, NULL, ALL},
+    {"no-report",  0,   false, set_flag,   FIELD (no_report),  NULL, 0, NULL, ALL},
+    {"report-later", 0, false, set_flag,   FIELD (report_later), NULL, 0, NULL,
+     CMD (AGENT_PROLOG), "--report-later: prolog only"},
+    {"all",        0,   false, set_flag,   FIELD (all),        NULL, 0, NULL, ALL},
+    {"pending",    0,   false, set_flag,   FIELD (pending),    NULL, 0, NULL, ALL},
+    {"run",        0,   true,  set_run,    FIELD (run),        NULL, 0, NULL,
+     CMD (AGENT_PROLOG), "--run: prolog only, and not with --uid/--vnis"},
+    {"dry-run",    'n', false, set_flag,   FIELD (dry_run),    NULL, 0, NULL, ALL},
+    {"help",       'h', false, set_help,   FIELD (help),       NULL, 0, NULL, ALL},
+};
+/* clang-format on */
+#define NOPTIONS (sizeof (options) / sizeof (options[0]))
+
 static const struct {
     const char *name;
     enum agent_cmd cmd;
@@ -83,184 +268,46 @@ static const struct {
     {"housekeeping", AGENT_HOUSEKEEPING, true},
 };
 
-int agent_args_parse (int argc,
-                      char **argv,
-                      struct agent_args *a,
-                      struct fmb_error *error)
+/* getopt_long's view of the table: 'val' is 256 + the row (a short name
+ * maps back to its row in option_of). */
+static void getopt_table (struct option *opts)
 {
-    enum {
-        O_LIBCXI = 256,
-        O_SOCKET,
-        O_BROKER_URL,
-        O_STATE,
-        O_NODE,
-        O_JOB,
-        O_UID,
-        O_VNIS,
-        O_NCORES,
-        O_TCS,
-        O_RETRY,
-        O_FORMAT,
-        O_LNX,
-        O_JSON,
-        O_NOREPORT,
-        O_REPORT_LATER,
-        O_ALL,
-        O_PENDING,
-        O_RUN
-    };
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"libcxi", required_argument, NULL, O_LIBCXI},
-        {"socket", required_argument, NULL, O_SOCKET},
-        {"broker-url", required_argument, NULL, O_BROKER_URL},
-        {"state-dir", required_argument, NULL, O_STATE},
-        {"node", required_argument, NULL, O_NODE},
-        {"job", required_argument, NULL, O_JOB},
-        {"uid", required_argument, NULL, O_UID},
-        {"vnis", required_argument, NULL, O_VNIS},
-        {"ncores", required_argument, NULL, O_NCORES},
-        {"tcs", required_argument, NULL, O_TCS},
-        {"retry-busy", required_argument, NULL, O_RETRY},
-        {"format", required_argument, NULL, O_FORMAT},
-        {"lnx", no_argument, NULL, O_LNX},
-        {"json", no_argument, NULL, O_JSON},
-        {"no-report", no_argument, NULL, O_NOREPORT},
-        {"report-later", no_argument, NULL, O_REPORT_LATER},
-        {"all", no_argument, NULL, O_ALL},
-        {"pending", no_argument, NULL, O_PENDING},
-        {"run", required_argument, NULL, O_RUN},
-        {"dry-run", no_argument, NULL, 'n'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *cmd = NULL, *vnis = NULL;
-    bool have_uid = false, retry_given = false;
-    unsigned long v;
-    int c;
+    for (size_t i = 0; i < NOPTIONS; i++)
+        opts[i] =
+            (struct option){options[i].name,
+                            options[i].has_value ? required_argument : no_argument,
+                            NULL,
+                            (int)(256 + i)};
+    opts[NOPTIONS] = (struct option){NULL, 0, NULL, 0};
+}
 
-    memset (a, 0, sizeof (*a));
-    a->ncores = -1;
-    a->tcs = -1;
-    a->retry_busy = AGENT_RETRY_BUSY_EPILOG;
-    a->format = AGENT_FORMAT_SHELL;
-    optind = 0; /* glibc: start afresh (the fuzzer calls this many times) */
-    opterr = 0; /* our own messages, naming the argument */
-    /* '-': the command word may come between options */
-    while ((c = getopt_long (argc, argv, "-:c:nh", opts, NULL)) != -1) {
-        switch (c) {
-        case 1:
-            if (cmd)
-                return bad (error, "unexpected argument '%.64s'", optarg);
-            cmd = optarg;
-            break;
-        case 'c':
-            a->config = optarg;
-            break;
-        case O_LIBCXI:
-            a->libcxi = optarg;
-            break;
-        case O_SOCKET:
-            a->socket = optarg;
-            break;
-        case O_BROKER_URL:
-            a->broker_url = optarg;
-            break;
-        case O_STATE:
-            a->state_dir = optarg;
-            break;
-        case O_NODE:
-            if (!valid_node_name (optarg))
-                return bad (error,
-                            "--node '%.64s': not a host name ([A-Za-z0-9._-]{1,64})",
-                            optarg);
-            a->node = optarg;
-            break;
-        case O_JOB:
-            if (!valid_job_id (optarg))
-                return bad (error,
-                            "--job '%.64s': not a job id ([A-Za-z0-9._-]{1,128})",
-                            optarg);
-            a->job = optarg;
-            break;
-        case O_UID:
-            if (!parse_ulong (optarg, 0, UID_MAX_VALID, &v))
-                return bad (error, "--uid %.64s: not a uid (0..4294967294)", optarg);
-            a->uid = (uint32_t)v;
-            have_uid = true;
-            break;
-        case O_VNIS:
-            if (!parse_vnis (optarg, a))
-                return bad (
-                    error,
-                    "--vnis %.64s: 1-4 distinct VNIs of 1..65535, comma-separated",
-                    optarg);
-            vnis = optarg;
-            break;
-        case O_NCORES:
-            if (!parse_ulong (optarg, 0, AGENT_NCORES_MAX, &v))
-                return bad (error, "--ncores %.64s: not a core count", optarg);
-            a->ncores = (long)v;
-            break;
-        case O_TCS:
-            if (parse_tcs (optarg, a, error) < 0)
-                return -1;
-            break;
-        case O_RETRY:
-            if (!parse_ulong (optarg, 0, AGENT_RETRY_BUSY_MAX, &v))
-                return bad (error, "--retry-busy %.64s: seconds, 0..3600", optarg);
-            a->retry_busy = (unsigned)v;
-            retry_given = true;
-            break;
-        case O_FORMAT:
-            if (strcmp (optarg, "shell") == 0)
-                a->format = AGENT_FORMAT_SHELL;
-            else if (strcmp (optarg, "json") == 0)
-                a->format = AGENT_FORMAT_JSON;
-            else if (strcmp (optarg, "slurm") == 0)
-                a->format = AGENT_FORMAT_SLURM;
-            else
-                return bad (error, "--format %.64s: shell, json or slurm", optarg);
-            break;
-        case O_LNX:
-            a->lnx = true;
-            break;
-        case O_JSON:
-            a->json = true;
-            break;
-        case O_NOREPORT:
-            a->no_report = true;
-            break;
-        case O_REPORT_LATER:
-            a->report_later = true;
-            break;
-        case O_ALL:
-            a->all = true;
-            break;
-        case O_PENDING:
-            a->pending = true;
-            break;
-        case O_RUN:
-            if (optarg[0] != '{' || strlen (optarg) > AGENT_RUN_MAX)
-                return bad (error,
-                            "--run: a RUN request, a JSON object of at most %d bytes",
-                            AGENT_RUN_MAX);
-            a->run = optarg;
-            break;
-        case 'n':
-            a->dry_run = true;
-            break;
-        case 'h':
-            a->help = true;
-            return 0;
-        case ':':
-            return bad (error, "%.64s: needs a value", argv[optind - 1]);
-        default:
-            if (optopt > 0 && optopt < 256)
-                return bad (error, "unknown option '-%c'", optopt);
-            return bad (error, "unknown option '%.64s'", argv[optind - 1]);
-        }
-    }
+/* The row of getopt_long's answer c, or -1 (not an option of ours). */
+static int option_of (int c)
+{
+    if (c >= 256 && c < 256 + (int)NOPTIONS)
+        return c - 256;
+    for (size_t i = 0; i < NOPTIONS; i++)
+        if (c > 0 && options[i].short_name == c)
+            return (int)i;
+    return -1;
+}
+
+/* Was the option 'name' given (and its value good)? */
+static bool was_given (const bool *given, const char *name)
+{
+    for (size_t i = 0; i < NOPTIONS; i++)
+        if (strcmp (options[i].name, name) == 0)
+            return given[i];
+    return false;
+}
+
+/* The checks that involve the command and several options, in the
+ * order their messages have always come. */
+static int check_command (const char *cmd,
+                          const bool *given,
+                          struct agent_args *a,
+                          struct fmb_error *error)
+{
     if (!cmd)
         return bad (
             error,
@@ -274,16 +321,57 @@ int agent_args_parse (int argc,
     a->cmd = commands[i].cmd;
     if (commands[i].needs_job && !a->job)
         return bad (error, "%s: --job ID is required", cmd);
-    if (a->cmd == AGENT_HOUSEKEEPING && !retry_given)
+    if (a->cmd == AGENT_HOUSEKEEPING && !was_given (given, "retry-busy"))
         a->retry_busy = AGENT_RETRY_BUSY_HOUSEKEEPING;
     if (a->cmd == AGENT_REPORT && !a->pending)
         return bad (error, "report: --pending is required");
-    if (have_uid != (vnis != NULL))
+    if (was_given (given, "uid") != was_given (given, "vnis"))
         return bad (error, "--uid and --vnis go together");
-    a->have_facts = have_uid;
-    if (a->report_later && a->cmd != AGENT_PROLOG)
-        return bad (error, "--report-later: prolog only");
-    if (a->run && (a->cmd != AGENT_PROLOG || a->have_facts))
+    a->have_facts = was_given (given, "uid");
+    for (size_t o = 0; o < NOPTIONS; o++)
+        if (given[o] && !(options[o].cmds & CMD (a->cmd)))
+            return bad (error, "%s", options[o].only);
+    if (a->run && a->have_facts)
         return bad (error, "--run: prolog only, and not with --uid/--vnis");
     return 0;
+}
+
+int agent_args_parse (int argc,
+                      char **argv,
+                      struct agent_args *a,
+                      struct fmb_error *error)
+{
+    struct option opts[NOPTIONS + 1];
+    bool given[NOPTIONS] = {false};
+    const char *cmd = NULL;
+    int c;
+
+    getopt_table (opts);
+    memset (a, 0, sizeof (*a));
+    a->ncores = -1;
+    a->tcs = -1;
+    a->retry_busy = AGENT_RETRY_BUSY_EPILOG;
+    a->format = AGENT_FORMAT_SHELL;
+    optind = 0; /* glibc: start afresh (the fuzzer calls this many times) */
+    opterr = 0; /* our own messages, naming the argument */
+    /* '-': the command word may come between options */
+    while ((c = getopt_long (argc, argv, "-:c:nh", opts, NULL)) != -1) {
+        int o = option_of (c);
+        if (c == 1) {
+            if (cmd)
+                return bad (error, "unexpected argument '%.64s'", optarg);
+            cmd = optarg;
+        } else if (o >= 0) {
+            int rc = options[o].parse (&options[o], optarg, a, error);
+            if (rc != 0)
+                return rc < 0 ? -1 : 0; /* > 0: --help, nothing else */
+            given[o] = true;
+        } else if (c == ':')
+            return bad (error, "%.64s: needs a value", argv[optind - 1]);
+        else if (optopt > 0 && optopt < 256)
+            return bad (error, "unknown option '-%c'", optopt);
+        else
+            return bad (error, "unknown option '%.64s'", argv[optind - 1]);
+    }
+    return check_command (cmd, given, a, error);
 }

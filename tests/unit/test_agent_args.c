@@ -83,6 +83,12 @@ static void defaults_and_names (void **state)
     assert_int_equal (a.cmd, AGENT_LIST);
     assert_int_equal (parse ("--help", &a, &e), 0);
     assert_true (a.help);
+    /* --help stops the parse: what follows is not looked at */
+    assert_int_equal (parse ("-h --frobnicate", &a, &e), 0);
+    assert_true (a.help);
+    assert_int_equal (parse ("prolog --job 7 --run {} --report-later", &a, &e), 0);
+    assert_string_equal (a.run, "{}");
+    assert_true (a.report_later);
 }
 
 /* Each refused line and a word its message must contain. */
@@ -121,6 +127,12 @@ static void refuses_with_a_reason (void **state)
         {"prolog --job 42 -q", "unknown option '-q'"},
         {"prolog --job", "needs a value"},
         {"prolog epilog --job 42", "unexpected argument 'epilog'"},
+        /* the options the table gives to one command only */
+        {"epilog --job 42 --report-later", "--report-later: prolog only"},
+        {"env --job 42 --run {}", "--run: prolog only"},
+        {"prolog --job 42 --run {} --uid 1 --vnis 7", "not with --uid/--vnis"},
+        {"prolog --job 42 --run [1]", "a RUN request"},
+        {"list --lnx=1", "unknown option '--lnx=1'"},
     };
     for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
         struct agent_args a;

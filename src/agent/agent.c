@@ -1,0 +1,57 @@
+/* agent.c: the run's failure reason and its calls to the broker. */
+#include "agent.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "brokerhttp.h"
+
+#define BROKER_TIMEOUT_S 5 /* the broker answers from its own store */
+
+int agent_fail_job (struct agent *ag, const char *fmt, ...)
+{
+    va_list ap;
+    if (!ag->final_reason[0]) {
+        va_start (ap, fmt);
+        vsnprintf (ag->final_reason, sizeof (ag->final_reason), fmt, ap);
+        va_end (ap);
+    }
+    return EXIT_FAIL;
+}
+
+int agent_broker_call (struct agent *ag,
+                       const char *method,
+                       const char *path,
+                       const char *body,
+                       json_t **ret,
+                       struct fmb_error *error)
+{
+    struct api_reply r;
+    ag->broker_status = 0;
+    if (broker_http_call (
+            &ag->target, BROKER_TIMEOUT_S, method, path, body, &r, error) < 0) {
+        ag->broker_down = true; /* kept reports wait: no second timeout */
+        return -1;              /* errno EHOSTUNREACH */
+    }
+    ag->broker_status = r.status;
+    if (r.status < 200 || r.status > 299) {
+        const char *detail = json_string_value (json_object_get (r.body, "detail"));
+        fmb_errorf (error,
+                    "broker: %s %s: %ld %s",
+                    method,
+                    path,
+                    r.status,
+                    detail ? detail : "");
+        json_decref (r.body);
+        errno = r.status == 404 ? ENOENT : EIO;
+        return -1;
+    }
+    if (ret)
+        *ret = r.body;
+    else
+        json_decref (r.body);
+    return 0;
+}

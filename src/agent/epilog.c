@@ -1,0 +1,136 @@
+/* epilog.c: the epilog and housekeeping (epilog.h). */
+#include "epilog.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "devices.h"
+#include "facts.h"
+#include "jobrecord.h"
+#include "log.h"
+#include "report.h"
+#include "svc.h"
+
+/* Destroy the job's services on one NIC (none if it cannot be opened);
+ * the number left behind, the last reason in 'why'. */
+static int destroy_on_device (struct agent *ag,
+                              const struct job_facts *f,
+                              const struct cxil_devinfo *info,
+                              char *why,
+                              size_t whylen)
+{
+    int failures = 0;
+    struct cxil_dev *dev;
+    struct cxil_svc_list *sl;
+    if (ag->lib.open_device (info->dev_id, &dev) < 0)
+        return 0;
+    int r = ag->lib.get_svc_list (dev, &sl);
+    if (r < 0) {
+        snprintf (why,
+                  whylen,
+                  "%s: cxil_get_svc_list: %s",
+                  dev->info.device_name,
+                  devices_errname (r));
+        ag->lib.close_device (dev);
+        return 1;
+    }
+    for (unsigned s = 0; s < sl->count; s++) {
+        const struct cxi_svc_desc *d = &sl->descs[s];
+        if (!svc_is_job (d, f->uid, f->vnis, f->nvnis))
+            continue;
+        if (ag->args.dry_run) {
+            printf ("would destroy ");
+            svc_print (stdout, dev->info.device_name, d);
+            continue;
+        }
+        r = devices_destroy_svc (ag, dev, d->svc_id, f->id);
+        if (r < 0) {
+            char window[48] = "";
+            if (r == -EBUSY)
+                snprintf (window,
+                          sizeof (window),
+                          " past the %u s retry window",
+                          ag->args.retry_busy);
+            snprintf (why,
+                      whylen,
+                      "%s: destroy service %u: %s%s",
+                      dev->info.device_name,
+                      d->svc_id,
+                      devices_errname (r),
+                      window);
+            fmb_log (LOG_ERR, "job %s: %s", f->id, why);
+            failures++;
+        } else {
+            fmb_log (LOG_INFO,
+                     "job %s: %s: service %u destroyed",
+                     f->id,
+                     dev->info.device_name,
+                     d->svc_id);
+        }
+    }
+    free (sl);
+    ag->lib.close_device (dev);
+    return failures;
+}
+
+int cmd_epilog (struct agent *ag)
+{
+    struct job_facts f;
+    struct fmb_error e;
+    struct cxil_device_list *dl;
+    char why[256] = "";
+    int failures = 0;
+    /* The job's tasks are gone whatever happens to its services. */
+    if (!ag->args.dry_run &&
+        jobrecord_remove (ag->args.state_dir, ag->args.job, &e) < 0)
+        fmb_log (LOG_WARNING, "job %s: %s", ag->args.job, e.text);
+    if (devices_list (ag, &dl) < 0)
+        return EXIT_FAIL;
+    if (!dl) {
+        report_state (ag, "destroyed", "no Slingshot NICs");
+        return 0;
+    }
+    if (facts_get (ag, &f, NULL, &e) < 0) {
+        ag->lib.free_device_list (dl);
+        /* No record here and no broker to ask (unreachable, or a token
+         * it may not send): prolog created nothing on this node (it
+         * records the job before creating anything), so there is nothing
+         * known to destroy; draining would be wrong. */
+        if (errno == EHOSTUNREACH || errno == ENOENT || errno == EACCES) {
+            fmb_log (LOG_WARNING,
+                     "%s; no record of the job on this node: nothing to destroy",
+                     e.text);
+            /* Said, so that the broker does not wait for this node; kept
+             * for later if the broker is away. */
+            report_state (ag,
+                          "destroyed",
+                          "no record of the job on this node: nothing was created");
+            return 0;
+        }
+        return agent_fail_job (ag, "%s", e.text);
+    }
+    for (unsigned i = 0; i < dl->count; i++)
+        failures += destroy_on_device (ag, &f, &dl->info[i], why, sizeof (why));
+    ag->lib.free_device_list (dl);
+    if (ag->args.dry_run)
+        return 0;
+    if (failures) {
+        report_state (ag, "failed", why); /* the broker raises node_drain_requested */
+        return agent_fail_job (
+            ag,
+            "job %s: %d service(s) left behind (%s): this node should be "
+            "drained",
+            f.id,
+            failures,
+            why);
+    }
+    char path[PATH_MAX];
+    facts_record_path (ag, path, sizeof (path));
+    unlink (path);
+    report_state (ag, "destroyed", NULL);
+    return 0;
+}

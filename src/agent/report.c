@@ -1,0 +1,251 @@
+/* report.c: node reports, durable (report.h). */
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fileutil.h"
+#include "log.h"
+#include "monotime.h"
+#include "spool.h"
+
+void report_this_node (struct agent *ag, char *node, size_t len)
+{
+    if (ag->args.node)
+        snprintf (node, len, "%s", ag->args.node);
+    else {
+        gethostname (node, len);
+        node[len - 1] = '\0';
+        node[strcspn (node, ".")] = '\0';
+    }
+}
+
+/* Serialises report delivery on this node: a spooled "created" sent by
+ * one run must never overtake the "destroyed" another run just sent. */
+static int spool_lock (struct agent *ag)
+{
+    char path[PATH_MAX];
+    struct fmb_error e;
+    snprintf (path, sizeof (path), "%s/reports", ag->args.state_dir);
+    if (fmb_mkdir_p (path, 0700, &e) < 0)
+        return -1;
+    snprintf (path, sizeof (path), "%s/reports/.lock", ag->args.state_dir);
+    int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0 && flock (fd, LOCK_EX) < 0) {
+        close (fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static void spool_unlock (int fd)
+{
+    if (fd >= 0)
+        close (fd);
+}
+
+enum sent { SENT, SEND_LATER, SEND_NEVER };
+
+/* PUT the report; SEND_LATER when the broker could not take it now
+ * (unreachable, 408, 429, 5xx), SEND_NEVER when it refused it for good. */
+static enum sent send_report (struct agent *ag,
+                              const struct spooled_report *r,
+                              struct fmb_error *e)
+{
+    char path[512];
+    snprintf (path, sizeof (path), "/v1/jobs/%s/nodes/%s", r->job, r->node);
+    json_t *o = json_pack ("{s:s}", "cxi", r->cxi);
+    if (r->detail[0])
+        json_object_set_new (o, "detail", json_string (r->detail));
+    char *body = json_dumps (o, JSON_COMPACT);
+    json_decref (o);
+    int rc = agent_broker_call (ag, "PUT", path, body, NULL, e);
+    free (body);
+    if (rc == 0)
+        return SENT;
+    if (ag->broker_status == 0 || ag->broker_status == 408 ||
+        ag->broker_status == 429 || ag->broker_status >= 500)
+        return SEND_LATER;
+    return SEND_NEVER;
+}
+
+void report_state (struct agent *ag, const char *cxi, const char *detail)
+{
+    struct spooled_report r;
+    struct fmb_error e;
+    if (ag->args.no_report || ag->args.dry_run)
+        return;
+    memset (&r, 0, sizeof (r));
+    snprintf (r.job, sizeof (r.job), "%s", ag->args.job);
+    report_this_node (ag, r.node, sizeof (r.node));
+    snprintf (r.cxi, sizeof (r.cxi), "%s", cxi);
+    snprintf (r.detail, sizeof (r.detail), "%s", detail ? detail : "");
+    r.at_ms = fmb_realtime_ms ();
+    int lock = spool_lock (ag);
+    enum sent sent = send_report (ag, &r, &e);
+    if (sent == SEND_LATER) {
+        struct fmb_error se;
+        ag->broker_down = true;
+        if (spool_put (ag->args.state_dir, &r, &se) < 0)
+            fmb_log (LOG_ERR,
+                     "job %s: reporting '%s' to the broker failed (%s), and keeping "
+                     "it failed too: %s",
+                     r.job,
+                     cxi,
+                     e.text,
+                     se.text);
+        else
+            fmb_log (LOG_WARNING,
+                     "job %s: reporting '%s' to the broker failed: %s; kept in "
+                     "%s/reports for the next agent run or 'fmbroker-cxi report "
+                     "--pending'",
+                     r.job,
+                     cxi,
+                     e.text,
+                     ag->args.state_dir);
+    } else {
+        if (sent == SEND_NEVER)
+            fmb_log (LOG_WARNING,
+                     "job %s: the broker refused the report '%s': %s",
+                     r.job,
+                     cxi,
+                     e.text);
+        /* Either way an older kept report of this job is superseded. */
+        if (spool_drop (ag->args.state_dir, r.job, r.node, &e) < 0)
+            fmb_log (LOG_WARNING, "%s", e.text);
+    }
+    spool_unlock (lock);
+}
+
+/* prolog --report-later: the 'created' report is kept (durably, as any
+ * report the broker could not take) and delivered by a detached child
+ * after this process has exited: the job's launch waits for the prolog,
+ * not for the report.  The child has no output (the hook's pipe must
+ * close); what it could not deliver stays kept for the next run. */
+void report_after_exit (struct agent *ag, const char *cxi)
+{
+    struct spooled_report r;
+    struct fmb_error e;
+    memset (&r, 0, sizeof (r));
+    snprintf (r.job, sizeof (r.job), "%s", ag->args.job);
+    report_this_node (ag, r.node, sizeof (r.node));
+    snprintf (r.cxi, sizeof (r.cxi), "%s", cxi);
+    r.at_ms = fmb_realtime_ms ();
+    int lock = spool_lock (ag);
+    int rc = spool_put (ag->args.state_dir, &r, &e);
+    spool_unlock (lock);
+    if (rc < 0) {
+        fmb_log (LOG_WARNING, "job %s: %s; reporting now", r.job, e.text);
+        report_state (ag, cxi, NULL);
+        return;
+    }
+    fflush (NULL);
+    pid_t pid = fork ();
+    if (pid < 0) {
+        report_deliver_pending (ag);
+        return;
+    }
+    if (pid == 0) {
+        if (fork () == 0) {
+            int null = open ("/dev/null", O_RDWR);
+            setsid ();
+            if (null >= 0) {
+                dup2 (null, STDIN_FILENO);
+                dup2 (null, STDOUT_FILENO);
+                dup2 (null, STDERR_FILENO);
+            }
+            report_deliver_pending (ag);
+        }
+        _exit (0);
+    }
+    while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    ag->delivery_detached = true;
+}
+
+struct pending_ctx {
+    struct agent *ag;
+    unsigned delivered, refused, left;
+};
+
+static int deliver_one (const struct spooled_report *r, void *arg)
+{
+    struct pending_ctx *pc = arg;
+    struct agent *ag = pc->ag;
+    struct fmb_error e;
+    enum sent sent = send_report (ag, r, &e);
+    if (sent == SEND_LATER) {
+        fmb_log (LOG_WARNING,
+                 "job %s: kept report '%s' of node %s still not delivered: %s",
+                 r->job,
+                 r->cxi,
+                 r->node,
+                 e.text);
+        return 1; /* the broker is away: the rest waits too */
+    }
+    if (sent == SENT) {
+        pc->delivered++;
+        fmb_log (LOG_NOTICE,
+                 "job %s: delivered the kept report '%s' of node %s",
+                 r->job,
+                 r->cxi,
+                 r->node);
+    } else {
+        pc->refused++;
+        fmb_log (LOG_WARNING,
+                 "job %s: the broker refused the kept report '%s' of node %s: %s; "
+                 "dropping it",
+                 r->job,
+                 r->cxi,
+                 r->node,
+                 e.text);
+    }
+    if (spool_drop (ag->args.state_dir, r->job, r->node, &e) < 0)
+        fmb_log (LOG_WARNING, "%s", e.text);
+    return 0;
+}
+
+static int count_one (const struct spooled_report *r, void *arg)
+{
+    (void)r;
+    ((struct pending_ctx *)arg)->left++;
+    return 0;
+}
+
+/* Deliver the reports kept by earlier runs; how many are still kept. */
+static unsigned deliver_pending_left (struct agent *ag)
+{
+    struct pending_ctx pc = {.ag = ag};
+    struct fmb_error e;
+    int lock = spool_lock (ag);
+    if (spool_each (ag->args.state_dir, deliver_one, &pc, &e) < 0)
+        fmb_log (LOG_WARNING, "%s", e.text);
+    spool_each (ag->args.state_dir, count_one, &pc, &e);
+    spool_unlock (lock);
+    return pc.left;
+}
+
+void report_deliver_pending (struct agent *ag)
+{
+    deliver_pending_left (ag);
+}
+
+/* report --pending: for a timer or housekeeping. */
+int cmd_report (struct agent *ag)
+{
+    unsigned left = deliver_pending_left (ag);
+    if (left) {
+        fmb_log (LOG_ERR,
+                 "%u node report(s) still not delivered (kept in %s/reports)",
+                 left,
+                 ag->args.state_dir);
+        return EXIT_FAIL;
+    }
+    return 0;
+}

@@ -1,0 +1,54 @@
+/* cli.c: the call to the broker and what every command prints with. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+int cli_call (struct cli *cli,
+              const char *method,
+              const char *path,
+              const char *body,
+              const char *token,
+              json_t **ret)
+{
+    struct api_reply r;
+    struct fmb_error e;
+    if (api_client_call (
+            &cli->target, cli->timeout, method, path, body, token, &r, &e) < 0) {
+        fprintf (stderr, "fmbroker: %s\n", e.text);
+        return EXIT_UNREACHABLE;
+    }
+    if (r.status < 200 || r.status > 299) {
+        const char *detail = json_string_value (json_object_get (r.body, "detail"));
+        fprintf (stderr,
+                 "fmbroker: %s %s: %ld %s\n",
+                 method,
+                 path,
+                 r.status,
+                 detail ? detail : "");
+        json_decref (r.body);
+        return EXIT_REFUSED;
+    }
+    if (ret)
+        *ret = r.body;
+    else
+        json_decref (r.body);
+    return 0;
+}
+
+void cli_print_json (json_t *o)
+{
+    json_dumpf (o, stdout, JSON_INDENT (2) | JSON_SORT_KEYS);
+    putchar ('\n');
+}
+
+char *cli_escape (const char *s)
+{
+    char *e = curl_easy_escape (NULL, s, 0);
+    char *copy = strdup (e ? e : "");
+    curl_free (e);
+    return copy;
+}
