@@ -5,7 +5,7 @@
 # of these setups (BENCH_MODES, default all three):
 #   without  plain Slurm: no plugin, no prolog of any kind
 #   ctld     fmbroker as up to issue 36: RUN from PrologSlurmctld,
-#            PrologFlags=Alloc, the plugin's node prolog over TLS
+#            PrologFlags=Alloc, the plugin's node prolog over TLS with its node's token
 #   node     fmbroker's launch setup (README): the RUN made by the node
 #            prolog (plugstack run=node), no PrologSlurmctld, no
 #            PrologFlags=Alloc: the step waits for the prolog inside
@@ -30,15 +30,15 @@ chmod 755 "$T"
 . "$FMB_SRC/tests/integration/slurm.sh"
 fm_state_file=
 start_mockfm || exit 1
-sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/certs" >/dev/null
-tok=agent-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
-echo "agent $tok" >"$T/tokens" && echo "$tok" >"$T/agent.token" && chmod 600 "$T/tokens" "$T/agent.token"
+# As a site runs: each node its own token (client_token_file %n).
+tls_and_node_tokens || exit 1
 tcp_port=$(free_ports 1) || exit 1
 write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
     "tls_key = $T/certs/server.key" "tokens_file = $T/tokens" "agent_run = true"
 start_broker || exit 1
+node_tokens n1 n2 || exit 1
 printf "[api]\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n[cxi]\nlibcxi = %s\n" \
-    "$tcp_port" "$T/agent.token" "$T/certs/ca.pem" "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
+    "$tcp_port" "$T/%n.token" "$T/certs/ca.pem" "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
 chmod 644 "$T/node.conf"
 mkdir -p "$S/hooks"
 # The nodes' job records and report spools on tmpfs, as in /run on a
@@ -85,6 +85,8 @@ mode () {
         "$S/hooks/prolog_slurmctld.sh" "$S/hooks/epilog_slurmctld.sh" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
     node) printf "EpilogSlurmctld=%s\n" "$S/hooks/epilog_slurmctld.sh" >"$S/mode.conf" &&
+        echo "$plugin run=node" >"$S/plugstack.conf" ;;
+    nohold) printf "EpilogSlurmctld=%s\nPrologFlags=Alloc,NoHold\n" "$S/hooks/epilog_slurmctld.sh" >"$S/mode.conf" &&
         echo "$plugin run=node" >"$S/plugstack.conf" ;;
     esac
     [ -s "$S/slurmctld.pid" ] || return 0
