@@ -32,14 +32,7 @@ fm_state_file=
 start_mockfm || exit 1
 # As a site runs: each node its own token (client_token_file %n).
 tls_and_node_tokens || exit 1
-tcp_port=$(free_ports 1) || exit 1
-write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
-    "tls_key = $T/certs/server.key" "tokens_file = $T/tokens" "agent_run = true"
-start_broker || exit 1
-node_tokens n1 n2 || exit 1
-printf "[api]\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n[cxi]\nlibcxi = %s\n" \
-    "$tcp_port" "$T/%n.token" "$T/certs/ca.pem" "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
-chmod 644 "$T/node.conf"
+start_broker_for_nodes n1 n2 -- "agent_run = true" || exit 1
 mkdir -p "$S/hooks"
 # The nodes' job records and report spools on tmpfs, as in /run on a
 # real node (the test host's /run and /tmp are a disk, where each
