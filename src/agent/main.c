@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -318,6 +319,10 @@ static void report_after_exit (const char *cxi)
         if (fork () == 0) {
             int null = open ("/dev/null", O_RDWR);
             setsid ();
+            /* Bookkeeping yields to the job's tasks, which start now
+             * (nice 10: still delivered on a node whose cores they keep
+             * busy, unlike an idle-only class). */
+            (void)setpriority (PRIO_PROCESS, 0, 10);
             if (null >= 0) {
                 dup2 (null, STDIN_FILENO);
                 dup2 (null, STDOUT_FILENO);
