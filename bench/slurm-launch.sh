@@ -2,7 +2,7 @@
 # bench/slurm-launch.sh [BUILD_DIR]: what fmbroker adds to a user's job
 # launch.  A real Slurm 22.05 (tests/integration/slurm.sh: two emulated
 # nodes on 127.0.0.1) runs `srun -N2 true` as nobody, alternately in each
-# of these setups (BENCH_MODES, default all three):
+# of these setups (BENCH_MODES, default without ctld node):
 #   without  plain Slurm: no plugin, no prolog of any kind
 #   ctld     fmbroker as up to issue 36: RUN from PrologSlurmctld,
 #            PrologFlags=Alloc, the plugin's node prolog over TLS with its node's token
@@ -10,6 +10,12 @@
 #            prolog (plugstack run=node), no PrologSlurmctld, no
 #            PrologFlags=Alloc: the step waits for the prolog inside
 #            slurmd instead of srun polling the controller
+#   nohold   as node, with PrologFlags=Alloc,NoHold: the node prologs
+#            start at allocation and the step waits for them in slurmd
+#   plugin   the floor of any SPANK job prolog: the plugin loaded with no
+#            hooks (prolog=none, epilog=none, policy=fail_open: no
+#            record, no isolation); slurmd still starts a slurmstepd for
+#            the plugin's job prolog and epilog, and each step loads it
 # Every setup has EpilogSlurmctld's CLEANUP (after the job, off the launch
 # path) when fmbroker is in it.  Prints per setup: median, p90, max, the
 # launches over 1 s, the ratio to "without", and each hook's own time:
@@ -79,6 +85,8 @@ mode () {
         echo "$plugin" >"$S/plugstack.conf" ;;
     node) printf "EpilogSlurmctld=%s\n" "$S/hooks/epilog_slurmctld.sh" >"$S/mode.conf" &&
         echo "$plugin run=node" >"$S/plugstack.conf" ;;
+    plugin) printf "# the plugin alone\n" >"$S/mode.conf" &&
+        echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open prolog=none epilog=none" >"$S/plugstack.conf" ;;
     nohold) printf "EpilogSlurmctld=%s\nPrologFlags=Alloc,NoHold\n" "$S/hooks/epilog_slurmctld.sh" >"$S/mode.conf" &&
         echo "$plugin run=node" >"$S/plugstack.conf" ;;
     esac
