@@ -20,16 +20,10 @@ N=${BENCH_LAUNCHES:-100}
 . "$FMB_SRC/tests/integration/flux.sh"
 fm_state_file=
 tls_and_node_tokens >/dev/null && start_mockfm || exit 1
-tcp_port=$(free_ports 1) || exit 1
-rm_users=root,flux write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
-    "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
-start_broker || exit 1
-node_tokens n1 n2 || exit 1
-printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n[cxi]\nlibcxi = %s\n" \
-    "$T/no-such.sock" "$tcp_port" "$T/%n.token" "$T/certs/ca.pem" \
-    "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
+rm_users=root,flux
+start_broker_for_nodes n1 n2 || exit 1
 printf "[api]\nsocket = %s\n" "$T/api.sock" >"$T/rm.conf"
-chmod 644 "$T/node.conf" "$T/rm.conf"
+chmod 644 "$T/rm.conf"
 mkdir -p "$T/home" "$T/off" && chown nobody "$T/home"
 flux_node_scripts "$T/node.conf"
 flux_config fail_closed

@@ -2,14 +2,20 @@
 # bench/slurm-launch.sh [BUILD_DIR]: what fmbroker adds to a user's job
 # launch.  A real Slurm 22.05 (tests/integration/slurm.sh: two emulated
 # nodes on 127.0.0.1) runs `srun -N2 true` as nobody, alternately in each
-# of these setups (BENCH_MODES, default all three):
+# of these setups (BENCH_MODES, default without ctld node):
 #   without  plain Slurm: no plugin, no prolog of any kind
 #   ctld     fmbroker as up to issue 36: RUN from PrologSlurmctld,
-#            PrologFlags=Alloc, the plugin's node prolog over TLS
+#            PrologFlags=Alloc, the plugin's node prolog over TLS with its node's token
 #   node     fmbroker's launch setup (README): the RUN made by the node
 #            prolog (plugstack run=node), no PrologSlurmctld, no
 #            PrologFlags=Alloc: the step waits for the prolog inside
 #            slurmd instead of srun polling the controller
+#   nohold   as node, with PrologFlags=Alloc,NoHold: the node prologs
+#            start at allocation and the step waits for them in slurmd
+#   plugin   the floor of any SPANK job prolog: the plugin loaded with no
+#            hooks (prolog=none, epilog=none, policy=fail_open: no
+#            record, no isolation); slurmd still starts a slurmstepd for
+#            the plugin's job prolog and epilog, and each step loads it
 # Every setup has EpilogSlurmctld's CLEANUP (after the job, off the launch
 # path) when fmbroker is in it.  Prints per setup: median, p90, max, the
 # launches over 1 s, the ratio to "without", and each hook's own time:
@@ -30,16 +36,9 @@ chmod 755 "$T"
 . "$FMB_SRC/tests/integration/slurm.sh"
 fm_state_file=
 start_mockfm || exit 1
-sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/certs" >/dev/null
-tok=agent-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d " \n")
-echo "agent $tok" >"$T/tokens" && echo "$tok" >"$T/agent.token" && chmod 600 "$T/tokens" "$T/agent.token"
-tcp_port=$(free_ports 1) || exit 1
-write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
-    "tls_key = $T/certs/server.key" "tokens_file = $T/tokens" "agent_run = true"
-start_broker || exit 1
-printf "[api]\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n[cxi]\nlibcxi = %s\n" \
-    "$tcp_port" "$T/agent.token" "$T/certs/ca.pem" "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
-chmod 644 "$T/node.conf"
+# As a site runs: each node its own token (client_token_file %n).
+tls_and_node_tokens || exit 1
+start_broker_for_nodes n1 n2 -- "agent_run = true" || exit 1
 mkdir -p "$S/hooks"
 # The nodes' job records and report spools on tmpfs, as in /run on a
 # real node (the test host's /run and /tmp are a disk, where each
@@ -85,6 +84,10 @@ mode () {
         "$S/hooks/prolog_slurmctld.sh" "$S/hooks/epilog_slurmctld.sh" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
     node) printf "EpilogSlurmctld=%s\n" "$S/hooks/epilog_slurmctld.sh" >"$S/mode.conf" &&
+        echo "$plugin run=node" >"$S/plugstack.conf" ;;
+    plugin) printf "# the plugin alone\n" >"$S/mode.conf" &&
+        echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open prolog=none epilog=none" >"$S/plugstack.conf" ;;
+    nohold) printf "EpilogSlurmctld=%s\nPrologFlags=Alloc,NoHold\n" "$S/hooks/epilog_slurmctld.sh" >"$S/mode.conf" &&
         echo "$plugin run=node" >"$S/plugstack.conf" ;;
     esac
     [ -s "$S/slurmctld.pid" ] || return 0

@@ -1,7 +1,21 @@
-# hooklib.sh: what the Slurm and the Flux hooks share; sourced by their
-# common.sh, which set fmb_log, FMBROKER_BINDIR, FMBROKER_CONF and
-# FMBROKER_HOOK_TIMEOUT first.  Installed in /usr/share/fmbroker, beside
-# their directories.
+# hooklib.sh: what the Slurm and the Flux hooks share, sourced first by
+# their common.sh (which then adds what is its resource manager's own:
+# fmb_log, where messages go, and how a job and a node are named).
+# Installed in /usr/share/fmbroker, beside their directories.
+
+# Settings: defaults here, a site's in /etc/default/fmbroker (every one
+# is listed there).  Resource managers give their hooks no PATH of use.
+export PATH="${PATH:+$PATH:}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+[ -r /etc/default/fmbroker ] && . /etc/default/fmbroker
+# The site's own Slurm or Flux commands before the distribution's.
+[ -n "${FMBROKER_PATH:-}" ] && PATH="$FMBROKER_PATH:$PATH"
+FMBROKER_BINDIR=${FMBROKER_BINDIR:-/usr/bin}
+FMBROKER_SBINDIR=${FMBROKER_SBINDIR:-/usr/sbin}
+FMBROKER_CONF=${FMBROKER_CONF:-/etc/fmbroker/fmbroker.conf}
+# How long a hook may wait for the broker before going on without it.
+FMBROKER_HOOK_TIMEOUT=${FMBROKER_HOOK_TIMEOUT:-5}
+# Extra fmbroker-cxi options (e.g. --libcxi PATH --state-dir DIR).
+FMBROKER_CXI_ARGS=${FMBROKER_CXI_ARGS:-}
 
 # How long a CLEANUP that found no broker (or a 429/5xx) is tried again,
 # in the background with back-off, in s: a CLEANUP that never arrives

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -155,6 +156,10 @@ void report_after_exit (struct agent *ag, const char *cxi)
         if (fork () == 0) {
             int null = open ("/dev/null", O_RDWR);
             setsid ();
+            /* Bookkeeping yields to the job's tasks, which start now
+             * (nice 10: still delivered on a node whose cores they keep
+             * busy, unlike an idle-only class). */
+            (void)setpriority (PRIO_PROCESS, 0, 10);
             if (null >= 0) {
                 dup2 (null, STDIN_FILENO);
                 dup2 (null, STDOUT_FILENO);

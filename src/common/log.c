@@ -1,5 +1,6 @@
 /* log.c: journald records with fields under systemd, plain stderr lines
  * otherwise; see log.h. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,8 +9,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <systemd/sd-journal.h>
 
 #include "log.h"
 
@@ -118,9 +117,33 @@ static bool to_journal (void)
     return known;
 }
 
+/* libsystemd's sd_journal_send, loaded the first time a record goes to
+ * the journal.  Not linked: it brings six more libraries (libgcrypt,
+ * liblzma, libzstd, ...) into every start of the node agent and the CLI,
+ * which a job's launch waits for (prolog), while only a program that
+ * systemd started logs to the journal.  NULL when it cannot be loaded:
+ * the lines go to stderr, which systemd also keeps. */
+typedef int (*sd_journal_send_f) (const char *format, ...);
+
+static sd_journal_send_f journal_sender (void)
+{
+    static sd_journal_send_f send;
+    static bool tried;
+    if (!tried) {
+        tried = true;
+        void *lib = dlopen ("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
+        if (lib)
+            *(void **)&send = dlsym (lib, "sd_journal_send");
+    }
+    return send;
+}
+
 /* One journald record; -1 if journald did not take it. */
 static int journal_send (int level, const struct fmb_log_fields *f, const char *line)
 {
+    sd_journal_send_f sd_journal_send = journal_sender ();
+    if (!sd_journal_send)
+        return -1;
     char job[JOB_FIELD_MAX], step[JOB_FIELD_MAX], node[JOB_FIELD_MAX], call[64];
     const char *v[4] = {f ? f->job : NULL,
                         f ? f->step : NULL,

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -510,6 +511,8 @@ static void clean_step_detached (void)
             signal (SIGALRM, SIG_DFL);
             sigprocmask (SIG_UNBLOCK, &alrm, NULL);
             setsid ();
+            /* the job's next step or its other tasks come first */
+            (void)setpriority (PRIO_PROCESS, 0, 10);
             alarm (conf.step_timeout_s + 5);
             clean_step ();
         }

@@ -270,6 +270,30 @@ node_tokens () {
             chmod 600 "$T/$n.token" || return 1
     done
 }
+# start_broker_for_nodes NODE... [-- BROKER CONF LINES...]: the broker as
+# a site runs it for compute nodes (tls_and_node_tokens first): TCP on a
+# free loopback port with TLS (tries five ports), each NODE its own token
+# in $T/NODE.token, and $T/node.conf, the nodes' configuration: the
+# broker's URL, client_token_file = $T/%n.token (the agent's node name
+# picks its own), the CA, the libcxi double, and no socket.  Sets tcp_port.
+start_broker_for_nodes () {
+    _nodes=
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do _nodes="$_nodes $1" && shift; done
+    [ $# -gt 0 ] && shift
+    _up=
+    for _try in 1 2 3 4 5; do
+        tcp_port=$(free_ports 1) || return 1
+        write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
+            "tls_key = $T/certs/server.key" "tokens_file = $T/tokens" "$@"
+        start_broker && _up=1 && break
+    done
+    [ -n "$_up" ] || return 1
+    # shellcheck disable=SC2086
+    node_tokens $_nodes || return 1
+    printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n[cxi]\nlibcxi = %s\n" \
+        "$T/no-such.sock" "$tcp_port" "$T/%n.token" "$T/certs/ca.pem" \
+        "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf" && chmod 644 "$T/node.conf"
+}
 # skip_unless_root: end the script as skipped where it cannot act as
 # other uids (not root, or no setpriv).
 skip_unless_root () {

@@ -118,4 +118,22 @@ expect_ok 'bad usage is exit 2' '
     { agent x prolog 2>/dev/null; test $? = 2; } && { agent x bogus 2>/dev/null; test $? = 2; } &&
     { agent x prolog --job 1 --uid 5 2>/dev/null; test $? = 2; }
 '
+# The agent starts in every job's prolog: libsystemd (and the six
+# libraries it brings) is loaded only when stderr is the journal
+# (src/common/log.c).  tests/faultinject/fakejournal.c stands in for
+# libsystemd.so.0: this host has no journald to receive the records.
+expect_ok 'the agent does not link libsystemd; under systemd its records reach the journal with their fields' '
+    ! readelf -d "$FMB_BIN/fmbroker-cxi" | grep -q "NEEDED.*libsystemd" &&
+    : >err && js=$(stat -c "%d:%i" err) &&
+    { MOCKCXI_FORCE_EPERM=1 JOURNAL_STREAM=$js FAKEJOURNAL_FILE=$T/journal \
+        LD_LIBRARY_PATH=$FMB_BIN/../fakejournal agent j1 prolog --job 10 $facts --no-report 2>>err; test $? = 1; } &&
+    grep -q "^MESSAGE=.*EPERM (not root?)" journal && grep -qx "PRIORITY=3" journal &&
+    grep -qx "SYSLOG_IDENTIFIER=fmbroker-cxi" journal && ! grep -q "EPERM" err
+'
+expect_ok 'under systemd without a journal to take them, the records go to stderr' '
+    : >err && js=$(stat -c "%d:%i" err) &&
+    { MOCKCXI_FORCE_EPERM=1 JOURNAL_STREAM=$js LD_LIBRARY_PATH=$FMB_BIN/../fakejournal \
+        agent j2 prolog --job 11 $facts --no-report 2>>err; test $? = 1; } &&
+    grep -q "fmbroker-cxi: error: .*EPERM (not root?)" err
+'
 done_testing

@@ -36,20 +36,9 @@ step_fail_hook=slurm_diag
 # The broker: socket for the controller's hooks, TLS + tokens for nodes.
 tls_and_node_tokens || bail_out "no certificates or token"
 start_mockfm
-for try in 1 2 3 4 5; do
-    tcp_port=$(free_ports 1) || break
-    write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
-        "tls_key = $T/certs/server.key" "tokens_file = $T/tokens" "agent_run = true"
-    start_broker && break
-done
-# each compute node its own token ($T/n1.token, $T/n2.token): the node
-# configuration's client_token_file = $T/%n.token picks the node's
-node_tokens n1 n2 || bail_out "no node tokens"
-# A compute node's configuration: no socket, the broker's URL and token.
-printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n[cxi]\nlibcxi = %s\n" \
-    "$T/no-such.sock" "$tcp_port" "$T/%n.token" "$T/certs/ca.pem" \
-    "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
-chmod 644 "$T/node.conf"
+# each compute node its own token ($T/n1.token, $T/n2.token), and a
+# node's configuration without the socket: the broker's URL and token
+start_broker_for_nodes n1 n2 -- "agent_run = true" || bail_out "no broker for the nodes"
 
 # (replaced, never rewritten in place: a node that read it half-written
 # ran a job's epilog with no plugin, and that job's CXI services stayed)

@@ -13,21 +13,12 @@ step_fail_hook=flux_diag
 tls_and_node_tokens || bail_out "no certificates or token"
 start_mockfm
 rm_users=root,flux
-for try in 1 2 3 4 5; do
-    tcp_port=$(free_ports 1) || break
-    write_broker_conf "[api]" "tcp = 127.0.0.1:$tcp_port" "tls_cert = $T/certs/server.pem" \
-        "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
-    start_broker && break
-done
-node_tokens n1 n2 || bail_out "no node tokens"
 # A compute node: the broker's URL and its own token (%n: the node's
 # name, FMBROKER_NODE, set by the Flux scripts); the jobtap
 # plugin (the instance owner on the leader): the broker's socket as rm.
-printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n[cxi]\nlibcxi = %s\n" \
-    "$T/no-such.sock" "$tcp_port" "$T/%n.token" "$T/certs/ca.pem" \
-    "$FMB_BIN/../mockcxi/new/libcxi.so.1" >"$T/node.conf"
+start_broker_for_nodes n1 n2 || bail_out "no broker for the nodes"
 printf "[api]\nsocket = %s\n" "$T/api.sock" >"$T/rm.conf"
-chmod 644 "$T/node.conf" "$T/rm.conf"
+chmod 644 "$T/rm.conf"
 mkdir -p "$T/home" && chown nobody "$T/home"
 flux_node_scripts "$T/node.conf"
 flux_config fail_closed
