@@ -21,6 +21,7 @@
 #include "events.h"
 #include "fmsession.h"
 #include "http.h"
+#include "jobs.h"
 #include "metrics.h"
 #include "outbox.h"
 #include "pass.h"
@@ -87,22 +88,18 @@ struct broker {
     struct http *http;
     struct pass *pass; /* the loop pass: its transaction and what waits on it */
     struct timers *timers;
-    struct fmsession *fms;    /* the FM session: state, probes, back-off */
-    struct outbox *outbox;    /* FM changes owed, and their step waiters */
-    struct reservations *rsv; /* FM reservations in flight */
-    struct reconciler *rc;    /* matching the FM's listing with the store */
-    struct roles *roles;      /* who may do what */
-    struct events *events;    /* the event log's readers, damage reports */
-    /* the timers of jobs.c (timer.h) */
-    struct timer *t_expire, *t_prune;
+    struct fmsession *fms;       /* the FM session: state, probes, back-off */
+    struct outbox *outbox;       /* FM changes owed, and their step waiters */
+    struct reservations *rsv;    /* FM reservations in flight */
+    struct reconciler *rc;       /* matching the FM's listing with the store */
+    struct roles *roles;         /* who may do what */
+    struct events *events;       /* the event log's readers, damage reports */
+    struct cleanups *cleanups;   /* step cleanups' rate (jobs_cleanup.c) */
+    struct retention *retention; /* quarantine expiry, retention (retention.c) */
     int64_t started_ms;
     bool stopping;
 
-    unsigned long prune_round[2]; /* jobs, events deleted in this round */
-    int64_t prune_waits_since;    /* pass_defer_background */
-
     struct metrics metrics;
-    struct ratelimit *step_limit; /* step cleanups per job ([api] step_cleanup_*) */
 };
 
 /* ---- broker.c ------------------------------------------------------ */
@@ -136,43 +133,6 @@ int broker_check_all (const struct fmb_config *cfg,
 int broker_apply_config (struct broker *b,
                          struct fmb_config *next,
                          struct fmb_error *error);
-
-/* ---- jobs.c -------------------------------------------------------- */
-
-/* A RUN request body, validated (borrowed pointers into the body). */
-struct run_request {
-    json_int_t uid;
-    const char *user;
-    json_t *nodes;
-    json_int_t node_count;
-    json_int_t ncores;
-    const char *hwcoll; /* auto | on | off */
-    json_int_t vni_count;
-    unsigned tcs; /* FMB_TC_* mask within [cxi] allowed_tcs; 0: not asked */
-};
-
-/* Validate a RUN body strictly (unknown keys, types, ranges); -1 with
- * the reason in 'why'.  Pure: fuzzed and unit-tested on its own. */
-int jobs_parse_run (const struct fmb_config *cfg,
-                    json_t *body,
-                    struct run_request *rr,
-                    char *why,
-                    size_t len);
-
-int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_cleanup (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_get (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_list (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_node_report (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_node_get (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *p);
-/* Free quarantined VNIs whose time came; log, event. */
-void jobs_expire_quarantine (struct broker *b);
-/* The jobs' timers (quarantine expiry, history retention), and the hooks
- * by which the outbox and reconciliation report what they observe: a
- * reservation's delete finished, a reservation lost. */
-void jobs_start (struct broker *b);
 
 /* The local job id of one of our FM job ids, or NULL if it is not ours. */
 const char *broker_local_job (struct broker *b, const char *fm_job_id);

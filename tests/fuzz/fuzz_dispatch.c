@@ -52,7 +52,7 @@ static void teardown (void)
     events_destroy (b.events);
     timers_destroy (b.timers);
     store_close (b.st);
-    ratelimit_destroy (b.step_limit);
+    cleanups_destroy (b.cleanups);
     nftw (tmp_dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -86,7 +86,7 @@ static int setup (void)
     if (!(b.timers = timers_create ()) || !(b.events = events_create (&b)) ||
         store_open (db, key, &b.st, &e) < 0 || !(b.roles = roles_create ()) ||
         roles_resolve (b.roles, &b.cfg) < 0 ||
-        !(b.step_limit = ratelimit_create (20, 200, 64)) ||
+        !(b.cleanups = cleanups_create (20, 200)) ||
         http_create (&b, &b.cfg, &b.http, &e) < 0) {
         fprintf (stderr, "fuzz_dispatch: setup: %s\n", e.text);
         return -1;
