@@ -12,6 +12,25 @@ static bool jobs_reserving (struct broker *b, const char *job)
     return reservations_busy (b->rsv, job);
 }
 
+/* The reservations in flight record their outcome and answer their RUNs
+ * through these ('arg': the broker). */
+static int record_outcome (void *arg,
+                           const char *job,
+                           const struct fmc_result *res,
+                           struct fmb_error *e)
+{
+    return jobs_record_outcome (arg, job, res, e);
+}
+
+static int reply_run (void *arg,
+                      struct http_req *req,
+                      const char *job,
+                      int status,
+                      struct http_problem *p)
+{
+    return jobs_reply (arg, req, job, status, p);
+}
+
 /* RUNs waiting on their FM calls: background slices let them finish
  * first (the FM's answer would wait for the slice and its commit).  A
  * RUN every 20 ms during retention of 250,000 jobs: p99 6.5-9.8 ms with
@@ -35,9 +54,8 @@ void jobs_start (struct broker *b)
         .lost = jobs_lost,
     };
     /* and the reservations in flight record and answer through these */
-    static const struct reservations_ops reservations_ops = {jobs_record_outcome,
-                                                             jobs_reply};
-    reservations_set_ops (b->rsv, &reservations_ops);
+    static const struct reservations_ops reservations_ops = {record_outcome, reply_run};
+    reservations_set_ops (b->rsv, &reservations_ops, b);
     pass_set_foreground (b->pass, runs_in_flight, b->rsv);
     outbox_set_hooks (b->outbox, &outbox_hooks);
     reconcile_set_hooks (b->rc, &reconcile_hooks);

@@ -639,7 +639,8 @@ static int start (struct broker *b)
         goto fail;
     if (!(b->pass = pass_create (b->st, b->http, b->fmc)) ||
         !(b->fms = fmsession_create (b)) || !(b->outbox = outbox_create (b)) ||
-        !(b->rsv = reservations_create (b)) || !(b->rc = reconcile_create (b)))
+        !(b->rsv = reservations_create (&b->cfg, b->st, b->fmc, b->pass, b->fms)) ||
+        !(b->rc = reconcile_create (b)))
         goto nomem;
     jobs_start (b); /* before recovery: the reservations' outcomes */
     if (!(b->retention = retention_create (b)))
