@@ -6,10 +6,29 @@
 #include "broker.h"
 #include "jobs.h"
 
-/* Does a reserve call for this job run right now? */
-static bool jobs_reserving (struct broker *b, const char *job)
+/* Does a reserve call for this job run right now?  ('arg': the broker,
+ * as for every hook here.) */
+static bool jobs_reserving (void *arg, const char *job)
 {
+    struct broker *b = arg;
     return reservations_busy (b->rsv, job);
+}
+
+static int job_deleted (void *arg, const char *job, struct fmb_error *e)
+{
+    return jobs_released (arg, job, e);
+}
+
+static int job_lost (void *arg, const char *job, int64_t listed_at, struct fmb_error *e)
+{
+    return jobs_lost (arg, job, listed_at, e);
+}
+
+/* The outbox's and reconciliation's events, in the event log. */
+static int append_event (
+    void *arg, const char *type, const char *job, json_t *detail, struct fmb_error *e)
+{
+    return broker_event (arg, type, job, detail, e);
 }
 
 /* The reservations in flight record their outcome and answer their RUNs
@@ -47,16 +66,18 @@ void jobs_start (struct broker *b)
      * a reservation lost; the transitions are here. */
     static const struct outbox_hooks outbox_hooks = {
         .reserving = jobs_reserving,
-        .job_deleted = jobs_released,
+        .job_deleted = job_deleted,
+        .event = append_event,
     };
     static const struct reconcile_hooks reconcile_hooks = {
         .reserving = jobs_reserving,
-        .lost = jobs_lost,
+        .lost = job_lost,
+        .event = append_event,
     };
     /* and the reservations in flight record and answer through these */
     static const struct reservations_ops reservations_ops = {record_outcome, reply_run};
     reservations_set_ops (b->rsv, &reservations_ops, b);
     pass_set_foreground (b->pass, runs_in_flight, b->rsv);
-    outbox_set_hooks (b->outbox, &outbox_hooks);
-    reconcile_set_hooks (b->rc, &reconcile_hooks);
+    outbox_set_hooks (b->outbox, &outbox_hooks, b);
+    reconcile_set_hooks (b->rc, &reconcile_hooks, b);
 }

@@ -638,15 +638,25 @@ static int start (struct broker *b)
     if (http_create (b, &b->cfg, &b->http, &error) < 0)
         goto fail;
     if (!(b->pass = pass_create (b->st, b->http, b->fmc)) ||
-        !(b->fms = fmsession_create (b)) || !(b->outbox = outbox_create (b)) ||
+        !(b->fms = fmsession_create (b)) ||
+        !(b->outbox = outbox_create (
+              &b->cfg, b->st, b->fmc, b->pass, b->timers, b->fms, &b->stopping)) ||
         !(b->rsv = reservations_create (&b->cfg, b->st, b->fmc, b->pass, b->fms)) ||
-        !(b->rc = reconcile_create (b)))
+        !(b->rc = reconcile_create (&b->cfg,
+                                    b->st,
+                                    b->fmc,
+                                    b->pass,
+                                    b->timers,
+                                    b->fms,
+                                    b->outbox,
+                                    &b->metrics,
+                                    &b->stopping)))
         goto nomem;
     jobs_start (b); /* before recovery: the reservations' outcomes */
     if (!(b->retention = retention_create (b)))
         goto nomem;
     reservations_recover (b->rsv);
-    reconcile_start (b);
+    reconcile_start (b->rc, b->rsv);
     return 0;
 nomem:
     fmb_errorf (&error, "out of memory");

@@ -93,9 +93,19 @@ static int setup (void)
     }
     /* the broker's contexts as fmbrokerd makes them, VNI-only */
     if (!(b.pass = pass_create (b.st, b.http, NULL)) ||
-        !(b.fms = fmsession_create (&b)) || !(b.outbox = outbox_create (&b)) ||
+        !(b.fms = fmsession_create (&b)) ||
+        !(b.outbox = outbox_create (
+              &b.cfg, b.st, b.fmc, b.pass, b.timers, b.fms, &b.stopping)) ||
         !(b.rsv = reservations_create (&b.cfg, b.st, b.fmc, b.pass, b.fms)) ||
-        !(b.rc = reconcile_create (&b)))
+        !(b.rc = reconcile_create (&b.cfg,
+                                   b.st,
+                                   b.fmc,
+                                   b.pass,
+                                   b.timers,
+                                   b.fms,
+                                   b.outbox,
+                                   &b.metrics,
+                                   &b.stopping)))
         return -1;
     return 0;
 }
