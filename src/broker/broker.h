@@ -35,17 +35,7 @@
 
 #define EVENT_WAIT_MAX_S 60
 #define STEP_WAIT_MAX_S  60
-/* Background work (retention, reconciliation) runs in slices of about
- * this much time, one a pass, each put off while its pass holds answers
- * to requests (pass_defer_background, at most 25 ms in a row), so that a
- * request never waits long behind it: a slice's pass also commits what
- * it wrote, and under the disk traffic of a backlog that commit took
- * 5-20 ms (bench 5). */
-#define BACKGROUND_SLICE_US 2000
-/* Between slices of a reconciliation: requests get the loop, and the
- * listing is still matched at about a third of the loop's time. */
-#define BACKGROUND_PAUSE_MS 3
-#define STALL_WINDOW_MS     60000 /* the stall metric covers 1-2 windows */
+#define STALL_WINDOW_MS  60000 /* the stall metric covers 1-2 windows */
 
 #define FM_OPS       8 /* get create patch delete list token login probe */
 #define FM_RESULTS   (FMC_UNAUTHORIZED + 1) /* the statuses an FM answer has */

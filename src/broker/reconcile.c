@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "background.h"
 #include "broker.h"
 #include "fmids.h"
 #include "log.h"
@@ -36,8 +37,8 @@ struct reconciler {
     bool retrying;          /* the last listing failed: its retry is set */
     json_t *foreign_seen;   /* FM ids reported foreign at the last pass */
     struct offloop *reaper; /* frees finished listings off the loop thread */
-    struct timer *listing_timer, *slice_timer;
-    int64_t slice_waits_since; /* pass_defer_background */
+    struct timer *listing_timer;
+    struct background *slices; /* the listing being matched */
     struct reconcile_hooks hooks;
     void *hooks_arg;
 };
@@ -405,18 +406,24 @@ static void reconcile_step (struct reconciler *rc)
         slice_end (rc, true); /* no pass to wait for: committed already */
 }
 
-/* Slices of the reconciliation in progress, a short pause apart so that
- * requests get the loop and the listing is still matched at about a
- * third of the loop's time (BACKGROUND_SLICE_US, BACKGROUND_PAUSE_MS). */
-static int64_t slice_timer (void *arg, int64_t now)
+/* Is a slice due: a listing being matched, not paused after a rewind? */
+static int64_t slice_due (void *arg, int64_t now)
 {
     struct reconciler *rc = arg;
     if (!rc->fmc || *rc->stopping || !rc->cur)
         return TIMER_IDLE; /* a new listing wakes it */
     if (now < rc->cur->resume_at)
         return rc->cur->resume_at - now;
-    if (pass_defer_background (rc->pass, &rc->slice_waits_since, now))
-        return 1;
+    return 0;
+}
+
+/* Slices of the reconciliation in progress, a short pause apart so that
+ * requests get the loop and the listing is still matched at about a
+ * third of the loop's time (BACKGROUND_SLICE_US, BACKGROUND_PAUSE_MS). */
+static int64_t match_next_slice (void *arg, int64_t now)
+{
+    struct reconciler *rc = arg;
+    (void)now;
     /* Matching goes on while the session is down: it only writes the
      * store (the outbox waits for the FM). */
     reconcile_step (rc);
@@ -452,7 +459,7 @@ static void listing_done (const struct fmc_result *res, void *arg)
         bool busy = rc->cur != NULL;
         if (!busy) {
             rc->cur = reconcile_begin (rc, res, l->started, l->reap_foreign);
-            timer_wake (rc->slice_timer, 0);
+            background_wake (rc->slices, 0);
         } else
             rc->reap_wanted = rc->reap_wanted || l->reap_foreign;
         /* busy: a new listing once that is done */
@@ -563,8 +570,9 @@ struct reconciler *reconcile_create (const struct fmb_config *cfg,
         free (rc);
         return NULL;
     }
-    rc->slice_timer =
-        timer_add (rc->timers, "reconcile slices", TIMER_IDLE, slice_timer, rc);
+    static const struct background_ops slices = {slice_due, match_next_slice};
+    rc->slices = background_create (
+        rc->pass, rc->timers, "reconcile slices", TIMER_IDLE, &slices, rc);
     rc->listing_timer =
         timer_add (rc->timers, "FM listing", TIMER_IDLE, listing_timer, rc);
     return rc;
@@ -575,6 +583,7 @@ void reconcile_destroy (struct reconciler *rc)
     if (!rc)
         return;
     reconcile_free (rc, rc->cur);
+    background_destroy (rc->slices);
     offloop_destroy (rc->reaper); /* joins: everything handed to it is freed */
     json_decref (rc->foreign_seen);
     free (rc);

@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 
+#include "background.h"
 #include "broker.h"
 #include "log.h"
 #include "monotime.h"
@@ -12,7 +13,7 @@
 struct retention {
     struct broker *b;
     unsigned long prune_round[2]; /* jobs, events deleted in this round */
-    int64_t prune_waits_since;    /* pass_defer_background */
+    struct background *pruning;
 };
 
 /* Rows per table per statement: a slice stops at the first statement
@@ -33,19 +34,24 @@ struct retention {
 #define PRUNE_PAUSE_MS 20
 #define DAY_MS         (86400LL * 1000)
 
-/* One slice of retention (a timer, first PRUNE_FIRST_MS after start):
- * batches of PRUNE_ROWS until the backlog is gone or the slice's time is
- * up; the rest waits for the next slice.  Returns when to come back. */
+/* Retention is off ([broker] retain_days = 0): look again later. */
+static int64_t prune_due (void *arg, int64_t mono)
+{
+    struct retention *rt = arg;
+    (void)mono;
+    return rt->b->cfg.retain_days == 0 ? PRUNE_INTERVAL_MS : 0;
+}
+
+/* One slice of retention (first PRUNE_FIRST_MS after start): batches of
+ * PRUNE_ROWS until the backlog is gone or the slice's time is up; the
+ * rest waits for the next slice.  Returns when to come back. */
 static int64_t prune_history (void *arg, int64_t mono)
 {
     struct retention *rt = arg;
     struct broker *b = rt->b;
     unsigned jobs = 0, events = 0, nj, ne;
     struct fmb_error e;
-    if (b->cfg.retain_days == 0)
-        return PRUNE_INTERVAL_MS;
-    if (pass_defer_background (b->pass, &rt->prune_waits_since, mono))
-        return 1;
+    (void)mono;
     int64_t before = now_wall () - (int64_t)b->cfg.retain_days * DAY_MS;
     int64_t end = fmb_monotime_us () + BACKGROUND_SLICE_US;
     bool more;
@@ -102,14 +108,22 @@ struct retention *retention_create (struct broker *b)
     struct retention *rt = calloc (1, sizeof (*rt));
     if (!rt)
         return NULL;
+    static const struct background_ops pruning = {prune_due, prune_history};
     rt->b = b;
-    timer_add (b->timers, "quarantine expiry", 0, expire_quarantine, rt);
-    timer_add (b->timers, "retention", PRUNE_FIRST_MS, prune_history, rt);
+    if (!timer_add (b->timers, "quarantine expiry", 0, expire_quarantine, rt) ||
+        !(rt->pruning = background_create (
+              b->pass, b->timers, "retention", PRUNE_FIRST_MS, &pruning, rt))) {
+        free (rt);
+        return NULL;
+    }
     return rt;
 }
 
 /* (Its timers go with the broker's.) */
 void retention_destroy (struct retention *rt)
 {
+    if (!rt)
+        return;
+    background_destroy (rt->pruning);
     free (rt);
 }
