@@ -421,12 +421,61 @@ static bool run_names_node (const struct run_request *rr, const char *node)
     return false;
 }
 
-int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
+/* A RUN of a job the store does not have (or has no more): its intent,
+ * then its reservation if it may have one.  'canon': the request as
+ * stored. */
+static int run_new (struct broker *b,
+                    struct http_req *req,
+                    const struct run_request *rr,
+                    char *canon,
+                    struct http_problem *p)
 {
     const char *id = http_job (req);
+    struct fmb_error e;
+    char reason[256], fm_job_id[STORE_FM_JOB_ID_MAX + 1];
+    broker_fm_id (b, id, fm_job_id, sizeof (fm_job_id));
+    enum store_hwcoll_state hw =
+        eligibility (b, rr, fm_job_id, reason, sizeof (reason));
+    char *nodes = rr->nodes ? fmb_json_dump (rr->nodes) : NULL;
+    struct store_job j = {
+        .uid = (uint32_t)rr->uid,
+        .user = (char *)rr->user,
+        .nodes = nodes,
+        .node_count = (unsigned)rr->node_count,
+        .ncores = (unsigned)rr->ncores,
+        .request = canon,
+        .state = STORE_JOB_ACTIVE,
+        .hwcoll = hw,
+        .hwcoll_reason = reason[0] ? reason : NULL,
+        .mcast_limit =
+            hw == STORE_HWCOLL_RESERVING ? fmb_config_mcast_limit (&b->cfg) : 0,
+        .tcs = rr->tcs,
+    };
+    snprintf (j.id, sizeof (j.id), "%s", id);
+    snprintf (j.fm_job_id, sizeof (j.fm_job_id), "%s", fm_job_id);
+    int rc = run_write_intent (b, &j, (unsigned)rr->vni_count, &e);
+    if (rc == 0 && hw != STORE_HWCOLL_RESERVING) /* the job as just written */
+        http_reply (req, 201, jobs_view (b, &j, http_caller (req)));
+    free (nodes);
+    if (rc < 0) {
+        int status = http_status_of_errno (errno);
+        if (errno == ENOSPC)
+            fmb_logf (
+                LOG_ERR, &(struct fmb_log_fields){.job = id}, "job %s: %s", id, e.text);
+        return http_problemf (p, status, "job '%s': %s", id, e.text);
+    }
+    if (hw != STORE_HWCOLL_RESERVING)
+        return 0;
+    /* completed (as unavailable) already: read what it wrote */
+    if (!reservations_start (b->rsv, id, req, true))
+        return jobs_reply (b, req, id, 201, p);
+    return 0;
+}
+
+int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
+{
     struct run_request rr;
     char why[300];
-    struct fmb_error e;
     /* A node prolog's RUN (Slurm's run=node), only where the site said so:
      * every holder of the agent token could then create jobs. */
     if (!(http_caller (req)->roles & ROLE_RM) && !b->cfg.api_agent_run)
@@ -445,47 +494,8 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
     if (!canon)
         return http_problemf (p, 500, "out of memory");
     int rc = run_existing (b, req, canon, p);
-    if (rc != 0) {
-        free (canon);
-        return rc < 0 ? -1 : 0;
-    }
-    char reason[256], fm_job_id[STORE_FM_JOB_ID_MAX + 1];
-    broker_fm_id (b, id, fm_job_id, sizeof (fm_job_id));
-    enum store_hwcoll_state hw =
-        eligibility (b, &rr, fm_job_id, reason, sizeof (reason));
-    char *nodes = rr.nodes ? fmb_json_dump (rr.nodes) : NULL;
-    struct store_job j = {
-        .uid = (uint32_t)rr.uid,
-        .user = (char *)rr.user,
-        .nodes = nodes,
-        .node_count = (unsigned)rr.node_count,
-        .ncores = (unsigned)rr.ncores,
-        .request = canon,
-        .state = STORE_JOB_ACTIVE,
-        .hwcoll = hw,
-        .hwcoll_reason = reason[0] ? reason : NULL,
-        .mcast_limit =
-            hw == STORE_HWCOLL_RESERVING ? fmb_config_mcast_limit (&b->cfg) : 0,
-        .tcs = rr.tcs,
-    };
-    snprintf (j.id, sizeof (j.id), "%s", id);
-    snprintf (j.fm_job_id, sizeof (j.fm_job_id), "%s", fm_job_id);
-    rc = run_write_intent (b, &j, (unsigned)rr.vni_count, &e);
-    if (rc == 0 && hw != STORE_HWCOLL_RESERVING) /* the job as just written */
-        http_reply (req, 201, jobs_view (b, &j, http_caller (req)));
-    free (nodes);
+    if (rc == 0)
+        rc = run_new (b, req, &rr, canon, p);
     free (canon);
-    if (rc < 0) {
-        int status = http_status_of_errno (errno);
-        if (errno == ENOSPC)
-            fmb_logf (
-                LOG_ERR, &(struct fmb_log_fields){.job = id}, "job %s: %s", id, e.text);
-        return http_problemf (p, status, "job '%s': %s", id, e.text);
-    }
-    if (hw != STORE_HWCOLL_RESERVING)
-        return 0;
-    /* completed (as unavailable) already: read what it wrote */
-    if (!reservations_start (b->rsv, id, req, true))
-        return jobs_reply (b, req, id, 201, p);
-    return 0;
+    return rc < 0 ? -1 : 0;
 }

@@ -310,6 +310,34 @@ static int outbox_allowance (struct outbox *o, int64_t *wait_ms)
     return 0;
 }
 
+/* Send one due entry's FM call: 1 if it left, 0 if fmclient refused it
+ * at once, -1 out of memory. */
+static int start_call (struct outbox *o, const struct outbox_call *src)
+{
+    struct fmb_error e;
+    struct outbox_call *c = malloc (sizeof (*c));
+    if (!c)
+        return -1;
+    *c = *src;
+    c->o = o;
+    o->inflight[o->n_inflight++] = c->id;
+    o->tokens--;
+    int rc = c->step
+                 ? fmc_job_delete_step (o->fmc, c->target, c->arg, outbox_done, c, &e)
+                 : fmc_job_delete (o->fmc, c->target, outbox_done, c, &e);
+    if (rc < 0) {
+        /* refused before it left (an id fmclient will not send, no
+         * memory): retried after a back-off like a failed call, so
+         * that it neither spends the rate nor holds up the entries
+         * behind it at every run */
+        fmb_log (LOG_ERR, "outbox %s: %s", c->target, e.text);
+        o->tokens++;
+        refused_at_once (c, e.text);
+        return 0;
+    }
+    return 1;
+}
+
 /* Run the due entries; returns when to run again (ms). */
 static int64_t outbox_run (struct outbox *o)
 {
@@ -339,27 +367,10 @@ static int64_t outbox_run (struct outbox *o)
             deferred = true; /* never cross a reservation still in flight */
             continue;
         }
-        struct outbox_call *c = malloc (sizeof (*c));
-        if (!c)
+        int sent = start_call (o, src);
+        if (sent < 0)
             break;
-        *c = *src;
-        c->o = o;
-        o->inflight[o->n_inflight++] = c->id;
-        o->tokens--;
-        started++;
-        int rc = c->step ? fmc_job_delete_step (
-                               o->fmc, c->target, c->arg, outbox_done, c, &e)
-                         : fmc_job_delete (o->fmc, c->target, outbox_done, c, &e);
-        if (rc < 0) {
-            /* refused before it left (an id fmclient will not send, no
-             * memory): retried after a back-off like a failed call, so
-             * that it neither spends the rate nor holds up the entries
-             * behind it at every run */
-            fmb_log (LOG_ERR, "outbox %s: %s", c->target, e.text);
-            o->tokens++;
-            started--;
-            refused_at_once (c, e.text);
-        }
+        started += sent;
         if (fmsession_state (o->fms) != FM_UP)
             break; /* a call failed at once and took the session down */
     }
