@@ -78,12 +78,13 @@ struct broker {
     struct http *http;
     struct pass *pass; /* the loop pass: its transaction and what waits on it */
     struct timers *timers;
-    struct fmsession *fms;       /* the FM session: state, probes, back-off */
-    struct outbox *outbox;       /* FM changes owed, and their step waiters */
-    struct reservations *rsv;    /* FM reservations in flight */
-    struct reconciler *rc;       /* matching the FM's listing with the store */
-    struct roles *roles;         /* who may do what */
-    struct events *events;       /* the event log's readers, damage reports */
+    struct fmsession *fms;    /* the FM session: state, probes, back-off */
+    struct outbox *outbox;    /* FM changes owed, and their step waiters */
+    struct reservations *rsv; /* FM reservations in flight */
+    struct reconciler *rc;    /* matching the FM's listing with the store */
+    struct roles *roles;      /* who may do what */
+    struct events *events;    /* the event log's readers, damage reports */
+    /* the jobs' contexts (jobs.h) */
     struct cleanups *cleanups;   /* step cleanups' rate (jobs_cleanup.c) */
     struct retention *retention; /* quarantine expiry, retention (retention.c) */
     int64_t started_ms;
