@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "brokerfix.h"
 #include "log.h"
@@ -215,7 +214,11 @@ static void test_reconcile_releases_orphan_and_marks_lost (void **state)
         0);
     snprintf (url, sizeof (url), "%s/fabric/collectives/jobs/%s", f->fm.url, lost);
     assert_int_equal (http_call ("DELETE", url, NULL, NULL, NULL), 200);
-    usleep (5000); /* the listing is asked for after the reservation's record */
+    struct store_job *j;
+    assert_int_equal (store_job_get_brief (f->b.st, "l1", &j, &e), 0);
+    while (now_recorded () <= j->updated_ms) /* the listing: after the record */
+        fix_pass (f, 1);
+    store_job_free (j);
     reconcile_now (f->b.rc, false);
     fix_job = "l1";
     fix_want_state = STORE_JOB_LOST;
