@@ -92,6 +92,9 @@ void fix_close (struct fix *f)
     struct broker *b = &f->b;
     if (!b->st) /* not open (a test failed between close and open) */
         return;
+    /* FM calls still out end first (an outbox call is freed by its answer) */
+    for (int i = 0; i < 200 && b->fmc && fmc_inflight (b->fmc); i++)
+        fix_pass (f, 10);
     b->stopping = true;
     reservations_shutdown (b->rsv);
     outbox_steps_answer_all (b->outbox);
