@@ -6,6 +6,7 @@
 #include <openssl/crypto.h>
 
 #include "broker.h"
+#include "fmids.h"
 #include "log.h"
 #include "monotime.h"
 
@@ -42,15 +43,12 @@ int64_t broker_wall_clock (void *unused)
 
 void broker_fm_id (struct broker *b, const char *job, char *out, size_t len)
 {
-    snprintf (out, len, "%s-%s", b->cfg.cluster_name, job);
+    fmids_of_job (b->cfg.cluster_name, job, out, len);
 }
 
 const char *broker_local_job (struct broker *b, const char *fm_job_id)
 {
-    size_t n = strlen (b->cfg.cluster_name);
-    if (strncmp (fm_job_id, b->cfg.cluster_name, n) != 0 || fm_job_id[n] != '-')
-        return NULL;
-    return fm_job_id + n + 1;
+    return fmids_local_job (b->cfg.cluster_name, fm_job_id);
 }
 
 bool broker_job_token_matches (struct broker *b, const char *job, const char *token)

@@ -21,6 +21,7 @@
 #include "events.h"
 #include "fmsession.h"
 #include "http.h"
+#include "jobs.h"
 #include "metrics.h"
 #include "outbox.h"
 #include "pass.h"
@@ -34,17 +35,7 @@
 
 #define EVENT_WAIT_MAX_S 60
 #define STEP_WAIT_MAX_S  60
-/* Background work (retention, reconciliation) runs in slices of about
- * this much time, one a pass, each put off while its pass holds answers
- * to requests (pass_defer_background, at most 25 ms in a row), so that a
- * request never waits long behind it: a slice's pass also commits what
- * it wrote, and under the disk traffic of a backlog that commit took
- * 5-20 ms (bench 5). */
-#define BACKGROUND_SLICE_US 2000
-/* Between slices of a reconciliation: requests get the loop, and the
- * listing is still matched at about a third of the loop's time. */
-#define BACKGROUND_PAUSE_MS 3
-#define STALL_WINDOW_MS     60000 /* the stall metric covers 1-2 windows */
+#define STALL_WINDOW_MS  60000 /* the stall metric covers 1-2 windows */
 
 #define FM_OPS       FMC_OP_COUNT           /* fmclient.h: FMC_OPS */
 #define FM_RESULTS   (FMC_UNAUTHORIZED + 1) /* the statuses an FM answer has */
@@ -93,16 +84,13 @@ struct broker {
     struct reconciler *rc;    /* matching the FM's listing with the store */
     struct roles *roles;      /* who may do what */
     struct events *events;    /* the event log's readers, damage reports */
-    /* the timers of jobs.c (timer.h) */
-    struct timer *t_expire, *t_prune;
+    /* the jobs' contexts (jobs.h) */
+    struct cleanups *cleanups;   /* step cleanups' rate (jobs_cleanup.c) */
+    struct retention *retention; /* quarantine expiry, retention (retention.c) */
     int64_t started_ms;
     bool stopping;
 
-    unsigned long prune_round[2]; /* jobs, events deleted in this round */
-    int64_t prune_waits_since;    /* pass_defer_background */
-
     struct metrics metrics;
-    struct ratelimit *step_limit; /* step cleanups per job ([api] step_cleanup_*) */
 };
 
 /* ---- broker.c ------------------------------------------------------ */
@@ -136,43 +124,6 @@ int broker_check_all (const struct fmb_config *cfg,
 int broker_apply_config (struct broker *b,
                          struct fmb_config *next,
                          struct fmb_error *error);
-
-/* ---- jobs.c -------------------------------------------------------- */
-
-/* A RUN request body, validated (borrowed pointers into the body). */
-struct run_request {
-    json_int_t uid;
-    const char *user;
-    json_t *nodes;
-    json_int_t node_count;
-    json_int_t ncores;
-    const char *hwcoll; /* auto | on | off */
-    json_int_t vni_count;
-    unsigned tcs; /* FMB_TC_* mask within [cxi] allowed_tcs; 0: not asked */
-};
-
-/* Validate a RUN body strictly (unknown keys, types, ranges); -1 with
- * the reason in 'why'.  Pure: fuzzed and unit-tested on its own. */
-int jobs_parse_run (const struct fmb_config *cfg,
-                    json_t *body,
-                    struct run_request *rr,
-                    char *why,
-                    size_t len);
-
-int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_cleanup (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_get (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_list (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_step_cleanup (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_node_report (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_node_get (struct broker *b, struct http_req *req, struct http_problem *p);
-int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *p);
-/* Free quarantined VNIs whose time came; log, event. */
-void jobs_expire_quarantine (struct broker *b);
-/* The jobs' timers (quarantine expiry, history retention), and the hooks
- * by which the outbox and reconciliation report what they observe: a
- * reservation's delete finished, a reservation lost. */
-void jobs_start (struct broker *b);
 
 /* The local job id of one of our FM job ids, or NULL if it is not ours. */
 const char *broker_local_job (struct broker *b, const char *fm_job_id);

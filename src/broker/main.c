@@ -631,21 +631,32 @@ static int start (struct broker *b)
         fmb_log (
             LOG_NOTICE,
             "[fabric_manager] url is not set: VNI-only mode, no hardware collectives");
-    /* 4096 buckets: more jobs cleaning steps at once than that recycle
-     * the idlest bucket, which was full again anyway */
-    b->step_limit = ratelimit_create (
-        b->cfg.api_step_cleanup_rate, b->cfg.api_step_cleanup_burst, 4096);
-    if (!b->step_limit)
+    b->cleanups =
+        cleanups_create (b->cfg.api_step_cleanup_rate, b->cfg.api_step_cleanup_burst);
+    if (!b->cleanups)
         goto nomem;
     if (http_create (b, &b->cfg, &b->http, &error) < 0)
         goto fail;
     if (!(b->pass = pass_create (b->st, b->http, b->fmc)) ||
-        !(b->fms = fmsession_create (b)) || !(b->outbox = outbox_create (b)) ||
-        !(b->rsv = reservations_create (b)) || !(b->rc = reconcile_create (b)))
+        !(b->fms = fmsession_create (b)) ||
+        !(b->outbox = outbox_create (
+              &b->cfg, b->st, b->fmc, b->pass, b->timers, b->fms, &b->stopping)) ||
+        !(b->rsv = reservations_create (&b->cfg, b->st, b->fmc, b->pass, b->fms)) ||
+        !(b->rc = reconcile_create (&b->cfg,
+                                    b->st,
+                                    b->fmc,
+                                    b->pass,
+                                    b->timers,
+                                    b->fms,
+                                    b->outbox,
+                                    &b->metrics,
+                                    &b->stopping)))
         goto nomem;
     jobs_start (b); /* before recovery: the reservations' outcomes */
+    if (!(b->retention = retention_create (b)))
+        goto nomem;
     reservations_recover (b->rsv);
-    reconcile_start (b);
+    reconcile_start (b->rc, b->rsv);
     return 0;
 nomem:
     fmb_errorf (&error, "out of memory");
@@ -667,7 +678,8 @@ static void shut_down (struct broker *b)
     outbox_destroy (b->outbox);
     fmsession_destroy (b->fms);
     store_close (b->st);
-    ratelimit_destroy (b->step_limit);
+    cleanups_destroy (b->cleanups);
+    retention_destroy (b->retention);
     statelock_release (&b->lock); /* after the database is closed */
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "broker.h"
+#include "fmids.h"
 #include "log.h"
 #include "outbox.h"
 
@@ -25,13 +26,20 @@
 #define OUTBOX_FM_DELETE_STEP "fm_delete_step" /* target: FM job id, arg: step */
 
 struct outbox {
-    struct broker *b;
+    const struct fmb_config *cfg;
+    struct store *st;
+    struct fmc *fmc; /* NULL: VNI-only, nothing runs */
+    struct pass *pass;
+    struct timers *timers;
+    struct fmsession *fms;
+    const bool *stopping;              /* the broker is shutting down */
     int64_t inflight[OUTBOX_PARALLEL]; /* ids of the entries whose call is out */
     int n_inflight;
     struct waitq step_waiters; /* step cleanups with ?wait */
     uint64_t abort_hooked;     /* the pass whose abort hook is registered */
     struct timer *timer, *steps_timer;
     struct outbox_hooks hooks;
+    void *hooks_arg;
     /* the rate: calls that may start now (OUTBOX_RATE a second, at most
      * OUTBOX_PARALLEL), as of tokens_at (monotonic ms) */
     double tokens;
@@ -39,9 +47,15 @@ struct outbox {
     int64_t waits_since; /* pass_background_waits */
 };
 
-void outbox_set_hooks (struct outbox *o, const struct outbox_hooks *hooks)
+void outbox_set_hooks (struct outbox *o, const struct outbox_hooks *hooks, void *arg)
 {
     o->hooks = *hooks;
+    o->hooks_arg = arg;
+}
+
+static const char *local_job (struct outbox *o, const char *fm_job_id)
+{
+    return fmids_local_job (o->cfg->cluster_name, fm_job_id);
 }
 
 struct outbox_call {
@@ -124,7 +138,7 @@ static void step_uncommitted (struct waiter *w, void *arg)
 static void steps_abort (void *arg)
 {
     struct outbox *o = arg;
-    waitq_each (&o->step_waiters, step_uncommitted, o->b->pass);
+    waitq_each (&o->step_waiters, step_uncommitted, o->pass);
 }
 
 static int64_t backoff_ms (unsigned attempts)
@@ -143,16 +157,17 @@ static int64_t backoff_ms (unsigned attempts)
  * step cleaned; a releasing job released). */
 static int record_finished (struct outbox_call *c, struct fmb_error *e)
 {
-    struct broker *b = c->o->b;
-    const char *job = broker_local_job (b, c->target);
-    if (store_outbox_done (b->st, c->id, e) < 0 && errno != ENOENT)
+    struct outbox *o = c->o;
+    const char *job = local_job (o, c->target);
+    if (store_outbox_done (o->st, c->id, e) < 0 && errno != ENOENT)
         return -1;
     if (job && c->step)
-        return store_step_put (b->st, job, c->arg, STORE_STEP_CLEANED, NULL, e) < 0 &&
+        return store_step_put (o->st, job, c->arg, STORE_STEP_CLEANED, NULL, e) < 0 &&
                        errno != ENOENT
                    ? -1
                    : 0;
-    return job && c->o->hooks.job_deleted ? c->o->hooks.job_deleted (b, job, e) : 0;
+    return job && o->hooks.job_deleted ? o->hooks.job_deleted (o->hooks_arg, job, e)
+                                       : 0;
 }
 
 /* A failed entry: due again after a back-off; after OUTBOX_ALERT_ATTEMPTS
@@ -161,9 +176,9 @@ static int record_failed (struct outbox_call *c,
                           const struct fmc_result *res,
                           struct fmb_error *e)
 {
-    struct broker *b = c->o->b;
+    struct outbox *o = c->o;
     if (store_outbox_retry (
-            b->st, c->id, now_wall () + backoff_ms (c->attempts), res->error, e) < 0 &&
+            o->st, c->id, now_wall () + backoff_ms (c->attempts), res->error, e) < 0 &&
         errno != ENOENT)
         return -1;
     if (c->attempts + 1 != OUTBOX_ALERT_ATTEMPTS)
@@ -187,7 +202,12 @@ static int record_failed (struct outbox_call *c,
                            OUTBOX_ALERT_ATTEMPTS);
     if (c->step)
         json_object_set_new (d, "step", json_string (c->arg));
-    return broker_event (b, "release_failed", broker_local_job (b, c->target), d, e);
+    if (!o->hooks.event) {
+        json_decref (d);
+        return 0;
+    }
+    return o->hooks.event (
+        o->hooks_arg, "release_failed", local_job (o, c->target), d, e);
 }
 
 struct outbox_result {
@@ -206,9 +226,9 @@ static int write_result (void *arg, struct fmb_error *e)
 static void outbox_done (const struct fmc_result *res, void *arg)
 {
     struct outbox_call *c = arg;
-    struct broker *b = c->o->b;
+    struct outbox *o = c->o;
     struct fmb_error e;
-    fmsession_note (b->fms, res);
+    fmsession_note (o->fms, res);
     inflight_remove (c->o, c->id);
     if (res->status == FMC_NOT_SENT) {
         /* The pass that queued it did not commit: the entry is as it was
@@ -219,7 +239,7 @@ static void outbox_done (const struct fmc_result *res, void *arg)
     }
     bool finished = res->status == FMC_OK || res->status == FMC_NOT_FOUND;
     struct outbox_result r = {c, res};
-    if (pass_write (b->pass, write_result, &r, &e) < 0) {
+    if (pass_write (o->pass, write_result, &r, &e) < 0) {
         /* What it did cannot be recorded (the job unreadable, say): the
          * entry is due again after a back-off, like a failed call, rather
          * than sent again at once for as long as the error lasts; its
@@ -230,9 +250,9 @@ static void outbox_done (const struct fmc_result *res, void *arg)
         unrecorded.status = FMC_RETRYABLE;
         unrecorded.error = why;
         r.res = &unrecorded;
-        broker_log_store_error (b, c->target, &e);
-        if (pass_write (b->pass, write_result, &r, &e) < 0)
-            broker_log_store_error (b, c->target, &e);
+        broker_log_store_error (NULL, c->target, &e);
+        if (pass_write (o->pass, write_result, &r, &e) < 0)
+            broker_log_store_error (NULL, c->target, &e);
     }
     if (finished && c->step)
         steps_wake (c->o, c->id, false);
@@ -247,8 +267,8 @@ static void refused_at_once (struct outbox_call *c, const char *why)
     struct fmc_result res = {.status = FMC_RETRYABLE, .error = why, .mcast_limit = -1};
     struct outbox_result r = {c, &res};
     inflight_remove (c->o, c->id);
-    if (pass_write (c->o->b->pass, write_result, &r, &e) < 0)
-        broker_log_store_error (c->o->b, c->target, &e);
+    if (pass_write (c->o->pass, write_result, &r, &e) < 0)
+        broker_log_store_error (NULL, c->target, &e);
     free (c);
 }
 
@@ -290,10 +310,37 @@ static int outbox_allowance (struct outbox *o, int64_t *wait_ms)
     return 0;
 }
 
+/* Send one due entry's FM call: 1 if it left, 0 if fmclient refused it
+ * at once, -1 out of memory. */
+static int start_call (struct outbox *o, const struct outbox_call *src)
+{
+    struct fmb_error e;
+    struct outbox_call *c = malloc (sizeof (*c));
+    if (!c)
+        return -1;
+    *c = *src;
+    c->o = o;
+    o->inflight[o->n_inflight++] = c->id;
+    o->tokens--;
+    int rc = c->step
+                 ? fmc_job_delete_step (o->fmc, c->target, c->arg, outbox_done, c, &e)
+                 : fmc_job_delete (o->fmc, c->target, outbox_done, c, &e);
+    if (rc < 0) {
+        /* refused before it left (an id fmclient will not send, no
+         * memory): retried after a back-off like a failed call, so
+         * that it neither spends the rate nor holds up the entries
+         * behind it at every run */
+        fmb_log (LOG_ERR, "outbox %s: %s", c->target, e.text);
+        o->tokens++;
+        refused_at_once (c, e.text);
+        return 0;
+    }
+    return 1;
+}
+
 /* Run the due entries; returns when to run again (ms). */
 static int64_t outbox_run (struct outbox *o)
 {
-    struct broker *b = o->b;
     struct fmb_error e;
     int64_t now = now_wall ();
     bool deferred = false;
@@ -307,48 +354,32 @@ static int64_t outbox_run (struct outbox *o)
     if (!d)
         return 200;
     d->n = 0;
-    if (store_outbox_due (b->st, now, OUTBOX_BATCH, collect_due, d, &e) < 0)
-        broker_log_store_error (b, "outbox", &e);
+    if (store_outbox_due (o->st, now, OUTBOX_BATCH, collect_due, d, &e) < 0)
+        broker_log_store_error (NULL, "outbox", &e);
     int started = 0;
     for (int i = 0; i < d->n && started < allowed; i++) {
         struct outbox_call *src = &d->calls[i];
         if (inflight_has (o, src->id))
             continue;
-        const char *job = broker_local_job (b, src->target);
-        if (!src->step && job && o->hooks.reserving && o->hooks.reserving (b, job)) {
+        const char *job = local_job (o, src->target);
+        if (!src->step && job && o->hooks.reserving &&
+            o->hooks.reserving (o->hooks_arg, job)) {
             deferred = true; /* never cross a reservation still in flight */
             continue;
         }
-        struct outbox_call *c = malloc (sizeof (*c));
-        if (!c)
+        int sent = start_call (o, src);
+        if (sent < 0)
             break;
-        *c = *src;
-        c->o = o;
-        o->inflight[o->n_inflight++] = c->id;
-        o->tokens--;
-        started++;
-        int rc = c->step ? fmc_job_delete_step (
-                               b->fmc, c->target, c->arg, outbox_done, c, &e)
-                         : fmc_job_delete (b->fmc, c->target, outbox_done, c, &e);
-        if (rc < 0) {
-            /* refused before it left (an id fmclient will not send, no
-             * memory): retried after a back-off like a failed call, so
-             * that it neither spends the rate nor holds up the entries
-             * behind it at every run */
-            fmb_log (LOG_ERR, "outbox %s: %s", c->target, e.text);
-            o->tokens++;
-            started--;
-            refused_at_once (c, e.text);
-        }
-        if (fmsession_state (b->fms) != FM_UP)
+        started += sent;
+        if (fmsession_state (o->fms) != FM_UP)
             break; /* a call failed at once and took the session down */
     }
     free (d);
     /* Next run: when the earliest entry is due, but not in a busy loop
      * over entries that are in flight or deferred. */
     int64_t next;
-    if (store_outbox_next_ms (b->st, &next, &e) < 0) { /* INT64_MAX: empty */
-        broker_log_store_error (b, "outbox", &e);
+    if (store_outbox_next_ms (o->st, &next, &e) < 0) { /* INT64_MAX: empty */
+        broker_log_store_error (NULL, "outbox", &e);
         next = now + 1000; /* not idle: nothing else would wake it */
     }
     if (started == allowed && next <= now)
@@ -362,9 +393,8 @@ static int64_t outbox_run (struct outbox *o)
 static int64_t outbox_timer (void *arg, int64_t now)
 {
     struct outbox *o = arg;
-    struct broker *b = o->b;
     (void)now;
-    if (!b->fmc || b->stopping || fmsession_state (b->fms) != FM_UP)
+    if (!o->fmc || *o->stopping || fmsession_state (o->fms) != FM_UP)
         return TIMER_IDLE; /* the session coming up wakes it */
     /* Releases start once the RUNs at the FM are answered and the pass
      * holds no answers (pass_serving), or PASS_BACKGROUND_DEFER_MAX_MS
@@ -374,7 +404,7 @@ static int64_t outbox_timer (void *arg, int64_t now)
      * released: p99 5.6 ms with this, 6.6-7.1 without (bench 5 at 1M, 2
      * runs each).  A step cleanup waiting on its release may wait that
      * much longer. */
-    if (pass_background_waits (&o->waits_since, pass_serving (b->pass), now_mono ()))
+    if (pass_background_waits (&o->waits_since, pass_serving (o->pass), now_mono ()))
         return 1;
     return outbox_run (o);
 }
@@ -398,26 +428,38 @@ void outbox_steps_wait (struct outbox *o,
                         unsigned wait_s)
 {
     struct waiter *w = http_wait (req);
-    uint64_t pass = pass_count (o->b->pass);
+    uint64_t pass = pass_count (o->pass);
     w->key = id;
     w->deadline_ms = now_mono () + (int64_t)wait_s * 1000;
     w->pass = pass;
     waitq_add (&o->step_waiters, w);
     /* its outbox entry is this pass's: if that does not commit, 503 */
-    if (o->abort_hooked != pass && pass_on_abort (o->b->pass, steps_abort, o) == 0)
+    if (o->abort_hooked != pass && pass_on_abort (o->pass, steps_abort, o) == 0)
         o->abort_hooked = pass;
     timer_wake (o->steps_timer, (int64_t)wait_s * 1000);
     http_suspend (req);
 }
 
-struct outbox *outbox_create (struct broker *b)
+struct outbox *outbox_create (const struct fmb_config *cfg,
+                              struct store *st,
+                              struct fmc *fmc,
+                              struct pass *pass,
+                              struct timers *timers,
+                              struct fmsession *fms,
+                              const bool *stopping)
 {
     struct outbox *o = calloc (1, sizeof (*o));
     if (!o)
         return NULL;
-    o->b = b;
-    o->steps_timer = timer_add (b->timers, "step waits", TIMER_IDLE, steps_timer, o);
-    o->timer = timer_add (b->timers, "outbox", 0, outbox_timer, o);
+    o->cfg = cfg;
+    o->st = st;
+    o->fmc = fmc;
+    o->pass = pass;
+    o->timers = timers;
+    o->fms = fms;
+    o->stopping = stopping;
+    o->steps_timer = timer_add (timers, "step waits", TIMER_IDLE, steps_timer, o);
+    o->timer = timer_add (timers, "outbox", 0, outbox_timer, o);
     return o;
 }
 
@@ -437,7 +479,7 @@ int outbox_queue_job_delete (struct outbox *o,
                              struct fmb_error *error)
 {
     return store_outbox_put (
-        o->b->st, OUTBOX_FM_DELETE_JOB, fm_job_id, NULL, due_ms, NULL, error);
+        o->st, OUTBOX_FM_DELETE_JOB, fm_job_id, NULL, due_ms, NULL, error);
 }
 
 int outbox_fm_job_queued (struct outbox *o,
@@ -445,9 +487,9 @@ int outbox_fm_job_queued (struct outbox *o,
                           struct fmb_error *error)
 {
     bool job = false, step = false;
-    if (store_outbox_has (o->b->st, OUTBOX_FM_DELETE_JOB, fm_job_id, &job, error) < 0 ||
-        (!job && store_outbox_has (
-                     o->b->st, OUTBOX_FM_DELETE_STEP, fm_job_id, &step, error) < 0))
+    if (store_outbox_has (o->st, OUTBOX_FM_DELETE_JOB, fm_job_id, &job, error) < 0 ||
+        (!job &&
+         store_outbox_has (o->st, OUTBOX_FM_DELETE_STEP, fm_job_id, &step, error) < 0))
         return -1;
     return job || step;
 }
@@ -459,5 +501,5 @@ int outbox_queue_step_delete (struct outbox *o,
                               struct fmb_error *error)
 {
     return store_outbox_put (
-        o->b->st, OUTBOX_FM_DELETE_STEP, fm_job_id, step, now_wall (), id, error);
+        o->st, OUTBOX_FM_DELETE_STEP, fm_job_id, step, now_wall (), id, error);
 }

@@ -25,25 +25,48 @@ _Static_assert(OUTBOX_STEP * 1000 / OUTBOX_RATE >= 1, "a backlog's step is >= 1 
 #define OUTBOX_BACKOFF_MAX_MS (5 * 60 * 1000)
 #define OUTBOX_ALERT_ATTEMPTS 5 /* then a release_failed event */
 
-struct broker;
+#include <jansson.h>
+
+struct fmb_config;
+struct fmsession;
+struct fmc;
 struct http_req;
+struct pass;
+struct store;
+struct timers;
 struct timer;
 struct outbox;
 
-struct outbox *outbox_create (struct broker *b);
+/* The handles it uses, borrowed for its life ('fmc' NULL: VNI-only;
+ * '*stopping' true: the broker is shutting down, nothing new starts). */
+struct outbox *outbox_create (const struct fmb_config *cfg,
+                              struct store *st,
+                              struct fmc *fmc,
+                              struct pass *pass,
+                              struct timers *timers,
+                              struct fmsession *fms,
+                              const bool *stopping);
 void outbox_destroy (struct outbox *o);
 
-/* What the outbox asks of the jobs (jobs.c sets them at start, so that
- * the outbox, which jobs.c calls, does not call back into it).  Unset,
- * no reservation is in flight and a finished delete changes no job. */
+/* What the outbox asks of the jobs (jobs.c sets them at start, with the
+ * 'arg' each gets, so that the outbox, which jobs.c calls, does not call
+ * back into it).  Unset, no reservation is in flight, a finished delete
+ * changes no job and no event is logged. */
 struct outbox_hooks {
     /* Is a reservation of 'job' being made right now?  Its delete waits. */
-    bool (*reserving) (struct broker *b, const char *job);
+    bool (*reserving) (void *arg, const char *job);
     /* The delete of 'job''s FM reservation finished (200 or 404): the
      * job's transition, inside the pass. */
-    int (*job_deleted) (struct broker *b, const char *job, struct fmb_error *error);
+    int (*job_deleted) (void *arg, const char *job, struct fmb_error *error);
+    /* Append event 'type' (of 'job', NULL: none; 'detail' stolen) inside
+     * the pass: a release still failing. */
+    int (*event) (void *arg,
+                  const char *type,
+                  const char *job,
+                  json_t *detail,
+                  struct fmb_error *error);
 };
-void outbox_set_hooks (struct outbox *o, const struct outbox_hooks *hooks);
+void outbox_set_hooks (struct outbox *o, const struct outbox_hooks *hooks, void *arg);
 
 /* Queue the delete of an FM job (its reservation), due at wall clock
  * 'due_ms'; inside the caller's transaction. */

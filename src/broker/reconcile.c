@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "background.h"
 #include "broker.h"
+#include "fmids.h"
 #include "log.h"
 #include "monotime.h"
 #include "offloop.h"
@@ -20,20 +22,33 @@
 #include "reconcile.h"
 
 struct reconciler {
+    const struct fmb_config *cfg;
+    struct store *st;
+    struct fmc *fmc; /* NULL: VNI-only, no listings */
+    struct pass *pass;
+    struct timers *timers;
+    struct fmsession *fms;
+    struct outbox *outbox; /* where orphans' deletes go */
+    struct metrics *metrics;
+    const bool *stopping;   /* the broker is shutting down */
     struct reconcile *cur;  /* a listing being matched, in slices */
     bool inflight;          /* a listing (not a probe) was asked for */
     bool reap_wanted;       /* an admin asked: the next listing reaps them */
     bool retrying;          /* the last listing failed: its retry is set */
     json_t *foreign_seen;   /* FM ids reported foreign at the last pass */
     struct offloop *reaper; /* frees finished listings off the loop thread */
-    struct timer *listing_timer, *slice_timer;
-    int64_t slice_waits_since; /* pass_defer_background */
+    struct timer *listing_timer;
+    struct background *slices; /* the listing being matched */
     struct reconcile_hooks hooks;
+    void *hooks_arg;
 };
 
-void reconcile_set_hooks (struct reconciler *rc, const struct reconcile_hooks *hooks)
+void reconcile_set_hooks (struct reconciler *rc,
+                          const struct reconcile_hooks *hooks,
+                          void *arg)
 {
     rc->hooks = *hooks;
+    rc->hooks_arg = arg;
 }
 
 /* A reconciliation in progress: the store's unreleased jobs read, then
@@ -121,7 +136,7 @@ static int scan_unreleased (const struct store_job_brief *j, void *arg)
 
 /* Start a reconciliation with a listing: take its ids.  The store's
  * unreleased jobs are read in the slices, before matching. */
-static struct reconcile *reconcile_begin (struct broker *b,
+static struct reconcile *reconcile_begin (struct reconciler *rc,
                                           const struct fmc_result *res,
                                           int64_t listed_at,
                                           bool reap_foreign)
@@ -134,7 +149,7 @@ static struct reconcile *reconcile_begin (struct broker *b,
     r->judged = json_object ();
     r->judged_listed = json_object ();
     r->foreign_now = json_object ();
-    r->reap_foreign = reap_foreign || b->cfg.reap_foreign;
+    r->reap_foreign = reap_foreign || rc->cfg->reap_foreign;
     r->fm_ids = fmc_take_job_ids (res);
     r->n = res->njob_ids;
     r->scan_state = store_job_state_next_unreleased (-1);
@@ -143,19 +158,19 @@ static struct reconcile *reconcile_begin (struct broker *b,
     return r;
 nomem:
     fmb_log (LOG_ERR, "reconcile: out of memory for %zu FM entries", res->njob_ids);
-    reconcile_free (b->rc, r);
+    reconcile_free (rc, r);
     return NULL;
 }
 
 /* Does job 'job' hold (or make) the reservation 'fmid' now?  For entries
  * the scan did not see as live: a RUN may have come since. */
-static bool live_now (struct broker *b, const char *job, const char *fmid)
+static bool live_now (struct reconciler *rc, const char *job, const char *fmid)
 {
     struct store_job *j;
     struct fmb_error e;
-    if (b->rc->hooks.reserving && b->rc->hooks.reserving (b, job))
+    if (rc->hooks.reserving && rc->hooks.reserving (rc->hooks_arg, job))
         return true;
-    if (store_job_get_brief (b->st, job, &j, &e) < 0)
+    if (store_job_get_brief (rc->st, job, &j, &e) < 0)
         return errno != ENOENT; /* unsure: leave it to the next round */
     bool live =
         store_job_state_unreleased (j->state) &&
@@ -170,16 +185,18 @@ static bool live_now (struct broker *b, const char *job, const char *fmid)
  * standby started on empty state.  Deleting it could end another
  * broker's job's collectives, so it is reported (once per broker run
  * while it stays listed) and left for an admin (promise 9). */
-static int report_foreign (struct broker *b, const char *fmid, struct fmb_error *e)
+static int report_foreign (struct reconciler *rc, const char *fmid, struct fmb_error *e)
 {
     fmb_log (LOG_WARNING,
              "reconcile: FM reservation %s has this cluster's prefix but this broker "
              "has no record of it; left alone (another broker with cluster_name "
              "'%s'?). fmbroker reconcile --reap-foreign deletes it",
              fmid,
-             b->cfg.cluster_name);
-    return broker_event (
-        b,
+             rc->cfg->cluster_name);
+    if (!rc->hooks.event)
+        return 0;
+    return rc->hooks.event (
+        rc->hooks_arg,
         "foreign_reservation",
         NULL,
         json_pack ("{s:s, s:s}",
@@ -193,27 +210,27 @@ static int report_foreign (struct broker *b, const char *fmid, struct fmb_error 
 /* First phase, one entry: an FM job of ours that no live job holds is
  * released through the outbox; one this broker has no record of is
  * foreign (left alone unless reaping). */
-static int match_entry (struct broker *b,
+static int match_entry (struct reconciler *rc,
                         struct reconcile *r,
                         const char *fmid,
                         struct fmb_error *e)
 {
-    const char *job = broker_local_job (b, fmid);
+    const char *job = fmids_local_job (rc->cfg->cluster_name, fmid);
     if (json_object_get (r->judged_listed, fmid))
         json_object_set_new (r->judged_listed, fmid, json_true ());
     if (!job)
         return 0; /* another cluster's: never ours to touch */
-    if (json_object_get (r->holding, fmid) || live_now (b, job, fmid))
+    if (json_object_get (r->holding, fmid) || live_now (rc, job, fmid))
         return 0;
     bool known;
-    if (store_job_known (b->st, job, fmid, &known, e) < 0)
+    if (store_job_known (rc->st, job, fmid, &known, e) < 0)
         return -1;
     if (!known) {
         r->foreign++;
         if (!r->reap_foreign) {
             json_object_set_new (r->foreign_now, fmid, json_true ());
-            if (!json_object_get (b->rc->foreign_seen, fmid))
-                return report_foreign (b, fmid, e);
+            if (!json_object_get (rc->foreign_seen, fmid))
+                return report_foreign (rc, fmid, e);
             return 0;
         }
         fmb_log (LOG_NOTICE,
@@ -222,7 +239,7 @@ static int match_entry (struct broker *b,
                  fmid);
         r->reaped++;
     }
-    if (outbox_queue_job_delete (b->outbox, fmid, now_wall (), e) < 0)
+    if (outbox_queue_job_delete (rc->outbox, fmid, now_wall (), e) < 0)
         return -1;
     r->orphans++;
     return 0;
@@ -230,7 +247,7 @@ static int match_entry (struct broker *b,
 
 /* Second phase, one job: reserved before the listing was asked for, not
  * listed, and still so now -- the FM lost it. */
-static int judge_job (struct broker *b,
+static int judge_job (struct reconciler *rc,
                       struct reconcile *r,
                       const char *job,
                       const char *fmid,
@@ -238,12 +255,12 @@ static int judge_job (struct broker *b,
 {
     if (json_is_true (json_object_get (r->judged_listed, fmid)))
         return 0;
-    if (!b->rc->hooks.lost)
+    if (!rc->hooks.lost)
         return 0;
-    int rc = b->rc->hooks.lost (b, job, r->listed_at, e);
-    if (rc > 0)
+    int marked = rc->hooks.lost (rc->hooks_arg, job, r->listed_at, e);
+    if (marked > 0)
         r->lost++;
-    return rc < 0 ? -1 : 0;
+    return marked < 0 ? -1 : 0;
 }
 
 /* Jobs a page of the scan reads: a few hundred microseconds. */
@@ -252,14 +269,14 @@ static int judge_job (struct broker *b,
 /* The scan's share of a slice, until r->scanned or the slice's end.
  * Matching waits for the whole scan: a job it had not read yet would be
  * judged lost. */
-static int scan_slice (struct broker *b,
+static int scan_slice (struct reconciler *rc,
                        struct reconcile *r,
                        int64_t end,
                        struct fmb_error *e)
 {
     while (!r->scanned) {
         int n = store_job_list_unreleased (
-            b->st, r->scan_state, r->scan_after, SCAN_PAGE, scan_unreleased, r, e);
+            rc->st, r->scan_state, r->scan_after, SCAN_PAGE, scan_unreleased, r, e);
         if (n < 0)
             return -1;
         if (n < SCAN_PAGE) { /* that state's last page */
@@ -277,16 +294,16 @@ static int scan_slice (struct broker *b,
 
 /* One slice: the scan, then matching; r->done when the listing is matched
  * to the end. */
-static int match_slice (struct broker *b, struct reconcile *r, struct fmb_error *e)
+static int match_slice (struct reconciler *rc, struct reconcile *r, struct fmb_error *e)
 {
     int64_t end = fmb_monotime_us () + BACKGROUND_SLICE_US;
-    if (scan_slice (b, r, end, e) < 0)
+    if (scan_slice (rc, r, end, e) < 0)
         return -1;
     if (!r->scanned || fmb_monotime_us () >= end)
         return 0;
     if (!r->judge_at && r->pos < r->n) {
         while (r->pos < r->n) {
-            if (match_entry (b, r, r->fm_ids[r->pos], e) < 0)
+            if (match_entry (rc, r, r->fm_ids[r->pos], e) < 0)
                 return -1;
             r->pos++;
             if (fmb_monotime_us () >= end) /* an entry may read a cold page */
@@ -296,7 +313,7 @@ static int match_slice (struct broker *b, struct reconcile *r, struct fmb_error 
     if (!r->judge_at)
         r->judge_at = json_object_iter (r->judged);
     while (r->judge_at) {
-        if (judge_job (b,
+        if (judge_job (rc,
                        r,
                        json_object_iter_key (r->judge_at),
                        json_string_value (json_object_iter_value (r->judge_at)),
@@ -312,20 +329,20 @@ static int match_slice (struct broker *b, struct reconcile *r, struct fmb_error 
 
 static int write_slice (void *arg, struct fmb_error *e)
 {
-    struct broker *b = arg;
-    return match_slice (b, b->rc->cur, e);
+    struct reconciler *rc = arg;
+    return match_slice (rc, rc->cur, e);
 }
 
 /* The whole listing is matched and committed: metrics, log, and the
  * foreign ids to stay quiet about until they change. */
-static void reconcile_finish (struct broker *b, struct reconcile *r)
+static void reconcile_finish (struct reconciler *rc, struct reconcile *r)
 {
-    b->metrics.reconcile_runs++;
-    b->metrics.orphans_released += r->orphans;
-    b->metrics.foreign_reservations = r->foreign - r->reaped;
-    b->metrics.foreign_reaped += r->reaped;
-    json_decref (b->rc->foreign_seen);
-    b->rc->foreign_seen = json_incref (r->foreign_now);
+    rc->metrics->reconcile_runs++;
+    rc->metrics->orphans_released += r->orphans;
+    rc->metrics->foreign_reservations = r->foreign - r->reaped;
+    rc->metrics->foreign_reaped += r->reaped;
+    json_decref (rc->foreign_seen);
+    rc->foreign_seen = json_incref (r->foreign_now);
     if (r->orphans)
         fmb_log (LOG_NOTICE,
                  "reconcile: %u FM reservations belong to no live job; releasing",
@@ -338,8 +355,8 @@ static void reconcile_finish (struct broker *b, struct reconcile *r)
  * durable, not counted as reported when they are not. */
 static void slice_end (void *arg, bool committed)
 {
-    struct broker *b = arg;
-    struct reconcile *r = b->rc->cur;
+    struct reconciler *rc = arg;
+    struct reconcile *r = rc->cur;
     if (!committed) {
         r->scan_state = r->slice.scan_state;
         memcpy (r->scan_after, r->slice.scan_after, sizeof (r->scan_after));
@@ -354,24 +371,24 @@ static void slice_end (void *arg, bool committed)
         r->resume_at = now_mono () + 1000;
         return;
     }
-    b->metrics.reservations_lost += r->lost - r->slice.lost;
-    outbox_changed (b->outbox); /* the orphans found so far go now */
+    rc->metrics->reservations_lost += r->lost - r->slice.lost;
+    outbox_changed (rc->outbox); /* the orphans found so far go now */
     if (!r->done)
         return;
-    reconcile_finish (b, r);
-    reconcile_free (b->rc, r);
-    b->rc->cur = NULL;
+    reconcile_finish (rc, r);
+    reconcile_free (rc, r);
+    rc->cur = NULL;
 }
 
 /* Run the next slice of a reconciliation, if one is in progress.  A store
  * error abandons it (the next listing starts afresh). */
-static void reconcile_step (struct broker *b)
+static void reconcile_step (struct reconciler *rc)
 {
-    struct reconcile *r = b->rc->cur;
+    struct reconcile *r = rc->cur;
     struct fmb_error e;
     if (!r || now_mono () < r->resume_at)
         return;
-    b->metrics.reconcile_slices++;
+    rc->metrics->reconcile_slices++;
     r->slice.scan_state = r->scan_state;
     memcpy (r->slice.scan_after, r->scan_after, sizeof (r->scan_after));
     r->slice.scanned = r->scanned;
@@ -381,31 +398,37 @@ static void reconcile_step (struct broker *b)
     r->slice.foreign = r->foreign;
     r->slice.reaped = r->reaped;
     r->slice.lost = r->lost;
-    if (pass_write (b->pass, write_slice, b, &e) < 0) {
-        broker_log_store_error (b, "reconcile", &e);
-        reconcile_free (b->rc, r);
-        b->rc->cur = NULL;
+    if (pass_write (rc->pass, write_slice, rc, &e) < 0) {
+        broker_log_store_error (NULL, "reconcile", &e);
+        reconcile_free (rc, r);
+        rc->cur = NULL;
         return;
     }
-    if (!pass_open (b->pass) || pass_on_end (b->pass, slice_end, b) < 0)
-        slice_end (b, true); /* no pass to wait for: committed already */
+    if (!pass_open (rc->pass) || pass_on_end (rc->pass, slice_end, rc) < 0)
+        slice_end (rc, true); /* no pass to wait for: committed already */
+}
+
+/* Is a slice due: a listing being matched, not paused after a rewind? */
+static int64_t slice_due (void *arg, int64_t now)
+{
+    struct reconciler *rc = arg;
+    if (!rc->fmc || *rc->stopping || !rc->cur)
+        return TIMER_IDLE; /* a new listing wakes it */
+    if (now < rc->cur->resume_at)
+        return rc->cur->resume_at - now;
+    return 0;
 }
 
 /* Slices of the reconciliation in progress, a short pause apart so that
  * requests get the loop and the listing is still matched at about a
  * third of the loop's time (BACKGROUND_SLICE_US, BACKGROUND_PAUSE_MS). */
-static int64_t slice_timer (void *arg, int64_t now)
+static int64_t match_next_slice (void *arg, int64_t now)
 {
-    struct broker *b = arg;
-    if (!b->fmc || b->stopping || !b->rc->cur)
-        return TIMER_IDLE; /* a new listing wakes it */
-    if (now < b->rc->cur->resume_at)
-        return b->rc->cur->resume_at - now;
-    if (pass_defer_background (b->pass, &b->rc->slice_waits_since, now))
-        return 1;
+    struct reconciler *rc = arg;
+    (void)now;
     /* Matching goes on while the session is down: it only writes the
      * store (the outbox waits for the FM). */
-    reconcile_step (b);
+    reconcile_step (rc);
     return BACKGROUND_PAUSE_MS; /* idle then if it was the last slice */
 }
 
@@ -416,7 +439,7 @@ static int64_t slice_timer (void *arg, int64_t now)
 #define LISTING_REFUSED_RETRY_MS (300 * 1000)
 
 struct listing {
-    struct broker *b;
+    struct reconciler *rc;
     int64_t started;
     bool probe;
     bool reap_foreign;
@@ -425,27 +448,27 @@ struct listing {
 static void listing_done (const struct fmc_result *res, void *arg)
 {
     struct listing *l = arg;
-    struct broker *b = l->b;
+    struct reconciler *rc = l->rc;
     if (l->probe)
-        fmsession_probe_done (b->fms);
+        fmsession_probe_done (rc->fms);
     else
-        b->rc->inflight = false;
-    fmsession_note (b->fms, res);
-    b->rc->retrying = res->status != FMC_OK;
+        rc->inflight = false;
+    fmsession_note (rc->fms, res);
+    rc->retrying = res->status != FMC_OK;
     if (res->status == FMC_OK) {
         /* While one still runs, this listing is not used: ask for a new
          * one when that is done (and keep an admin's request to reap). */
-        bool busy = b->rc->cur != NULL;
+        bool busy = rc->cur != NULL;
         if (!busy) {
-            b->rc->cur = reconcile_begin (b, res, l->started, l->reap_foreign);
-            timer_wake (b->rc->slice_timer, 0);
+            rc->cur = reconcile_begin (rc, res, l->started, l->reap_foreign);
+            background_wake (rc->slices, 0);
         } else
-            b->rc->reap_wanted = b->rc->reap_wanted || l->reap_foreign;
+            rc->reap_wanted = rc->reap_wanted || l->reap_foreign;
         /* busy: a new listing once that is done */
-        timer_set (b->rc->listing_timer,
+        timer_set (rc->listing_timer,
                    busy ? 0
-                   : b->cfg.reconcile_interval_s
-                       ? (int64_t)b->cfg.reconcile_interval_s * 1000
+                   : rc->cfg->reconcile_interval_s
+                       ? (int64_t)rc->cfg->reconcile_interval_s * 1000
                        : TIMER_IDLE);
     } else {
         /* Try again later, not in a loop against an FM that answers errors.
@@ -457,38 +480,38 @@ static void listing_done (const struct fmc_result *res, void *arg)
          * request to reap stays for the next listing. */
         int64_t retry_ms = LISTING_RETRY_MS;
         if (res->status == FMC_PERMANENT) {
-            int64_t every = b->cfg.reconcile_interval_s * 1000LL;
+            int64_t every = rc->cfg->reconcile_interval_s * 1000LL;
             retry_ms = every > 0 && every < LISTING_REFUSED_RETRY_MS
                            ? every
                            : LISTING_REFUSED_RETRY_MS;
             if (retry_ms < LISTING_RETRY_MS)
                 retry_ms = LISTING_RETRY_MS;
         }
-        b->rc->reap_wanted = b->rc->reap_wanted || l->reap_foreign;
-        timer_set (b->rc->listing_timer, retry_ms);
+        rc->reap_wanted = rc->reap_wanted || l->reap_foreign;
+        timer_set (rc->listing_timer, retry_ms);
         if (res->http_status != 0)
             fmb_log (LOG_ERR, "reconcile: %s", res->error);
     }
     free (l);
 }
 
-static void start_listing (struct broker *b, bool probe)
+static void start_listing (struct reconciler *rc, bool probe)
 {
     struct fmb_error e;
     struct listing *l = calloc (1, sizeof (*l));
     if (!l) { /* the timers try again later */
         if (probe)
-            fmsession_probe_done (b->fms);
+            fmsession_probe_done (rc->fms);
         return;
     }
-    l->b = b;
+    l->rc = rc;
     l->probe = probe;
-    l->started = now_recorded ();         /* compared with the jobs' updated_ms */
-    l->reap_foreign = b->rc->reap_wanted; /* asked before this listing */
-    b->rc->reap_wanted = false;
+    l->started = now_recorded ();      /* compared with the jobs' updated_ms */
+    l->reap_foreign = rc->reap_wanted; /* asked before this listing */
+    rc->reap_wanted = false;
     if (!probe) /* (the session counts its probes) */
-        b->rc->inflight = true;
-    if (fmc_job_list (b->fmc, listing_done, l, &e) < 0) {
+        rc->inflight = true;
+    if (fmc_job_list (rc->fmc, listing_done, l, &e) < 0) {
         struct fmc_result res = {
             .status = FMC_RETRYABLE, .op = FMC_OP_LIST, .error = e.text};
         listing_done (&res, l);
@@ -513,29 +536,47 @@ void reconcile_reschedule (struct reconciler *rc, unsigned interval_s)
  * reservation outlived its job) or the interval came. */
 static int64_t listing_timer (void *arg, int64_t now)
 {
-    struct broker *b = arg;
+    struct reconciler *rc = arg;
     (void)now;
-    if (!b->fmc || b->stopping || fmsession_state (b->fms) != FM_UP)
+    if (!rc->fmc || *rc->stopping || fmsession_state (rc->fms) != FM_UP)
         return TIMER_IDLE; /* the session coming up wakes it */
-    if (b->rc->inflight || fmsession_probe_inflight (b->fms) || b->rc->cur)
+    if (rc->inflight || fmsession_probe_inflight (rc->fms) || rc->cur)
         return 250; /* after the one in progress */
-    start_listing (b, false);
+    start_listing (rc, false);
     return TIMER_IDLE; /* its answer says when the next is due */
 }
 
-struct reconciler *reconcile_create (struct broker *b)
+struct reconciler *reconcile_create (const struct fmb_config *cfg,
+                                     struct store *st,
+                                     struct fmc *fmc,
+                                     struct pass *pass,
+                                     struct timers *timers,
+                                     struct fmsession *fms,
+                                     struct outbox *outbox,
+                                     struct metrics *metrics,
+                                     const bool *stopping)
 {
     struct reconciler *rc = calloc (1, sizeof (*rc));
     if (!rc)
         return NULL;
+    *rc = (struct reconciler){.cfg = cfg,
+                              .st = st,
+                              .fmc = fmc,
+                              .pass = pass,
+                              .timers = timers,
+                              .fms = fms,
+                              .outbox = outbox,
+                              .metrics = metrics,
+                              .stopping = stopping};
     if (offloop_create (&rc->reaper) < 0) {
         free (rc);
         return NULL;
     }
-    rc->slice_timer =
-        timer_add (b->timers, "reconcile slices", TIMER_IDLE, slice_timer, b);
+    static const struct background_ops slices = {slice_due, match_next_slice};
+    rc->slices = background_create (
+        rc->pass, rc->timers, "reconcile slices", TIMER_IDLE, &slices, rc);
     rc->listing_timer =
-        timer_add (b->timers, "FM listing", TIMER_IDLE, listing_timer, b);
+        timer_add (rc->timers, "FM listing", TIMER_IDLE, listing_timer, rc);
     return rc;
 }
 
@@ -544,6 +585,7 @@ void reconcile_destroy (struct reconciler *rc)
     if (!rc)
         return;
     reconcile_free (rc, rc->cur);
+    background_destroy (rc->slices);
     offloop_destroy (rc->reaper); /* joins: everything handed to it is freed */
     json_decref (rc->foreign_seen);
     free (rc);
@@ -559,11 +601,11 @@ static void probe (void *arg)
     start_listing (arg, true);
 }
 
-void reconcile_start (struct broker *b)
+void reconcile_start (struct reconciler *rc, struct reservations *rsv)
 {
-    fmsession_wake_on_up (b->fms, b->rc->listing_timer); /* a new session: reconcile */
-    reservations_on_orphan (b->rsv, orphan_made, b->rc);
-    fmsession_wake_on_up (b->fms, outbox_timer_of (b->outbox));
+    fmsession_wake_on_up (rc->fms, rc->listing_timer); /* a new session: reconcile */
+    reservations_on_orphan (rsv, orphan_made, rc);
+    fmsession_wake_on_up (rc->fms, outbox_timer_of (rc->outbox));
     /* the first contact is the first reconcile */
-    fmsession_start (b->fms, b->fmc != NULL, probe, b);
+    fmsession_start (rc->fms, rc->fmc != NULL, probe, rc);
 }

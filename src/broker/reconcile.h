@@ -15,28 +15,60 @@
 
 #include "error.h"
 
-struct broker;
+#include <jansson.h>
+
+struct fmb_config;
+struct fmc;
+struct fmsession;
+struct metrics;
+struct outbox;
+struct pass;
+struct reservations;
+struct store;
+struct timers;
 struct reconciler;
 
-struct reconciler *reconcile_create (struct broker *b);
+/* The handles it uses, borrowed for its life ('fmc' NULL: VNI-only;
+ * '*stopping' true: the broker is shutting down, nothing new starts). */
+struct reconciler *reconcile_create (const struct fmb_config *cfg,
+                                     struct store *st,
+                                     struct fmc *fmc,
+                                     struct pass *pass,
+                                     struct timers *timers,
+                                     struct fmsession *fms,
+                                     struct outbox *outbox,
+                                     struct metrics *metrics,
+                                     const bool *stopping);
 void reconcile_destroy (struct reconciler *rc);
 
-/* What reconciliation asks of the jobs (jobs.c sets them at start, so
- * that reconciliation, which jobs.c calls, does not call back into it).
- * Unset, no reservation is in flight and no job is marked lost. */
+/* What reconciliation asks of the jobs (jobs.c sets them at start, with
+ * the 'arg' each gets, so that reconciliation, which jobs.c calls, does
+ * not call back into it).  Unset, no reservation is in flight, no job is
+ * marked lost and no event is logged. */
 struct reconcile_hooks {
     /* Is a reservation of 'job' being made right now? */
-    bool (*reserving) (struct broker *b, const char *job);
+    bool (*reserving) (void *arg, const char *job);
     /* A listing taken at 'listed_at' (wall ms) lacks 'job''s reservation:
      * the job's transition, inside the pass; 1 if it was marked lost. */
-    int (*lost) (struct broker *b,
+    int (*lost) (void *arg,
                  const char *job,
                  int64_t listed_at,
                  struct fmb_error *error);
+    /* Append event 'type' (of 'job', NULL: none; 'detail' stolen) inside
+     * the pass: a foreign reservation. */
+    int (*event) (void *arg,
+                  const char *type,
+                  const char *job,
+                  json_t *detail,
+                  struct fmb_error *error);
 };
-void reconcile_set_hooks (struct reconciler *rc, const struct reconcile_hooks *hooks);
-/* Start the FM session (its first probe is the first listing). */
-void reconcile_start (struct broker *b);
+void reconcile_set_hooks (struct reconciler *rc,
+                          const struct reconcile_hooks *hooks,
+                          void *arg);
+/* Start the FM session (its first probe is the first listing); a
+ * reservation the FM made for no job ('rsv' reports it) asks for a
+ * listing. */
+void reconcile_start (struct reconciler *rc, struct reservations *rsv);
 /* A listing now; 'reap_foreign': that pass also deletes reservations with
  * our prefix that this broker has no record of (normally only reported). */
 void reconcile_now (struct reconciler *rc, bool reap_foreign);

@@ -18,13 +18,19 @@
 #include <string.h>
 
 #include "broker.h"
+#include "fmids.h"
 #include "log.h"
 #include "reservations.h"
 
 struct reservations {
-    struct broker *b;
+    const struct fmb_config *cfg;
+    struct store *st;
+    struct fmc *fmc; /* NULL: VNI-only (recovery marks them unavailable) */
+    struct pass *pass;
+    struct fmsession *fms;
     struct reservation *list;
     struct reservations_ops ops;
+    void *ops_arg;
     void (*orphan) (void *arg);
     void *orphan_arg;
 };
@@ -32,7 +38,6 @@ struct reservations {
 struct reservation {
     struct reservation *next;
     struct reservations *rs;
-    struct broker *b;
     char job[JOB_ID_MAX + 1];
     struct waitq waiters; /* RUNs waiting for the outcome */
     bool aborted; /* the pass that wrote its intent did not commit: no job owns it */
@@ -60,7 +65,8 @@ static void reply_waiter (struct waiter *w, void *arg)
     struct reservation *rv = arg;
     struct http_problem p;
     waitq_remove (w);
-    if (rv->rs->ops.reply (rv->b, w->req, rv->job, w->key ? 201 : 200, &p) < 0)
+    if (rv->rs->ops.reply (rv->rs->ops_arg, w->req, rv->job, w->key ? 201 : 200, &p) <
+        0)
         http_reply_failure (w->req, &p);
 }
 
@@ -81,34 +87,34 @@ struct outcome {
 static int write_outcome (void *arg, struct fmb_error *e)
 {
     struct outcome *o = arg;
-    return o->rv->rs->ops.record (o->rv->b, o->rv->job, o->res, e);
+    return o->rv->rs->ops.record (o->rv->rs->ops_arg, o->rv->job, o->res, e);
 }
 
-static void free_reservation (struct broker *b, struct reservation *rv)
+static void free_reservation (struct reservation *rv)
 {
     unlink_reservation (rv->rs, rv);
-    pass_forget (b->pass, rv);
+    pass_forget (rv->rs->pass, rv);
     free (rv);
 }
 
 static void reserve_done (const struct fmc_result *res, void *arg)
 {
     struct reservation *rv = arg;
-    struct broker *b = rv->b;
+    struct reservations *rs = rv->rs;
     struct fmb_error e;
-    fmsession_note (b->fms, res);
+    fmsession_note (rs->fms, res);
     if (rv->aborted) {
         /* Its job was never committed: what the FM made is an orphan
          * unless the RM ran the job again meanwhile, which reconciliation
          * tells apart. */
         if (res->status == FMC_OK && rv->rs->orphan)
             rv->rs->orphan (rv->rs->orphan_arg);
-        free_reservation (b, rv);
+        free_reservation (rv);
         return;
     }
     struct outcome o = {rv, res};
-    if (pass_write (b->pass, write_outcome, &o, &e) < 0)
-        broker_log_store_error (b, rv->job, &e);
+    if (pass_write (rs->pass, write_outcome, &o, &e) < 0)
+        broker_log_store_error (NULL, rv->job, &e);
     /* Ended: out of the list before its RUNs are answered, so that a job
      * left 'reserving' (its outcome not written) is answered 503 by
      * ops.reply, as when it ends at once, and a repeated RUN starts the
@@ -118,7 +124,7 @@ static void reserve_done (const struct fmc_result *res, void *arg)
     if (rv->starting)
         rv->finished = true;
     else
-        free_reservation (b, rv);
+        free_reservation (rv);
 }
 
 /* The pass that wrote this reservation's intent did not commit: its RUNs
@@ -141,9 +147,9 @@ static void abort_reservation (void *arg)
     rv->aborted = true; /* a RUN repeated from now on starts afresh */
     fmb_log (
         LOG_ERR, "job %s: its RUN was not committed; the RM must repeat it", rv->job);
-    broker_fm_id (rv->b, rv->job, fmid, sizeof (fmid));
-    fmc_job_reserve_abandon (rv->b->fmc, fmid);
-    waitq_each (&rv->waiters, reply_uncommitted, rv->b->pass);
+    fmids_of_job (rv->rs->cfg->cluster_name, rv->job, fmid, sizeof (fmid));
+    fmc_job_reserve_abandon (rv->rs->fmc, fmid);
+    waitq_each (&rv->waiters, reply_uncommitted, rv->rs->pass);
 }
 
 /* Start the FM reservation of a job whose intent is committed ('is_new':
@@ -153,23 +159,21 @@ static struct reservation *start_reservation (struct reservations *rs,
                                               const char *job,
                                               bool is_new)
 {
-    struct broker *b = rs->b;
     struct fmb_error e;
     char fmid[STORE_FM_JOB_ID_MAX + 1];
     struct reservation *rv = calloc (1, sizeof (*rv));
     if (!rv)
         return NULL;
-    rv->b = b;
     rv->rs = rs;
     snprintf (rv->job, sizeof (rv->job), "%s", job);
     rv->next = rs->list;
     rs->list = rv;
-    broker_fm_id (b, job, fmid, sizeof (fmid));
+    fmids_of_job (rs->cfg->cluster_name, job, fmid, sizeof (fmid));
     rv->starting = true;
-    int rc = fmc_job_reserve (b->fmc,
+    int rc = fmc_job_reserve (rs->fmc,
                               fmid,
-                              fmb_config_mcast_limit (&b->cfg),
-                              b->cfg.fm_reserve_timeout_ms,
+                              fmb_config_mcast_limit (rs->cfg),
+                              rs->cfg->fm_reserve_timeout_ms,
                               is_new ? FMC_RESERVE_POST_FIRST : FMC_RESERVE_GET_FIRST,
                               reserve_done,
                               rv,
@@ -182,11 +186,11 @@ static struct reservation *start_reservation (struct reservations *rs,
         return NULL;
     }
     if (rv->finished) { /* answered already: the caller reads the store */
-        free_reservation (b, rv);
+        free_reservation (rv);
         return NULL;
     }
     /* outside a pass (recovery at start) its intent is an earlier run's */
-    pass_on_abort (b->pass, abort_reservation, rv);
+    pass_on_abort (rs->pass, abort_reservation, rv);
     return rv;
 }
 
@@ -214,21 +218,20 @@ static int collect_reserving (const char *id, void *arg)
  * costs the same with ten or ten million released jobs stored. */
 void reservations_recover (struct reservations *rs)
 {
-    struct broker *b = rs->b;
     struct collect_ids c = {0};
     struct fmb_error e;
-    if (store_job_list_reserving (b->st, collect_reserving, &c, &e) < 0)
-        broker_log_store_error (b, "recovery", &e);
+    if (store_job_list_reserving (rs->st, collect_reserving, &c, &e) < 0)
+        broker_log_store_error (NULL, "recovery", &e);
     for (size_t i = 0; i < c.n; i++) {
         if (find_reservation (rs, c.ids[i]))
             continue;
-        if (!b->fmc) {
+        if (!rs->fmc) {
             fmb_log (
                 LOG_WARNING,
                 "job %s: was reserving hardware collectives, but no fabric manager "
                 "is configured now; marking unavailable",
                 c.ids[i]);
-            store_job_set_hwcoll (b->st,
+            store_job_set_hwcoll (rs->st,
                                   c.ids[i],
                                   STORE_HWCOLL_UNAVAILABLE,
                                   "fabric manager no longer configured",
@@ -275,17 +278,29 @@ void reservations_destroy (struct reservations *rs)
     free (rs);
 }
 
-struct reservations *reservations_create (struct broker *b)
+struct reservations *reservations_create (const struct fmb_config *cfg,
+                                          struct store *st,
+                                          struct fmc *fmc,
+                                          struct pass *pass,
+                                          struct fmsession *fms)
 {
     struct reservations *rs = calloc (1, sizeof (*rs));
-    if (rs)
-        rs->b = b;
+    if (!rs)
+        return NULL;
+    rs->cfg = cfg;
+    rs->st = st;
+    rs->fmc = fmc;
+    rs->pass = pass;
+    rs->fms = fms;
     return rs;
 }
 
-void reservations_set_ops (struct reservations *rs, const struct reservations_ops *ops)
+void reservations_set_ops (struct reservations *rs,
+                           const struct reservations_ops *ops,
+                           void *arg)
 {
     rs->ops = *ops;
+    rs->ops_arg = arg;
 }
 
 void reservations_on_orphan (struct reservations *rs, void (*fn) (void *arg), void *arg)

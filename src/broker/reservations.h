@@ -9,33 +9,44 @@
 #include "error.h"
 #include "fmclient.h"
 
-struct broker;
+struct fmb_config;
+struct fmsession;
 struct http_req;
+struct pass;
+struct store;
 struct http_problem;
 struct reservations;
 
-/* What the jobs do with a reservation (jobs.c registers them). */
+/* What the jobs do with a reservation (jobs.c registers them, with the
+ * 'arg' each is given). */
 struct reservations_ops {
     /* Record the outcome 'res' of job 'job''s reservation, inside the
      * pass's transaction (a job state transition). */
-    int (*record) (struct broker *b,
+    int (*record) (void *arg,
                    const char *job,
                    const struct fmc_result *res,
                    struct fmb_error *e);
     /* Answer a RUN that waited, with the job as stored now (the
      * reservation already ended: a job still 'reserving' had its outcome
      * lost, and is not an answer to give). */
-    int (*reply) (struct broker *b,
+    int (*reply) (void *arg,
                   struct http_req *req,
                   const char *job,
                   int status,
                   struct http_problem *p);
 };
 
-struct reservations *reservations_create (struct broker *b);
+/* The handles it uses, borrowed for its life ('fmc' NULL: VNI-only). */
+struct reservations *reservations_create (const struct fmb_config *cfg,
+                                          struct store *st,
+                                          struct fmc *fmc,
+                                          struct pass *pass,
+                                          struct fmsession *fms);
 /* Frees what reservations_shutdown left, once no FM callback can come. */
 void reservations_destroy (struct reservations *rs);
-void reservations_set_ops (struct reservations *rs, const struct reservations_ops *ops);
+void reservations_set_ops (struct reservations *rs,
+                           const struct reservations_ops *ops,
+                           void *arg);
 /* Called when a reservation whose job was never committed was made at
  * the FM anyway: an orphan, unless the RM ran the job again meanwhile. */
 void reservations_on_orphan (struct reservations *rs,

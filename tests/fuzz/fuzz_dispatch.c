@@ -52,7 +52,7 @@ static void teardown (void)
     events_destroy (b.events);
     timers_destroy (b.timers);
     store_close (b.st);
-    ratelimit_destroy (b.step_limit);
+    cleanups_destroy (b.cleanups);
     nftw (tmp_dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -86,15 +86,26 @@ static int setup (void)
     if (!(b.timers = timers_create ()) || !(b.events = events_create (&b)) ||
         store_open (db, key, &b.st, &e) < 0 || !(b.roles = roles_create ()) ||
         roles_resolve (b.roles, &b.cfg) < 0 ||
-        !(b.step_limit = ratelimit_create (20, 200, 64)) ||
+        !(b.cleanups = cleanups_create (20, 200)) ||
         http_create (&b, &b.cfg, &b.http, &e) < 0) {
         fprintf (stderr, "fuzz_dispatch: setup: %s\n", e.text);
         return -1;
     }
     /* the broker's contexts as fmbrokerd makes them, VNI-only */
     if (!(b.pass = pass_create (b.st, b.http, NULL)) ||
-        !(b.fms = fmsession_create (&b)) || !(b.outbox = outbox_create (&b)) ||
-        !(b.rsv = reservations_create (&b)) || !(b.rc = reconcile_create (&b)))
+        !(b.fms = fmsession_create (&b)) ||
+        !(b.outbox = outbox_create (
+              &b.cfg, b.st, b.fmc, b.pass, b.timers, b.fms, &b.stopping)) ||
+        !(b.rsv = reservations_create (&b.cfg, b.st, b.fmc, b.pass, b.fms)) ||
+        !(b.rc = reconcile_create (&b.cfg,
+                                   b.st,
+                                   b.fmc,
+                                   b.pass,
+                                   b.timers,
+                                   b.fms,
+                                   b.outbox,
+                                   &b.metrics,
+                                   &b.stopping)))
         return -1;
     return 0;
 }
