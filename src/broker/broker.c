@@ -72,9 +72,7 @@ bool broker_job_token_matches (struct broker *b, const char *job, const char *to
 
 void broker_count_request (struct broker *b, int status)
 {
-    int cls = status / 100;
-    if (cls >= 1 && cls <= 5)
-        b->metrics.http_by_class[cls]++;
+    metrics_count_status (b->metrics, status);
 }
 
 void broker_forget_request (struct broker *b, struct waiter *w)

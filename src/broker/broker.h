@@ -44,41 +44,6 @@
 /* Between slices of a reconciliation: requests get the loop, and the
  * listing is still matched at about a third of the loop's time. */
 #define BACKGROUND_PAUSE_MS 3
-#define STALL_WINDOW_MS     60000 /* the stall metric covers 1-2 windows */
-
-#define FM_OPS       8 /* get create patch delete list token login probe */
-#define FM_RESULTS   (FMC_UNAUTHORIZED + 1) /* the statuses an FM answer has */
-#define LAT_BUCKETS  12
-#define PASS_BUCKETS 9 /* the loop pass histogram's bounds, metrics.c */
-
-struct metrics {
-    unsigned long fm_calls[FM_OPS][FM_RESULTS];
-    unsigned long fm_latency[FM_OPS][LAT_BUCKETS + 1]; /* cumulative-ready counts */
-    double fm_latency_sum[FM_OPS];
-    unsigned long http_by_class[6]; /* 1xx..5xx */
-    unsigned long reconcile_runs;
-    unsigned long orphans_released;
-    unsigned long foreign_reservations; /* at the last reconciliation */
-    unsigned long auth_failures;        /* TCP credentials refused */
-    unsigned long auth_delayed;         /* ...of those, answered late (tarpit) */
-    unsigned long tcp_refused;          /* TCP connections closed at accept */
-    unsigned long foreign_reaped;
-    unsigned long reservations_lost;
-    unsigned long pruned_jobs; /* [broker] retain_days */
-    unsigned long pruned_events;
-    unsigned long prune_slices;     /* loop passes that pruned something */
-    unsigned long reconcile_slices; /* loop passes that matched a listing */
-    /* The longest loop pass (time spent not waiting for input), in this
-     * window and the one before, and the time its commits took. */
-    int64_t stall_us[2];
-    int64_t stall_commit_us[2];
-    int64_t stall_window; /* monotonic ms when the current window began */
-    /* every pass's time (since start): how often the loop is held, not
-     * only its longest hold */
-    unsigned long pass_busy[PASS_BUCKETS + 1];
-    double pass_busy_sum;
-};
-
 struct broker {
     struct fmb_config cfg;
     struct statelock lock; /* held for the broker's whole life */
@@ -101,7 +66,7 @@ struct broker {
     unsigned long prune_round[2]; /* jobs, events deleted in this round */
     int64_t prune_waits_since;    /* pass_defer_background */
 
-    struct metrics metrics;
+    struct metrics *metrics;      /* the counters (metrics.h) */
     struct ratelimit *step_limit; /* step cleanups per job ([api] step_cleanup_*) */
 };
 

@@ -711,10 +711,10 @@ static void identify (struct http *h, struct http_req *req)
 static void auth_failed (struct http *h, struct http_req *req)
 {
     struct tcpguard_verdict v;
-    h->b->metrics.auth_failures++;
+    metrics_add (h->b->metrics, METRIC_AUTH_FAILURES, 1);
     tcpguard_auth_failed (h->guard, req->caller.addr, now_mono (), &v);
     if (v.answer_at_ms && !h->b->stopping) {
-        h->b->metrics.auth_delayed++;
+        metrics_add (h->b->metrics, METRIC_AUTH_DELAYED, 1);
         req->tarpit_until_ms = v.answer_at_ms;
     }
     if (v.cut) {
@@ -1079,7 +1079,7 @@ static void accept_tcp (struct http *h)
         const char *why = NULL;
         if (!tcpguard_admit (h->guard, addr, &why)) {
             close (fd);
-            h->b->metrics.tcp_refused++;
+            metrics_add (h->b->metrics, METRIC_TCP_REFUSED, 1);
             int64_t now = now_mono ();
             if (now - h->refused_logged_ms >= 10000) {
                 h->refused_logged_ms = now;

@@ -1412,10 +1412,10 @@ static int64_t prune_history (void *arg, int64_t mono)
         events += ne;
         more = nj == PRUNE_ROWS || ne == PRUNE_ROWS; /* a full batch: more due */
     } while (more && fmb_monotime_us () < end);
-    b->metrics.pruned_jobs += jobs;
-    b->metrics.pruned_events += events;
+    metrics_add (b->metrics, METRIC_PRUNED_JOBS, jobs);
+    metrics_add (b->metrics, METRIC_PRUNED_EVENTS, events);
     if (jobs || events)
-        b->metrics.prune_slices++;
+        metrics_add (b->metrics, METRIC_PRUNE_SLICES, 1);
     b->prune_round[0] += jobs;
     b->prune_round[1] += events;
     if (more)

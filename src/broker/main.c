@@ -502,7 +502,7 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
     int64_t disk_us = pass_take_commit_us (b->pass), finish_from = fmb_monotime_us ();
     if (store_finish_checkpoint (b->st))
         disk_us += fmb_monotime_us () - finish_from;
-    broker_note_stall (b, fmb_monotime_us () - busy_since, disk_us);
+    metrics_pass (b->metrics, fmb_monotime_us () - busy_since, disk_us, now_mono ());
     return go_on;
 }
 
@@ -611,6 +611,16 @@ static int configure (int argc, char **argv, struct fmb_config *cfg)
     return -1;
 }
 
+/* The FM client's observer: every FM call that completed, heard by the
+ * session and counted by call and result. */
+static void observe_fm (const struct fmc_result *res, void *arg)
+{
+    struct broker *b = arg;
+    if (b->fms)
+        fmsession_heard (b->fms, res);
+    metrics_fm_call (b->metrics, res);
+}
+
 /* Everything the broker serves with, in the order each needs the last;
  * -1 (logged) if one cannot be had.  shut_down frees what there is. */
 static int start (struct broker *b)
@@ -618,7 +628,7 @@ static int start (struct broker *b)
     struct fmb_error error;
     /* The store's damage hook reports to the events from the start. */
     if (!(b->timers = timers_create ()) || !(b->events = events_create (b)) ||
-        !(b->roles = roles_create ()))
+        !(b->roles = roles_create ()) || !(b->metrics = metrics_create ()))
         goto nomem;
     if (open_state (b, &error) < 0)
         goto fail;
@@ -626,7 +636,7 @@ static int start (struct broker *b)
     if (fmc_create_from_config (&b->cfg, &b->fmc, &error) < 0)
         goto fail;
     if (b->fmc)
-        fmc_set_observer (b->fmc, broker_observe_fm, b);
+        fmc_set_observer (b->fmc, observe_fm, b);
     else
         fmb_log (
             LOG_NOTICE,
@@ -668,6 +678,7 @@ static void shut_down (struct broker *b)
     fmsession_destroy (b->fms);
     store_close (b->st);
     ratelimit_destroy (b->step_limit);
+    metrics_destroy (b->metrics);
     statelock_release (&b->lock); /* after the database is closed */
 }
 

@@ -318,10 +318,10 @@ static int write_slice (void *arg, struct fmb_error *e)
  * foreign ids to stay quiet about until they change. */
 static void reconcile_finish (struct broker *b, struct reconcile *r)
 {
-    b->metrics.reconcile_runs++;
-    b->metrics.orphans_released += r->orphans;
-    b->metrics.foreign_reservations = r->foreign - r->reaped;
-    b->metrics.foreign_reaped += r->reaped;
+    metrics_add (b->metrics, METRIC_RECONCILE_RUNS, 1);
+    metrics_add (b->metrics, METRIC_ORPHANS_RELEASED, r->orphans);
+    metrics_set (b->metrics, METRIC_FOREIGN_RESERVATIONS, r->foreign - r->reaped);
+    metrics_add (b->metrics, METRIC_FOREIGN_REAPED, r->reaped);
     json_decref (b->rc->foreign_seen);
     b->rc->foreign_seen = json_incref (r->foreign_now);
     if (r->orphans)
@@ -352,7 +352,7 @@ static void slice_end (void *arg, bool committed)
         r->resume_at = now_mono () + 1000;
         return;
     }
-    b->metrics.reservations_lost += r->lost - r->slice.lost;
+    metrics_add (b->metrics, METRIC_RESERVATIONS_LOST, r->lost - r->slice.lost);
     outbox_changed (b->outbox); /* the orphans found so far go now */
     if (!r->done)
         return;
@@ -369,7 +369,7 @@ static void reconcile_step (struct broker *b)
     struct fmb_error e;
     if (!r || now_mono () < r->resume_at)
         return;
-    b->metrics.reconcile_slices++;
+    metrics_add (b->metrics, METRIC_RECONCILE_SLICES, 1);
     r->slice.scan_state = r->scan_state;
     memcpy (r->slice.scan_after, r->scan_after, sizeof (r->scan_after));
     r->slice.scanned = r->scanned;

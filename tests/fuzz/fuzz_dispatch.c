@@ -85,7 +85,7 @@ static int setup (void)
     snprintf (key, sizeof (key), "%s/token.key", dir);
     if (!(b.timers = timers_create ()) || !(b.events = events_create (&b)) ||
         store_open (db, key, &b.st, &e) < 0 || !(b.roles = roles_create ()) ||
-        roles_resolve (b.roles, &b.cfg) < 0 ||
+        !(b.metrics = metrics_create ()) || roles_resolve (b.roles, &b.cfg) < 0 ||
         !(b.step_limit = ratelimit_create (20, 200, 64)) ||
         http_create (&b, &b.cfg, &b.http, &e) < 0) {
         fprintf (stderr, "fuzz_dispatch: setup: %s\n", e.text);
