@@ -1,5 +1,5 @@
 /* broker.c: what every file of the broker shares: clocks, job and FM ids,
- * the job token check, request counts, store error logs. */
+ * the job token check, store error logs. */
 #include <stdio.h>
 #include <string.h>
 
@@ -53,8 +53,9 @@ const char *broker_local_job (struct broker *b, const char *fm_job_id)
     return fm_job_id + n + 1;
 }
 
-bool broker_job_token_matches (struct broker *b, const char *job, const char *token)
+bool broker_job_token_matches (void *arg, const char *job, const char *token)
 {
+    struct broker *b = arg;
     struct store_job *j;
     struct fmb_error e;
     bool ok = false;
@@ -68,17 +69,6 @@ bool broker_job_token_matches (struct broker *b, const char *job, const char *to
     }
     store_job_free (j);
     return ok;
-}
-
-void broker_count_request (struct broker *b, int status)
-{
-    metrics_count_status (b->metrics, status);
-}
-
-void broker_forget_request (struct broker *b, struct waiter *w)
-{
-    (void)b;
-    waitq_remove (w);
 }
 
 void broker_log_store_error (struct broker *b,

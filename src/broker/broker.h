@@ -21,6 +21,9 @@
 #include "events.h"
 #include "fmsession.h"
 #include "http.h"
+#include "httpreq.h"
+#include "waitq.h"
+#include "dispatch.h"
 #include "metrics.h"
 #include "outbox.h"
 #include "pass.h"
@@ -72,10 +75,9 @@ struct broker {
 
 /* ---- broker.c ------------------------------------------------------ */
 
-bool broker_job_token_matches (struct broker *b, const char *job, const char *token);
-void broker_count_request (struct broker *b, int status);
-/* A request is going away: out of whichever wait queue holds it. */
-void broker_forget_request (struct broker *b, struct waiter *w);
+/* Is 'token' the session token of 'job' ('arg': the broker)?  The
+ * dispatcher's check (http_deps.job_token_ok). */
+bool broker_job_token_matches (void *arg, const char *job, const char *token);
 void broker_log_store_error (struct broker *b,
                              const char *what,
                              const struct fmb_error *e);

@@ -28,6 +28,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "broker.h"
+#include "routes.h"
 #include "fileutil.h"
 #include "log.h"
 #include "monotime.h"
@@ -647,7 +648,14 @@ static int start (struct broker *b)
         b->cfg.api_step_cleanup_rate, b->cfg.api_step_cleanup_burst, 4096);
     if (!b->step_limit)
         goto nomem;
-    if (http_create (b, &b->cfg, &b->http, &error) < 0)
+    struct http_deps deps = {.routes = broker_routes,
+                             .nroutes = broker_nroutes,
+                             .route_arg = b,
+                             .roles = b->roles,
+                             .metrics = b->metrics,
+                             .job_token_ok = broker_job_token_matches,
+                             .job_token_arg = b};
+    if (http_create (&b->cfg, &deps, &b->http, &error) < 0)
         goto fail;
     if (!(b->pass = pass_create (b->st, b->http, b->fmc)) ||
         !(b->fms = fmsession_create (b)) || !(b->outbox = outbox_create (b)) ||

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "broker.h"
+#include "routes.h"
 #include "status.h"
 
 static int status_cb (struct broker *b, struct http_req *req, struct http_problem *p)

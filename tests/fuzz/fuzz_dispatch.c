@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "broker.h"
+#include "routes.h"
 #include "log.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
@@ -67,6 +68,19 @@ static void serve_pass (void)
     http_process (b.http, NULL, 0);
 }
 
+/* The transport with the route table, as fmbrokerd's start makes it. */
+static int start_http (struct fmb_error *e)
+{
+    struct http_deps deps = {.routes = broker_routes,
+                             .nroutes = broker_nroutes,
+                             .route_arg = &b,
+                             .roles = b.roles,
+                             .metrics = b.metrics,
+                             .job_token_ok = broker_job_token_matches,
+                             .job_token_arg = &b};
+    return http_create (&b.cfg, &deps, &b.http, e);
+}
+
 static int setup (void)
 {
     struct fmb_error e;
@@ -86,8 +100,7 @@ static int setup (void)
     if (!(b.timers = timers_create ()) || !(b.events = events_create (&b)) ||
         store_open (db, key, &b.st, &e) < 0 || !(b.roles = roles_create ()) ||
         !(b.metrics = metrics_create ()) || roles_resolve (b.roles, &b.cfg) < 0 ||
-        !(b.step_limit = ratelimit_create (20, 200, 64)) ||
-        http_create (&b, &b.cfg, &b.http, &e) < 0) {
+        !(b.step_limit = ratelimit_create (20, 200, 64)) || start_http (&e) < 0) {
         fprintf (stderr, "fuzz_dispatch: setup: %s\n", e.text);
         return -1;
     }
