@@ -71,6 +71,15 @@ bool broker_job_token_matches (void *arg, const char *job, const char *token)
     return ok;
 }
 
+int broker_event (struct broker *b,
+                  const char *type,
+                  const char *job,
+                  json_t *detail,
+                  struct fmb_error *error)
+{
+    return events_append (b->events, type, job, detail, error);
+}
+
 void broker_log_store_error (struct broker *b,
                              const char *what,
                              const struct fmb_error *e)

@@ -78,6 +78,13 @@ struct broker {
 /* Is 'token' the session token of 'job' ('arg': the broker)?  The
  * dispatcher's check (http_deps.job_token_ok). */
 bool broker_job_token_matches (void *arg, const char *job, const char *token);
+/* Append an event (events_append) inside the caller's transaction;
+ * 'detail' is stolen. */
+int broker_event (struct broker *b,
+                  const char *type,
+                  const char *job,
+                  json_t *detail,
+                  struct fmb_error *error);
 void broker_log_store_error (struct broker *b,
                              const char *what,
                              const struct fmb_error *e);

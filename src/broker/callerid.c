@@ -13,7 +13,7 @@
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 
-#include "broker.h"
+#include "monotime.h"
 #include "callerid.h"
 #include "fileutil.h"
 #include "httpconn.h"
@@ -68,7 +68,7 @@ static void identify_tcp (struct callerid *id, struct http_req *req)
         return;
     char node[NODE_NAME_MAX + 1];
     enum nodeauth_result r = nodeauth_verify (
-        id->nodes, c->bearer, id->cfg->revoked_nodes, now_wall (), node);
+        id->nodes, c->bearer, id->cfg->revoked_nodes, fmb_realtime_ms (), node);
     if (r == NODEAUTH_OK || r == NODEAUTH_OK_PREVIOUS) {
         c->roles |= ROLE_AGENT;
         snprintf (c->node, sizeof (c->node), "%s", node);

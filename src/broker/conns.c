@@ -14,7 +14,7 @@
 
 #include <microhttpd.h>
 
-#include "broker.h"
+#include "monotime.h"
 #include "conns.h"
 #include "fileutil.h"
 #include "httpconn.h"
@@ -119,7 +119,7 @@ void conns_set_daemon (struct conns *h, bool tcp, struct MHD_Daemon *d)
 
 void conns_arm (struct http_conn *c)
 {
-    c->deadline_ms = now_mono () + c->cs->request_timeout_ms;
+    c->deadline_ms = fmb_monotime_ms () + c->cs->request_timeout_ms;
 }
 
 /* The request is read: what remains is the broker's work, not the peer's. */
@@ -180,7 +180,7 @@ void conns_closed (struct conns *h, void **ctx)
  * libmicrohttpd read end-of-file, close it, and free its slot. */
 void conns_cut_late (struct conns *h)
 {
-    int64_t now = now_mono ();
+    int64_t now = fmb_monotime_ms ();
     for (struct http_conn *c = h->conns; c; c = c->next)
         if (c->deadline_ms && !c->cut && now >= c->deadline_ms) {
             c->cut = true;
@@ -190,7 +190,7 @@ void conns_cut_late (struct conns *h)
 
 int conns_next_deadline_ms (const struct conns *h)
 {
-    int64_t best = -1, now = now_mono ();
+    int64_t best = -1, now = fmb_monotime_ms ();
     for (const struct http_conn *c = h->conns; c; c = c->next)
         if (c->deadline_ms && !c->cut && (best < 0 || c->deadline_ms < best))
             best = c->deadline_ms;
@@ -221,7 +221,7 @@ static void refuse (struct conns *h, int fd, uid_t uid, const char *why)
     ssize_t ignored = send (fd, msg, (size_t)mlen, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)ignored;
     close (fd);
-    int64_t now = now_mono ();
+    int64_t now = fmb_monotime_ms ();
     if (now - h->refused_logged_ms >= 10000) { /* a flood is one line per 10 s */
         h->refused_logged_ms = now;
         fmb_log (LOG_WARNING,
@@ -238,7 +238,7 @@ static void refuse (struct conns *h, int fd, uid_t uid, const char *why)
  * logged once, then once a minute with how often it happened. */
 static void accept_failed (struct conns *h, const char *which, int err)
 {
-    int64_t now = now_mono ();
+    int64_t now = fmb_monotime_ms ();
     if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
         h->accept_paused_until_ms = now + ACCEPT_PAUSE_MS;
     h->accept_err.count++;
@@ -330,7 +330,7 @@ static void accept_tcp (struct conns *h)
         if (!tcpguard_admit (h->guard, addr, &why)) {
             close (fd);
             metrics_add (h->metrics, METRIC_TCP_REFUSED, 1);
-            int64_t now = now_mono ();
+            int64_t now = fmb_monotime_ms ();
             if (now - h->refused_logged_ms >= 10000) {
                 h->refused_logged_ms = now;
                 fmb_log (LOG_WARNING,
@@ -351,12 +351,12 @@ static void accept_tcp (struct conns *h)
 
 static bool accepting (const struct conns *h)
 {
-    return h->accept_paused_until_ms <= now_mono ();
+    return h->accept_paused_until_ms <= fmb_monotime_ms ();
 }
 
 int64_t conns_accept_paused_ms (const struct conns *h)
 {
-    return accepting (h) ? -1 : h->accept_paused_until_ms - now_mono ();
+    return accepting (h) ? -1 : h->accept_paused_until_ms - fmb_monotime_ms ();
 }
 
 int conns_pollfds (struct conns *h, struct pollfd *fds, int max)

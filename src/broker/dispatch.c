@@ -16,7 +16,7 @@
 #include "jsonutil.h"
 #include "log.h"
 #include "metrics.h"
-#include "broker.h"
+#include "monotime.h"
 
 struct dispatch {
     const struct route *routes;
@@ -106,7 +106,7 @@ static void auth_failed (struct http_req *req)
 {
     struct tcpguard_verdict v;
     metrics_add (req->sh->metrics, METRIC_AUTH_FAILURES, 1);
-    tcpguard_auth_failed (req->sh->guard, req->caller.addr, now_mono (), &v);
+    tcpguard_auth_failed (req->sh->guard, req->caller.addr, fmb_monotime_ms (), &v);
     if (v.answer_at_ms && !req->sh->quiesced) {
         metrics_add (req->sh->metrics, METRIC_AUTH_DELAYED, 1);
         req->tarpit_until_ms = v.answer_at_ms;

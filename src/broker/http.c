@@ -14,7 +14,7 @@
 
 #include <microhttpd.h>
 
-#include "broker.h"
+#include "monotime.h"
 #include "callerid.h"
 #include "conns.h"
 #include "dispatch.h"
@@ -210,7 +210,7 @@ static enum MHD_Result access_cb (void *cls,
         }
         return MHD_YES;
     }
-    if (req->replied && req->tarpit_until_ms > now_mono ()) {
+    if (req->replied && req->tarpit_until_ms > fmb_monotime_ms ()) {
         tarpit_add (req);
         return MHD_YES;
     }
@@ -236,7 +236,7 @@ static void tarpit_remove (struct http_req *req)
 /* Until the earliest delayed answer is due (0: now; -1: none). */
 static int64_t tarpit_next_ms (const struct http *h)
 {
-    int64_t now = now_mono (), next = -1;
+    int64_t now = fmb_monotime_ms (), next = -1;
     for (const struct http_req *r = h->tarpit; r; r = r->tarpit_next) {
         int64_t d = r->tarpit_until_ms > now ? r->tarpit_until_ms - now : 0;
         if (next < 0 || d < next)
@@ -248,7 +248,7 @@ static int64_t tarpit_next_ms (const struct http *h)
 /* Resume the delayed answers whose time came. */
 static void tarpit_run (struct http *h)
 {
-    int64_t now = now_mono ();
+    int64_t now = fmb_monotime_ms ();
     for (struct http_req **pp = &h->tarpit; *pp;) {
         struct http_req *req = *pp;
         if (req->tarpit_until_ms <= now) {

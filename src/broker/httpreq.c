@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker.h"
+#include "monotime.h"
 #include "httpconn.h"
 #include "httpreq.h"
 #include "log.h"
@@ -311,7 +311,7 @@ int http_query_number (
 
 bool httpreq_refusal_log_due (struct http_shared *sh)
 {
-    int64_t now = now_mono ();
+    int64_t now = fmb_monotime_ms ();
     if (now - sh->rlog.window_ms >= REFUSAL_LOG_MS) {
         if (sh->rlog.dropped)
             fmb_log (LOG_WARNING,

@@ -349,7 +349,7 @@ static int open_state (struct broker *b, struct fmb_error *error)
                  fixed->made,
                  fixed->counts,
                  fixed->counts == 1 ? "" : "s");
-    store_set_damage_hook (b->st, broker_token_damaged, b);
+    store_set_damage_hook (b->st, events_token_damaged, b->events);
     store_set_clock (b->st, broker_wall_clock, NULL);
     return 0;
 }
@@ -519,6 +519,7 @@ static int64_t watchdog_ping (void *arg, int64_t now)
 static void shutdown_gracefully (struct broker *b, int sigfd)
 {
     b->stopping = true;
+    fmsession_stop (b->fms);
     http_quiesce (b->http);
     /* Reservations in flight get their deadline; their intent is in the
      * store either way, so cutting them short later loses nothing. */
@@ -527,7 +528,7 @@ static void shutdown_gracefully (struct broker *b, int sigfd)
         loop_once (b, sigfd, 50);
     reservations_shutdown (b->rsv);
     outbox_steps_answer_all (b->outbox);
-    broker_events_wake (b, true);
+    events_wake (b->events, true);
     for (int i = 0; i < 5; i++) /* let the answers go out */
         loop_once (b, sigfd, 10);
 }
@@ -628,7 +629,7 @@ static int start (struct broker *b)
 {
     struct fmb_error error;
     /* The store's damage hook reports to the events from the start. */
-    if (!(b->timers = timers_create ()) || !(b->events = events_create (b)) ||
+    if (!(b->timers = timers_create ()) || !(b->events = events_create (b->timers)) ||
         !(b->roles = roles_create ()) || !(b->metrics = metrics_create ()))
         goto nomem;
     if (open_state (b, &error) < 0)
@@ -657,9 +658,12 @@ static int start (struct broker *b)
                              .job_token_arg = b};
     if (http_create (&b->cfg, &deps, &b->http, &error) < 0)
         goto fail;
-    if (!(b->pass = pass_create (b->st, b->http, b->fmc)) ||
-        !(b->fms = fmsession_create (b)) || !(b->outbox = outbox_create (b)) ||
-        !(b->rsv = reservations_create (b)) || !(b->rc = reconcile_create (b)))
+    if (!(b->pass = pass_create (b->st, b->http, b->fmc)))
+        goto nomem;
+    events_attach (b->events, b->st, b->pass);
+    if (!(b->fms = fmsession_create (b->timers, b->fmc, &b->cfg, b->events)) ||
+        !(b->outbox = outbox_create (b)) || !(b->rsv = reservations_create (b)) ||
+        !(b->rc = reconcile_create (b)))
         goto nomem;
     jobs_start (b); /* before recovery: the reservations' outcomes */
     reservations_recover (b->rsv);

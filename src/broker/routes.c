@@ -90,7 +90,7 @@ static int events_cb (struct broker *b, struct http_req *req, struct http_proble
         return http_problemf (p, 400, "wait: seconds, 0..%d", EVENT_WAIT_MAX_S);
     if (http_query_number (req, "limit", 1, 1000, &limit) < 0)
         return http_problemf (p, 400, "limit: 1..1000");
-    broker_events_wait (b, req, (long long)after, (unsigned)limit, (unsigned)wait);
+    events_wait (b->events, req, (long long)after, (unsigned)limit, (unsigned)wait);
     return 0;
 }
 

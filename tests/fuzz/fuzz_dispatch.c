@@ -97,7 +97,7 @@ static int setup (void)
     char db[600], key[600];
     snprintf (db, sizeof (db), "%s/fmbroker.db", dir);
     snprintf (key, sizeof (key), "%s/token.key", dir);
-    if (!(b.timers = timers_create ()) || !(b.events = events_create (&b)) ||
+    if (!(b.timers = timers_create ()) || !(b.events = events_create (b.timers)) ||
         store_open (db, key, &b.st, &e) < 0 || !(b.roles = roles_create ()) ||
         !(b.metrics = metrics_create ()) || roles_resolve (b.roles, &b.cfg) < 0 ||
         !(b.step_limit = ratelimit_create (20, 200, 64)) || start_http (&e) < 0) {
@@ -105,9 +105,12 @@ static int setup (void)
         return -1;
     }
     /* the broker's contexts as fmbrokerd makes them, VNI-only */
-    if (!(b.pass = pass_create (b.st, b.http, NULL)) ||
-        !(b.fms = fmsession_create (&b)) || !(b.outbox = outbox_create (&b)) ||
-        !(b.rsv = reservations_create (&b)) || !(b.rc = reconcile_create (&b)))
+    if (!(b.pass = pass_create (b.st, b.http, NULL)))
+        return -1;
+    events_attach (b.events, b.st, b.pass);
+    if (!(b.fms = fmsession_create (b.timers, NULL, &b.cfg, b.events)) ||
+        !(b.outbox = outbox_create (&b)) || !(b.rsv = reservations_create (&b)) ||
+        !(b.rc = reconcile_create (&b)))
         return -1;
     return 0;
 }
