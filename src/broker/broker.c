@@ -6,6 +6,8 @@
 #include <openssl/crypto.h>
 
 #include "broker.h"
+#include "events.h"
+#include "store.h"
 #include "log.h"
 #include "monotime.h"
 

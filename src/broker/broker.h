@@ -1,6 +1,7 @@
 /* broker.h: fmbrokerd's context, a set of pointers to its sub-contexts,
- * and what its files share.  src/broker/README is the map: each file's
- * one job, and where a change of each common kind goes.
+ * and what its files share.  It includes none of the sub-contexts'
+ * headers: each file includes those it uses.  src/broker/README is the
+ * map: each file's one job, and where a change of each common kind goes.
  *
  * Everything runs on the loop's one thread.  The store is the truth; what
  * is in memory here (FM calls in flight, waiting requests) is rebuilt or
@@ -16,24 +17,25 @@
 #include <jansson.h>
 
 #include "config.h"
-#include "svccheck.h"
-#include "fmclient.h"
-#include "events.h"
-#include "fmsession.h"
-#include "http.h"
-#include "httpreq.h"
-#include "waitq.h"
-#include "dispatch.h"
-#include "metrics.h"
-#include "outbox.h"
-#include "pass.h"
-#include "ratelimit.h"
-#include "reconcile.h"
-#include "reservations.h"
-#include "roles.h"
+#include "error.h"
 #include "statelock.h"
-#include "timer.h"
-#include "store.h"
+
+struct events;
+struct fmc;
+struct fmsession;
+struct http;
+struct http_problem;
+struct http_req;
+struct metrics;
+struct outbox;
+struct pass;
+struct ratelimit;
+struct reconciler;
+struct reservations;
+struct roles;
+struct store;
+struct timer;
+struct timers;
 
 #define EVENT_WAIT_MAX_S 60
 #define STEP_WAIT_MAX_S  60
@@ -90,26 +92,6 @@ void broker_log_store_error (struct broker *b,
                              const struct fmb_error *e);
 /* "cluster-job" for a job id. */
 void broker_fm_id (struct broker *b, const char *job, char *out, size_t len);
-
-/* ---- config_apply.c ----------------------------------------------- */
-
-/* What start needs beyond a parsed configuration (FM credentials, CA and
- * client certificates, the TCP listener's files), checked without side
- * effects: start and --check-config both call it. */
-int broker_check_config (const struct fmb_config *cfg, struct fmb_error *error);
-/* The same checks, every problem reported (not only the first), with the
- * state directory and the socket's directory as this process's user;
- * returns how many there were. */
-int broker_check_all (const struct fmb_config *cfg,
-                      svccheck_report_f report,
-                      void *arg);
-/* Reload: take 'next' (loaded and checked) as the running configuration.
- * Keys that need a restart keep their old values (logged); returns how
- * many of those changed, or -1 (nothing changed) if a file it re-reads
- * (the tokens file) is bad. */
-int broker_apply_config (struct broker *b,
-                         struct fmb_config *next,
-                         struct fmb_error *error);
 
 /* ---- jobs.c -------------------------------------------------------- */
 

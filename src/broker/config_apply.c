@@ -24,6 +24,12 @@
 #include <sys/stat.h>
 
 #include "broker.h"
+#include "config_apply.h"
+#include "fmclient.h"
+#include "http.h"
+#include "reconcile.h"
+#include "roles.h"
+#include "svccheck.h"
 #include "callerid.h"
 #include "fileutil.h"
 #include "log.h"

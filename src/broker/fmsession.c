@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "broker.h"
+#include "fmclient.h"
 #include "events.h"
 #include "fmsession.h"
 #include "log.h"

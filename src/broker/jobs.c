@@ -20,6 +20,17 @@
 #include <string.h>
 
 #include "broker.h"
+#include "fmclient.h"
+#include "fmsession.h"
+#include "httpreq.h"
+#include "metrics.h"
+#include "outbox.h"
+#include "pass.h"
+#include "ratelimit.h"
+#include "reconcile.h"
+#include "reservations.h"
+#include "store.h"
+#include "timer.h"
 #include "jsonutil.h"
 #include "nsscache.h"
 #include "log.h"

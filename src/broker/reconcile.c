@@ -13,6 +13,13 @@
 #include <string.h>
 
 #include "broker.h"
+#include "fmclient.h"
+#include "fmsession.h"
+#include "metrics.h"
+#include "pass.h"
+#include "reservations.h"
+#include "store.h"
+#include "timer.h"
 #include "log.h"
 #include "monotime.h"
 #include "offloop.h"

@@ -4,6 +4,12 @@
 #include <string.h>
 
 #include "broker.h"
+#include "events.h"
+#include "fmsession.h"
+#include "httpreq.h"
+#include "pass.h"
+#include "reconcile.h"
+#include "store.h"
 #include "routes.h"
 #include "status.h"
 

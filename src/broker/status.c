@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "broker.h"
+#include "fmsession.h"
+#include "store.h"
 #include "log.h"
 #include "metrics.h"
 #include "status.h"

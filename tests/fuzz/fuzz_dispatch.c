@@ -21,6 +21,18 @@
 #include <unistd.h>
 
 #include "broker.h"
+#include "events.h"
+#include "fmsession.h"
+#include "http.h"
+#include "metrics.h"
+#include "outbox.h"
+#include "pass.h"
+#include "ratelimit.h"
+#include "reconcile.h"
+#include "reservations.h"
+#include "roles.h"
+#include "store.h"
+#include "timer.h"
 #include "routes.h"
 #include "log.h"
 
