@@ -400,14 +400,10 @@ void conns_quiesce (struct conns *h)
 
 /* ---- listening sockets ---------------------------------------------- */
 
-int conns_listen_unix (struct conns *h, const char *path, struct fmb_error *error)
+/* The socket's directory, made if missing. */
+static int socket_dir (const char *path, struct fmb_error *error)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
     char dir[FMB_UNIX_PATH_MAX];
-    if (strlen (path) >= sizeof (sa.sun_path)) {
-        errno = ENAMETOOLONG;
-        return fmb_errorf (error, "[api] socket: path too long");
-    }
     snprintf (dir, sizeof (dir), "%s", path);
     char *slash = strrchr (dir, '/');
     if (slash && slash != dir) {
@@ -423,6 +419,18 @@ int conns_listen_unix (struct conns *h, const char *path, struct fmb_error *erro
             return fmb_errorf (
                 error, "[api] socket: chmod 0755 %s: %s", dir, strerror (errno));
     }
+    return 0;
+}
+
+int conns_listen_unix (struct conns *h, const char *path, struct fmb_error *error)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen (path) >= sizeof (sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return fmb_errorf (error, "[api] socket: path too long");
+    }
+    if (socket_dir (path, error) < 0)
+        return -1;
     strcpy (sa.sun_path, path);
     int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)

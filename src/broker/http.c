@@ -148,6 +148,43 @@ static void tarpit_add (struct http_req *req)
     }
 }
 
+/* A request's first call: its record, and whether its target or headers
+ * are over our limits already. */
+static struct http_req *req_new (struct listener *l,
+                                 struct MHD_Connection *conn,
+                                 const char *url,
+                                 const char *method)
+{
+    struct http_req *req = calloc (1, sizeof (*req));
+    if (!req)
+        return NULL;
+    req->h = l->h;
+    req->sh = &l->h->sh;
+    req->tcp = l->tcp;
+    req->conn = conn;
+    req->wait.req = req;
+    snprintf (req->method, sizeof (req->method), "%s", method);
+    req->early_status = oversize_status (conn, url);
+    return req;
+}
+
+/* More of the body: kept up to API_MAX_BODY, past it only noted. */
+static enum MHD_Result req_read (struct http_req *req, const char *data, size_t n)
+{
+    if (req->len + n > API_MAX_BODY)
+        req->too_large = true; /* keep reading, answer 413 at the end */
+    else {
+        char *nb = realloc (req->body, req->len + n + 1);
+        if (!nb)
+            return MHD_NO;
+        memcpy (nb + req->len, data, n);
+        req->body = nb;
+        req->len += n;
+        req->body[req->len] = '\0';
+    }
+    return MHD_YES;
+}
+
 static enum MHD_Result access_cb (void *cls,
                                   struct MHD_Connection *conn,
                                   const char *url,
@@ -158,37 +195,16 @@ static enum MHD_Result access_cb (void *cls,
                                   void **con_cls)
 {
     struct listener *l = cls;
-    struct http *h = l->h;
     struct http_req *req = *con_cls;
     (void)version;
     if (!req) {
-        req = calloc (1, sizeof (*req));
-        if (!req)
-            return MHD_NO;
-        req->h = h;
-        req->sh = &h->sh;
-        req->tcp = l->tcp;
-        req->conn = conn;
-        req->wait.req = req;
-        snprintf (req->method, sizeof (req->method), "%s", method);
-        req->early_status = oversize_status (conn, url);
-        *con_cls = req;
-        return MHD_YES;
+        *con_cls = req = req_new (l, conn, url, method);
+        return req ? MHD_YES : MHD_NO;
     }
     if (*upload_size) {
-        if (req->len + *upload_size > API_MAX_BODY)
-            req->too_large = true; /* keep reading, answer 413 at the end */
-        else {
-            char *nb = realloc (req->body, req->len + *upload_size + 1);
-            if (!nb)
-                return MHD_NO;
-            memcpy (nb + req->len, upload_data, *upload_size);
-            req->body = nb;
-            req->len += *upload_size;
-            req->body[req->len] = '\0';
-        }
+        size_t n = *upload_size;
         *upload_size = 0;
-        return MHD_YES;
+        return req_read (req, upload_data, n);
     }
     if (!req->handled) {
         req->handled = true;
@@ -200,7 +216,7 @@ static enum MHD_Result access_cb (void *cls,
             http_reply_problem (
                 req, 431, "request headers larger than %d bytes", HTTP_MAX_HEADERS);
         else
-            dispatch_request (h->disp, req, url);
+            dispatch_request (l->h->disp, req, url);
     }
     if (req->replied && req->held) {
         /* answered in this pass: goes out after the pass's commit */
