@@ -1,11 +1,13 @@
 /* broker.c: what every file of the broker shares: clocks, job and FM ids,
- * the job token check, request counts, store error logs. */
+ * the job token check, store error logs. */
 #include <stdio.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 
 #include "broker.h"
+#include "events.h"
+#include "store.h"
 #include "fmids.h"
 #include "log.h"
 #include "monotime.h"
@@ -51,8 +53,9 @@ const char *broker_local_job (struct broker *b, const char *fm_job_id)
     return fmids_local_job (b->cfg.cluster_name, fm_job_id);
 }
 
-bool broker_job_token_matches (struct broker *b, const char *job, const char *token)
+bool broker_job_token_matches (void *arg, const char *job, const char *token)
 {
+    struct broker *b = arg;
     struct store_job *j;
     struct fmb_error e;
     bool ok = false;
@@ -68,17 +71,13 @@ bool broker_job_token_matches (struct broker *b, const char *job, const char *to
     return ok;
 }
 
-void broker_count_request (struct broker *b, int status)
+int broker_event (struct broker *b,
+                  const char *type,
+                  const char *job,
+                  json_t *detail,
+                  struct fmb_error *error)
 {
-    int cls = status / 100;
-    if (cls >= 1 && cls <= 5)
-        b->metrics.http_by_class[cls]++;
-}
-
-void broker_forget_request (struct broker *b, struct waiter *w)
-{
-    (void)b;
-    waitq_remove (w);
+    return events_append (b->events, type, job, detail, error);
 }
 
 void broker_log_store_error (struct broker *b,

@@ -24,6 +24,13 @@
 #include <sys/stat.h>
 
 #include "broker.h"
+#include "config_apply.h"
+#include "fmclient.h"
+#include "http.h"
+#include "reconcile.h"
+#include "roles.h"
+#include "svccheck.h"
+#include "callerid.h"
 #include "fileutil.h"
 #include "log.h"
 #include "nsscache.h"
@@ -81,7 +88,7 @@ static int check_fm (const struct fmb_config *cfg, svccheck_report_f report, voi
 
 int broker_check_all (const struct fmb_config *cfg, svccheck_report_f report, void *arg)
 {
-    return check_fm (cfg, report, arg) + http_check_files (cfg, report, arg) +
+    return check_fm (cfg, report, arg) + callerid_check_files (cfg, report, arg) +
            svccheck_paths (cfg, report, arg);
 }
 

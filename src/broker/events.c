@@ -4,11 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker.h"
 #include "events.h"
+#include "httpreq.h"
 #include "log.h"
+#include "monotime.h"
+#include "pass.h"
+#include "store.h"
+#include "timer.h"
+#include "waitq.h"
 
 struct events {
+    struct store *st;
+    struct pass *pass;    /* damage reports are forgotten at its commit */
     struct waitq readers; /* long-poll readers of /v1/events */
     struct timer *timer, *damage_timer;
     /* Jobs whose stored token did not decrypt: logged at once, an event
@@ -20,21 +27,27 @@ struct events {
     unsigned n_damaged_seen;
 };
 
-int broker_event (struct broker *b,
-                  const char *type,
-                  const char *job,
-                  json_t *detail,
-                  struct fmb_error *error)
+/* The broker's store error line (as broker_log_store_error). */
+static void log_store_error (const char *what, const struct fmb_error *e)
+{
+    fmb_log (LOG_ERR, "%s: store: %s", what, e->text);
+}
+
+int events_append (struct events *ev,
+                   const char *type,
+                   const char *job,
+                   json_t *detail,
+                   struct fmb_error *error)
 {
     char *text = detail ? json_dumps (detail, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref (detail);
-    int rc = store_event_append (b->st, type, job, text, NULL, error);
+    int rc = store_event_append (ev->st, type, job, text, NULL, error);
     free (text);
     if (rc == 0) {
         fmb_log (LOG_INFO, "event %s%s%s", type, job ? " job " : "", job ? job : "");
         /* long-poll readers have news (none: no pass just for them) */
-        if (!waitq_empty (&b->events->readers))
-            timer_wake (b->events->timer, 0);
+        if (!waitq_empty (&ev->readers))
+            timer_wake (ev->timer, 0);
     }
     return rc;
 }
@@ -65,20 +78,23 @@ static int collect_event (const struct store_event *ev, void *arg)
 }
 
 /* The events after 'after' as the API shows them, or NULL on error. */
-static json_t *events_after (struct broker *b, int64_t after, unsigned limit, bool *any)
+static json_t *events_after (struct events *ev,
+                             int64_t after,
+                             unsigned limit,
+                             bool *any)
 {
     struct event_collect c = {json_array (), after};
     struct fmb_error e;
-    if (store_event_list (b->st, after, limit, collect_event, &c, &e) < 0) {
+    if (store_event_list (ev->st, after, limit, collect_event, &c, &e) < 0) {
         json_decref (c.list);
-        broker_log_store_error (b, "events", &e);
+        log_store_error ("events", &e);
         return NULL;
     }
     /* A reader whose cursor is older than first_seq - 1 missed events that
      * [broker] retain_days pruned. */
     int64_t first = 0;
-    if (store_event_first (b->st, &first, &e) < 0)
-        broker_log_store_error (b, "events", &e);
+    if (store_event_first (ev->st, &first, &e) < 0)
+        log_store_error ("events", &e);
     *any = json_array_size (c.list) > 0;
     return json_pack ("{s:o, s:I, s:I}",
                       "events",
@@ -90,7 +106,7 @@ static json_t *events_after (struct broker *b, int64_t after, unsigned limit, bo
 }
 
 struct events_wake {
-    struct broker *b;
+    struct events *ev;
     int64_t last, now;
     bool all;
 };
@@ -102,63 +118,56 @@ static void event_reply (struct waiter *w, void *arg)
         return;
     waitq_remove (w);
     bool any;
-    json_t *o = events_after (ew->b, w->after, (unsigned)w->key, &any);
+    json_t *o = events_after (ew->ev, w->after, (unsigned)w->key, &any);
     if (o)
         http_reply (w->req, 200, o);
     else
         http_reply_problem (w->req, 503, "event log unreadable");
 }
 
-void broker_events_wake (struct broker *b, bool all)
+void events_wake (struct events *ev, bool all)
 {
-    struct events_wake ew = {.b = b, .all = all};
+    struct events_wake ew = {.ev = ev, .all = all};
     struct fmb_error e;
-    if (waitq_empty (&b->events->readers) || store_event_last (b->st, &ew.last, &e) < 0)
+    if (waitq_empty (&ev->readers) || store_event_last (ev->st, &ew.last, &e) < 0)
         return;
-    ew.now = now_mono ();
-    waitq_each (&b->events->readers, event_reply, &ew);
+    ew.now = fmb_monotime_ms ();
+    waitq_each (&ev->readers, event_reply, &ew);
 }
 
-void broker_events_wait (struct broker *b,
-                         struct http_req *req,
-                         int64_t after,
-                         unsigned limit,
-                         unsigned wait_s)
+void events_wait (struct events *ev,
+                  struct http_req *req,
+                  int64_t after,
+                  unsigned limit,
+                  unsigned wait_s)
 {
     struct waiter *w = http_wait (req);
     w->after = after;
     w->key = (int64_t)limit;
-    w->deadline_ms = now_mono () + (int64_t)wait_s * 1000;
-    waitq_add (&b->events->readers, w);
+    w->deadline_ms = fmb_monotime_ms () + (int64_t)wait_s * 1000;
+    waitq_add (&ev->readers, w);
     http_suspend (req);
     /* Answers now if there is news or no wait was asked for. */
-    broker_events_wake (b, false);
-    timer_wake (b->events->timer, (int64_t)wait_s * 1000);
+    events_wake (ev, false);
+    timer_wake (ev->timer, (int64_t)wait_s * 1000);
 }
 
 static int64_t events_timer (void *arg, int64_t now)
 {
-    struct broker *b = arg;
-    broker_events_wake (b, false);
-    return waitq_next_deadline_ms (&b->events->readers, now);
+    struct events *ev = arg;
+    events_wake (ev, false);
+    return waitq_next_deadline_ms (&ev->readers, now);
 }
 
-static int64_t damage_timer (void *arg, int64_t now)
+void events_token_damaged (void *arg, const char *job, const char *why)
 {
-    (void)now;
-    broker_report_damage (arg);
-    return TIMER_IDLE;
-}
-
-void broker_token_damaged (void *arg, const char *job, const char *why)
-{
-    struct broker *b = arg;
-    unsigned kept = b->events->n_damaged_seen < 64 ? b->events->n_damaged_seen : 64;
+    struct events *ev = arg;
+    unsigned kept = ev->n_damaged_seen < 64 ? ev->n_damaged_seen : 64;
     for (unsigned i = 0; i < kept; i++)
-        if (strcmp (b->events->damaged_seen[i], job) == 0)
+        if (strcmp (ev->damaged_seen[i], job) == 0)
             return;
-    snprintf (b->events->damaged_seen[b->events->n_damaged_seen++ % 64],
-              sizeof (b->events->damaged_seen[0]),
+    snprintf (ev->damaged_seen[ev->n_damaged_seen++ % 64],
+              sizeof (ev->damaged_seen[0]),
               "%s",
               job);
     /* Never the token (it did not decrypt anyway), nor the blob. */
@@ -167,62 +176,74 @@ void broker_token_damaged (void *arg, const char *job, const char *why)
              "goes on without it",
              job,
              why);
-    if (b->events->n_damaged_new < 16)
-        snprintf (b->events->damaged_new[b->events->n_damaged_new++],
-                  sizeof (b->events->damaged_new[0]),
+    if (ev->n_damaged_new < 16)
+        snprintf (ev->damaged_new[ev->n_damaged_new++],
+                  sizeof (ev->damaged_new[0]),
                   "%s",
                   job);
-    timer_wake (b->events->damage_timer, 0);
+    timer_wake (ev->damage_timer, 0);
 }
 
 /* The pass that wrote the damage events ended: forget them once they
  * are durable; if not, they are written again in the next pass. */
 static void damage_reported (void *arg, bool committed)
 {
-    struct broker *b = arg;
-    int n = b->events->n_damaged_reporting;
-    b->events->n_damaged_reporting = 0;
+    struct events *ev = arg;
+    int n = ev->n_damaged_reporting;
+    ev->n_damaged_reporting = 0;
     if (!committed) {
-        timer_wake (b->events->damage_timer, 1000);
+        timer_wake (ev->damage_timer, 1000);
         return;
     }
-    memmove (
-        b->events->damaged_new,
-        b->events->damaged_new + n,
-        (size_t)(b->events->n_damaged_new - n) * sizeof (b->events->damaged_new[0]));
-    b->events->n_damaged_new -= n;
+    memmove (ev->damaged_new,
+             ev->damaged_new + n,
+             (size_t)(ev->n_damaged_new - n) * sizeof (ev->damaged_new[0]));
+    ev->n_damaged_new -= n;
 }
 
 /* Outside any read of the jobs table: the events are written in the
  * pass's transaction. */
-void broker_report_damage (struct broker *b)
+static void report_damage (struct events *ev)
 {
-    if (b->events->n_damaged_new == 0 || b->events->n_damaged_reporting)
+    if (ev->n_damaged_new == 0 || ev->n_damaged_reporting)
         return;
-    for (int i = 0; i < b->events->n_damaged_new; i++) {
+    for (int i = 0; i < ev->n_damaged_new; i++) {
         struct fmb_error e;
-        if (broker_event (
-                b,
+        if (events_append (
+                ev,
                 "token_damaged",
-                b->events->damaged_new[i],
+                ev->damaged_new[i],
                 json_pack (
                     "{s:s}", "detail", "the stored session token does not decrypt"),
                 &e) < 0)
-            broker_log_store_error (b, "token_damaged event", &e);
+            log_store_error ("token_damaged event", &e);
     }
-    b->events->n_damaged_reporting = b->events->n_damaged_new;
-    if (!pass_open (b->pass) || pass_on_end (b->pass, damage_reported, b) < 0)
-        damage_reported (b, true);
+    ev->n_damaged_reporting = ev->n_damaged_new;
+    if (!pass_open (ev->pass) || pass_on_end (ev->pass, damage_reported, ev) < 0)
+        damage_reported (ev, true);
 }
 
-struct events *events_create (struct broker *b)
+static int64_t damage_timer (void *arg, int64_t now)
+{
+    (void)now;
+    report_damage (arg);
+    return TIMER_IDLE;
+}
+
+struct events *events_create (struct timers *timers)
 {
     struct events *ev = calloc (1, sizeof (*ev));
     if (!ev)
         return NULL;
-    ev->damage_timer = timer_add (b->timers, "damage reports", 0, damage_timer, b);
-    ev->timer = timer_add (b->timers, "event readers", TIMER_IDLE, events_timer, b);
+    ev->damage_timer = timer_add (timers, "damage reports", 0, damage_timer, ev);
+    ev->timer = timer_add (timers, "event readers", TIMER_IDLE, events_timer, ev);
     return ev;
+}
+
+void events_attach (struct events *ev, struct store *st, struct pass *pass)
+{
+    ev->st = st;
+    ev->pass = pass;
 }
 
 void events_destroy (struct events *ev)

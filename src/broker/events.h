@@ -12,33 +12,38 @@
 
 #include "error.h"
 
-struct broker;
-struct http_req;
 struct events;
+struct http_req;
+struct pass;
+struct store;
+struct timers;
 
-struct events *events_create (struct broker *b);
+/* Its timers (readers' deadlines, damage reports) on 'timers'. */
+struct events *events_create (struct timers *timers);
 void events_destroy (struct events *ev);
+/* The store it appends to and reads, and the loop pass whose commit makes
+ * a damage report durable: once both exist (before any append). */
+void events_attach (struct events *ev, struct store *st, struct pass *pass);
 
 /* Append an event inside the caller's transaction; 'detail' is stolen.
  * Readers that wait for news are woken. */
-int broker_event (struct broker *b,
-                  const char *type,
-                  const char *job,
-                  json_t *detail,
-                  struct fmb_error *error);
+int events_append (struct events *ev,
+                   const char *type,
+                   const char *job,
+                   json_t *detail,
+                   struct fmb_error *error);
 /* Answer long-poll readers that have news, and those whose wait ran out
  * ('all': every one, at shutdown). */
-void broker_events_wake (struct broker *b, bool all);
+void events_wake (struct events *ev, bool all);
 /* Suspend 'req' until an event after 'after' (at most 'limit' of them)
  * or 'wait_s' pass; answers at once if there is news. */
-void broker_events_wait (struct broker *b,
-                         struct http_req *req,
-                         int64_t after,
-                         unsigned limit,
-                         unsigned wait_s);
-/* The store's damage hook (store_set_damage_hook; 'arg' is the broker):
+void events_wait (struct events *ev,
+                  struct http_req *req,
+                  int64_t after,
+                  unsigned limit,
+                  unsigned wait_s);
+/* The store's damage hook (store_set_damage_hook; 'arg' is the events):
  * logged at once, a token_damaged event in the next pass. */
-void broker_token_damaged (void *arg, const char *job, const char *why);
-void broker_report_damage (struct broker *b);
+void events_token_damaged (void *arg, const char *job, const char *why);
 
 #endif

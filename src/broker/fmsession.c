@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "broker.h"
+#include "fmclient.h"
+#include "events.h"
 #include "fmsession.h"
 #include "log.h"
 #include "timer.h"
@@ -14,7 +16,10 @@
 #define LIVENESS_JOB_ID "fmbroker-liveness"
 
 struct fmsession {
-    struct broker *b;
+    struct fmc *fmc;              /* NULL: VNI-only */
+    const struct fmb_config *cfg; /* the running one ([fabric_manager] url) */
+    struct events *events;        /* ups and downs are events */
+    bool stopping;                /* shutting down: no more probes */
     enum fm_state state;
     int64_t since_ms;  /* wall clock of the last state change */
     char error[256];   /* why it is down */
@@ -64,7 +69,7 @@ static int64_t probe_timer (void *arg, int64_t now)
 {
     struct fmsession *s = arg;
     (void)now;
-    if (!s->probe || s->b->stopping || s->state != FM_DOWN)
+    if (!s->probe || s->stopping || s->state != FM_DOWN)
         return TIMER_IDLE; /* going down sets it */
     if (s->probe_inflight) /* the first contact's listing, or a probe */
         return 250;        /* look again once it has ended */
@@ -86,7 +91,7 @@ static int64_t liveness_timer (void *arg, int64_t now)
 {
     struct fmsession *s = arg;
     struct fmb_error e;
-    if (!s->b->fmc || s->b->stopping)
+    if (!s->fmc || s->stopping)
         return TIMER_IDLE; /* no FM, or no more */
     if (s->state != FM_UP)
         return FM_LIVENESS_MS;
@@ -94,23 +99,33 @@ static int64_t liveness_timer (void *arg, int64_t now)
     if (s->liveness_inflight || quiet < FM_LIVENESS_MS)
         return s->liveness_inflight ? FM_LIVENESS_MS : FM_LIVENESS_MS - quiet;
     s->liveness_inflight = true;
-    if (fmc_probe (s->b->fmc, LIVENESS_JOB_ID, liveness_done, s, &e) < 0) {
+    if (fmc_probe (s->fmc, LIVENESS_JOB_ID, liveness_done, s, &e) < 0) {
         s->liveness_inflight = false;
         fmb_log (LOG_ERR, "fabric manager liveness probe: %s", e.text);
     }
     return FM_LIVENESS_MS;
 }
 
-struct fmsession *fmsession_create (struct broker *b)
+struct fmsession *fmsession_create (struct timers *timers,
+                                    struct fmc *fmc,
+                                    const struct fmb_config *cfg,
+                                    struct events *events)
 {
     struct fmsession *s = calloc (1, sizeof (*s));
     if (!s)
         return NULL;
-    s->b = b;
-    s->probe_timer = timer_add (b->timers, "FM probe", TIMER_IDLE, probe_timer, s);
+    s->fmc = fmc;
+    s->cfg = cfg;
+    s->events = events;
+    s->probe_timer = timer_add (timers, "FM probe", TIMER_IDLE, probe_timer, s);
     s->liveness_timer =
-        timer_add (b->timers, "FM liveness", FM_LIVENESS_MS, liveness_timer, s);
+        timer_add (timers, "FM liveness", FM_LIVENESS_MS, liveness_timer, s);
     return s;
+}
+
+void fmsession_stop (struct fmsession *s)
+{
+    s->stopping = true;
 }
 
 void fmsession_heard (struct fmsession *s, const struct fmc_result *res)
@@ -150,35 +165,41 @@ void fmsession_wake_on_up (struct fmsession *s, struct timer *tm)
         s->wake[s->nwake++] = tm;
 }
 
+/* The broker's store error line (as broker_log_store_error). */
+static void log_event_error (const struct fmb_error *e)
+{
+    fmb_log (LOG_ERR, "%s: store: %s", "event", e->text);
+}
+
 static void changed (struct fmsession *s, enum fm_state old)
 {
-    struct broker *b = s->b;
+    const char *url = s->cfg->fm_url;
     struct fmb_error e;
     if (s->state == FM_UP) {
         s->backoff_ms = 0;
         for (int i = 0; i < s->nwake; i++) /* a new session: reconcile, outbox */
             timer_wake (s->wake[i], 0);
-        fmb_log (LOG_NOTICE, "fabric manager %s: session up", b->cfg.fm_url);
-        if (old == FM_DOWN && broker_event (b,
-                                            "fm_reconnected",
-                                            NULL,
-                                            json_pack ("{s:s}", "url", b->cfg.fm_url),
-                                            &e) < 0)
-            broker_log_store_error (b, "event", &e);
+        fmb_log (LOG_NOTICE, "fabric manager %s: session up", url);
+        if (old == FM_DOWN && events_append (s->events,
+                                             "fm_reconnected",
+                                             NULL,
+                                             json_pack ("{s:s}", "url", url),
+                                             &e) < 0)
+            log_event_error (&e);
         return;
     }
     fmb_log (LOG_WARNING,
              "fabric manager %s: %s (%s); FM work waits, retrying in %u ms",
-             b->cfg.fm_url,
+             url,
              s->no_api ? "no collectives API there" : "unreachable",
              s->error,
              s->backoff_ms);
-    if (broker_event (b,
-                      "fm_disconnected",
-                      NULL,
-                      json_pack ("{s:s, s:s}", "url", b->cfg.fm_url, "error", s->error),
-                      &e) < 0)
-        broker_log_store_error (b, "event", &e);
+    if (events_append (s->events,
+                       "fm_disconnected",
+                       NULL,
+                       json_pack ("{s:s, s:s}", "url", url, "error", s->error),
+                       &e) < 0)
+        log_event_error (&e);
 }
 
 static void set_state (struct fmsession *s, enum fm_state to, const char *why)
@@ -212,7 +233,7 @@ static void set_state (struct fmsession *s, enum fm_state to, const char *why)
  * health until a call succeeds. */
 static void note_credentials (struct fmsession *s, const struct fmc_result *res)
 {
-    const char *url = s->b->cfg.fm_url;
+    const char *url = s->cfg->fm_url;
     if (res->status == FMC_UNAUTHORIZED) {
         if (!s->refused[0])
             fmb_log (

@@ -35,16 +35,26 @@ enum fm_state {
     FM_DOWN, /* unreachable: FM work waits, reconnect is retried */
 };
 
-struct broker;
-struct timer;
+struct events;
+struct fmb_config;
 struct fmsession;
+struct timer;
+struct timers;
 
 /* Starts a probe: a call whose answer comes back through fmsession_note
  * after fmsession_probe_done. */
 typedef void (*fmsession_probe_f) (void *arg);
 
-struct fmsession *fmsession_create (struct broker *b);
+/* Its timers on 'timers'; probes through 'fmc' (NULL: VNI-only); its
+ * changes logged with the url of 'cfg' (the running configuration) and
+ * appended to 'events'. */
+struct fmsession *fmsession_create (struct timers *timers,
+                                    struct fmc *fmc,
+                                    const struct fmb_config *cfg,
+                                    struct events *events);
 void fmsession_destroy (struct fmsession *s);
+/* Shutting down: no more probes. */
+void fmsession_stop (struct fmsession *s);
 /* Disabled without an FM; else connecting, with the first probe now. */
 void fmsession_start (struct fmsession *s,
                       bool configured,

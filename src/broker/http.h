@@ -1,108 +1,46 @@
 /* http.h: the REST API's transport: libmicrohttpd on the Unix socket (and
- * optionally TCP with TLS), driven by the broker's loop.
- *
- * One dispatcher does what every request needs: the caller's identity
- * (SO_PEERCRED on the Unix socket, a static bearer token on TCP), the
- * route and its percent-decoded, validated path parameters, the role
- * check, the body cap, strict JSON decoding, and problem+json for every
- * error.  Handlers only see a checked request and reply, or suspend it
- * and reply later (the connection is resumed then), or return -1 with a
- * struct http_problem that the dispatcher turns into the answer.
+ * optionally TCP with TLS), driven by the broker's loop.  It reads each
+ * request (bounded in size and in time; connections capped by conns.h)
+ * and hands it to the dispatcher (dispatch.h) with the route table it was
+ * given at create.  Answers go out when the loop pass's commit allows
+ * (group commit); those of failed authentications later (a tarpit).
+ * Handlers see httpreq.h only.
  */
 #ifndef FMB_HTTP_H
 #define FMB_HTTP_H
 
 #include <poll.h>
 #include <stdbool.h>
-#include <stdint.h>
-#include <sys/types.h>
-
-#include <jansson.h>
 
 #include "config.h"
 #include "error.h"
-#include "svccheck.h"
-#include "validate.h"
-#include "waitq.h"
-
-#define API_MAX_BODY \
-    (1024 * 1024) /* 16k nodes x ~40 B per name ~ 640 KiB, rounded up */
 
 struct broker;
 struct http;
-struct http_req;
+struct metrics;
+struct roles;
+struct route;
 
-/* Who may call a route (any of the bits). */
-enum {
-    ROLE_RM = 1,    /* resource manager: [api] rm_users, or an rm token on TCP */
-    ROLE_ADMIN = 2, /* [api] admin_users / admin_groups, or an admin token */
-    ROLE_JOB = 4,   /* holder of the session token of the job in the path */
-    ROLE_USER = 8,  /* any local user (the handler narrows it to their jobs) */
-    ROLE_ANY = 16,  /* anyone, even without credentials */
-    /* node agent on another host (TCP): reads jobs, reports nodes and
-     * cleans steps (a node's step-end hook), nothing else.  With a node
-     * token (caller.node set) only for itself and the jobs that include
-     * it; with the shared agent token ([api] shared_agent_token) for all. */
-    ROLE_AGENT = 32,
+/* What the transport is handed at create: the route table and the
+ * handles the request path uses. */
+struct http_deps {
+    const struct route *routes; /* dispatch.h; stays the caller's */
+    unsigned nroutes;
+    struct broker *route_arg; /* every handler's first argument */
+    struct roles *roles;      /* who may do what (identity, fair share) */
+    struct metrics *metrics;  /* answers by status, TCP refusals, failures */
+    /* Is 'token' the session token of 'job'?  (dispatch_token_f) */
+    bool (*job_token_ok) (void *arg, const char *job, const char *token);
+    void *job_token_arg;
 };
 
-struct caller {
-    bool local; /* Unix socket: uid/gid are the peer's */
-    uid_t uid;
-    gid_t gid;
-    unsigned roles;    /* ROLE_RM | ROLE_ADMIN | ROLE_USER held by identity */
-    bool job_token_ok; /* the bearer token is the path job's session token */
-    char bearer[256];  /* Authorization: Bearer value, or "" */
-    /* ROLE_AGENT by a node's own token or certificate: its name ("" for
-     * the shared agent token) */
-    char node[NODE_NAME_MAX + 1];
-    char addr[64]; /* TCP: the client's address; "" on the socket */
-};
-
-/* Who the caller is, for a log line: "node n1 (10.0.0.1)", "uid 1000",
- * "an rm token (10.0.0.2)", ... */
-void http_caller_name (const struct caller *c, char *out, size_t len);
-/* Log a refusal (403) with the caller's identity, untrusted text escaped;
- * at most a few lines per 10 s in all, then a count. */
-void http_log_refusal (struct http_req *req, const char *fmt, ...)
-    __attribute__ ((format (printf, 2, 3)));
-
-/* Why a handler failed: the status and detail of the RFC 9457 problem
- * document the dispatcher answers with (http_reply_failure). */
-#define HTTP_DETAIL_MAX 512
-struct http_problem {
-    int status;
-    char detail[HTTP_DETAIL_MAX];
-};
-
-/* A handler answers (http_reply*) or suspends the request and returns 0,
- * or returns -1 with 'p' filled (http_problemf), and the dispatcher
- * answers with the problem document. */
-typedef int (*route_f) (struct broker *b, struct http_req *req, struct http_problem *p);
-
-struct route {
-    const char *method;
-    const char *path; /* "/v1/jobs/{job}/steps/{step}" */
-    unsigned who;
-    bool body; /* expects a JSON object body */
-    route_f handler;
-};
-
-extern const struct route broker_routes[];
-extern const unsigned broker_nroutes;
-
-int http_create (struct broker *b,
-                 const struct fmb_config *cfg,
+/* Listen on [api] socket (and [api] tcp, with TLS).  'cfg' is the running
+ * configuration, read again at each request (reload changes it in place). */
+int http_create (const struct fmb_config *cfg,
+                 const struct http_deps *deps,
                  struct http **ret,
                  struct fmb_error *error);
 void http_destroy (struct http *h);
-/* What http_create will need from the files of the TCP listener (tokens
- * file, TLS certificate and private key), checked without listening:
- * --check-config and start share it.  Each problem is reported; returns
- * how many. */
-int http_check_files (const struct fmb_config *cfg,
-                      svccheck_report_f report,
-                      void *arg);
 /* Re-read [api] tokens_file and the node keys (reload); on failure the
  * old ones stay. */
 int http_reload_tokens (struct http *h,
@@ -120,6 +58,8 @@ void http_quiesce (struct http *h);
  * replaces them with 503s that give 'why', the store's reason). */
 void http_hold (struct http *h, bool on);
 int http_release (struct http *h, bool committed, const char *why);
+/* Answers wait for the loop pass's commit (http_hold)? */
+bool http_holds_answers (const struct http *h);
 
 int http_pollfds (struct http *h, struct pollfd *fds, int max);
 int http_timeout_ms (struct http *h);
@@ -128,61 +68,5 @@ int http_timeout_ms (struct http *h);
  * accept that finds nothing is a system call per pass for nothing);
  * NULL: no accept, only the connections already open. */
 void http_process (struct http *h, const struct pollfd *fds, int n);
-
-/* ---- for handlers -------------------------------------------------- */
-
-const struct caller *http_caller (struct http_req *req);
-/* Decoded path parameters ("" if the route has none of that name). */
-const char *http_job (struct http_req *req);
-const char *http_step (struct http_req *req, size_t *len);
-const char *http_node (struct http_req *req);
-/* A query argument, percent-decoded, or NULL. */
-const char *http_query (struct http_req *req, const char *name);
-/* A flag in the query: 1 or true, 0 or false (absent: false); -1 with
- * EINVAL for any other value. */
-int http_query_bool (struct http_req *req, const char *name, bool *value);
-/* A number in the query: 0 when absent (*value untouched), 1 when it is
- * decimal digits only and within [min, max], -1 with EINVAL otherwise. */
-int http_query_number (struct http_req *req,
-                       const char *name,
-                       uint64_t min,
-                       uint64_t max,
-                       uint64_t *value);
-/* The decoded JSON body (borrowed), for routes with body = true. */
-json_t *http_body (struct http_req *req);
-
-/* Reply with a JSON document (stolen). */
-void http_reply (struct http_req *req, int status, json_t *body);
-/* Reply with text (stolen) of a given content type. */
-void http_reply_text (struct http_req *req, int status, const char *ctype, char *text);
-/* Reply with an RFC 9457 problem document. */
-void http_reply_problem (struct http_req *req, int status, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
-/* Fill 'p' for a handler's failure; returns -1.  http_problem_errno takes
- * the status from errno (http_status_of_errno) and keeps errno. */
-int http_problemf (struct http_problem *p, int status, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
-int http_problem_errno (struct http_problem *p, const char *fmt, ...)
-    __attribute__ ((format (printf, 2, 3)));
-/* Reply with the problem document of a failure 'p' describes. */
-void http_reply_failure (struct http_req *req, const struct http_problem *p);
-/* Answers wait for the loop pass's commit (http_hold)? */
-bool http_holds_answers (const struct http *h);
-/* 503: the loop pass that held this request's change did not commit,
- * because of 'why' (the store's reason, e.g. "database or disk is full";
- * NULL: not known). */
-void http_reply_uncommitted (struct http_req *req, const char *why);
-/* errno -> status (ENOENT 404, EEXIST 409, EINVAL 400, EAGAIN 503, ...). */
-int http_status_of_errno (int errnum);
-/* Answer later: the handler returns; a later http_reply resumes it. */
-void http_suspend (struct http_req *req);
-/* This answer claims no change: send it without waiting for the pass's
- * commit (call before replying). */
-void http_no_hold (struct http_req *req);
-/* Add "Retry-After: SECONDS" to the answer (429, 503). */
-void http_retry_after (struct http_req *req, unsigned seconds);
-
-/* The request's link for the wait queues (waitq.h). */
-struct waiter *http_wait (struct http_req *req);
 
 #endif

@@ -4,6 +4,12 @@
  * the files that call them.
  */
 #include "broker.h"
+#include "fmclient.h"
+#include "httpreq.h"
+#include "outbox.h"
+#include "pass.h"
+#include "reconcile.h"
+#include "reservations.h"
 #include "jobs.h"
 
 /* Does a reserve call for this job run right now?  ('arg': the broker,

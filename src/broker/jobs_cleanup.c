@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include "broker.h"
+#include "httpreq.h"
+#include "outbox.h"
+#include "store.h"
 #include "jsonutil.h"
 #include "jobs_cleanup.h"
 #include "jobs_view.h"

@@ -15,6 +15,12 @@
 #include <string.h>
 
 #include "broker.h"
+#include "fmclient.h"
+#include "fmsession.h"
+#include "httpreq.h"
+#include "outbox.h"
+#include "reservations.h"
+#include "store.h"
 #include "jsonutil.h"
 #include "jobs_run.h"
 #include "jobs_view.h"

@@ -9,6 +9,10 @@
 #include <string.h>
 
 #include "broker.h"
+#include "fmclient.h"
+#include "httpreq.h"
+#include "reservations.h"
+#include "store.h"
 #include "jsonutil.h"
 #include "jobs_view.h"
 #include "log.h"

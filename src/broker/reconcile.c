@@ -14,6 +14,14 @@
 
 #include "background.h"
 #include "broker.h"
+#include "httpreq.h"
+#include "fmclient.h"
+#include "fmsession.h"
+#include "metrics.h"
+#include "pass.h"
+#include "reservations.h"
+#include "store.h"
+#include "timer.h"
 #include "fmids.h"
 #include "log.h"
 #include "monotime.h"
@@ -337,10 +345,10 @@ static int write_slice (void *arg, struct fmb_error *e)
  * foreign ids to stay quiet about until they change. */
 static void reconcile_finish (struct reconciler *rc, struct reconcile *r)
 {
-    rc->metrics->reconcile_runs++;
-    rc->metrics->orphans_released += r->orphans;
-    rc->metrics->foreign_reservations = r->foreign - r->reaped;
-    rc->metrics->foreign_reaped += r->reaped;
+    metrics_add (rc->metrics, METRIC_RECONCILE_RUNS, 1);
+    metrics_add (rc->metrics, METRIC_ORPHANS_RELEASED, r->orphans);
+    metrics_set (rc->metrics, METRIC_FOREIGN_RESERVATIONS, r->foreign - r->reaped);
+    metrics_add (rc->metrics, METRIC_FOREIGN_REAPED, r->reaped);
     json_decref (rc->foreign_seen);
     rc->foreign_seen = json_incref (r->foreign_now);
     if (r->orphans)
@@ -371,7 +379,7 @@ static void slice_end (void *arg, bool committed)
         r->resume_at = now_mono () + 1000;
         return;
     }
-    rc->metrics->reservations_lost += r->lost - r->slice.lost;
+    metrics_add (rc->metrics, METRIC_RESERVATIONS_LOST, r->lost - r->slice.lost);
     outbox_changed (rc->outbox); /* the orphans found so far go now */
     if (!r->done)
         return;
@@ -388,7 +396,7 @@ static void reconcile_step (struct reconciler *rc)
     struct fmb_error e;
     if (!r || now_mono () < r->resume_at)
         return;
-    rc->metrics->reconcile_slices++;
+    metrics_add (rc->metrics, METRIC_RECONCILE_SLICES, 1);
     r->slice.scan_state = r->scan_state;
     memcpy (r->slice.scan_after, r->scan_after, sizeof (r->scan_after));
     r->slice.scanned = r->scanned;

@@ -18,6 +18,12 @@
 #include <string.h>
 
 #include "broker.h"
+#include "fmclient.h"
+#include "fmsession.h"
+#include "httpreq.h"
+#include "pass.h"
+#include "store.h"
+#include "waitq.h"
 #include "fmids.h"
 #include "log.h"
 #include "reservations.h"

@@ -6,6 +6,9 @@
 
 #include "background.h"
 #include "broker.h"
+#include "metrics.h"
+#include "store.h"
+#include "timer.h"
 #include "log.h"
 #include "monotime.h"
 #include "retention.h"
@@ -64,10 +67,10 @@ static int64_t prune_history (void *arg, int64_t mono)
         events += ne;
         more = nj == PRUNE_ROWS || ne == PRUNE_ROWS; /* a full batch: more due */
     } while (more && fmb_monotime_us () < end);
-    b->metrics.pruned_jobs += jobs;
-    b->metrics.pruned_events += events;
+    metrics_add (b->metrics, METRIC_PRUNED_JOBS, jobs);
+    metrics_add (b->metrics, METRIC_PRUNED_EVENTS, events);
     if (jobs || events)
-        b->metrics.prune_slices++;
+        metrics_add (b->metrics, METRIC_PRUNE_SLICES, 1);
     rt->prune_round[0] += jobs;
     rt->prune_round[1] += events;
     if (more)

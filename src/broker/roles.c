@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
+#include "httpreq.h"
 #include "log.h"
 #include "monotime.h"
 #include "nsscache.h"

@@ -16,7 +16,7 @@ struct roles *roles_create (void);
 void roles_destroy (struct roles *r);
 /* (Re)read the lists; a name that does not resolve is logged and left out. */
 int roles_resolve (struct roles *r, const struct fmb_config *cfg);
-/* ROLE_RM | ROLE_ADMIN (http.h) held by a local caller. */
+/* ROLE_RM | ROLE_ADMIN (httpreq.h) held by a local caller. */
 unsigned roles_of (struct roles *r, uid_t uid, gid_t gid);
 
 #endif

@@ -4,6 +4,15 @@
 #include <string.h>
 
 #include "broker.h"
+#include "events.h"
+#include "fmsession.h"
+#include "httpreq.h"
+#include "jobs.h"
+#include "pass.h"
+#include "reconcile.h"
+#include "store.h"
+#include "routes.h"
+#include "status.h"
 
 static int status_cb (struct broker *b, struct http_req *req, struct http_problem *p)
 {
@@ -88,7 +97,7 @@ static int events_cb (struct broker *b, struct http_req *req, struct http_proble
         return http_problemf (p, 400, "wait: seconds, 0..%d", EVENT_WAIT_MAX_S);
     if (http_query_number (req, "limit", 1, 1000, &limit) < 0)
         return http_problemf (p, 400, "limit: 1..1000");
-    broker_events_wait (b, req, (long long)after, (unsigned)limit, (unsigned)wait);
+    events_wait (b->events, req, (long long)after, (unsigned)limit, (unsigned)wait);
     return 0;
 }
 

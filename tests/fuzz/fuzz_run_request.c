@@ -5,6 +5,7 @@
 #include <jansson.h>
 
 #include "broker.h"
+#include "jobs.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 

@@ -10,6 +10,22 @@
 #include <unistd.h>
 
 #include "brokerfix.h"
+#include "config_apply.h"
+#include "events.h"
+#include "fmclient.h"
+#include "fmsession.h"
+#include "http.h"
+#include "jobs.h"
+#include "metrics.h"
+#include "outbox.h"
+#include "pass.h"
+#include "reconcile.h"
+#include "reservations.h"
+#include "retention.h"
+#include "roles.h"
+#include "routes.h"
+#include "store.h"
+#include "timer.h"
 #include "log.h"
 #include "testutil.h"
 
@@ -43,6 +59,16 @@ static void configure (struct fix *f)
     }
 }
 
+/* The FM client's observer, as main.c's: the session hears every
+ * answer, the metrics count it. */
+static void observe_fm (const struct fmc_result *res, void *arg)
+{
+    struct broker *b = arg;
+    if (b->fms)
+        fmsession_heard (b->fms, res);
+    metrics_fm_call (b->metrics, res);
+}
+
 /* The contexts in fmbrokerd's order (main.c start). */
 void fix_open (struct fix *f)
 {
@@ -53,18 +79,29 @@ void fix_open (struct fix *f)
     configure (f);
     char *db = tu_path (f->dir, "fmbroker.db"), *key = tu_path (f->dir, "token.key");
     assert_non_null (b->timers = timers_create ());
-    assert_non_null (b->events = events_create (b));
+    assert_non_null (b->events = events_create (b->timers));
     assert_non_null (b->roles = roles_create ());
+    assert_non_null (b->metrics = metrics_create ());
     assert_int_equal (store_open (db, key, &b->st, &e), 0);
-    store_set_damage_hook (b->st, broker_token_damaged, b);
+    store_set_damage_hook (b->st, events_token_damaged, b->events);
     store_set_clock (b->st, broker_wall_clock, NULL);
     roles_resolve (b->roles, &b->cfg);
     assert_int_equal (fmc_create_from_config (&b->cfg, &b->fmc, &e), 0);
+    if (b->fmc)
+        fmc_set_observer (b->fmc, observe_fm, b);
     assert_non_null (b->cleanups = cleanups_create (b->cfg.api_step_cleanup_rate,
                                                     b->cfg.api_step_cleanup_burst));
-    assert_int_equal (http_create (b, &b->cfg, &b->http, &e), 0);
+    struct http_deps deps = {.routes = broker_routes,
+                             .nroutes = broker_nroutes,
+                             .route_arg = b,
+                             .roles = b->roles,
+                             .metrics = b->metrics,
+                             .job_token_ok = broker_job_token_matches,
+                             .job_token_arg = b};
+    assert_int_equal (http_create (&b->cfg, &deps, &b->http, &e), 0);
     assert_non_null (b->pass = pass_create (b->st, b->http, b->fmc));
-    assert_non_null (b->fms = fmsession_create (b));
+    events_attach (b->events, b->st, b->pass);
+    assert_non_null (b->fms = fmsession_create (b->timers, b->fmc, &b->cfg, b->events));
     assert_non_null (
         b->outbox = outbox_create (
             &b->cfg, b->st, b->fmc, b->pass, b->timers, b->fms, &b->stopping));
@@ -77,7 +114,7 @@ void fix_open (struct fix *f)
                                                b->timers,
                                                b->fms,
                                                b->outbox,
-                                               &b->metrics,
+                                               b->metrics,
                                                &b->stopping));
     jobs_start (b);
     assert_non_null (b->retention = retention_create (b));
@@ -96,6 +133,8 @@ void fix_close (struct fix *f)
     for (int i = 0; i < 200 && b->fmc && fmc_inflight (b->fmc); i++)
         fix_pass (f, 10);
     b->stopping = true;
+    fmsession_stop (b->fms);
+    http_quiesce (b->http);
     reservations_shutdown (b->rsv);
     outbox_steps_answer_all (b->outbox);
     http_destroy (b->http);
@@ -111,6 +150,7 @@ void fix_close (struct fix *f)
     store_close (b->st);
     cleanups_destroy (b->cleanups);
     retention_destroy (b->retention);
+    metrics_destroy (b->metrics);
     memset (b, 0, sizeof (*b));
 }
 

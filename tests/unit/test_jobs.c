@@ -7,6 +7,10 @@
 #include <string.h>
 
 #include "brokerfix.h"
+#include "fmsession.h"
+#include "outbox.h"
+#include "reconcile.h"
+#include "store.h"
 #include "log.h"
 #include "testutil.h"
 

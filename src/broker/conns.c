@@ -1,0 +1,569 @@
+/* conns.c: the listening sockets and the connections on them (conns.h):
+ * accepting with caps (per uid on the socket, per address on TCP),
+ * handing each to libmicrohttpd, and the deadline of the request being
+ * read. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "monotime.h"
+#include "conns.h"
+#include "fileutil.h"
+#include "httpconn.h"
+#include "log.h"
+#include "metrics.h"
+#include "netaddr.h"
+#include "peers.h"
+#include "roles.h"
+
+#define ACCEPTS_PER_PASS 64 /* a flood of connects cannot hold the loop */
+/* Descriptors the broker holds besides API connections: the database and
+ * its journal, the FM client's connections (counted apart), listeners,
+ * epoll and signal fds, logs, key files read at reload. */
+#define FDS_OWN         64
+#define ACCEPT_PAUSE_MS 1000  /* after EMFILE/ENFILE: the loop does not spin */
+#define ACCEPT_LOG_MS   60000 /* a repeated accept error: one line a minute */
+
+struct conns {
+    struct MHD_Daemon *d[2]; /* the Unix socket's, the TCP port's */
+    char sock_path[FMB_UNIX_PATH_MAX];
+    int unix_fd;         /* accepted here, so SO_PEERCRED decides first */
+    struct peers *peers; /* the Unix socket's connections per uid */
+    struct peer_limits limits;
+    struct roles *roles;     /* privileged peers have their own share */
+    struct metrics *metrics; /* TCP connections refused */
+    unsigned request_timeout_ms;
+    unsigned backlog;
+    struct http_conn *conns;
+    struct { /* the accepted socket being handed to MHD */
+        bool valid;
+        int fd;
+        uid_t uid;
+        bool privileged;
+        bool tcp;
+        char addr[TCPGUARD_ADDR_MAX];
+    } pending;
+    int64_t refused_logged_ms;
+    int tcp_fd;             /* accepted here too: counted per address first */
+    struct tcpguard *guard; /* the TCP connections per address, failures */
+    int64_t accept_paused_until_ms;
+    struct { /* a repeated accept error, logged once a minute with a count */
+        int err;
+        unsigned count;
+        int64_t logged_ms;
+    } accept_err;
+};
+
+struct conns *conns_create (const struct fmb_config *cfg,
+                            struct roles *roles,
+                            struct metrics *metrics)
+{
+    struct conns *h = calloc (1, sizeof (*h));
+    if (!h)
+        return NULL;
+    h->unix_fd = -1;
+    h->tcp_fd = -1;
+    h->roles = roles;
+    h->metrics = metrics;
+    h->limits.max_total = cfg->api_max_connections;
+    h->limits.per_user = cfg->api_max_connections_per_user;
+    h->limits.reserved = cfg->api_reserved_connections;
+    h->request_timeout_ms = cfg->api_request_timeout_ms;
+    h->backlog = cfg->api_listen_backlog;
+    if (!(h->peers = peers_create (&h->limits))) {
+        free (h);
+        return NULL;
+    }
+    return h;
+}
+
+void conns_destroy (struct conns *h)
+{
+    if (h) {
+        if (h->unix_fd >= 0)
+            close (h->unix_fd);
+        if (h->tcp_fd >= 0)
+            close (h->tcp_fd);
+        peers_destroy (h->peers);
+        tcpguard_destroy (h->guard);
+        if (h->sock_path[0])
+            unlink (h->sock_path);
+        free (h);
+    }
+}
+
+unsigned conns_max_unix (const struct conns *h)
+{
+    return h->limits.max_total;
+}
+
+struct tcpguard *conns_guard (const struct conns *h)
+{
+    return h->guard;
+}
+
+void conns_set_daemon (struct conns *h, bool tcp, struct MHD_Daemon *d)
+{
+    h->d[tcp] = d;
+}
+
+/* ---- connections: fair share and request deadlines ------------------ */
+
+void conns_arm (struct http_conn *c)
+{
+    c->deadline_ms = fmb_monotime_ms () + c->cs->request_timeout_ms;
+}
+
+/* The request is read: what remains is the broker's work, not the peer's. */
+void conns_disarm (struct MHD_Connection *mc)
+{
+    struct http_conn *c = conn_of (mc);
+    if (c)
+        c->deadline_ms = 0;
+}
+
+void conns_started (struct conns *h, bool tcp, struct MHD_Connection *mc, void **ctx)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info (mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct http_conn *c = calloc (1, sizeof (*c));
+    if (!c || !ci) { /* untracked: the accept path gives its slot back */
+        free (c);
+        return;
+    }
+    c->cs = h;
+    c->fd = ci->connect_fd;
+    if (h->pending.valid && h->pending.fd == c->fd && h->pending.tcp == tcp) {
+        c->counted = true; /* the slot taken at accept is now this one's */
+        c->uid = h->pending.uid;
+        c->privileged = h->pending.privileged;
+        c->tcp = h->pending.tcp;
+        snprintf (c->addr, sizeof (c->addr), "%s", h->pending.addr);
+        h->pending.valid = false;
+    }
+    conns_arm (c);
+    c->next = h->conns;
+    if (h->conns)
+        h->conns->prev = c;
+    h->conns = c;
+    *ctx = c;
+}
+
+void conns_closed (struct conns *h, void **ctx)
+{
+    struct http_conn *c = *ctx;
+    if (!c)
+        return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    if (c->counted && c->tcp)
+        tcpguard_release (h->guard, c->addr, c->authed);
+    else if (c->counted)
+        peers_release (h->peers, c->uid, c->privileged);
+    free (c);
+    *ctx = NULL;
+}
+
+/* Cut connections whose request is late: shutting the socket down makes
+ * libmicrohttpd read end-of-file, close it, and free its slot. */
+void conns_cut_late (struct conns *h)
+{
+    int64_t now = fmb_monotime_ms ();
+    for (struct http_conn *c = h->conns; c; c = c->next)
+        if (c->deadline_ms && !c->cut && now >= c->deadline_ms) {
+            c->cut = true;
+            shutdown (c->fd, SHUT_RDWR);
+        }
+}
+
+int conns_next_deadline_ms (const struct conns *h)
+{
+    int64_t best = -1, now = fmb_monotime_ms ();
+    for (const struct http_conn *c = h->conns; c; c = c->next)
+        if (c->deadline_ms && !c->cut && (best < 0 || c->deadline_ms < best))
+            best = c->deadline_ms;
+    if (best < 0)
+        return -1;
+    return best <= now ? 0 : (int)(best - now > 60000 ? 60000 : best - now);
+}
+
+/* Over its limit: a short problem document, then close.  Never blocks. */
+static void refuse (struct conns *h, int fd, uid_t uid, const char *why)
+{
+    char body[256], msg[512];
+    int blen = snprintf (body,
+                         sizeof (body),
+                         "{\"type\":\"about:blank\",\"title\":\"Service Unavailable\","
+                         "\"status\":503,\"detail\":\"too many connections from uid "
+                         "%u ([api] %s)\"}",
+                         (unsigned)uid,
+                         why);
+    int mlen = snprintf (msg,
+                         sizeof (msg),
+                         "HTTP/1.1 503 Service Unavailable\r\n"
+                         "Content-Type: application/problem+json\r\n"
+                         "Retry-After: 1\r\nConnection: close\r\n"
+                         "Content-Length: %d\r\n\r\n%s",
+                         blen,
+                         body);
+    ssize_t ignored = send (fd, msg, (size_t)mlen, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)ignored;
+    close (fd);
+    int64_t now = fmb_monotime_ms ();
+    if (now - h->refused_logged_ms >= 10000) { /* a flood is one line per 10 s */
+        h->refused_logged_ms = now;
+        fmb_log (LOG_WARNING,
+                 "api: refusing connections from uid %u: [api] %s reached",
+                 (unsigned)uid,
+                 why);
+    }
+}
+
+/* An accept that failed for another reason than "nothing there": out of
+ * descriptors (EMFILE, ENFILE) or memory pauses accepting for
+ * ACCEPT_PAUSE_MS (the listening sockets leave the poll set, so the loop
+ * sleeps rather than spins on a queue it cannot take from); the error is
+ * logged once, then once a minute with how often it happened. */
+static void accept_failed (struct conns *h, const char *which, int err)
+{
+    int64_t now = fmb_monotime_ms ();
+    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+        h->accept_paused_until_ms = now + ACCEPT_PAUSE_MS;
+    h->accept_err.count++;
+    if (h->accept_err.err != err || now - h->accept_err.logged_ms >= ACCEPT_LOG_MS) {
+        fmb_log (LOG_WARNING,
+                 "api: accept on the %s: %s (%u time%s since the last such line)%s",
+                 which,
+                 strerror (err),
+                 h->accept_err.count,
+                 h->accept_err.count == 1 ? "" : "s",
+                 h->accept_paused_until_ms > now ? "; accepting paused for 1 s" : "");
+        h->accept_err.err = err;
+        h->accept_err.count = 0;
+        h->accept_err.logged_ms = now;
+    }
+}
+
+static bool accept_gone (int err)
+{
+    return err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED;
+}
+
+/* Hand an accepted socket, counted already, to the listener's MHD. */
+static void hand_over (
+    struct conns *h, bool tcp, int fd, const struct sockaddr *sa, socklen_t salen)
+{
+    h->pending.valid = true;
+    h->pending.fd = fd;
+    h->pending.tcp = tcp;
+    MHD_add_connection (h->d[tcp], fd, sa, salen);
+}
+
+/* Accept on the Unix socket ourselves: the peer's uid is known before the
+ * connection takes a slot, so one user's flood only fills that user's. */
+static void accept_unix (struct conns *h)
+{
+    for (int i = 0; i < ACCEPTS_PER_PASS && h->unix_fd >= 0; i++) {
+        struct sockaddr_un sa;
+        socklen_t salen = sizeof (sa);
+        int fd = accept4 (
+            h->unix_fd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (!accept_gone (errno))
+                accept_failed (h, "socket", errno);
+            return;
+        }
+        struct ucred cred;
+        socklen_t len = sizeof (cred);
+        if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+            close (fd);
+            continue;
+        }
+        bool privileged =
+            roles_of (h->roles, cred.uid, cred.gid) & (ROLE_RM | ROLE_ADMIN);
+        const char *why = NULL;
+        if (!peers_admit (h->peers, cred.uid, privileged, &why)) {
+            refuse (h, fd, cred.uid, why);
+            continue;
+        }
+        h->pending.uid = cred.uid;
+        h->pending.privileged = privileged;
+        hand_over (h, false, fd, (struct sockaddr *)&sa, salen);
+        if (h->pending.valid) { /* not taken over by a tracked connection */
+            h->pending.valid = false;
+            peers_release (h->peers, cred.uid, privileged);
+        }
+    }
+}
+
+/* Accept on the TCP port ourselves too: counted per address, in all, and
+ * while unauthenticated (tcpguard.h) before TLS costs anything; over a
+ * limit the connection is closed at once (a TLS client cannot read a
+ * plain 503). */
+static void accept_tcp (struct conns *h)
+{
+    for (int i = 0; i < ACCEPTS_PER_PASS && h->tcp_fd >= 0; i++) {
+        struct sockaddr_storage sa;
+        socklen_t salen = sizeof (sa);
+        int fd = accept4 (
+            h->tcp_fd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (!accept_gone (errno))
+                accept_failed (h, "TCP port", errno);
+            return;
+        }
+        char addr[TCPGUARD_ADDR_MAX];
+        fmb_format_addr ((struct sockaddr *)&sa, addr, sizeof (addr));
+        const char *why = NULL;
+        if (!tcpguard_admit (h->guard, addr, &why)) {
+            close (fd);
+            metrics_add (h->metrics, METRIC_TCP_REFUSED, 1);
+            int64_t now = fmb_monotime_ms ();
+            if (now - h->refused_logged_ms >= 10000) {
+                h->refused_logged_ms = now;
+                fmb_log (LOG_WARNING,
+                         "api: refusing TCP connections from %s: [api] %s reached",
+                         addr,
+                         why);
+            }
+            continue;
+        }
+        snprintf (h->pending.addr, sizeof (h->pending.addr), "%s", addr);
+        hand_over (h, true, fd, (struct sockaddr *)&sa, salen);
+        if (h->pending.valid) {
+            h->pending.valid = false;
+            tcpguard_release (h->guard, addr, false);
+        }
+    }
+}
+
+static bool accepting (const struct conns *h)
+{
+    return h->accept_paused_until_ms <= fmb_monotime_ms ();
+}
+
+int64_t conns_accept_paused_ms (const struct conns *h)
+{
+    return accepting (h) ? -1 : h->accept_paused_until_ms - fmb_monotime_ms ();
+}
+
+int conns_pollfds (struct conns *h, struct pollfd *fds, int max)
+{
+    int n = 0;
+    int listeners[2] = {h->unix_fd, h->tcp_fd};
+    for (int i = 0; i < 2 && n < max; i++)
+        if (listeners[i] >= 0 && accepting (h)) {
+            fds[n].fd = listeners[i];
+            fds[n].events = POLLIN;
+            fds[n].revents = 0;
+            n++;
+        }
+    return n;
+}
+
+void conns_accept (struct conns *h, const struct pollfd *fds, int n)
+{
+    for (int i = 0; fds && i < n; i++) {
+        if (!(fds[i].revents & (POLLIN | POLLERR | POLLHUP)))
+            continue;
+        if (fds[i].fd == h->unix_fd && h->unix_fd >= 0 && accepting (h))
+            accept_unix (h);
+        else if (fds[i].fd == h->tcp_fd && h->tcp_fd >= 0 && accepting (h))
+            accept_tcp (h);
+    }
+}
+
+void conns_quiesce (struct conns *h)
+{
+    if (h->unix_fd >= 0)
+        close (h->unix_fd);
+    h->unix_fd = -1;
+    if (h->tcp_fd >= 0)
+        close (h->tcp_fd);
+    h->tcp_fd = -1;
+    if (h->sock_path[0])
+        unlink (h->sock_path);
+    h->sock_path[0] = '\0';
+}
+
+/* ---- listening sockets ---------------------------------------------- */
+
+/* The socket's directory, made if missing. */
+static int socket_dir (const char *path, struct fmb_error *error)
+{
+    char dir[FMB_UNIX_PATH_MAX];
+    snprintf (dir, sizeof (dir), "%s", path);
+    char *slash = strrchr (dir, '/');
+    if (slash && slash != dir) {
+        struct stat before;
+        *slash = '\0';
+        bool made = stat (dir, &before) < 0;
+        if (fmb_mkdir_p (dir, 0755, error) < 0)
+            return fmb_error_prefix (error, "[api] socket");
+        /* Made under the daemon's umask 077: every local user must reach
+         * the socket (it is 0666; roles decide).  A directory the admin
+         * made keeps its mode (0750 and a group may be the point). */
+        if (made && chmod (dir, 0755) < 0)
+            return fmb_errorf (
+                error, "[api] socket: chmod 0755 %s: %s", dir, strerror (errno));
+    }
+    return 0;
+}
+
+int conns_listen_unix (struct conns *h, const char *path, struct fmb_error *error)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen (path) >= sizeof (sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return fmb_errorf (error, "[api] socket: path too long");
+    }
+    if (socket_dir (path, error) < 0)
+        return -1;
+    strcpy (sa.sun_path, path);
+    int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return fmb_errorf (error, "socket: %s", strerror (errno));
+    /* A socket file left by a previous run: if nobody answers on it, it
+     * is stale and may go; if someone does, another broker is running. */
+    struct stat sb;
+    if (lstat (path, &sb) == 0) {
+        if (!S_ISSOCK (sb.st_mode)) {
+            close (fd);
+            errno = EEXIST;
+            return fmb_errorf (
+                error, "[api] socket %s: exists and is not a socket", path);
+        }
+        int probe = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (probe >= 0 && connect (probe, (struct sockaddr *)&sa, sizeof (sa)) == 0) {
+            close (probe);
+            close (fd);
+            errno = EADDRINUSE;
+            return fmb_errorf (
+                error, "[api] socket %s: another broker is listening", path);
+        }
+        if (probe >= 0)
+            close (probe);
+        unlink (path);
+    }
+    if (bind (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0 ||
+        listen (fd, (int)h->backlog) < 0) {
+        int saved = errno;
+        close (fd);
+        errno = saved;
+        return fmb_errorf (error, "[api] socket %s: %s", path, strerror (errno));
+    }
+    /* Everyone may connect; SO_PEERCRED decides what they may do. */
+    if (chmod (path, 0666) < 0) {
+        int saved = errno;
+        close (fd);
+        errno = saved;
+        return fmb_errorf (error, "[api] socket %s: chmod: %s", path, strerror (errno));
+    }
+    snprintf (h->sock_path, sizeof (h->sock_path), "%s", path);
+    h->unix_fd = fd;
+    return 0;
+}
+
+/* The TCP listener's bounds fit the file limit: its soft limit raised to
+ * the hard one, what the socket's connections, the FM client and the
+ * broker's own files need set apart, the rest for TCP.  A configured
+ * tcp_max_connections above that is lowered, saying so. */
+static void fit_file_limit (const struct fmb_config *cfg, struct tcpguard_limits *lim)
+{
+    struct rlimit rl;
+    rlim_t have = 1024;
+    if (getrlimit (RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            rlim_t want = rl.rlim_max == RLIM_INFINITY ? 65536 : rl.rlim_max;
+            struct rlimit raised = {want, rl.rlim_max};
+            if (setrlimit (RLIMIT_NOFILE, &raised) == 0)
+                rl.rlim_cur = want;
+        }
+        have = rl.rlim_cur == RLIM_INFINITY ? 65536 : rl.rlim_cur;
+    }
+    rlim_t own = (rlim_t)cfg->api_max_connections + cfg->fm_max_connections + FDS_OWN;
+    rlim_t left = have > own + 16 ? have - own : 16;
+    if (have < own + 16)
+        fmb_log (LOG_WARNING,
+                 "api: the file limit (%lu) leaves too little beside [api] "
+                 "max_connections (%u); raise LimitNOFILE= or lower it",
+                 (unsigned long)have,
+                 cfg->api_max_connections);
+    lim->max_total = cfg->tcp_max_connections ? cfg->tcp_max_connections
+                                              : (unsigned)(left > 65536 ? 65536 : left);
+    if (lim->max_total > left) {
+        fmb_log (LOG_WARNING,
+                 "api: [api] tcp_max_connections %u lowered to %lu: the file limit "
+                 "is %lu and the socket's max_connections take %u (raise LimitNOFILE=)",
+                 lim->max_total,
+                 (unsigned long)left,
+                 (unsigned long)have,
+                 cfg->api_max_connections);
+        lim->max_total = (unsigned)left;
+    }
+    lim->max_unauth = cfg->tcp_max_unauthenticated ? cfg->tcp_max_unauthenticated
+                                                   : (lim->max_total + 1) / 2;
+    if (lim->max_unauth > lim->max_total)
+        lim->max_unauth = lim->max_total;
+    lim->per_addr = cfg->api_max_connections_per_user;
+    fmb_log (LOG_INFO,
+             "api: file limit %lu: TCP takes at most %u connections (%u "
+             "unauthenticated, %u per address)",
+             (unsigned long)have,
+             lim->max_total,
+             lim->max_unauth,
+             lim->per_addr);
+}
+
+/* A listening TCP socket on 'cfg->tcp'. */
+static int tcp_listen (const struct fmb_config *cfg,
+                       unsigned backlog,
+                       struct fmb_error *error)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    if (fmb_parse_hostport (cfg->tcp, &ss, &sslen) < 0) {
+        errno = EINVAL;
+        return fmb_errorf (error, "[api] tcp = %s: not an address", cfg->tcp);
+    }
+    int fd = socket (ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    if (fd < 0)
+        return fmb_errorf (
+            error, "[api] tcp = %s: socket: %s", cfg->tcp, strerror (errno));
+    setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one));
+    if (bind (fd, (struct sockaddr *)&ss, sslen) < 0 || listen (fd, (int)backlog) < 0) {
+        int saved = errno;
+        close (fd);
+        errno = saved;
+        return fmb_errorf (error, "[api] tcp = %s: %s", cfg->tcp, strerror (saved));
+    }
+    return fd;
+}
+
+int conns_listen_tcp (struct conns *h,
+                      const struct fmb_config *cfg,
+                      unsigned *max_conns,
+                      struct fmb_error *error)
+{
+    struct tcpguard_limits lim;
+    fit_file_limit (cfg, &lim);
+    if (!(h->guard = tcpguard_create (&lim)))
+        return fmb_errorf (error, "out of memory");
+    if ((h->tcp_fd = tcp_listen (cfg, h->backlog, error)) < 0)
+        return -1;
+    *max_conns = lim.max_total;
+    return 0;
+}
