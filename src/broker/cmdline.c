@@ -89,10 +89,12 @@ static struct {
     bool check_db;
     bool recount;
     const char *user; /* --check-config as root checks as this user */
+    bool user_given;
     const char *node_token;
     bool rotate_node_key;
 } arg_ = {.user = FMB_SERVICE_USER};
 
+/* 0: go on; 1: done (--help, --version printed); -1: bad usage (said). */
 static int parse_args (int argc, char **argv)
 {
     enum {
@@ -148,6 +150,7 @@ static int parse_args (int argc, char **argv)
             break;
         case OPT_USER:
             arg_.user = optarg;
+            arg_.user_given = true;
             break;
         case OPT_NODE_TOKEN:
             arg_.node_token = optarg;
@@ -157,10 +160,10 @@ static int parse_args (int argc, char **argv)
             break;
         case 'V':
             printf ("fmbrokerd %s\n", FMB_VERSION);
-            exit (0);
+            return 1;
         case 'h':
             fputs (usage_text, stdout);
-            exit (0);
+            return 1;
         default:
             fputs ("Try 'fmbrokerd --help'.\n", stderr);
             return -1;
@@ -178,6 +181,12 @@ static int parse_args (int argc, char **argv)
         fprintf (stderr,
                  "fmbrokerd: --check-config, --dump-config, --check-db, --recount, "
                  "--node-token and --rotate-node-key go one at a time\n");
+        return -1;
+    }
+    /* Without --check-config it would change nothing, and the admin would
+     * believe the check ran as that user. */
+    if (arg_.user_given && !arg_.check_config) {
+        fprintf (stderr, "fmbrokerd: --user goes with --check-config\n");
         return -1;
     }
     return 0;
@@ -380,8 +389,9 @@ static int node_key_command (const struct fmb_config *cfg)
 int cmdline_configure (int argc, char **argv, struct fmb_config *cfg)
 {
     struct fmb_error error;
-    if (parse_args (argc, argv) < 0)
-        return 2;
+    int parsed = parse_args (argc, argv);
+    if (parsed != 0)
+        return parsed < 0 ? 2 : 0;
     if (cmdline_load_config (cfg, log_problem, &error) < 0) {
         fmb_log (LOG_ERR, "%s", error.text); /* how many, or what failed */
         return 2;

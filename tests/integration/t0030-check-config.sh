@@ -89,6 +89,13 @@ expect_ok 'two of --check-config, --dump-config, --check-db, --recount are refus
     grep -q "go one at a time" err && test ! -s out &&
     { "$fmbrokerd" -c broker.conf --check-db --check-config --user root >out 2>err; test $? = 2; } && grep -q "go one at a time" err
 '
+# --user names whom --check-config checks as; alone it would change
+# nothing while the admin believed the check had run as that user.
+expect_ok '--user without --check-config is refused (exit 2); --help and --version exit 0' '
+    { "$fmbrokerd" -c broker.conf --user root --dump-config >out 2>err; test $? = 2; } &&
+    grep -q "user goes with --check-config" err && test ! -s out &&
+    "$fmbrokerd" --help | grep -q -- "--check-config" && "$fmbrokerd" --version | grep -q "^fmbrokerd "
+'
 # A broker the unit starts as a user who cannot use the state directory
 # exits at once and is restarted for ever: --check-config says so first.
 expect_ok 'a state directory this user cannot use fails --check-config (exit 2), naming it' '
