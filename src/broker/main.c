@@ -30,21 +30,16 @@
 #include "config_apply.h"
 #include "events.h"
 #include "fmclient.h"
-#include "fmsession.h"
 #include "http.h"
-#include "jobs.h"
+#include "lifecycle.h"
 #include "metrics.h"
 #include "outbox.h"
 #include "pass.h"
-#include "ratelimit.h"
 #include "reconcile.h"
 #include "reservations.h"
-#include "retention.h"
-#include "roles.h"
 #include "statelock.h"
 #include "store.h"
 #include "timer.h"
-#include "routes.h"
 #include "fileutil.h"
 #include "log.h"
 #include "monotime.h"
@@ -103,8 +98,7 @@ static int open_state (struct broker *b, struct fmb_error *error)
                  fixed->made,
                  fixed->counts,
                  fixed->counts == 1 ? "" : "s");
-    store_set_damage_hook (b->st, events_token_damaged, b->events);
-    store_set_clock (b->st, broker_wall_clock, NULL);
+    broker_attach_store (b);
     return 0;
 }
 
@@ -216,9 +210,7 @@ static int64_t watchdog_ping (void *arg, int64_t now)
 
 static void shutdown_gracefully (struct broker *b, int sigfd)
 {
-    b->stopping = true;
-    fmsession_stop (b->fms);
-    http_quiesce (b->http);
+    broker_quiesce (b);
     /* Reservations in flight get their deadline; their intent is in the
      * store either way, so cutting them short later loses nothing. */
     int64_t end = now_mono () + b->cfg.fm_reserve_timeout_ms + 500;
@@ -231,74 +223,20 @@ static void shutdown_gracefully (struct broker *b, int sigfd)
         loop_once (b, sigfd, 10);
 }
 
-/* The FM client's observer: every FM call that completed, heard by the
- * session and counted by call and result. */
-static void observe_fm (const struct fmc_result *res, void *arg)
-{
-    struct broker *b = arg;
-    if (b->fms)
-        fmsession_heard (b->fms, res);
-    metrics_fm_call (b->metrics, res);
-}
-
-/* Everything the broker serves with, in the order each needs the last;
- * -1 (logged) if one cannot be had.  shut_down frees what there is. */
+/* Everything the broker serves with, in the order each needs the last
+ * (lifecycle.c); -1 (logged) if one cannot be had.  shut_down frees what
+ * there is. */
 static int start (struct broker *b)
 {
     struct fmb_error error;
     /* The store's damage hook reports to the events from the start. */
-    if (!(b->timers = timers_create ()) || !(b->events = events_create (b->timers)) ||
-        !(b->roles = roles_create ()) || !(b->metrics = metrics_create ()))
-        goto nomem;
-    if (open_state (b, &error) < 0)
+    if (broker_create_early (b) < 0) {
+        fmb_errorf (&error, "out of memory");
         goto fail;
-    roles_resolve (b->roles, &b->cfg);
-    if (fmc_create_from_config (&b->cfg, &b->fmc, &error) < 0)
+    }
+    if (open_state (b, &error) < 0 || broker_create_serving (b, &error) < 0)
         goto fail;
-    if (b->fmc)
-        fmc_set_observer (b->fmc, observe_fm, b);
-    else
-        fmb_log (
-            LOG_NOTICE,
-            "[fabric_manager] url is not set: VNI-only mode, no hardware collectives");
-    b->cleanups =
-        cleanups_create (b->cfg.api_step_cleanup_rate, b->cfg.api_step_cleanup_burst);
-    if (!b->cleanups)
-        goto nomem;
-    struct http_deps deps = {.routes = broker_routes,
-                             .nroutes = broker_nroutes,
-                             .route_arg = b,
-                             .roles = b->roles,
-                             .metrics = b->metrics,
-                             .job_token_ok = broker_job_token_matches,
-                             .job_token_arg = b};
-    if (http_create (&b->cfg, &deps, &b->http, &error) < 0)
-        goto fail;
-    if (!(b->pass = pass_create (b->st, b->http, b->fmc)))
-        goto nomem;
-    events_attach (b->events, b->st, b->pass);
-    if (!(b->fms = fmsession_create (b->timers, b->fmc, &b->cfg, b->events)) ||
-        !(b->outbox = outbox_create (
-              &b->cfg, b->st, b->fmc, b->pass, b->timers, b->fms, &b->stopping)) ||
-        !(b->rsv = reservations_create (&b->cfg, b->st, b->fmc, b->pass, b->fms)) ||
-        !(b->rc = reconcile_create (&b->cfg,
-                                    b->st,
-                                    b->fmc,
-                                    b->pass,
-                                    b->timers,
-                                    b->fms,
-                                    b->outbox,
-                                    b->metrics,
-                                    &b->stopping)))
-        goto nomem;
-    jobs_start (b); /* before recovery: the reservations' outcomes */
-    if (!(b->retention = retention_create (b)))
-        goto nomem;
-    reservations_recover (b->rsv);
-    reconcile_start (b->rc, b->rsv);
     return 0;
-nomem:
-    fmb_errorf (&error, "out of memory");
 fail:
     fmb_log (LOG_ERR, "%s", error.text);
     return -1;
@@ -306,20 +244,7 @@ fail:
 
 static void shut_down (struct broker *b)
 {
-    http_destroy (b->http);
-    fmc_destroy (b->fmc);
-    pass_destroy (b->pass);
-    events_destroy (b->events);
-    roles_destroy (b->roles);
-    timers_destroy (b->timers);
-    reservations_destroy (b->rsv);
-    reconcile_destroy (b->rc);
-    outbox_destroy (b->outbox);
-    fmsession_destroy (b->fms);
-    store_close (b->st);
-    cleanups_destroy (b->cleanups);
-    retention_destroy (b->retention);
-    metrics_destroy (b->metrics);
+    broker_destroy (b);
     statelock_release (&b->lock); /* after the database is closed */
 }
 

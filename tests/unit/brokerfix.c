@@ -10,20 +10,11 @@
 #include <unistd.h>
 
 #include "brokerfix.h"
-#include "config_apply.h"
-#include "events.h"
-#include "fmclient.h"
-#include "fmsession.h"
 #include "http.h"
-#include "jobs.h"
-#include "metrics.h"
+#include "lifecycle.h"
 #include "outbox.h"
 #include "pass.h"
-#include "reconcile.h"
 #include "reservations.h"
-#include "retention.h"
-#include "roles.h"
-#include "routes.h"
 #include "store.h"
 #include "timer.h"
 #include "log.h"
@@ -59,17 +50,8 @@ static void configure (struct fix *f)
     }
 }
 
-/* The FM client's observer, as main.c's: the session hears every
- * answer, the metrics count it. */
-static void observe_fm (const struct fmc_result *res, void *arg)
-{
-    struct broker *b = arg;
-    if (b->fms)
-        fmsession_heard (b->fms, res);
-    metrics_fm_call (b->metrics, res);
-}
-
-/* The contexts in fmbrokerd's order (main.c start). */
+/* The contexts in fmbrokerd's order (lifecycle.c), the store opened
+ * as main.c's open_state does, without the state lock. */
 void fix_open (struct fix *f)
 {
     struct broker *b = &f->b;
@@ -78,48 +60,11 @@ void fix_open (struct fix *f)
     b->lock.fd = -1;
     configure (f);
     char *db = tu_path (f->dir, "fmbroker.db"), *key = tu_path (f->dir, "token.key");
-    assert_non_null (b->timers = timers_create ());
-    assert_non_null (b->events = events_create (b->timers));
-    assert_non_null (b->roles = roles_create ());
-    assert_non_null (b->metrics = metrics_create ());
+    assert_int_equal (broker_create_early (b), 0);
     assert_int_equal (store_open (db, key, &b->st, &e), 0);
-    store_set_damage_hook (b->st, events_token_damaged, b->events);
-    store_set_clock (b->st, broker_wall_clock, NULL);
-    roles_resolve (b->roles, &b->cfg);
-    assert_int_equal (fmc_create_from_config (&b->cfg, &b->fmc, &e), 0);
-    if (b->fmc)
-        fmc_set_observer (b->fmc, observe_fm, b);
-    assert_non_null (b->cleanups = cleanups_create (b->cfg.api_step_cleanup_rate,
-                                                    b->cfg.api_step_cleanup_burst));
-    struct http_deps deps = {.routes = broker_routes,
-                             .nroutes = broker_nroutes,
-                             .route_arg = b,
-                             .roles = b->roles,
-                             .metrics = b->metrics,
-                             .job_token_ok = broker_job_token_matches,
-                             .job_token_arg = b};
-    assert_int_equal (http_create (&b->cfg, &deps, &b->http, &e), 0);
-    assert_non_null (b->pass = pass_create (b->st, b->http, b->fmc));
-    events_attach (b->events, b->st, b->pass);
-    assert_non_null (b->fms = fmsession_create (b->timers, b->fmc, &b->cfg, b->events));
-    assert_non_null (
-        b->outbox = outbox_create (
-            &b->cfg, b->st, b->fmc, b->pass, b->timers, b->fms, &b->stopping));
-    assert_non_null (b->rsv =
-                         reservations_create (&b->cfg, b->st, b->fmc, b->pass, b->fms));
-    assert_non_null (b->rc = reconcile_create (&b->cfg,
-                                               b->st,
-                                               b->fmc,
-                                               b->pass,
-                                               b->timers,
-                                               b->fms,
-                                               b->outbox,
-                                               b->metrics,
-                                               &b->stopping));
-    jobs_start (b);
-    assert_non_null (b->retention = retention_create (b));
-    reservations_recover (b->rsv);
-    reconcile_start (b->rc, b->rsv);
+    broker_attach_store (b);
+    if (broker_create_serving (b, &e) < 0)
+        fail_msg ("the broker did not start: %s", e.text);
     free (db);
     free (key);
 }
@@ -132,25 +77,10 @@ void fix_close (struct fix *f)
     /* FM calls still out end first (an outbox call is freed by its answer) */
     for (int i = 0; i < 200 && b->fmc && fmc_inflight (b->fmc); i++)
         fix_pass (f, 10);
-    b->stopping = true;
-    fmsession_stop (b->fms);
-    http_quiesce (b->http);
+    broker_quiesce (b);
     reservations_shutdown (b->rsv);
     outbox_steps_answer_all (b->outbox);
-    http_destroy (b->http);
-    fmc_destroy (b->fmc);
-    pass_destroy (b->pass);
-    events_destroy (b->events);
-    roles_destroy (b->roles);
-    timers_destroy (b->timers);
-    reservations_destroy (b->rsv);
-    reconcile_destroy (b->rc);
-    outbox_destroy (b->outbox);
-    fmsession_destroy (b->fms);
-    store_close (b->st);
-    cleanups_destroy (b->cleanups);
-    retention_destroy (b->retention);
-    metrics_destroy (b->metrics);
+    broker_destroy (b);
     memset (b, 0, sizeof (*b));
 }
 
