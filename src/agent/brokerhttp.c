@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -156,6 +158,13 @@ static int open_tls (const struct api_target *t,
     freeaddrinfo (ai);
     if (rc < 0)
         return -1;
+    /* The handshake's last flight and the request are small writes in a
+     * row: with Nagle's algorithm the request waited for the broker's
+     * delayed ACK, 40 ms on Linux, in every prolog's RUN (measured: the
+     * answer came 47 ms after the request, against 2.5 ms for the same
+     * RUN on the socket).  curl sets it too. */
+    int one = 1;
+    (void)setsockopt (c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one));
     /* blocking from here on, each operation bounded by the deadline */
     int flags = fcntl (c->fd, F_GETFL);
     if (flags < 0 || fcntl (c->fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
