@@ -25,18 +25,14 @@ struct events;
 struct fmc;
 struct fmsession;
 struct http;
-struct http_problem;
-struct http_req;
 struct metrics;
 struct outbox;
 struct pass;
-struct ratelimit;
 struct reconciler;
 struct reservations;
 struct retention;
 struct roles;
 struct store;
-struct timer;
 struct timers;
 
 #define EVENT_WAIT_MAX_S 60

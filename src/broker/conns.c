@@ -324,9 +324,8 @@ static void accept_tcp (struct conns *h)
                 accept_failed (h, "TCP port", errno);
             return;
         }
-        /* an IPv6 client is its /64: counted, slowed and logged as one */
         char addr[TCPGUARD_ADDR_MAX];
-        fmb_format_client ((struct sockaddr *)&sa, addr, sizeof (addr));
+        fmb_format_addr ((struct sockaddr *)&sa, addr, sizeof (addr));
         const char *why = NULL;
         if (!tcpguard_admit (h->guard, addr, &why)) {
             close (fd);

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "monotime.h"
+#include "netaddr.h"
 
 struct dispatch {
     const struct route *routes;
@@ -101,12 +102,15 @@ static bool query_is_clean (struct http_req *req, char *why, size_t whylen)
 }
 
 /* A TCP caller whose credential was refused: counted, logged (a line per
- * address per 10 s at most), and answered later and later (tcpguard.h). */
+ * address per 10 s at most), and answered later and later (tcpguard.h);
+ * an IPv6 caller as its /64, whose addresses one host may hold whole. */
 static void auth_failed (struct http_req *req)
 {
     struct tcpguard_verdict v;
+    char key[TCPGUARD_ADDR_MAX];
     metrics_add (req->sh->metrics, METRIC_AUTH_FAILURES, 1);
-    tcpguard_auth_failed (req->sh->guard, req->caller.addr, fmb_monotime_ms (), &v);
+    fmb_addr_guess_key (req->caller.addr, key, sizeof (key));
+    tcpguard_auth_failed (req->sh->guard, key, fmb_monotime_ms (), &v);
     if (v.answer_at_ms && !req->sh->quiesced) {
         metrics_add (req->sh->metrics, METRIC_AUTH_DELAYED, 1);
         req->tarpit_until_ms = v.answer_at_ms;

@@ -35,7 +35,6 @@
 #include "metrics.h"
 #include "outbox.h"
 #include "pass.h"
-#include "reconcile.h"
 #include "reservations.h"
 #include "statelock.h"
 #include "store.h"

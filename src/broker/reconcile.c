@@ -14,7 +14,6 @@
 
 #include "background.h"
 #include "broker.h"
-#include "httpreq.h"
 #include "fmclient.h"
 #include "fmsession.h"
 #include "metrics.h"

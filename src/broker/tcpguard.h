@@ -4,10 +4,10 @@
  *
  * A connection is admitted at accept, before libmicrohttpd sees it: at
  * most max_total in all (sized to the file limit, so the Unix socket's
- * connections always fit), per_addr from one address (an IPv6 client
- * is its /64: fmb_format_client), and max_unauth
+ * connections always fit), per_addr from one address, and max_unauth
  * that have not yet shown a valid credential.  Failed authentications
- * from an address are answered later and later (a tarpit) once they
+ * from an address (an IPv6 one as its /64: fmb_addr_guess_key) are
+ * answered later and later (a tarpit) once they
  * pass TCPGUARD_FREE_FAILS in TCPGUARD_FAIL_WINDOW_MS, in turn across all
  * its connections, so guessing costs time whatever the parallelism;
  * the loop never waits for it.

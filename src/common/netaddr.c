@@ -56,24 +56,22 @@ void fmb_format_addr (const struct sockaddr *sa, char *out, size_t len)
         snprintf (out, len, "?");
 }
 
-void fmb_format_client (const struct sockaddr *sa, char *out, size_t len)
+void fmb_addr_guess_key (const char *addr, char *out, size_t len)
 {
-    if (sa->sa_family != AF_INET6) {
-        fmb_format_addr (sa, out, len);
+    struct in6_addr a;
+    char text[INET6_ADDRSTRLEN];
+    if (inet_pton (AF_INET6, addr, &a) != 1) {
+        snprintf (out, len, "%s", addr);
         return;
     }
-    struct in6_addr a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
     if (IN6_IS_ADDR_V4MAPPED (&a)) {
-        struct in_addr v4;
-        memcpy (&v4, &a.s6_addr[12], sizeof (v4));
-        if (!inet_ntop (AF_INET, &v4, out, (socklen_t)len))
-            snprintf (out, len, "?");
+        if (!inet_ntop (AF_INET, &a.s6_addr[12], out, (socklen_t)len))
+            snprintf (out, len, "%s", addr);
         return;
     }
     memset (&a.s6_addr[8], 0, 8);
-    char text[INET6_ADDRSTRLEN];
     if (!inet_ntop (AF_INET6, &a, text, sizeof (text)))
-        snprintf (out, len, "?");
+        snprintf (out, len, "%s", addr);
     else
         snprintf (out, len, "%s/64", text);
 }

@@ -9,11 +9,13 @@
 int fmb_parse_hostport (const char *text, struct sockaddr_storage *ss, socklen_t *len);
 /* The numeric address (no port) of an AF_INET or AF_INET6 'sa', "?" else. */
 void fmb_format_addr (const struct sockaddr *sa, char *out, size_t len);
-/* The client 'sa' as per-client limits count it: an IPv4 address (also
- * when it comes IPv4-mapped, ::ffff:a.b.c.d), or the /64 an IPv6 address
- * is in ("2001:db8:1:2::/64"): one host on a network that hands out /64s
- * has every address in it, so counting each would let it past any
- * per-address limit. */
-void fmb_format_client (const struct sockaddr *sa, char *out, size_t len);
+/* The numeric address 'addr' (fmb_format_addr's text) as failed
+ * authentications are counted: an IPv6 address as the /64 it is in
+ * ("2001:db8:1:2::/64"), since one host on a network that hands out /64s
+ * has every address in it and could guess from each in turn; an
+ * IPv4-mapped one (::ffff:a.b.c.d) as its IPv4 address; anything else as
+ * it is.  (Connections are counted per address: the nodes of an IPv6
+ * cluster share one /64.) */
+void fmb_addr_guess_key (const char *addr, char *out, size_t len);
 
 #endif

@@ -21,20 +21,10 @@
 #include <unistd.h>
 
 #include "broker.h"
-#include "events.h"
-#include "fmsession.h"
 #include "http.h"
-#include "jobs.h"
-#include "metrics.h"
-#include "outbox.h"
+#include "lifecycle.h"
 #include "pass.h"
-#include "ratelimit.h"
-#include "reconcile.h"
-#include "reservations.h"
-#include "roles.h"
 #include "store.h"
-#include "timer.h"
-#include "routes.h"
 #include "log.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
@@ -56,17 +46,7 @@ static int remove_one (const char *path,
 
 static void teardown (void)
 {
-    http_destroy (b.http);
-    pass_destroy (b.pass);
-    reconcile_destroy (b.rc);
-    reservations_destroy (b.rsv);
-    outbox_destroy (b.outbox);
-    fmsession_destroy (b.fms);
-    roles_destroy (b.roles);
-    events_destroy (b.events);
-    timers_destroy (b.timers);
-    store_close (b.st);
-    cleanups_destroy (b.cleanups);
+    broker_destroy (&b);
     nftw (tmp_dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -79,19 +59,6 @@ static void serve_pass (void)
     http_process (b.http, fds, n);
     pass_end (b.pass);
     http_process (b.http, NULL, 0);
-}
-
-/* The transport with the route table, as fmbrokerd's start makes it. */
-static int start_http (struct fmb_error *e)
-{
-    struct http_deps deps = {.routes = broker_routes,
-                             .nroutes = broker_nroutes,
-                             .route_arg = &b,
-                             .roles = b.roles,
-                             .metrics = b.metrics,
-                             .job_token_ok = broker_job_token_matches,
-                             .job_token_arg = &b};
-    return http_create (&b.cfg, &deps, &b.http, e);
 }
 
 static int setup (void)
@@ -110,31 +77,21 @@ static int setup (void)
     char db[600], key[600];
     snprintf (db, sizeof (db), "%s/fmbroker.db", dir);
     snprintf (key, sizeof (key), "%s/token.key", dir);
-    if (!(b.timers = timers_create ()) || !(b.events = events_create (b.timers)) ||
-        store_open (db, key, &b.st, &e) < 0 || !(b.roles = roles_create ()) ||
-        !(b.metrics = metrics_create ()) || roles_resolve (b.roles, &b.cfg) < 0 ||
-        !(b.cleanups = cleanups_create (20, 200)) || start_http (&e) < 0) {
+    /* the broker's contexts as fmbrokerd makes them (lifecycle.c),
+     * VNI-only: no FM url */
+    if (broker_create_early (&b) < 0) {
+        fprintf (stderr, "fuzz_dispatch: setup: out of memory\n");
+        return -1;
+    }
+    if (store_open (db, key, &b.st, &e) < 0) {
         fprintf (stderr, "fuzz_dispatch: setup: %s\n", e.text);
         return -1;
     }
-    /* the broker's contexts as fmbrokerd makes them, VNI-only */
-    if (!(b.pass = pass_create (b.st, b.http, NULL)))
+    broker_attach_store (&b);
+    if (broker_create_serving (&b, &e) < 0) {
+        fprintf (stderr, "fuzz_dispatch: setup: %s\n", e.text);
         return -1;
-    events_attach (b.events, b.st, b.pass);
-    if (!(b.fms = fmsession_create (b.timers, NULL, &b.cfg, b.events)) ||
-        !(b.outbox = outbox_create (
-              &b.cfg, b.st, b.fmc, b.pass, b.timers, b.fms, &b.stopping)) ||
-        !(b.rsv = reservations_create (&b.cfg, b.st, b.fmc, b.pass, b.fms)) ||
-        !(b.rc = reconcile_create (&b.cfg,
-                                   b.st,
-                                   b.fmc,
-                                   b.pass,
-                                   b.timers,
-                                   b.fms,
-                                   b.outbox,
-                                   b.metrics,
-                                   &b.stopping)))
-        return -1;
+    }
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "brokerfix.h"
+#include "fmclient.h"
 #include "http.h"
 #include "lifecycle.h"
 #include "outbox.h"
