@@ -2,6 +2,7 @@
  * otherwise; see log.h. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,21 +101,27 @@ size_t fmb_log_escape (char *out, size_t outsize, const char *in)
     return o;
 }
 
+static bool stderr_is_journal;
+static pthread_once_t stderr_checked = PTHREAD_ONCE_INIT;
+
+static void check_stderr (void)
+{
+    const char *js = getenv ("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    struct stat st;
+    stderr_is_journal = js && sscanf (js, "%llu:%llu", &dev, &ino) == 2 &&
+                        fstat (STDERR_FILENO, &st) == 0 &&
+                        (unsigned long long)st.st_dev == dev &&
+                        (unsigned long long)st.st_ino == ino;
+}
+
 /* Is stderr the journal stream systemd connected ($JOURNAL_STREAM is
- * "DEV:INO" of it)?  Checked once: a program's stderr does not change. */
+ * "DEV:INO" of it)?  Checked once, by whichever thread logs first: a
+ * program's stderr does not change. */
 static bool to_journal (void)
 {
-    static int known = -1;
-    if (known < 0) {
-        const char *js = getenv ("JOURNAL_STREAM");
-        unsigned long long dev, ino;
-        struct stat st;
-        known = js && sscanf (js, "%llu:%llu", &dev, &ino) == 2 &&
-                fstat (STDERR_FILENO, &st) == 0 &&
-                (unsigned long long)st.st_dev == dev &&
-                (unsigned long long)st.st_ino == ino;
-    }
-    return known;
+    pthread_once (&stderr_checked, check_stderr);
+    return stderr_is_journal;
 }
 
 /* libsystemd's sd_journal_send, loaded the first time a record goes to
@@ -125,17 +132,22 @@ static bool to_journal (void)
  * the lines go to stderr, which systemd also keeps. */
 typedef int (*sd_journal_send_f) (const char *format, ...);
 
+static sd_journal_send_f journal_send_fn;
+static pthread_once_t journal_loaded = PTHREAD_ONCE_INIT;
+
+static void load_journal (void)
+{
+    void *lib = dlopen ("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (lib)
+        *(void **)&journal_send_fn = dlsym (lib, "sd_journal_send");
+}
+
+/* Once per process, whichever thread logs first (the Flux plugins and
+ * the store's checkpointer run threads). */
 static sd_journal_send_f journal_sender (void)
 {
-    static sd_journal_send_f send;
-    static bool tried;
-    if (!tried) {
-        tried = true;
-        void *lib = dlopen ("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
-        if (lib)
-            *(void **)&send = dlsym (lib, "sd_journal_send");
-    }
-    return send;
+    pthread_once (&journal_loaded, load_journal);
+    return journal_send_fn;
 }
 
 /* One journald record; -1 if journald did not take it. */
