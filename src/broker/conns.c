@@ -3,6 +3,8 @@
  * handing each to libmicrohttpd, and the deadline of the request being
  * read. */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +326,11 @@ static void accept_tcp (struct conns *h)
                 accept_failed (h, "TCP port", errno);
             return;
         }
+        /* The TLS handshake's flights and the answers are small writes
+         * in a row: with Nagle's algorithm each later one waits for the
+         * client's delayed ACK, 40 ms per job launch's RUN. */
+        int one = 1;
+        (void)setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one));
         char addr[TCPGUARD_ADDR_MAX];
         fmb_format_addr ((struct sockaddr *)&sa, addr, sizeof (addr));
         const char *why = NULL;

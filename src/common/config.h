@@ -35,9 +35,11 @@ enum fmb_client_cert {
     FMB_CLIENT_CERT_REQUIRED
 };
 /* TLS 1.2 and 1.3 only, key exchanges with forward secrecy only (GnuTLS's
- * PFS: no static RSA), the server's order: GnuTLS priority syntax. */
-#define FMB_TLS_PRIORITIES_DEFAULT \
-    "PFS:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
+ * PFS: no static RSA): GnuTLS priority syntax.  Not %SERVER_PRECEDENCE:
+ * the server's first group (P-256) then wins over the X25519 key share
+ * every client sends, and each connection pays a HelloRetryRequest round
+ * trip and a second key share (measured on every node prolog's RUN). */
+#define FMB_TLS_PRIORITIES_DEFAULT "PFS:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 /* Traffic classes as bits of SLINGSHOT_TCS. */
 #define FMB_TC_DEDICATED_ACCESS 0x1
