@@ -4,22 +4,22 @@
 # nodes on 127.0.0.1) runs `srun -N2 true` as nobody, alternately in each
 # of these setups (BENCH_MODES, default without ctld node):
 #   without  plain Slurm: no plugin, no prolog of any kind
-#   ctld     fmbroker as up to issue 36: RUN from PrologSlurmctld,
-#            PrologFlags=Alloc, the plugin's node prolog over TLS with its node's token
-#   node     fmbroker's launch setup (README): the RUN made by the node
-#            prolog (plugstack run=node), no PrologSlurmctld, no
+#   ctld     the classic setup: RUN from PrologSlurmctld, PrologFlags=Alloc,
+#            the node prolog (fmbroker-cxi as slurmd's Prolog=) over TLS
+#            with its node's token
+#   node     fmbroker's launch setup (doc/slurm.md): the RUN made by the
+#            node prolog ([api] agent_run = true), no PrologSlurmctld, no
 #            PrologFlags=Alloc: the step waits for the prolog inside
 #            slurmd instead of srun polling the controller
 #   nohold   as node, with PrologFlags=Alloc,NoHold: the node prologs
 #            start at allocation and the step waits for them in slurmd
-#   plugin   the floor of any SPANK job prolog: the plugin loaded with no
-#            hooks (prolog=none, epilog=none, policy=fail_open: no
-#            record, no isolation); slurmd still starts a slurmstepd for
-#            the plugin's job prolog and epilog, and each step loads it
+#   plugin   the plugin alone: loaded by srun and each step, with no node
+#            prolog or epilog (policy=fail_open: no record, no isolation)
 # Every setup has EpilogSlurmctld's CLEANUP (after the job, off the launch
 # path) when fmbroker is in it.  Prints per setup: median, p90, max, the
 # launches over 1 s, the ratio to "without", and each hook's own time:
-# the node prolog (slurmd's log: the plugin times its hook), the
+# the node prolog (its wrapper's clock: the stand-in for the emulated
+# nodes' NICs, a bash that execs fmbroker-cxi, is part of it), the
 # PrologSlurmctld script, and the step-end cleanup on node 0 (plugin,
 # SlurmdDebug=verbose).  Needs root.  Bounded: BENCH_LAUNCHES (100) per
 # setup, in blocks of BENCH_BLOCK (25), every daemon stopped at exit.
@@ -57,22 +57,29 @@ read m <$S/mode
 echo "$h \$m \$t0 \$(date +%s%N)" >>$T/hooks.times
 HOOK
 done
-# The node hooks: only what the emulated nodes need (each its own NICs).
+# The node prolog and epilog: fmbroker-cxi as slurmd's Prolog=/Epilog=,
+# through a wrapper that gives each emulated node its own NICs and
+# records (a real node's are its own) and times the run without a fork
+# (bash's clock).
 for h in prolog epilog; do
     cat >"$S/hooks/$h.sh" <<HOOK
-#!/bin/sh
-t0=\$(date +%s%N)
-export FMBROKER_SBINDIR=$FMB_BIN MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
-export FMBROKER_CONF=$T/node.conf FMBROKER_CXI_ARGS="--state-dir $R/rec-\$SLURMD_NODENAME"
-$FMB_SRC/deploy/slurm/$h.sh
-rc=\$?
+#!/bin/bash
+t0=\$EPOCHREALTIME
 read m <$S/mode
-echo "$h \$m \$t0 \$(date +%s%N)" >>$T/hooks.times
+conf=$T/node.conf
+case \$m in node | nohold) conf=$T/node-run.conf ;; esac
+export MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
+$FMB_BIN/fmbroker-cxi -c \$conf --state-dir $R/rec-\$SLURMD_NODENAME
+rc=\$?
+echo "$h \$m \${t0/./} \${EPOCHREALTIME/./}" >>$T/hooks.times
 exit \$rc
 HOOK
 done
 chmod 755 "$S"/hooks/*.sh
-plugin="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$R/rec-%n prolog=$S/hooks/prolog.sh epilog=$S/hooks/epilog.sh"
+plugin="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$R/rec-%n"
+# the launch setup's nodes make the RUN ([api] agent_run = true)
+sed "/^\[api\]/a agent_run = true" "$T/node.conf" >"$T/node-run.conf" || exit 1
+nodehooks=$(printf "Prolog=%s\nEpilog=%s" "$S/hooks/prolog.sh" "$S/hooks/epilog.sh")
 # A setup is slurm.conf lines (Include'd) and a plugstack.conf; slurmd
 # decides at start whether job prologs run SPANK plugins, and PrologFlags
 # are read at start: every change restarts the daemons (not timed).
@@ -80,15 +87,16 @@ mode () {
     echo "$1" >"$S/mode"
     case $1 in
     without) echo "# plain Slurm" >"$S/mode.conf" && : >"$S/plugstack.conf" ;;
-    ctld) printf "PrologSlurmctld=%s\nEpilogSlurmctld=%s\nPrologFlags=Alloc\n" \
-        "$S/hooks/prolog_slurmctld.sh" "$S/hooks/epilog_slurmctld.sh" >"$S/mode.conf" &&
+    ctld) printf "PrologSlurmctld=%s\nEpilogSlurmctld=%s\nPrologFlags=Alloc\n%s\n" \
+        "$S/hooks/prolog_slurmctld.sh" "$S/hooks/epilog_slurmctld.sh" "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
-    node) printf "EpilogSlurmctld=%s\n" "$S/hooks/epilog_slurmctld.sh" >"$S/mode.conf" &&
-        echo "$plugin run=node" >"$S/plugstack.conf" ;;
+    node) printf "EpilogSlurmctld=%s\n%s\n" "$S/hooks/epilog_slurmctld.sh" "$nodehooks" >"$S/mode.conf" &&
+        echo "$plugin" >"$S/plugstack.conf" ;;
     plugin) printf "# the plugin alone\n" >"$S/mode.conf" &&
-        echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open prolog=none epilog=none" >"$S/plugstack.conf" ;;
-    nohold) printf "EpilogSlurmctld=%s\nPrologFlags=Alloc,NoHold\n" "$S/hooks/epilog_slurmctld.sh" >"$S/mode.conf" &&
-        echo "$plugin run=node" >"$S/plugstack.conf" ;;
+        echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
+    nohold) printf "EpilogSlurmctld=%s\nPrologFlags=Alloc,NoHold\n%s\n" "$S/hooks/epilog_slurmctld.sh" \
+        "$nodehooks" >"$S/mode.conf" &&
+        echo "$plugin" >"$S/plugstack.conf" ;;
     esac
     [ -s "$S/slurmctld.pid" ] || return 0
     wait_for 300 0.05 slurm_all_idle
@@ -150,9 +158,9 @@ echo "## each hook's own time (goal: 10 ms each)"
 echo "| hook | setup | median ms | p90 ms | max ms | runs |"
 echo "|---|---|---|---|---|---|"
 for m in $MODES; do
-    awk -v m="$m" '$1 == "prolog" && $2 == m { print int(($4 - $3) / 1e6) }' "$T/hooks.times" >"$T/h.prolog.$m"
+    awk -v m="$m" '$1 == "prolog" && $2 == m { print int(($4 - $3) / 1e3) }' "$T/hooks.times" >"$T/h.prolog.$m"
     awk -v m="$m" '$1 == "prolog_slurmctld" && $2 == m { print int(($4 - $3) / 1e6) }' "$T/hooks.times" >"$T/h.ctld.$m"
-    hook_row "node prolog (hook script, fmbroker-cxi prolog over TLS)" "$m" "$T/h.prolog.$m"
+    hook_row "node prolog (fmbroker-cxi as Prolog=, over TLS)" "$m" "$T/h.prolog.$m"
     hook_row "PrologSlurmctld (hook script, fmbroker run-job)" "$m" "$T/h.ctld.$m"
     hook_row "step-end cleanup on node 0 (the plugin's own timing)" "$m" "$T/clean.$m"
 done

@@ -1,13 +1,10 @@
-# common.sh: sourced by the fmbroker Slurm hooks.  Slurm gives hooks no
-# PATH and none of the user's environment; settings come from
-# ../hooklib.sh (shared with Flux) and /etc/default/fmbroker.
+# common.sh: sourced by the fmbroker Slurm controller hooks and the
+# sweep.  Slurm gives hooks no PATH and none of the user's environment;
+# settings come from ../hooklib.sh (shared with Flux) and
+# /etc/default/fmbroker.  (The node prolog and epilog are no scripts:
+# slurmd runs fmbroker-cxi itself, as Prolog= and Epilog=.)
 case $0 in */*) fmb_dir=${0%/*} ;; *) fmb_dir=. ;; esac
 . "$fmb_dir/../hooklib.sh"
-# The SPANK plugin's config= and state_dir= (plugstack.conf), when given,
-# win over /etc/default/fmbroker for the node hooks it runs.
-FMBROKER_CONF=${FMBROKER_SPANK_CONF:-$FMBROKER_CONF}
-[ -n "${FMBROKER_SPANK_STATE_DIR:-}" ] &&
-    FMBROKER_CXI_ARGS="$FMBROKER_CXI_ARGS --state-dir $FMBROKER_SPANK_STATE_DIR"
 # Slurm drops the controller hooks' output: their reasons go to syslog,
 # and to FMBROKER_HOOK_LOG too when that names a file.
 fmb_log () {

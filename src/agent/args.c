@@ -375,3 +375,16 @@ int agent_args_parse (int argc,
     }
     return check_command (cmd, given, a, error);
 }
+
+bool agent_args_have_command (int argc, char **argv)
+{
+    struct option opts[NOPTIONS + 1];
+    int c;
+    getopt_table (opts);
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long (argc, argv, "-:c:nh", opts, NULL)) != -1)
+        if (c == 1)
+            return true;
+    return false;
+}

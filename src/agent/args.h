@@ -55,7 +55,7 @@ struct agent_args {
     bool all;          /* clean --all */
     bool pending;      /* report --pending */
     /* prolog --run JSON: make the job's RUN from this node (Slurm's
-     * plugstack run=node); the RUN body, "nodes" possibly a hostlist */
+     * launch setup); the RUN body, "nodes" possibly a hostlist */
     const char *run;
 };
 
@@ -67,5 +67,8 @@ int agent_args_parse (int argc,
                       char **argv,
                       struct agent_args *a,
                       struct fmb_error *error);
+
+/* Is there a command word in argv (whatever else is wrong with it)? */
+bool agent_args_have_command (int argc, char **argv);
 
 #endif

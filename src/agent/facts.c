@@ -43,10 +43,11 @@ static int facts_from_json (json_t *o, struct job_facts *f)
     return 0;
 }
 
-/* prolog --run: the job's RUN, made from this node (Slurm's plugstack
- * run=node: no PrologSlurmctld, so srun's launch does not wait for the
- * controller).  Every node of the job sends the same request; the first
- * creates the job, the others get the same answer.  *job: the broker's. */
+/* prolog --run: the job's RUN, made from this node (Slurm's launch setup,
+ * [api] agent_run = true on the nodes: no PrologSlurmctld, so srun's
+ * launch does not wait for the controller).  Every node of the job sends the same
+ * request; the first creates the job, the others get the same answer.  *job: the
+ * broker's. */
 static int run_from_node (struct agent *ag, json_t **job, struct fmb_error *error)
 {
     json_error_t jerr;

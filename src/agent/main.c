@@ -18,14 +18,14 @@
 #include "agent.h"
 #include "clean.h"
 #include "env.h"
+#include "jobrecord.h"
 #include "epilog.h"
 #include "list.h"
 #include "log.h"
 #include "monotime.h"
 #include "prolog.h"
 #include "report.h"
-
-#define AGENT_STATE_DIR "/run/fmbroker-cxi"
+#include "slurmhook.h"
 
 static const char usage_text[] =
     "Usage: fmbroker-cxi [OPTIONS] COMMAND [COMMAND OPTIONS]\n"
@@ -39,7 +39,7 @@ static const char usage_text[] =
     "         scaled back to what is free, with a warning; then writes the\n"
     "         job's environment record for env (owned by the job's uid, 0400)\n"
     "  prolog --job ID --run JSON [--ncores N]\n"
-    "         make the job's RUN from this node first (Slurm plugstack run=node;\n"
+    "         make the job's RUN from this node first (Slurm's launch setup;\n"
     "         the broker needs [api] agent_run): JSON is the RUN body, its\n"
     "         \"nodes\" a Slurm host list; every node sends the same one\n"
     "         --report-later: the 'created' report is kept and sent by a detached\n"
@@ -69,6 +69,15 @@ static const char usage_text[] =
     "                    --all (node-exclusive systems): every service but the\n"
     "                    default, system ones and those of unreleased jobs\n"
     "\n"
+    "Without a command, run by slurmd as slurm.conf's Prolog= or Epilog=\n"
+    "(SLURM_SCRIPT_CONTEXT prolog_slurmd or epilog_slurmd): the prolog or epilog\n"
+    "of $SLURM_JOB_ID on $SLURMD_NODENAME, logged to syslog as well (slurmd keeps\n"
+    "no hook output).  The prolog makes the job's RUN when this node's\n"
+    "configuration has [api] agent_run = true, and always exits 0: a failure is left "
+    "in the\n"
+    "job's record, for its steps to fail (policy=fail_closed) with the reason.\n"
+    "The epilog exits 1 (slurmd drains the node) only when services stay.\n"
+    "\n"
     "Options:\n"
     "  -c, --config FILE     configuration (default " FMB_CONFIG_PATH
     ")\n"
@@ -78,7 +87,7 @@ static const char usage_text[] =
     "      --broker-url URL[,URL...]  replaces [api] broker_url: the broker's TLS\n"
     "                        listener, or an ordered list (active, standby) tried\n"
     "                        in turn when one cannot be reached\n"
-    "      --state-dir DIR   this node's job records (default " AGENT_STATE_DIR
+    "      --state-dir DIR   this node's job records (default " JOBRECORD_DIR_DEFAULT
     ")\n"
     "      --node NAME       this node's name for reports (default: host name)\n"
     "  -n, --dry-run         print the descriptors, change nothing\n"
@@ -115,7 +124,7 @@ static int setup (struct agent *ag)
     }
     api_target_init (&ag->target, &ag->cfg, ag->args.socket);
     if (!ag->args.state_dir)
-        ag->args.state_dir = AGENT_STATE_DIR;
+        ag->args.state_dir = JOBRECORD_DIR_DEFAULT;
     return 0;
 }
 
@@ -140,22 +149,9 @@ static int run_command (struct agent *ag)
     return EXIT_USAGE;
 }
 
-int main (int argc, char **argv)
+/* The command, and the reports kept from earlier runs; its status. */
+static int run (struct agent *ag)
 {
-    static struct agent agent; /* large: not on the stack */
-    struct agent *ag = &agent;
-    struct fmb_error e;
-    fmb_log_init ("fmbroker-cxi", LOG_INFO);
-    if (agent_args_parse (argc, argv, &ag->args, &e) < 0) {
-        fprintf (stderr, "fmbroker-cxi: %s\nTry 'fmbroker-cxi --help'.\n", e.text);
-        return EXIT_USAGE;
-    }
-    if (ag->args.help) {
-        fputs (usage_text, stdout);
-        return 0;
-    }
-    if (setup (ag) < 0)
-        return EXIT_USAGE;
     /* OpenSSL initialises itself at the first broker call:
      * prolog and epilog given all facts never pay for it. */
     ag->retry_deadline_ms = fmb_monotime_ms () + (int64_t)ag->args.retry_busy * 1000;
@@ -170,7 +166,65 @@ int main (int argc, char **argv)
     /* The job's own reason last (ag->final_reason). */
     if (rc != 0 && ag->final_reason[0])
         fmb_log (LOG_ERR, "%s", ag->final_reason);
+    return rc;
+}
+
+/* The command line parsed, the configuration read, the command run;
+ * the exit status.  Run by slurmd (hook->active), the prolog makes the
+ * job's RUN when this node's configuration says so. */
+static int parse_and_run (struct agent *ag,
+                          struct slurm_hook *hook,
+                          int argc,
+                          char **argv)
+{
+    struct fmb_error e;
+    if (agent_args_parse (argc, argv, &ag->args, &e) < 0) {
+        if (!hook->active) {
+            fprintf (stderr, "fmbroker-cxi: %s\nTry 'fmbroker-cxi --help'.\n", e.text);
+            return EXIT_USAGE;
+        }
+        fmb_log (LOG_ERR, "%s", e.text);
+        agent_fail_job (ag, "%s", e.text);
+        return EXIT_USAGE;
+    }
+    if (ag->args.help) {
+        fputs (usage_text, stdout);
+        return 0;
+    }
+    if (setup (ag) < 0)
+        return EXIT_USAGE;
+    if (hook->prolog && ag->cfg.api_agent_run) {
+        if (slurm_hook_run (hook, &e) < 0) {
+            fmb_log (LOG_ERR, "job %s: %s", ag->args.job, e.text);
+            return agent_fail_job (ag, "job %s: %s", ag->args.job, e.text);
+        }
+        ag->args.run = hook->run;
+    }
+    return run (ag);
+}
+
+int main (int argc, char **argv)
+{
+    static struct agent agent; /* large: not on the stack */
+    struct agent *ag = &agent;
+    struct slurm_hook hook;
+    struct fmb_error e;
+    int rc;
+    fmb_log_init ("fmbroker-cxi", LOG_INFO);
+    /* Run by slurmd as Prolog=/Epilog=: the job's command line from
+     * Slurm's variables (slurmhook.h). */
+    if (slurm_hook_args (argc, argv, &hook, &e) < 0) {
+        fmb_log (LOG_ERR, "%s", e.text);
+        agent_fail_job (ag, "%s", e.text);
+        rc = EXIT_USAGE;
+    } else if (hook.active)
+        rc = parse_and_run (ag, &hook, hook.argc, hook.argv);
+    else
+        rc = parse_and_run (ag, &hook, argc, argv);
+    if (hook.active)
+        rc = slurm_hook_finish (ag, &hook, rc);
     cxilib_close (&ag->lib);
     api_target_clear (&ag->target);
+    slurm_hook_clear (&hook);
     return rc;
 }

@@ -482,7 +482,7 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     struct run_request rr;
     char why[300];
-    /* A node prolog's RUN (Slurm's run=node), only where the site said so:
+    /* A node prolog's RUN (Slurm's launch setup), only where the site said so:
      * every holder of the agent token could then create jobs. */
     if (!(http_caller (req)->roles & ROLE_RM) && !b->cfg.api_agent_run)
         return http_problemf (

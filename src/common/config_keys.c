@@ -52,8 +52,9 @@ const struct cfg_key cfg_keys[] = {
       F (tls_key), cfg_check_path_or_empty, NULL },
     { "api",            "tokens_file",        CFG_STRING,    0,   0,        "",
       F (tokens_file), cfg_check_path_or_empty, NULL },
-    /* true: an agent token may also RUN a job (a node prolog's RUN,
-     * Slurm's plugstack run=node: launches without PrologSlurmctld). */
+    /* true: an agent token may also RUN a job (a node prolog's RUN:
+     * Slurm launches without PrologSlurmctld); on a Slurm node, its
+     * prolog makes the RUN. */
     { "api",            "agent_run",          CFG_BOOL,      0,   1,        "false",
       F (api_agent_run), NULL, NULL },
     { "api",            "rm_users",           CFG_STRING,    0,   0,        FMB_RM_USERS_DEFAULT,
@@ -301,6 +302,7 @@ bool cfg_client_key (const char *section, const char *name)
         {"api", "broker_url"},
         {"api", "client_token_file"},
         {"api", "client_ca_file"},
+        {"api", "agent_run"}, /* a Slurm node: its prolog makes the RUN */
         {"broker", "log_level"},
         {"vni", "pool"},
         {"cxi", "tcs"},

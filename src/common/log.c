@@ -102,6 +102,14 @@ size_t fmb_log_escape (char *out, size_t outsize, const char *in)
 }
 
 static bool stderr_is_journal;
+static bool log_to_syslog;
+
+void fmb_log_syslog (void)
+{
+    openlog (log_ident, LOG_PID, LOG_DAEMON);
+    log_to_syslog = true;
+}
+
 static pthread_once_t stderr_checked = PTHREAD_ONCE_INIT;
 
 static void check_stderr (void)
@@ -211,6 +219,8 @@ __attribute__ ((format (printf, 3, 0))) static void log_va (
     fmb_log_escape (line, sizeof (line), raw);
     if (!to_journal () || journal_send (level, f, line) < 0)
         fprintf (stderr, "%s: %s: %s\n", log_ident, fmb_log_level_name (level), line);
+    if (log_to_syslog)
+        syslog (level, "%s", line);
     errno = saved;
 }
 

@@ -26,6 +26,10 @@ int fmb_log_level_parse (const char *name);
 /* LOG_* -> its name, as fmb_log_level_parse takes it. */
 const char *fmb_log_level_name (int level);
 
+/* Every record to syslog (LOG_DAEMON) as well: for a program whose
+ * output its starter keeps from everyone (slurmd's Prolog=). */
+void fmb_log_syslog (void);
+
 void fmb_log (int level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
 /* Structured fields of a record (NULL: absent).  Outside journald they

@@ -4,17 +4,20 @@
  * callback below checks the context it is in:
  *
  *   srun / sbatch / salloc  options --fmb-hwcoll, --fmb-vnis, --fmb-tcs,
- *                           checked at submission and handed to
- *                           PrologSlurmctld as SPANK_FMB_* (RUN's flags)
- *   job prolog / epilog     run the node hooks (CXI services) with their
- *   (root, once per node)   output in slurmd's log; a prolog that failed
- *                           without a record leaves one with its reason
+ *                           checked at submission and handed to the RUN
+ *                           (PrologSlurmctld, or the node prolog) as
+ *                           SPANK_FMB_*
  *   slurmstepd (per step    reads the job's record once per step per node
  *   per node)               (no broker, no FM call), sets the tasks'
  *                           SLINGSHOT_* / FI_CXI_* and the step id, applies
  *                           the failure policy; at the step's end, node 0
  *                           of a step of a job with a multicast reservation
  *                           asks the broker to release the step's trees
+ *
+ * No SPANK job prolog or epilog: slurmd would start a slurmstepd for
+ * them at every job's launch on every node (a third of a plain launch's
+ * time, measured), so the node prolog and epilog are slurm.conf's
+ * Prolog= and Epilog=, fmbroker-cxi itself (src/agent/slurmhook.h).
  *
  * plugstack.conf arguments: see spankcore.h and doc/slurm.md.
  */
@@ -184,24 +187,7 @@ int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
     return 0;
 }
 
-/* ---- job prolog and epilog: the node hooks ----------------------- */
-
-struct hook_log {
-    const char *what;
-    uint32_t job;
-};
-
-static void log_hook_line (void *arg, const char *line)
-{
-    const struct hook_log *h = arg;
-    char clean[512];
-    size_t i;
-    /* the hook's words go to slurmd's log: no control characters */
-    for (i = 0; i < sizeof (clean) - 1 && line[i]; i++)
-        clean[i] = (unsigned char)line[i] < 0x20 || line[i] == 0x7f ? '?' : line[i];
-    clean[i] = '\0';
-    slurm_info ("fmbroker: job %u: %s: %s", h->job, h->what, clean);
-}
+/* ---- the node's job records ------------------------------------- */
 
 /* conf.state_dir with "%n" replaced by this node's name (several
  * emulated nodes on one host keep their records apart). */
@@ -225,116 +211,6 @@ static void node_state_dir (char *out, size_t len)
                   conf.state_dir,
                   node,
                   pct + 2);
-}
-
-/* The prolog failed and wrote no record: leave one that says why, so
- * that the job's steps can tell the user. */
-static void record_failure (const char *job, uid_t uid, const char *reason)
-{
-    char dir[1024], path[1200];
-    struct jobrecord r;
-    struct fmb_error e;
-    node_state_dir (dir, sizeof (dir));
-    if (jobrecord_path (path, sizeof (path), dir, job) < 0 || access (path, F_OK) == 0)
-        return;
-    memset (&r, 0, sizeof (r));
-    snprintf (r.job, sizeof (r.job), "%s", job);
-    r.uid = (uint32_t)uid;
-    r.env = json_object ();
-    snprintf (r.reason, sizeof (r.reason), "%s", reason);
-    for (char *c = r.reason; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
-    if (jobrecord_write (dir, &r, &e) < 0)
-        slurm_error ("fmbroker: job %s: %s", job, e.text);
-    jobrecord_clear (&r);
-}
-
-/* What the node hooks get from plugstack.conf, in their environment:
- * config= and state_dir= when given (common.sh puts them before
- * /etc/default/fmbroker's), and under run=node the job's RUN request. */
-static void hook_env (spank_t sp, bool prolog)
-{
-    char dir[1024];
-    struct fmb_error e;
-    uid_t uid = 0;
-    if (conf.config_given)
-        setenv ("FMBROKER_SPANK_CONF", conf.config, 1);
-    if (conf.state_dir_given) {
-        node_state_dir (dir, sizeof (dir));
-        setenv ("FMBROKER_SPANK_STATE_DIR", dir, 1);
-    }
-    if (!prolog || !conf.node_run)
-        return;
-    spank_get_item (sp, S_JOB_UID, &uid);
-    char *run = spank_run_request ((unsigned long)uid,
-                                   getenv ("SLURM_JOB_USER"),
-                                   getenv ("SLURM_NODELIST"),
-                                   getenv ("SLURM_JOB_CPUS_PER_NODE"),
-                                   getenv ("SPANK_FMB_HWCOLL"),
-                                   getenv ("SPANK_FMB_VNIS"),
-                                   getenv ("SPANK_FMB_TCS"),
-                                   &e);
-    if (run)
-        setenv ("FMBROKER_RUN", run, 1);
-    else
-        slurm_error ("fmbroker: run=node: %s", e.text);
-    free (run);
-}
-
-/* Run a node hook; its exit status, or -1 if it did not finish. */
-static int run_node_hook (
-    spank_t sp, const char *what, const char *path, char *why, size_t len)
-{
-    struct hook_log h = {what, 0};
-    struct fmb_error e;
-    char last[256];
-    spank_get_item (sp, S_JOB_ID, &h.job);
-    hook_env (sp, strcmp (what, "prolog") == 0);
-    int64_t t0 = fmb_monotime_ms ();
-    int st = spank_run_hook (
-        path, conf.hook_timeout_s, log_hook_line, &h, last, sizeof (last), &e);
-    slurm_verbose ("fmbroker: job %u: node %s done in %lld ms (status %d)",
-                   h.job,
-                   what,
-                   (long long)(fmb_monotime_ms () - t0),
-                   st);
-    if (st == 0)
-        return 0;
-    if (st < 0)
-        snprintf (why, len, "%s", e.text);
-    else if (last[0])
-        snprintf (why, len, "%s", last);
-    else
-        snprintf (why, len, "%s exited with status %d", path, st);
-    slurm_error ("fmbroker: job %u: %s %s failed (%d): %s", h.job, what, path, st, why);
-    return st < 0 ? -1 : st;
-}
-
-int slurm_spank_job_prolog (spank_t sp, int ac, char **av)
-{
-    char why[256], job[16];
-    uint32_t jobid = 0;
-    uid_t uid = 0;
-    if (spank_conf_parse (&conf, ac, av, NULL) < 0 || strcmp (conf.prolog, "none") == 0)
-        return 0;
-    if (run_node_hook (sp, "prolog", conf.prolog, why, sizeof (why)) == 0)
-        return 0;
-    spank_get_item (sp, S_JOB_ID, &jobid);
-    spank_get_item (sp, S_JOB_UID, &uid);
-    snprintf (job, sizeof (job), "%u", jobid);
-    record_failure (job, uid, why);
-    /* Not a node fault: the job's steps fail (or run, fail_open) instead. */
-    return 0;
-}
-
-int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
-{
-    char why[256];
-    if (spank_conf_parse (&conf, ac, av, NULL) < 0 || strcmp (conf.epilog, "none") == 0)
-        return 0;
-    /* Exit 1 from the epilog: services left behind, drain this node. */
-    return run_node_hook (sp, "epilog", conf.epilog, why, sizeof (why)) == 0 ? 0 : -1;
 }
 
 /* ---- slurmstepd: the step's environment ---------------------------- */

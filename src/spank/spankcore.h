@@ -1,7 +1,7 @@
 /* spankcore.h: the Slurm-independent part of the fmbroker SPANK plugin,
  * so that it can be unit-tested without Slurm: the plugstack.conf
- * arguments, the user options, what a step gets from the node's job
- * record, and running a node hook with its output captured.
+ * arguments, the user options and what a step gets from the node's job
+ * record.
  *
  * The plugin itself (fmbroker_spank.c) only moves values between these
  * functions and Slurm.
@@ -24,38 +24,19 @@ struct spank_conf {
     enum spank_policy policy; /* policy=fail_closed|fail_open */
     unsigned allowed_tcs;     /* tcs=LIST: classes users may ask for */
     char config[1024];        /* config=FILE: fmbroker.conf (step cleanup) */
-    char state_dir[1024];     /* state_dir=DIR: the node's job records */
+    char state_dir[1024];     /* state_dir=DIR: the node's job records, as
+                               * the node prolog's --state-dir */
     unsigned step_timeout_s;  /* step_timeout=S: step cleanup, 1..30 */
-    char prolog[1024];        /* prolog=PATH|none: node prolog hook */
-    char epilog[1024];        /* epilog=PATH|none: node epilog hook */
-    unsigned hook_timeout_s;  /* hook_timeout=S: each hook, 1..3600 */
-    bool node_run;            /* run=node: the node prolog makes the RUN */
-    bool config_given;        /* config= and state_dir= were given: the */
-    bool state_dir_given;     /* node hooks get them too (spank_hook_env) */
 };
 
 #define SPANK_DEFAULT_TCS 0xe /* LOW_LATENCY, BULK_DATA, BEST_EFFORT */
-#define SPANK_HOOK_DIR    "/usr/share/fmbroker/slurm"
+/* The node prolog and epilog: slurm.conf's Prolog= and Epilog= (named in
+ * the message that refuses a plugstack.conf of the plugin's old hooks). */
+#define SPANK_AGENT_PATH "/usr/sbin/fmbroker-cxi"
 
 /* Defaults, then each "key=value" of argv; -1 with EINVAL and a message
  * naming the argument for an unknown key or a bad value. */
 int spank_conf_parse (struct spank_conf *c, int argc, char **argv, struct fmb_error *e);
-
-/* run=node: the job's RUN request as the node prolog sends it (the
- * same on every node of the job, so the broker answers them all alike):
- * uid, user, nodes (Slurm's compressed list, expanded by fmbroker-cxi),
- * ncores (the first count of SLURM_JOB_CPUS_PER_NODE) and the user's
- * --fmb-* options as PrologSlurmctld passed them (SPANK_FMB_*; values
- * that are not theirs are left out).  NULL arguments are left out.
- * Returns malloc'd JSON text, or NULL with a message. */
-char *spank_run_request (unsigned long uid,
-                         const char *user,
-                         const char *nodelist,
-                         const char *cpus_per_node,
-                         const char *hwcoll,
-                         const char *vnis,
-                         const char *tcs,
-                         struct fmb_error *e);
 
 /* The user options.  Each returns -1 with EINVAL and a message that says
  * what the option takes. */
@@ -90,18 +71,5 @@ int spank_step_record (const char *state_dir,
  * failed early), a record others could change, or VNIs without a
  * service. */
 int spank_root_verdict (const char *state_dir, const char *job, struct fmb_error *e);
-
-/* Run 'path' (no arguments, this environment) with stdout and stderr
- * captured; each line, without a journald "<N>" prefix, goes to
- * line_cb.  Killed (its process group) after timeout_s.  Returns its exit
- * status (0..255), 128+N for a signal, or -1 with a message when it could
- * not run or timed out; 'last' gets its last line. */
-int spank_run_hook (const char *path,
-                    unsigned timeout_s,
-                    void (*line_cb) (void *arg, const char *line),
-                    void *arg,
-                    char *last,
-                    size_t lastlen,
-                    struct fmb_error *e);
 
 #endif

@@ -77,7 +77,7 @@ expect_ok 'on a node without the socket, the agent works through broker_url' '
     node_agent b epilog --job 20 &&
     tcall "$rm_tok" GET /v1/vnis | cut -d" " -f2- | jq -e --argjson v "$v" "all(.vnis[]; .vni != \$v)"
 '
-# Slurm's plugstack run=node: every node's prolog makes the job's RUN
+# Slurm's launch setup: every node's prolog makes the job's RUN
 # with the agent token (no PrologSlurmctld), where [api] agent_run allows.
 run_req='{"uid":1000,"user":"u1","nodes":"a,b","ncores":2}'
 expect_ok 'prolog --run: refused without [api] agent_run, saying so on its last line' '

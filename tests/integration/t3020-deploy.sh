@@ -64,7 +64,7 @@ broker_files="/usr/sbin/fmbrokerd /usr/lib/systemd/system/fmbrokerd.service
 node_files="/usr/sbin/fmbroker-cxi /usr/bin/fmbroker /etc/default/fmbroker
     /usr/lib/systemd/system/fmbroker-cxi-report.timer /usr/lib/systemd/system/fmbroker-cxi-report.service
     /usr/share/man/man1/fmbroker.1.gz /usr/share/man/man5/fmbroker.conf.5.gz /usr/share/man/man8/fmbroker-cxi.8.gz
-    /usr/share/fmbroker/slurm/prolog_slurmctld.sh /usr/share/fmbroker/slurm/prolog.sh
+    /usr/share/fmbroker/slurm/prolog_slurmctld.sh /usr/share/fmbroker/slurm/epilog_slurmctld.sh
     /usr/share/fmbroker/hooklib.sh /usr/share/fmbroker/slurm/fmbroker-slurm-sweep.sh /usr/lib/systemd/system/fmbroker-slurm-sweep.timer
     /usr/lib/systemd/system/fmbroker-slurm-sweep.service /usr/share/fmbroker/sweeplib.sh
     /usr/share/fmbroker/flux/fmbroker-flux-sweep.sh /usr/lib/systemd/system/fmbroker-flux-sweep.timer

@@ -1,9 +1,10 @@
 #!/bin/bash
 # t4010-slurm.sh: a real Slurm (Debian's slurmctld, slurmd, munge on
 # 127.0.0.1, two emulated nodes) run the way a cluster runs fmbroker:
-# the controller hooks call the broker over its socket; the "compute
-# nodes" load the SPANK plugin, which runs the node hooks and reaches the
-# broker over TCP+TLS, each with its own node token only; jobs are submitted by an
+# the controller hooks call the broker over its socket; on the "compute
+# nodes" slurmd runs fmbroker-cxi itself as Prolog= and Epilog=, which
+# reaches the broker over TCP+TLS, each node with its own node token
+# only, and the steps load the SPANK plugin; jobs are submitted by an
 # unprivileged user (nobody).
 #
 # Tasks see exactly their node's record plus the step id; a step starts
@@ -44,16 +45,18 @@ start_broker_for_nodes n1 n2 -- "agent_run = true" || bail_out "no broker for th
 # ran a job's epilog with no plugin, and that job's CXI services stayed)
 plugstack () { # EXTRA ARGS: the plugin line (re-read at every launch)
     echo "required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$T/rec-%n" \
-        "prolog=$S/hooks/prolog.sh epilog=$S/hooks/epilog.sh step_timeout=2" \
-        "tcs=LOW_LATENCY,BULK_DATA,BEST_EFFORT $*" >"$S/plugstack.conf.new" &&
+        "step_timeout=2 tcs=LOW_LATENCY,BULK_DATA,BEST_EFFORT $*" >"$S/plugstack.conf.new" &&
         mv -f "$S/plugstack.conf.new" "$S/plugstack.conf"
 }
 as_nobody () { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+# The node prolog and epilog: fmbroker-cxi run by slurmd (the hooks below
+# only give each emulated node its own NICs and records).
+node_hooks () { printf "Prolog=%s\nEpilog=%s\n" "$S/hooks/prolog.sh" "$S/hooks/epilog.sh"; }
 # The controller's RUN (PrologSlurmctld, PrologFlags=Alloc), as most of
-# this test runs; the launch setup (run=node) is tried near the end.
+# this test runs; the launch setup (the nodes RUN) is tried near the end.
 ctld_setup () {
-    printf "PrologSlurmctld=%s\nEpilogSlurmctld=%s\nPrologFlags=Alloc\n" \
-        "$S/hooks/prolog_slurmctld.sh" "$S/hooks/epilog_slurmctld.sh" >"$S/setup.conf"
+    { printf "PrologSlurmctld=%s\nEpilogSlurmctld=%s\nPrologFlags=Alloc\n" \
+        "$S/hooks/prolog_slurmctld.sh" "$S/hooks/epilog_slurmctld.sh" && node_hooks; } >"$S/setup.conf"
 }
 
 expect_ok 'munge and Slurm come up with the plugin and the controller hooks' '
@@ -71,11 +74,11 @@ HOOK
     for h in prolog epilog; do
         cat >"$S/hooks/$h.sh" <<HOOK
 #!/bin/sh
-# a compute node: TLS and its own node token; its own NICs and records
-export FMBROKER_CONF=$T/node.conf FMBROKER_SBINDIR=$FMB_BIN
-export FMBROKER_CXI_ARGS="--state-dir $T/rec-\$SLURMD_NODENAME"
+# A compute node: slurmd runs fmbroker-cxi (TLS and a token per node).
+# The stand-in: one host plays two nodes, so each gets its own mock NICs
+# and records here, where a real node has its NICs and /run/fmbroker-cxi.
 export MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
-exec $FMB_SRC/deploy/slurm/$h.sh
+exec $FMB_BIN/fmbroker-cxi -c $T/node.conf --state-dir $T/rec-\$SLURMD_NODENAME
 HOOK
     done &&
     chmod 755 "$S"/hooks/*.sh && plugstack && ctld_setup &&
@@ -337,6 +340,12 @@ expect_ok 'without fmbroker_spank_clean.so next to the plugin, steps run and the
         "$S/log/slurmd-n1.log" "$S/log/slurmd-n2.log" &&
     plugstack
 '
+expect_ok 'a plugstack.conf line of the plugin'"'"'s old node hooks is refused, naming slurm.conf'"'"'s Prolog= instead' '
+    plugstack prolog=/usr/share/fmbroker/slurm/prolog.sh &&
+    { as_nobody timeout 45 srun -N1 true 2>err; test $? != 0; } &&
+    grep -q "prolog=: no longer taken; the node prolog and epilog are slurm.conf.s Prolog=/usr/sbin/fmbroker-cxi" err &&
+    plugstack
+'
 expect_ok 'with the broker stopped, a job fails and says why (fail_closed, the default)' '
     { [ -z "$events_pid" ] || consumer_stop; } && scancel -u nobody && # what a failed test left
     wait_for 100 0.1 all_idle && stop_broker &&
@@ -347,7 +356,8 @@ expect_ok 'with the broker stopped, a job fails and says why (fail_closed, the d
     { as_nobody timeout 60 srun -N2 true 2>err2; test $? != 0; } &&
     grep -q "no VNI isolation: .*cannot get the job.s VNIs from the broker: broker at https://127.0.0.1:$tcp_port" err2 &&
     ! grep -q "kept report\|--uid" err2 &&
-    grep -q "fmbroker: job [0-9]*: prolog .*failed.*broker at https://127.0.0.1:$tcp_port" "$S/log/slurmd-n1.log" &&
+    ! grep -q "prolog failed" "$S/log/slurmd-n1.log" "$S/log/slurmd-n2.log" && # no node drained
+    test "$(sinfo -h -o %t | sort -u)" = idle && test -z "$(sinfo -h -R)" &&
     grep -q "run-job failed after [0-9]* s of retries: .*$T/api.sock" "$S/log/hooks.log"
 '
 # The job's user owns its .env record and may rewrite it; the fail-closed
@@ -381,22 +391,12 @@ expect_ok '... and under policy=fail_open it runs without isolation' '
     plugstack
 '
 # The launch setup (README): no PrologSlurmctld, no PrologFlags=Alloc;
-# the plugin's node prolog makes the RUN with the agent token (plugstack
-# run=node), and its config= and state_dir= reach the node hooks: these
-# hooks set neither (only the emulated nodes' NICs).
-for h in prolog epilog; do
-    cat >"$S/hooks/bare-$h.sh" <<HOOK
-#!/bin/sh
-export FMBROKER_SBINDIR=$FMB_BIN MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
-exec $FMB_SRC/deploy/slurm/$h.sh
-HOOK
-    chmod 755 "$S/hooks/bare-$h.sh"
-done
-expect_ok 'run=node without PrologSlurmctld: the nodes RUN the job, its tasks get their variables and options' '
+# the node prolog makes the RUN with the node's token, as the nodes'
+# fmbroker.conf says ([api] agent_run = true).
+expect_ok 'the launch setup, without PrologSlurmctld: the nodes RUN the job ([api] agent_run in their configuration), its tasks get their variables and options' '
     start_broker && wait_for 200 0.1 all_idle &&
-    printf "EpilogSlurmctld=%s\n" "$S/hooks/epilog_slurmctld.sh" >"$S/setup.conf" &&
-    plugstack run=node && sed -i "s|$S/hooks/prolog.sh|$S/hooks/bare-prolog.sh|; s|$S/hooks/epilog.sh|$S/hooks/bare-epilog.sh|" \
-        "$S/plugstack.conf" && slurm_restart && : >"$S/log/hooks.log" &&
+    { printf "EpilogSlurmctld=%s\n" "$S/hooks/epilog_slurmctld.sh" && node_hooks; } >"$S/setup.conf" &&
+    sed -i "/^\[api\]/a agent_run = true" "$T/node.conf" && slurm_restart && : >"$S/log/hooks.log" &&
     as_nobody timeout 45 srun -N2 --fmb-vnis=2 "$D/showenv.sh" "$D" "$T/rec" &&
     j=$(rm_call GET "/v1/jobs?limit=1000" | jq -r "[.jobs[].id | select(test(\"^[0-9]+$\")) | tonumber] | max") && rm_call GET "/v1/jobs/$j" >job.json &&
     { jq -e ".uid == 65534 and .user == \"nobody\" and .nodes == [\"n1\",\"n2\"]" job.json ||
@@ -414,6 +414,7 @@ expect_ok '... and with the broker stopped, the job fails with its own reason, n
     { as_nobody timeout 60 srun -N2 true 2>err; test $? != 0; } && cat err &&
     grep -q "no VNI isolation: .*the broker did not RUN the job: .*broker at https://127.0.0.1:$tcp_port" err &&
     ! grep -q "kept report\|--uid" err &&
+    sed -i "/^agent_run = true$/d" "$T/node.conf" &&
     ctld_setup && plugstack && wait_for 200 0.1 all_idle && slurm_restart
 '
 expect_ok 'afterwards: every node idle, no reservation left at the FM, no CXI service left' '

@@ -1,7 +1,6 @@
 /* test_spankcore.c: the SPANK plugin's Slurm-free part: its plugstack
  * arguments, the users' options, what a step gets from the node's job
- * record (and the clear error when it gets nothing), and node hooks run
- * with their output captured. */
+ * record (and the clear error when it gets nothing). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,13 +26,13 @@ static void conf_defaults_and_arguments (void **state)
                     "tcs=BEST_EFFORT",
                     "step_timeout=5",
                     "state_dir=/run/x-%n",
-                    "prolog=none"};
+                    "config=/x.conf"};
     assert_int_equal (spank_conf_parse (&c, 5, args, &e), 0);
     assert_int_equal (c.policy, SPANK_FAIL_OPEN);
     assert_int_equal (c.allowed_tcs, 0x8);
     assert_int_equal (c.step_timeout_s, 5);
     assert_string_equal (c.state_dir, "/run/x-%n");
-    assert_string_equal (c.prolog, "none");
+    assert_string_equal (c.config, "/x.conf");
 }
 
 static void conf_bad_arguments_are_named (void **state)
@@ -50,7 +49,15 @@ static void conf_bad_arguments_are_named (void **state)
         {"step_timeout=0", "step_timeout=0: seconds, 1..30"},
         {"step_timeout=31", "step_timeout=31: seconds, 1..30"},
         {"step_timeout=2s", "step_timeout=2s: seconds"},
-        {"hook_timeout=", "hook_timeout=: seconds"},
+        {"run=node",
+         "run=: no longer taken; a node's prolog makes the job's RUN when "
+         "its fmbroker.conf has [api] agent_run = true"},
+        /* the plugin's node hooks of before: what to do instead */
+        {"prolog=/usr/share/fmbroker/slurm/prolog.sh",
+         "prolog=: no longer taken; the node prolog and epilog are slurm.conf's "
+         "Prolog=/usr/sbin/fmbroker-cxi and Epilog=/usr/sbin/fmbroker-cxi"},
+        {"epilog=none", "epilog=: no longer taken"},
+        {"hook_timeout=120", "hook_timeout=: no longer taken"},
         {"config=", "config=: a path"},
         {"colour=blue", "'colour=blue': unknown"},
         {"fail_open", "'fail_open': expected KEY=VALUE"},
@@ -62,33 +69,6 @@ static void conf_bad_arguments_are_named (void **state)
         if (!strstr (e.text, bad[i].says))
             fail_msg ("%s: got '%s'", bad[i].arg, e.text);
     }
-}
-
-/* run=node: every node builds the same RUN request from Slurm's words;
- * values that are not the options' are left out, not passed on. */
-static void node_run_request_is_the_controllers (void **state)
-{
-    struct spank_conf c;
-    struct fmb_error e;
-    char *argv[] = {"run=node", "config=/x.conf"};
-    char *bad[] = {"run=nodes"};
-    (void)state;
-    assert_int_equal (spank_conf_parse (&c, 2, argv, &e), 0);
-    assert_true (c.node_run && c.config_given && !c.state_dir_given);
-    assert_int_equal (spank_conf_parse (&c, 1, bad, &e), -1);
-    assert_non_null (strstr (e.text, "run=nodes: controller or node"));
-    char *r =
-        spank_run_request (65534, "nobody", "n[1-2]", "4(x2)", "off", "2", "0xa", &e);
-    assert_string_equal (
-        r,
-        "{\"uid\":65534,\"nodes\":\"n[1-2]\",\"user\":\"nobody\","
-        "\"ncores\":4,\"hwcoll\":\"off\",\"vni_count\":2,\"tcs\":\"0xa\"}");
-    free (r);
-    r = spank_run_request (1000, NULL, "n1", NULL, "maybe", "7", "0xz", &e);
-    assert_string_equal (r, "{\"uid\":1000,\"nodes\":\"n1\"}");
-    free (r);
-    assert_null (spank_run_request (1000, "u", NULL, "1", NULL, NULL, NULL, &e));
-    assert_non_null (strstr (e.text, "SLURM_NODELIST"));
 }
 
 static void options_hwcoll_and_vnis (void **state)
@@ -241,66 +221,6 @@ static void bad_record_is_a_failure_naming_the_file (void **state)
     free (path);
 }
 
-/* ---- node hooks ------------------------------------------------------ */
-
-struct lines {
-    int n;
-    char text[4][128];
-};
-
-static void collect (void *arg, const char *line)
-{
-    struct lines *l = arg;
-    if (l->n < 4)
-        snprintf (l->text[l->n++], sizeof (l->text[0]), "%s", line);
-}
-
-static void hook_output_and_status (void **state)
-{
-    char *script = tu_path (*state, "hook.sh");
-    char last[64];
-    struct lines l = {0};
-    struct fmb_error e;
-    tu_write (
-        script,
-        "#!/bin/sh\necho one\necho '<3>fmbroker-cxi: two' >&2\nprintf three\nexit 3\n",
-        0755);
-    assert_int_equal (spank_run_hook (script, 5, collect, &l, last, sizeof (last), &e),
-                      3);
-    assert_int_equal (l.n, 3);
-    assert_string_equal (l.text[0], "one");
-    assert_string_equal (l.text[1], "fmbroker-cxi: two"); /* journald prefix gone */
-    assert_string_equal (l.text[2], "three");
-    assert_string_equal (last, "three");
-    free (script);
-}
-
-/* A hook still running at its deadline is killed, whatever it did with
- * its output. */
-static void expect_killed_at_deadline (void **state, const char *name, const char *body)
-{
-    char *script = tu_path (*state, name);
-    struct fmb_error e;
-    tu_write (script, body, 0755);
-    errno = 0;
-    assert_int_equal (spank_run_hook (script, 1, NULL, NULL, NULL, 0, &e), -1);
-    assert_int_equal (errno, ETIMEDOUT);
-    assert_non_null (strstr (e.text, "killed after 1 s"));
-    free (script);
-}
-
-static void hook_that_hangs_is_killed (void **state)
-{
-    expect_killed_at_deadline (state, "hang.sh", "#!/bin/sh\nsleep 30\n");
-}
-
-/* Closing stdout and stderr must not end the deadline's reach. */
-static void hook_that_closes_its_output_and_hangs_is_killed (void **state)
-{
-    expect_killed_at_deadline (
-        state, "quiet-hang.sh", "#!/bin/sh\nexec >/dev/null 2>&1\nsleep 30\n");
-}
-
 /* The fail-closed verdict comes from root's record, whatever the job's
  * user wrote into its own. */
 static void root_verdict_follows_roots_record (void **state)
@@ -336,24 +256,11 @@ static void root_verdict_follows_roots_record (void **state)
     free (path);
 }
 
-static void hook_that_is_missing_says_so (void **state)
-{
-    char *script = tu_path (*state, "none.sh");
-    char last[128];
-    struct fmb_error e;
-    assert_int_equal (spank_run_hook (script, 5, NULL, NULL, last, sizeof (last), &e),
-                      127);
-    assert_non_null (strstr (last, "cannot run"));
-    assert_non_null (strstr (last, "No such file"));
-    free (script);
-}
-
 int main (void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (conf_defaults_and_arguments),
         cmocka_unit_test (conf_bad_arguments_are_named),
-        cmocka_unit_test (node_run_request_is_the_controllers),
         cmocka_unit_test (options_hwcoll_and_vnis),
         cmocka_unit_test (options_tcs_within_the_allowed_set),
         cmocka_unit_test_setup_teardown (
@@ -365,15 +272,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (
             bad_record_is_a_failure_naming_the_file, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
-            hook_output_and_status, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown (
             root_verdict_follows_roots_record, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown (
-            hook_that_closes_its_output_and_hangs_is_killed, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown (
-            hook_that_hangs_is_killed, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown (
-            hook_that_is_missing_says_so, setup_dir, teardown_dir),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -1,0 +1,189 @@
+/* slurmhook.c: see slurmhook.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "jobrecord.h"
+#include "log.h"
+#include "slurmhook.h"
+
+char *slurm_run_request (unsigned long uid,
+                         const char *user,
+                         const char *nodelist,
+                         const char *cpus_per_node,
+                         const char *hwcoll,
+                         const char *vnis,
+                         const char *tcs,
+                         struct fmb_error *e)
+{
+    if (!nodelist || !*nodelist) {
+        errno = EINVAL;
+        fmb_errorf (e, "no SLURM_NODELIST: the job's nodes are not known here");
+        return NULL;
+    }
+    json_t *o = json_pack ("{s:I, s:s}", "uid", (json_int_t)uid, "nodes", nodelist);
+    unsigned long ncores = cpus_per_node ? strtoul (cpus_per_node, NULL, 10) : 0;
+    if (o && user && *user)
+        json_object_set_new (o, "user", json_string (user));
+    if (o && ncores > 0 && ncores <= (1ul << 20))
+        json_object_set_new (o, "ncores", json_integer ((json_int_t)ncores));
+    if (o && hwcoll &&
+        (!strcmp (hwcoll, "on") || !strcmp (hwcoll, "off") || !strcmp (hwcoll, "auto")))
+        json_object_set_new (o, "hwcoll", json_string (hwcoll));
+    if (o && vnis && vnis[0] >= '0' && vnis[0] <= '4' && !vnis[1])
+        json_object_set_new (o, "vni_count", json_integer (vnis[0] - '0'));
+    if (o && tcs && strlen (tcs) == 3 && tcs[0] == '0' && tcs[1] == 'x' &&
+        strchr ("123456789abcdef", tcs[2]))
+        json_object_set_new (o, "tcs", json_string (tcs));
+    char *text = o ? json_dumps (o, JSON_COMPACT) : NULL;
+    json_decref (o);
+    if (!text) {
+        errno = ENOMEM;
+        fmb_errorf (e, "the RUN request: out of memory");
+    }
+    return text;
+}
+
+static const char *env_or_empty (const char *name)
+{
+    const char *v = getenv (name);
+    return v ? v : "";
+}
+
+int slurm_hook_run (struct slurm_hook *h, struct fmb_error *e)
+{
+    char *end;
+    const char *uid = env_or_empty ("SLURM_JOB_UID");
+    unsigned long u = strtoul (uid, &end, 10);
+    if (!*uid || *end || u >= 4294967295ul) {
+        errno = EINVAL;
+        return fmb_errorf (e, "SLURM_JOB_UID '%.32s' is not a uid", uid);
+    }
+    free (h->run);
+    h->run = slurm_run_request (u,
+                                getenv ("SLURM_JOB_USER"),
+                                getenv ("SLURM_NODELIST"),
+                                getenv ("SLURM_JOB_CPUS_PER_NODE"),
+                                getenv ("SPANK_FMB_HWCOLL"),
+                                getenv ("SPANK_FMB_VNIS"),
+                                getenv ("SPANK_FMB_TCS"),
+                                e);
+    return h->run ? 0 : -1;
+}
+
+int slurm_hook_args (int argc, char **argv, struct slurm_hook *h, struct fmb_error *e)
+{
+    memset (h, 0, sizeof (*h));
+    const char *ctx = getenv ("SLURM_SCRIPT_CONTEXT");
+    if (!ctx || (strcmp (ctx, "prolog_slurmd") && strcmp (ctx, "epilog_slurmd")) ||
+        agent_args_have_command (argc, argv))
+        return 0;
+    h->active = true;
+    h->prolog = strcmp (ctx, "prolog_slurmd") == 0;
+    /* slurmd keeps nothing a prolog prints */
+    fmb_log_syslog ();
+    const char *job = getenv ("SLURM_JOB_ID");
+    const char *node = getenv ("SLURMD_NODENAME");
+    char path[512];
+    if (job && jobrecord_path (path, sizeof (path), "", job) == 0)
+        h->job = job;
+    if (!job || !*job || !node || !*node) {
+        errno = EINVAL;
+        return fmb_errorf (e,
+                           "run as Slurm's %s without SLURM_JOB_ID and SLURMD_NODENAME",
+                           h->prolog ? "Prolog" : "Epilog");
+    }
+    h->argv = calloc ((size_t)argc + SLURM_HOOK_EXTRA_ARGS + 1, sizeof (char *));
+    if (!h->argv) {
+        errno = ENOMEM;
+        return fmb_errorf (e, "out of memory");
+    }
+    int n = 0;
+    for (int i = 0; i < argc; i++)
+        h->argv[n++] = argv[i];
+    h->argv[n++] = h->prolog ? "prolog" : "epilog";
+    h->argv[n++] = "--job";
+    h->argv[n++] = (char *)job;
+    h->argv[n++] = "--node";
+    h->argv[n++] = (char *)node;
+    if (h->prolog) {
+        /* the node's report after exit: the job's start waits for its
+         * services, not for the broker's bookkeeping */
+        h->argv[n++] = "--report-later";
+    } else {
+        /* a service a dying task still holds is retried a while before
+         * the node is drained for it */
+        h->argv[n++] = "--retry-busy";
+        h->argv[n++] = "30";
+    }
+    h->argc = n;
+    return 0;
+}
+
+/* The prolog failed: the job's record says why (the agent's own, when it
+ * got as far as writing one), for the job's steps to tell the user. */
+static void keep_reason (const char *state_dir, const char *job, const char *reason)
+{
+    char path[1200];
+    struct jobrecord r;
+    struct fmb_error e;
+    if (!job || jobrecord_path (path, sizeof (path), state_dir, job) < 0 ||
+        access (path, F_OK) == 0)
+        return;
+    memset (&r, 0, sizeof (r));
+    snprintf (r.job, sizeof (r.job), "%s", job);
+    r.uid = (uint32_t)strtoul (env_or_empty ("SLURM_JOB_UID"), NULL, 10);
+    r.env = json_object ();
+    snprintf (r.reason, sizeof (r.reason), "%s", reason);
+    for (char *c = r.reason; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    if (jobrecord_write (state_dir, &r, &e) < 0)
+        fmb_log (LOG_ERR, "job %s: %s", job, e.text);
+    jobrecord_clear (&r);
+}
+
+int slurm_hook_finish (struct agent *ag, const struct slurm_hook *h, int rc)
+{
+    const char *job = h->job ? h->job : "?";
+    if (rc == 0)
+        return 0;
+    if (h->prolog) {
+        keep_reason (ag->args.state_dir ? ag->args.state_dir : JOBRECORD_DIR_DEFAULT,
+                     h->job,
+                     ag->final_reason[0]
+                         ? ag->final_reason
+                         : "the node prolog (fmbroker-cxi) could not run: "
+                           "see this node's syslog");
+        return 0;
+    }
+    if (rc == EXIT_FAIL) {
+        fmb_log (LOG_ERR,
+                 "job %s: CXI services may be left behind; slurmd drains this node",
+                 job);
+        return EXIT_FAIL;
+    }
+    /* It could not start (its configuration): the job's VNIs stay
+     * quarantined until this node reports, so nothing is shared, and
+     * draining every node for one bad file would stop the cluster. */
+    fmb_log (LOG_ERR,
+             "job %s: the epilog could not run (exit %d): its CXI services may be "
+             "left behind and its VNIs stay quarantined; fix it, then run: "
+             "fmbroker-cxi housekeeping --job %s",
+             job,
+             rc,
+             job);
+    return 0;
+}
+
+void slurm_hook_clear (struct slurm_hook *h)
+{
+    free (h->argv);
+    free (h->run);
+    h->argv = NULL;
+    h->run = NULL;
+}
