@@ -8,7 +8,7 @@
 #            the node prolog (fmbroker-cxi as slurmd's Prolog=) over TLS
 #            with its node's token
 #   node     fmbroker's launch setup (doc/slurm.md): the RUN made by the
-#            node prolog ([api] agent_run = true), no PrologSlurmctld, no
+#            node prolog ([api] node_run = true), no PrologSlurmctld, no
 #            PrologFlags=Alloc: the step waits for the prolog inside
 #            slurmd instead of srun polling the controller
 #   nohold   as node, with PrologFlags=Alloc,NoHold: the node prologs
@@ -77,8 +77,8 @@ HOOK
 done
 chmod 755 "$S"/hooks/*.sh
 plugin="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$R/rec-%n"
-# the launch setup's nodes make the RUN ([api] agent_run = true)
-sed "/^\[api\]/a agent_run = true" "$T/node.conf" >"$T/node-run.conf" || exit 1
+# the launch setup's nodes make the RUN ([api] node_run = true)
+sed "/^\[api\]/a node_run = true" "$T/node.conf" >"$T/node-run.conf" || exit 1
 nodehooks=$(printf "Prolog=%s\nEpilog=%s" "$S/hooks/prolog.sh" "$S/hooks/epilog.sh")
 # A setup is slurm.conf lines (Include'd) and a plugstack.conf; slurmd
 # decides at start whether job prologs run SPANK plugins, and PrologFlags

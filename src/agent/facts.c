@@ -44,7 +44,7 @@ static int facts_from_json (json_t *o, struct job_facts *f)
 }
 
 /* prolog --run: the job's RUN, made from this node (Slurm's launch setup,
- * [api] agent_run = true on the nodes: no PrologSlurmctld, so srun's
+ * [api] node_run = true on the nodes: no PrologSlurmctld, so srun's
  * launch does not wait for the controller).  Every node of the job sends the same
  * request; the first creates the job, the others get the same answer.  *job: the
  * broker's. */

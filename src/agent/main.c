@@ -73,7 +73,7 @@ static const char usage_text[] =
     "(SLURM_SCRIPT_CONTEXT prolog_slurmd or epilog_slurmd): the prolog or epilog\n"
     "of $SLURM_JOB_ID on $SLURMD_NODENAME, logged to syslog as well (slurmd keeps\n"
     "no hook output).  The prolog makes the job's RUN when this node's\n"
-    "configuration has [api] agent_run = true, and always exits 0: a failure is left "
+    "configuration has [api] node_run = true, and always exits 0: a failure is left "
     "in the\n"
     "job's record, for its steps to fail (policy=fail_closed) with the reason.\n"
     "The epilog exits 1 (slurmd drains the node) only when services stay.\n"
@@ -193,7 +193,7 @@ static int parse_and_run (struct agent *ag,
     }
     if (setup (ag) < 0)
         return EXIT_USAGE;
-    if (hook->prolog && ag->cfg.api_agent_run) {
+    if (hook->prolog && ag->cfg.api_node_run) {
         if (slurm_hook_run (hook, &e) < 0) {
             fmb_log (LOG_ERR, "job %s: %s", ag->args.job, e.text);
             return agent_fail_job (ag, "job %s: %s", ag->args.job, e.text);

@@ -79,9 +79,19 @@ int slurm_hook_args (int argc, char **argv, struct slurm_hook *h, struct fmb_err
 {
     memset (h, 0, sizeof (*h));
     const char *ctx = getenv ("SLURM_SCRIPT_CONTEXT");
-    if (!ctx || (strcmp (ctx, "prolog_slurmd") && strcmp (ctx, "epilog_slurmd")) ||
-        agent_args_have_command (argc, argv))
+    if (!ctx || agent_args_have_command (argc, argv))
         return 0;
+    if (strcmp (ctx, "prolog_slurmd") && strcmp (ctx, "epilog_slurmd")) {
+        /* e.g. PrologSlurmctld=/usr/sbin/fmbroker-cxi: slurmctld keeps
+         * no output either */
+        fmb_log_syslog ();
+        errno = EINVAL;
+        return fmb_errorf (
+            e,
+            "run by Slurm as %.32s: fmbroker-cxi is only slurmd's Prolog= "
+            "and Epilog= (PrologSlurmctld is prolog_slurmctld.sh)",
+            ctx);
+    }
     h->active = true;
     h->prolog = strcmp (ctx, "prolog_slurmd") == 0;
     /* slurmd keeps nothing a prolog prints */

@@ -8,7 +8,7 @@
  * given (a test or a site wrapper may give -c, --state-dir, ...), then
  * parsed like any other: the job id and node name are checked there.
  *   prolog_slurmd  prolog --job $SLURM_JOB_ID --node $SLURMD_NODENAME
- *                  --report-later; with [api] agent_run = true in this
+ *                  --report-later; with [api] node_run = true in this
  *                  node's configuration (the launch setup, no
  *                  PrologSlurmctld) the RUN request too (slurm_hook_run):
  *                  the node decides, not the job's environment

@@ -52,11 +52,15 @@ const struct cfg_key cfg_keys[] = {
       F (tls_key), cfg_check_path_or_empty, NULL },
     { "api",            "tokens_file",        CFG_STRING,    0,   0,        "",
       F (tokens_file), cfg_check_path_or_empty, NULL },
-    /* true: an agent token may also RUN a job (a node prolog's RUN:
-     * Slurm launches without PrologSlurmctld); on a Slurm node, its
-     * prolog makes the RUN. */
+    /* true: an agent token may also RUN a job (a node prolog's RUN,
+     * Slurm's launch setup without PrologSlurmctld). */
     { "api",            "agent_run",          CFG_BOOL,      0,   1,        "false",
       F (api_agent_run), NULL, NULL },
+    /* A Slurm compute node's own: true, its prolog (fmbroker-cxi as
+     * slurmd's Prolog=) makes the job's RUN.  A client key of its own,
+     * not agent_run: a typo in a broker key must not stop the clients. */
+    { "api",            "node_run",           CFG_BOOL,      0,   1,        "false",
+      F (api_node_run), NULL, NULL },
     { "api",            "rm_users",           CFG_STRING,    0,   0,        FMB_RM_USERS_DEFAULT,
       F (rm_users), cfg_check_names, NULL },
     { "api",            "admin_users",        CFG_STRING,    0,   0,        "root",
@@ -302,7 +306,7 @@ bool cfg_client_key (const char *section, const char *name)
         {"api", "broker_url"},
         {"api", "client_token_file"},
         {"api", "client_ca_file"},
-        {"api", "agent_run"}, /* a Slurm node: its prolog makes the RUN */
+        {"api", "node_run"},
         {"broker", "log_level"},
         {"vni", "pool"},
         {"cxi", "tcs"},

@@ -79,9 +79,9 @@ static int conf_arg (struct spank_conf *c, const char *arg, struct fmb_error *e)
     if (KEY ("run"))
         return bad (
             e,
-            "plugstack argument run=: no longer taken; a node's prolog makes the "
-            "job's RUN when its fmbroker.conf has [api] agent_run = true "
-            "(doc/slurm.md)");
+            "plugstack argument run=: no longer taken, delete it; a node's prolog "
+            "makes the job's RUN when its fmbroker.conf has [api] node_run = true, "
+            "else PrologSlurmctld does (doc/slurm.md)");
     if (KEY ("prolog") || KEY ("epilog") || KEY ("hook_timeout"))
         return bad (e,
                     "plugstack argument %.*s=: no longer taken; the node prolog and "

@@ -392,15 +392,15 @@ expect_ok '... and under policy=fail_open it runs without isolation' '
 '
 # The launch setup (README): no PrologSlurmctld, no PrologFlags=Alloc;
 # the node prolog makes the RUN with the node's token, as the nodes'
-# fmbroker.conf says ([api] agent_run = true).
-expect_ok 'the launch setup, without PrologSlurmctld: the nodes RUN the job ([api] agent_run in their configuration), its tasks get their variables and options' '
+# fmbroker.conf says ([api] node_run = true).
+expect_ok 'the launch setup, without PrologSlurmctld: the nodes RUN the job ([api] node_run in their configuration), its tasks get their variables and options' '
     start_broker && wait_for 200 0.1 all_idle &&
     { printf "EpilogSlurmctld=%s\n" "$S/hooks/epilog_slurmctld.sh" && node_hooks; } >"$S/setup.conf" &&
-    sed -i "/^\[api\]/a agent_run = true" "$T/node.conf" && slurm_restart && : >"$S/log/hooks.log" &&
+    sed -i "/^\[api\]/a node_run = true" "$T/node.conf" && slurm_restart && : >"$S/log/hooks.log" &&
     as_nobody timeout 45 srun -N2 --fmb-vnis=2 "$D/showenv.sh" "$D" "$T/rec" &&
     j=$(rm_call GET "/v1/jobs?limit=1000" | jq -r "[.jobs[].id | select(test(\"^[0-9]+$\")) | tonumber] | max") && rm_call GET "/v1/jobs/$j" >job.json &&
     { jq -e ".uid == 65534 and .user == \"nobody\" and .nodes == [\"n1\",\"n2\"]" job.json ||
-        { jq -c . job.json; grep -h "run=node\|RUN" "$S"/log/slurmd-n*.log | tail -5; false; }; } &&
+        { jq -c . job.json; grep -h "fmbroker" "$S"/log/slurmd-n*.log | tail -5; false; }; } &&
     ! grep -q "run-job" "$S/log/hooks.log" &&
     for n in n1 n2; do
         diff "$D/rec.$n" "$D/env.$n" && grep -q "^SLINGSHOT_VNIS=[0-9]*,[0-9]*$" "$D/env.$n" &&
@@ -414,7 +414,7 @@ expect_ok '... and with the broker stopped, the job fails with its own reason, n
     { as_nobody timeout 60 srun -N2 true 2>err; test $? != 0; } && cat err &&
     grep -q "no VNI isolation: .*the broker did not RUN the job: .*broker at https://127.0.0.1:$tcp_port" err &&
     ! grep -q "kept report\|--uid" err &&
-    sed -i "/^agent_run = true$/d" "$T/node.conf" &&
+    sed -i "/^node_run = true$/d" "$T/node.conf" &&
     ctld_setup && plugstack && wait_for 200 0.1 all_idle && slurm_restart
 '
 expect_ok 'afterwards: every node idle, no reservation left at the FM, no CXI service left' '

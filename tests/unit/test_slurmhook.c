@@ -93,8 +93,9 @@ static void only_slurmd_without_a_command (void **state)
         "--report-later");
     slurm_hook_clear (&h);
     slurm_env ("prolog_slurmctld"); /* the controller's: not ours to run */
-    assert_int_equal (slurm_hook_args (1, bare, &h, &e), 0);
+    assert_int_equal (slurm_hook_args (1, bare, &h, &e), -1);
     assert_false (h.active);
+    assert_non_null (strstr (e.text, "only slurmd's Prolog= and Epilog="));
     unsetenv ("SLURM_SCRIPT_CONTEXT");
     assert_int_equal (slurm_hook_args (1, bare, &h, &e), 0);
     assert_false (h.active);

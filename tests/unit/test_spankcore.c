@@ -50,8 +50,8 @@ static void conf_bad_arguments_are_named (void **state)
         {"step_timeout=31", "step_timeout=31: seconds, 1..30"},
         {"step_timeout=2s", "step_timeout=2s: seconds"},
         {"run=node",
-         "run=: no longer taken; a node's prolog makes the job's RUN when "
-         "its fmbroker.conf has [api] agent_run = true"},
+         "run=: no longer taken, delete it; a node's prolog makes the job's RUN when "
+         "its fmbroker.conf has [api] node_run = true"},
         /* the plugin's node hooks of before: what to do instead */
         {"prolog=/usr/share/fmbroker/slurm/prolog.sh",
          "prolog=: no longer taken; the node prolog and epilog are slurm.conf's "
