@@ -154,8 +154,10 @@ static void failures_are_the_jobs_own (void **state)
     struct slurm_hook h = {.active = true, .prolog = true, .job = "77"};
     struct jobrecord r;
     struct fmb_error e;
-    char *dir = tu_mkdtemp ();
     (void)state;
+    if (geteuid () != 0)
+        skip (); /* the record is the job user's (chown) */
+    char *dir = tu_mkdtemp ();
     slurm_env ("prolog_slurmd");
     memset (&ag, 0, sizeof (ag));
     ag.args.job = "77";
