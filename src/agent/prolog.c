@@ -37,16 +37,17 @@ static int write_env_record (struct agent *ag,
                              struct fmb_error *e)
 {
     struct jobrecord r;
+    if (nmade == 0)
+        return jobrecord_write_reason (
+            ag->args.state_dir, f->id, f->uid, reason ? reason : "no service", e);
     memset (&r, 0, sizeof (r));
     snprintf (r.job, sizeof (r.job), "%s", f->id);
     r.uid = f->uid;
     r.nservices = (unsigned)nmade;
     r.env = json_object ();
-    if (nmade == 0)
-        snprintf (r.reason, sizeof (r.reason), "%s", reason ? reason : "no service");
     const char *name;
     json_t *value;
-    json_object_foreach (nmade ? broker_env : NULL, name, value)
+    json_object_foreach (broker_env, name, value)
     {
         const char *s = json_string_value (value);
         bool printable = s != NULL;
@@ -67,23 +68,21 @@ static int write_env_record (struct agent *ag,
         }
         json_object_set (r.env, name, value);
     }
-    if (nmade > 0) {
-        char vnis[64] = "", devs[512] = "", ids[256] = "", item[32];
-        for (unsigned i = 0; i < f->nvnis; i++) {
-            snprintf (item, sizeof (item), "%u", f->vnis[i]);
-            list_add (vnis, sizeof (vnis), item);
-        }
-        for (int i = 0; i < nmade; i++) {
-            list_add (devs, sizeof (devs), made[i].dev->info.device_name);
-            snprintf (item, sizeof (item), "%u", made[i].svc);
-            list_add (ids, sizeof (ids), item);
-        }
-        snprintf (item, sizeof (item), "0x%x", f->tcs);
-        json_object_set_new (r.env, "SLINGSHOT_VNIS", json_string (vnis));
-        json_object_set_new (r.env, "SLINGSHOT_DEVICES", json_string (devs));
-        json_object_set_new (r.env, "SLINGSHOT_SVC_IDS", json_string (ids));
-        json_object_set_new (r.env, "SLINGSHOT_TCS", json_string (item));
+    char vnis[64] = "", devs[512] = "", ids[256] = "", item[32];
+    for (unsigned i = 0; i < f->nvnis; i++) {
+        snprintf (item, sizeof (item), "%u", f->vnis[i]);
+        list_add (vnis, sizeof (vnis), item);
     }
+    for (int i = 0; i < nmade; i++) {
+        list_add (devs, sizeof (devs), made[i].dev->info.device_name);
+        snprintf (item, sizeof (item), "%u", made[i].svc);
+        list_add (ids, sizeof (ids), item);
+    }
+    snprintf (item, sizeof (item), "0x%x", f->tcs);
+    json_object_set_new (r.env, "SLINGSHOT_VNIS", json_string (vnis));
+    json_object_set_new (r.env, "SLINGSHOT_DEVICES", json_string (devs));
+    json_object_set_new (r.env, "SLINGSHOT_SVC_IDS", json_string (ids));
+    json_object_set_new (r.env, "SLINGSHOT_TCS", json_string (item));
     int rc = jobrecord_write (ag->args.state_dir, &r, e);
     jobrecord_clear (&r);
     return rc;

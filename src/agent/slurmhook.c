@@ -139,22 +139,13 @@ int slurm_hook_args (int argc, char **argv, struct slurm_hook *h, struct fmb_err
 static void keep_reason (const char *state_dir, const char *job, const char *reason)
 {
     char path[1200];
-    struct jobrecord r;
     struct fmb_error e;
     if (!job || jobrecord_path (path, sizeof (path), state_dir, job) < 0 ||
         access (path, F_OK) == 0)
         return;
-    memset (&r, 0, sizeof (r));
-    snprintf (r.job, sizeof (r.job), "%s", job);
-    r.uid = (uint32_t)strtoul (env_or_empty ("SLURM_JOB_UID"), NULL, 10);
-    r.env = json_object ();
-    snprintf (r.reason, sizeof (r.reason), "%s", reason);
-    for (char *c = r.reason; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
-    if (jobrecord_write (state_dir, &r, &e) < 0)
+    uint32_t uid = (uint32_t)strtoul (env_or_empty ("SLURM_JOB_UID"), NULL, 10);
+    if (jobrecord_write_reason (state_dir, job, uid, reason, &e) < 0)
         fmb_log (LOG_ERR, "job %s: %s", job, e.text);
-    jobrecord_clear (&r);
 }
 
 int slurm_hook_finish (struct agent *ag, const struct slurm_hook *h, int rc)

@@ -222,6 +222,26 @@ int jobrecord_write (const char *state_dir,
     return rc;
 }
 
+int jobrecord_write_reason (const char *state_dir,
+                            const char *job,
+                            uint32_t uid,
+                            const char *reason,
+                            struct fmb_error *e)
+{
+    struct jobrecord r;
+    memset (&r, 0, sizeof (r));
+    snprintf (r.job, sizeof (r.job), "%s", job);
+    r.uid = uid;
+    r.env = json_object ();
+    snprintf (r.reason, sizeof (r.reason), "%s", reason);
+    for (char *c = r.reason; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    int rc = jobrecord_write (state_dir, &r, e);
+    jobrecord_clear (&r);
+    return rc;
+}
+
 /* The checked fields of the parsed file into *r. */
 static int fill_record (json_t *o,
                         const char *job,

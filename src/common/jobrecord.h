@@ -54,6 +54,14 @@ int jobrecord_write (const char *state_dir,
                      const struct jobrecord *r,
                      struct fmb_error *e);
 
+/* The record of a job that has no service on this node, and why (what
+ * its steps tell its user; control characters shown as '?'). */
+int jobrecord_write_reason (const char *state_dir,
+                            const char *job,
+                            uint32_t uid,
+                            const char *reason,
+                            struct fmb_error *e);
+
 /* Read and check the record of 'job' into *r (cleared first; the caller
  * calls jobrecord_clear).  -1 with ENOENT when there is none, EACCES
  * when this user may not read it, EPERM when its owner or mode is not
