@@ -357,7 +357,7 @@ expect_ok 'with the broker stopped, a job fails and says why (fail_closed, the d
     grep -q "no VNI isolation: .*cannot get the job.s VNIs from the broker: broker at https://127.0.0.1:$tcp_port" err2 &&
     ! grep -q "kept report\|--uid" err2 &&
     ! grep -q "prolog failed" "$S/log/slurmd-n1.log" "$S/log/slurmd-n2.log" && # no node drained
-    test "$(sinfo -h -o %t | sort -u)" = idle && test -z "$(sinfo -h -R)" &&
+    wait_for 200 0.1 all_idle && test -z "$(sinfo -h -R)" &&
     grep -q "run-job failed after [0-9]* s of retries: .*$T/api.sock" "$S/log/hooks.log"
 '
 # The job's user owns its .env record and may rewrite it; the fail-closed
