@@ -10,6 +10,7 @@
 #include "jobrecord.h"
 #include "log.h"
 #include "slurmhook.h"
+#include "validate.h"
 
 char *slurm_run_request (unsigned long uid,
                          const char *user,
@@ -81,10 +82,10 @@ int slurm_hook_args (int argc, char **argv, struct slurm_hook *h, struct fmb_err
     const char *ctx = getenv ("SLURM_SCRIPT_CONTEXT");
     if (!ctx || agent_args_have_command (argc, argv))
         return 0;
+    /* slurmd keeps nothing a prolog prints, nor slurmctld (e.g. a
+     * PrologSlurmctld=/usr/sbin/fmbroker-cxi by mistake) */
+    fmb_log_syslog ();
     if (strcmp (ctx, "prolog_slurmd") && strcmp (ctx, "epilog_slurmd")) {
-        /* e.g. PrologSlurmctld=/usr/sbin/fmbroker-cxi: slurmctld keeps
-         * no output either */
-        fmb_log_syslog ();
         errno = EINVAL;
         return fmb_errorf (
             e,
@@ -94,12 +95,9 @@ int slurm_hook_args (int argc, char **argv, struct slurm_hook *h, struct fmb_err
     }
     h->active = true;
     h->prolog = strcmp (ctx, "prolog_slurmd") == 0;
-    /* slurmd keeps nothing a prolog prints */
-    fmb_log_syslog ();
     const char *job = getenv ("SLURM_JOB_ID");
     const char *node = getenv ("SLURMD_NODENAME");
-    char path[512];
-    if (job && jobrecord_path (path, sizeof (path), "", job) == 0)
+    if (job && valid_job_id (job))
         h->job = job;
     if (!job || !*job || !node || !*node) {
         errno = EINVAL;
