@@ -20,7 +20,7 @@ if [ -d /run/systemd/system ]; then
     if [ "$1" -eq 1 ]; then
         systemctl start fmbroker-cxi-report.timer >/dev/null 2>&1 || true
     else
-        systemctl try-restart fmbroker-cxi-report.timer fmbroker-slurm-events.service \
+        systemctl try-restart fmbroker-cxi-report.timer fmbroker-cxi.service fmbroker-slurm-events.service \
             fmbroker-slurm-sweep.timer fmbroker-flux-sweep.timer >/dev/null 2>&1 || true
     fi
 fi

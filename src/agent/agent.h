@@ -29,8 +29,12 @@ struct agent {
     long broker_status; /* of the last broker call; 0: not reached */
     bool broker_down;   /* a call found no broker in this run */
     /* prolog --report-later: a detached child delivers the kept reports
-     * (report.c) */
+     * (report.c), or the node service after its answer (in_service) */
     bool delivery_detached;
+    /* A run of the node service (serve.c): its connection to the broker
+     * is kept from run to run, and it delivers the reports itself */
+    bool in_service;
+    struct broker_keep *keep; /* NULL: a connection per broker call */
     /* Until when EBUSY is retried: one window for the whole run, however
      * many services are busy. */
     int64_t retry_deadline_ms;
@@ -43,6 +47,14 @@ struct agent {
      * lines, never into it. */
     char final_reason[FMB_ERROR_TEXT_MAX + 128];
 };
+
+/* The run's setup: the configuration (as a client reads it), libcxi, the
+ * broker target and the state directory, with the node service's own
+ * options first when 'service' is not NULL (its runs take them); -1
+ * (logged) if the configuration is bad.  Read afresh for every run, so
+ * that a node's changed configuration or rotated token needs no
+ * restart of the service. */
+int agent_setup (struct agent *ag, const struct agent_args *service);
 
 /* Record the job's reason (the first one only); returns EXIT_FAIL. */
 int agent_fail_job (struct agent *ag, const char *fmt, ...)

@@ -78,7 +78,10 @@ typedef int (*agent_option_f) (const struct agent_option *o,
 
 /* The commands, as bits, for an option's 'cmds'. */
 #define CMD(c)   (1u << (c))
-#define CMDS_ALL 0x7fu
+#define CMDS_ALL 0x7fu /* every command but serve */
+/* The run's setup (configuration, libcxi, broker, records), which the
+ * node service's runs inherit */
+#define CMDS_SETUP (CMDS_ALL | CMD (AGENT_SERVE))
 
 /* One option: its names, how its value is parsed ('parse') and where it
  * goes ('field', 'size': the struct agent_args member), which commands
@@ -211,7 +214,11 @@ static int set_run (const struct agent_option *o,
     return 0;
 }
 
-#define ALL CMDS_ALL, NULL
+#define ALL                                                       \
+    CMDS_ALL,                                                     \
+        "serve takes only -c, --libcxi, --socket, --broker-url, " \
+        "--state-dir and --listen"
+#define SETUP CMDS_SETUP, NULL
 
 /* Every option.  A new one: a row here (and a parser if its value is
  * more than a string, a name, a number or a flag), a member in struct
@@ -219,11 +226,11 @@ static int set_run (const struct agent_option *o,
  * deploy/fmbroker.bash-completion. */
 /* clang-format off */
 static const struct agent_option options[] = {
-    {"config",     'c', true,  set_string, FIELD (config),     NULL, 0, NULL, ALL},
-    {"libcxi",     0,   true,  set_string, FIELD (libcxi),     NULL, 0, NULL, ALL},
-    {"socket",     0,   true,  set_string, FIELD (socket),     NULL, 0, NULL, ALL},
-    {"broker-url", 0,   true,  set_string, FIELD (broker_url), NULL, 0, NULL, ALL},
-    {"state-dir",  0,   true,  set_string, FIELD (state_dir),  NULL, 0, NULL, ALL},
+    {"config",     'c', true,  set_string, FIELD (config),     NULL, 0, NULL, SETUP},
+    {"libcxi",     0,   true,  set_string, FIELD (libcxi),     NULL, 0, NULL, SETUP},
+    {"socket",     0,   true,  set_string, FIELD (socket),     NULL, 0, NULL, SETUP},
+    {"broker-url", 0,   true,  set_string, FIELD (broker_url), NULL, 0, NULL, SETUP},
+    {"state-dir",  0,   true,  set_string, FIELD (state_dir),  NULL, 0, NULL, SETUP},
     {"node",       0,   true,  set_string, FIELD (node),       valid_node_name, 0,
      "not a host name ([A-Za-z0-9._-]{1,64})", ALL},
     {"job",        0,   true,  set_string, FIELD (job),        valid_job_id, 0,
@@ -248,6 +255,8 @@ static const struct agent_option options[] = {
     {"pending",    0,   false, set_flag,   FIELD (pending),    NULL, 0, NULL, ALL},
     {"run",        0,   true,  set_run,    FIELD (run),        NULL, 0, NULL,
      CMD (AGENT_PROLOG), "--run: prolog only, and not with --uid/--vnis"},
+    {"listen",     0,   true,  set_string, FIELD (listen),     NULL, 0, NULL,
+     CMD (AGENT_SERVE), "--listen: serve only"},
     {"dry-run",    'n', false, set_flag,   FIELD (dry_run),    NULL, 0, NULL, ALL},
     {"help",       'h', false, set_help,   FIELD (help),       NULL, 0, NULL, ALL},
 };
@@ -266,6 +275,7 @@ static const struct {
     {"clean", AGENT_CLEAN, false},
     {"report", AGENT_REPORT, false},
     {"housekeeping", AGENT_HOUSEKEEPING, true},
+    {"serve", AGENT_SERVE, false},
 };
 
 /* getopt_long's view of the table: 'val' is 256 + the row (a short name
@@ -311,7 +321,8 @@ static int check_command (const char *cmd,
     if (!cmd)
         return bad (
             error,
-            "no command (prolog, epilog, housekeeping, env, list, clean, report)");
+            "no command (prolog, epilog, housekeeping, env, list, clean, report, "
+            "serve)");
     size_t i;
     for (i = 0; i < sizeof (commands) / sizeof (commands[0]); i++)
         if (strcmp (cmd, commands[i].name) == 0)

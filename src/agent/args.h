@@ -18,7 +18,8 @@ enum agent_cmd {
     AGENT_LIST,
     AGENT_CLEAN,
     AGENT_REPORT,
-    AGENT_HOUSEKEEPING
+    AGENT_HOUSEKEEPING,
+    AGENT_SERVE
 };
 enum agent_format { AGENT_FORMAT_SHELL, AGENT_FORMAT_JSON, AGENT_FORMAT_SLURM };
 
@@ -57,6 +58,7 @@ struct agent_args {
     /* prolog --run JSON: make the job's RUN from this node (Slurm's
      * launch setup); the RUN body, "nodes" possibly a hostlist */
     const char *run;
+    const char *listen; /* serve: the node service's socket */
 };
 
 #define AGENT_RUN_MAX 16384 /* a RUN body with a compressed node list */

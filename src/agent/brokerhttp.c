@@ -260,19 +260,29 @@ static int conn_write_all (struct conn *c, const char *p, size_t n)
     return 0;
 }
 
-/* Everything until the broker closes (the request said Connection:
- * close), at most REPLY_MAX.  -1 when nothing came or it failed midway. */
-static int conn_read_all (struct conn *c, char **out, size_t *len)
+/* Where the header's Content-Length says the answer ends, or 0. */
+static size_t declared_length (const char *text, size_t hdr_len)
 {
-    size_t cap = 16384, n = 0;
+    for (const char *h = strstr (text, "\r\n"); h && (size_t)(h - text) < hdr_len;
+         h = strstr (h + 2, "\r\n"))
+        if (strncasecmp (h + 2, "content-length:", 15) == 0)
+            return hdr_len + strtoul (h + 17, NULL, 10);
+    return 0;
+}
+
+/* One whole answer: the header, then Content-Length bytes or chunks to
+ * the last one, or (a broker that sends neither) everything until it
+ * closes (a TLS peer that closes without close_notify has closed too).
+ * *reusable (for a connection kept open): nothing past the answer was
+ * read and the broker did not close. */
+static int conn_read_one (struct conn *c, char **out, size_t *len, bool *reusable)
+{
+    size_t cap = 16384, n = 0, want = 0;
     char *b = malloc (cap + 1);
-    if (!b)
-        return -1;
-    for (;;) {
+    *reusable = false;
+    while (b) {
         if (n == cap) {
-            if (cap >= REPLY_MAX)
-                break;
-            char *nb = realloc (b, cap * 2 + 1);
+            char *nb = cap < REPLY_MAX ? realloc (b, cap * 2 + 1) : NULL;
             if (!nb)
                 break;
             b = nb;
@@ -280,28 +290,39 @@ static int conn_read_all (struct conn *c, char **out, size_t *len)
         }
         ssize_t r = c->ssl ? SSL_read (c->ssl, b + n, (int)(cap - n))
                            : read (c->fd, b + n, cap - n);
-        if (r > 0) {
-            n += (size_t)r;
-            continue;
-        }
-        if (!c->ssl && r < 0 && errno == EINTR)
-            continue;
-        /* EOF; a TLS peer that closed without close_notify is EOF too */
-        bool eof =
-            r == 0 || (c->ssl && n > 0 &&
-                       (SSL_get_error (c->ssl, (int)r) == SSL_ERROR_SYSCALL ||
-                        SSL_get_error (c->ssl, (int)r) == SSL_ERROR_ZERO_RETURN));
-        if (eof && n > 0) {
-            b[n] = '\0';
-            *out = b;
-            *len = n;
+        if (r <= 0) {
+            if (!c->ssl && r < 0 && errno == EINTR)
+                continue;
+            bool until_close = want == (size_t)-1 && n > 0;
             ERR_clear_error ();
+            if (!until_close)
+                break;
+            b[n] = '\0';
+            *out = b, *len = n;
             return 0;
         }
-        break;
+        n += (size_t)r;
+        b[n] = '\0';
+        char *hdr_end = want ? NULL : strstr (b, "\r\n\r\n");
+        if (hdr_end) {
+            size_t hdr_len = (size_t)(hdr_end - b) + 4;
+            bool chunked = false;
+            for (char *h = strstr (b, "\r\n"); h && h < hdr_end;
+                 h = strstr (h + 2, "\r\n"))
+                chunked |= strncasecmp (h + 2, "transfer-encoding:", 18) == 0;
+            want = chunked ? (size_t)-2 : declared_length (b, hdr_len);
+            want = want ? want : (size_t)-1;
+        }
+        bool whole =
+            (want == (size_t)-2 && n >= 5 && !memcmp (b + n - 5, "0\r\n\r\n", 5)) ||
+            (want && want < (size_t)-2 && n >= want);
+        if (whole) {
+            *reusable = n == (want < (size_t)-2 ? want : n);
+            *out = b, *len = n;
+            return 0;
+        }
     }
     free (b);
-    ERR_clear_error ();
     return -1;
 }
 
@@ -356,9 +377,120 @@ static int parse_reply (char *text, size_t len, struct api_reply *ret)
     return 0;
 }
 
+/* A broker that took this long to be found away (no answer, not a
+ * refusal) is taken as away for the window after: the service's next
+ * callers, in line behind that wait, get the same reason at once. */
+#define AWAY_SLOW_MS   1000
+#define AWAY_WINDOW_MS 2000
+
+struct broker_keep {
+    struct conn c;
+    char base[FMB_CFG_PATH_MAX]; /* the URL it is to, "" the socket */
+    int64_t away_until_ms;
+    char away[FMB_ERROR_TEXT_MAX];
+};
+
+struct broker_keep *broker_keep_create (void)
+{
+    struct broker_keep *k = calloc (1, sizeof (*k));
+    if (k)
+        k->c.fd = -1;
+    return k;
+}
+
+void broker_keep_destroy (struct broker_keep *k)
+{
+    if (k) {
+        conn_close (&k->c);
+        free (k);
+    }
+}
+
+/* The kept connection to 'base', if it is still open: the broker closes
+ * one idle for its own timeout (30 s), and a closed one reads as ready. */
+static bool keep_take (struct broker_keep *k, const char *base, struct conn *c)
+{
+    struct pollfd p = {.fd = k ? k->c.fd : -1, .events = POLLIN};
+    if (!k || k->c.fd < 0)
+        return false;
+    if (strcmp (k->base, base ? base : "") != 0 || poll (&p, 1, 0) != 0) {
+        conn_close (&k->c);
+        return false;
+    }
+    *c = k->c;
+    k->c = (struct conn){.fd = -1};
+    return true;
+}
+
+static void keep_put (struct broker_keep *k, const char *base, struct conn *c)
+{
+    conn_close (&k->c);
+    snprintf (k->base, sizeof (k->base), "%s", base ? base : "");
+    k->c = *c;
+    *c = (struct conn){.fd = -1};
+}
+
+/* The request's text (the token's copy is wiped by the caller); NULL
+ * with why. */
+static char *request_text (const char *method,
+                           const char *path,
+                           const char *host,
+                           const char *bearer,
+                           const char *body,
+                           bool keep,
+                           size_t *len,
+                           char *why,
+                           size_t wlen)
+{
+    size_t blen = body ? strlen (body) : 0;
+    char *req = malloc (REQUEST_MAX + blen);
+    if (!req) {
+        snprintf (why, wlen, "out of memory");
+        return NULL;
+    }
+    int n = snprintf (req,
+                      REQUEST_MAX,
+                      "%s %s HTTP/1.1\r\nHost: %s\r\n%s"
+                      "Accept: application/json\r\nContent-Type: application/json\r\n"
+                      "%s%s%sContent-Length: %zu\r\n\r\n",
+                      method,
+                      path,
+                      host,
+                      keep ? "" : "Connection: close\r\n",
+                      bearer ? "Authorization: Bearer " : "",
+                      bearer ? bearer : "",
+                      bearer ? "\r\n" : "",
+                      blen);
+    if (n < 0 || n >= REQUEST_MAX) {
+        snprintf (why, wlen, "request too large");
+        explicit_bzero (req, REQUEST_MAX);
+        free (req);
+        return NULL;
+    }
+    memcpy (req + n, body ? body : "", blen);
+    *len = (size_t)n + blen;
+    return req;
+}
+
+/* Did the broker say it closes the connection after this answer? */
+static bool says_close (const char *reply)
+{
+    const char *end = strstr (reply, "\r\n\r\n");
+    for (const char *h = strstr (reply, "\r\n"); h && h < end;
+         h = strstr (h + 2, "\r\n"))
+        if (strncasecmp (h + 2, "connection:", 11) == 0 &&
+            strncasecmp (h + 2 + 11 + strspn (h + 13, " "), "close", 5) == 0)
+            return true;
+    return false;
+}
+
 /* One request to one broker ('base' an https URL, or NULL: the socket).
+ * With 'keep', on the connection kept from the last call when it is
+ * still open (a kept one that fails before any answer is replaced once:
+ * the broker may have closed it as it went idle), and kept for the next.
  * -1 with why when no answer came. */
 static int call_one (const struct api_target *t,
+                     struct broker_keep *keep,
                      const char *base,
                      int64_t deadline,
                      int64_t connect_ms,
@@ -373,71 +505,63 @@ static int call_one (const struct api_target *t,
     struct conn c = {.fd = -1};
     char host[256] = "fmbroker", port[16];
     char *req = NULL, *reply = NULL;
-    size_t rlen = 0;
+    size_t qlen = 0, rlen = 0;
+    bool reused = false, reusable = false;
     int rc = -1;
     if (base && split_url (base, host, sizeof (host), port, sizeof (port)) < 0) {
         snprintf (why, wlen, "not an https://HOST:PORT URL");
         return -1;
     }
-    if (base ? open_tls (t, host, port, deadline, connect_ms, &c, why, wlen)
-             : open_unix (t->socket, deadline, &c, why, wlen))
-        goto done;
-    size_t blen = body ? strlen (body) : 0;
-    if (!(req = malloc (REQUEST_MAX + blen))) {
-        snprintf (why, wlen, "out of memory");
-        goto done;
+    req = request_text (method, path, host, bearer, body, keep, &qlen, why, wlen);
+    if (!req)
+        return -1;
+    for (int attempt = 0; attempt < 2 && rc < 0; attempt++) {
+        conn_close (&c);
+        reused = attempt == 0 && keep_take (keep, base, &c);
+        if (!reused &&
+            (base ? open_tls (t, host, port, deadline, connect_ms, &c, why, wlen)
+                  : open_unix (t->socket, deadline, &c, why, wlen)))
+            break;
+        if (reused)
+            set_io_deadline (c.fd, deadline);
+        if (conn_write_all (&c, req, qlen) < 0) {
+            snprintf (why, wlen, "Failed sending data to the peer");
+            continue;
+        }
+        if (conn_read_one (&c, &reply, &rlen, &reusable) < 0) {
+            snprintf (why,
+                      wlen,
+                      fmb_monotime_ms () >= deadline ? "Operation timed out"
+                                                     : "Failure when receiving data "
+                                                       "from the peer");
+            if (!reused || fmb_monotime_ms () >= deadline)
+                break;
+            continue;
+        }
+        rc = 0;
     }
-    int n = snprintf (req,
-                      REQUEST_MAX,
-                      "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
-                      "Accept: application/json\r\nContent-Type: application/json\r\n"
-                      "%s%s%sContent-Length: %zu\r\n\r\n",
-                      method,
-                      path,
-                      host,
-                      bearer ? "Authorization: Bearer " : "",
-                      bearer ? bearer : "",
-                      bearer ? "\r\n" : "",
-                      blen);
-    if (n < 0 || n >= REQUEST_MAX) {
-        snprintf (why, wlen, "request too large");
-        goto done;
-    }
-    memcpy (req + n, body ? body : "", blen);
-    if (conn_write_all (&c, req, (size_t)n + blen) < 0) {
-        snprintf (why, wlen, "Failed sending data to the peer");
-        goto done;
-    }
-    if (conn_read_all (&c, &reply, &rlen) < 0) {
-        snprintf (why,
-                  wlen,
-                  fmb_monotime_ms () >= deadline ? "Operation timed out"
-                                                 : "Failure when receiving data from "
-                                                   "the peer");
-        goto done;
-    }
-    if (parse_reply (reply, rlen, ret) < 0) {
+    if (rc == 0 && keep && reusable && !says_close (reply))
+        keep_put (keep, base, &c);
+    if (rc == 0 && parse_reply (reply, rlen, ret) < 0) {
         snprintf (why, wlen, "not an HTTP answer");
-        goto done;
+        rc = -1;
     }
-    rc = 0;
-done:
-    if (req) {
-        explicit_bzero (req, strnlen (req, REQUEST_MAX)); /* the token's copy */
-        free (req);
-    }
+    explicit_bzero (req, qlen); /* the token's copy */
+    free (req);
     free (reply);
     conn_close (&c);
     return rc;
 }
 
-int broker_http_call (const struct api_target *t,
-                      long timeout_s,
-                      const char *method,
-                      const char *path,
-                      const char *body,
-                      struct api_reply *ret,
-                      struct fmb_error *error)
+/* The call to the socket, or to each URL in turn. */
+static int call_any (const struct api_target *t,
+                     struct broker_keep *keep,
+                     long timeout_s,
+                     const char *method,
+                     const char *path,
+                     const char *body,
+                     struct api_reply *ret,
+                     struct fmb_error *error)
 {
     char why[FMB_ERROR_TEXT_MAX] = "", one[160];
     const char *bearer = t->url ? t->token : NULL;
@@ -448,6 +572,7 @@ int broker_http_call (const struct api_target *t,
     int64_t deadline = fmb_monotime_ms () + (timeout_s > 0 ? timeout_s : 300) * 1000;
     if (!t->url) {
         if (call_one (t,
+                      keep,
                       NULL,
                       deadline,
                       0,
@@ -472,6 +597,7 @@ int broker_http_call (const struct api_target *t,
         if (left <= 0)
             break;
         if (call_one (t,
+                      keep,
                       base,
                       deadline,
                       left / (int64_t)(n - i),
@@ -494,4 +620,34 @@ int broker_http_call (const struct api_target *t,
     }
     errno = EHOSTUNREACH;
     return fmb_errorf (error, "broker at %s", why[0] ? why : t->url);
+}
+
+int broker_http_call (const struct api_target *t,
+                      struct broker_keep *keep,
+                      long timeout_s,
+                      const char *method,
+                      const char *path,
+                      const char *body,
+                      struct api_reply *ret,
+                      struct fmb_error *error)
+{
+    int64_t now = fmb_monotime_ms ();
+    if (keep && now < keep->away_until_ms) {
+        errno = EHOSTUNREACH;
+        return fmb_errorf (error,
+                           "%s (%lld ms ago; tried again %d s after)",
+                           keep->away,
+                           (long long)(now - keep->away_until_ms + AWAY_WINDOW_MS),
+                           AWAY_WINDOW_MS / 1000);
+    }
+    int rc = call_any (t, keep, timeout_s, method, path, body, ret, error);
+    if (keep && rc == 0)
+        keep->away_until_ms = 0;
+    else if (keep && errno == EHOSTUNREACH &&
+             fmb_monotime_ms () - now >= AWAY_SLOW_MS) {
+        keep->away_until_ms = fmb_monotime_ms () + AWAY_WINDOW_MS;
+        snprintf (keep->away, sizeof (keep->away), "%s", error ? error->text : "");
+        errno = EHOSTUNREACH;
+    }
+    return rc;
 }

@@ -19,7 +19,18 @@
 
 #include "apiclient.h"
 
+/* One connection kept open from call to call (the node service,
+ * fmbroker-cxi serve): no TLS set-up or handshake per job.  A broker
+ * found away only after a wait (no answer within a second or more, not
+ * a refusal) is taken as away for 2 s after, saying so: the service's
+ * callers in line behind that wait are not each made to wait 5 s more.
+ * NULL to broker_http_call: a connection per call, closed after it. */
+struct broker_keep;
+struct broker_keep *broker_keep_create (void);
+void broker_keep_destroy (struct broker_keep *k);
+
 int broker_http_call (const struct api_target *t,
+                      struct broker_keep *keep,
                       long timeout_s,
                       const char *method,
                       const char *path,

@@ -25,6 +25,7 @@
 #include "monotime.h"
 #include "prolog.h"
 #include "report.h"
+#include "serve.h"
 #include "slurmhook.h"
 
 static const char usage_text[] =
@@ -61,6 +62,12 @@ static const char usage_text[] =
     "  report --pending  deliver the node reports the broker missed (kept in\n"
     "                    STATE_DIR/reports; every prolog, epilog and clean also\n"
     "                    delivers them); exit 1 while some are still kept\n"
+    "  serve [--listen PATH]  the node service (fmbroker-cxi.service): makes the\n"
+    "                    job prologs fmbroker-slurm-prolog hands it, with libcxi\n"
+    "                    loaded and its broker connection kept open, and the\n"
+    "                    step ends the SPANK plugin hands it; root callers only,\n"
+    "                    on PATH (default STATE_DIR/service.sock, 0600).  Takes\n"
+    "                    -c, --libcxi, --socket, --broker-url, --state-dir\n"
     "  clean [--all]     destroy job services of VNIs in [vni] pool that no job\n"
     "                    the broker has not released (active, lost, releasing)\n"
     "                    can own; never id 1 or system services.  It reads every\n"
@@ -77,6 +84,8 @@ static const char usage_text[] =
     "in the\n"
     "job's record, for its steps to fail (policy=fail_closed) with the reason.\n"
     "The epilog exits 1 (slurmd drains the node) only when services stay.\n"
+    "Prolog=/usr/sbin/fmbroker-slurm-prolog instead hands the prolog to the node\n"
+    "service (fmbroker-cxi serve), or runs this program where none answers.\n"
     "\n"
     "Options:\n"
     "  -c, --config FILE     configuration (default " FMB_CONFIG_PATH
@@ -100,34 +109,6 @@ static const char usage_text[] =
     "A failed run's last line is its own job's reason (hooks show it to users).\n"
     "Exit status: 0 success, 1 failure (epilog: drain the node), 2 usage.\n";
 
-/* The configuration (as a client reads it), libcxi, the broker target
- * and the state directory; -1 (logged) if the configuration is bad. */
-static int setup (struct agent *ag)
-{
-    struct fmb_error e;
-    fmb_config_defaults (&ag->cfg);
-    const char *path =
-        ag->args.config
-            ? ag->args.config
-            : (access (FMB_CONFIG_PATH, F_OK) == 0 ? FMB_CONFIG_PATH : NULL);
-    if (path && fmb_config_load_client (&ag->cfg, path, &e) < 0) {
-        fmb_log (LOG_ERR, "%s", e.text);
-        return -1;
-    }
-    fmb_log_set_level (ag->cfg.log_level);
-    if (!ag->args.libcxi)
-        ag->args.libcxi = ag->cfg.cxi_libcxi;
-    if (ag->args.broker_url &&
-        api_config_broker_url (&ag->cfg, ag->args.broker_url, &e) < 0) {
-        fmb_log (LOG_ERR, "%s", e.text);
-        return -1;
-    }
-    api_target_init (&ag->target, &ag->cfg, ag->args.socket);
-    if (!ag->args.state_dir)
-        ag->args.state_dir = JOBRECORD_DIR_DEFAULT;
-    return 0;
-}
-
 /* The command's exit status. */
 static int run_command (struct agent *ag)
 {
@@ -145,6 +126,8 @@ static int run_command (struct agent *ag)
         return cmd_clean (ag);
     case AGENT_REPORT:
         return cmd_report (ag);
+    case AGENT_SERVE:
+        return EXIT_USAGE; /* main() serves */
     }
     return EXIT_USAGE;
 }
@@ -169,13 +152,19 @@ static int run (struct agent *ag)
     return rc;
 }
 
+static int serve_prolog (struct agent *run,
+                         const struct agent *service,
+                         char *const *env);
+
 /* The command line parsed, the configuration read, the command run;
  * the exit status.  Run by slurmd (hook->active), the prolog makes the
- * job's RUN when this node's configuration says so. */
+ * job's RUN when this node's configuration says so.  'service': the
+ * node service's arguments for its runs, or NULL. */
 static int parse_and_run (struct agent *ag,
                           struct slurm_hook *hook,
                           int argc,
-                          char **argv)
+                          char **argv,
+                          const struct agent_args *service)
 {
     struct fmb_error e;
     if (agent_args_parse (argc, argv, &ag->args, &e) < 0) {
@@ -191,7 +180,7 @@ static int parse_and_run (struct agent *ag,
         fputs (usage_text, stdout);
         return 0;
     }
-    if (setup (ag) < 0)
+    if (agent_setup (ag, service) < 0)
         return EXIT_USAGE;
     if (hook->prolog && ag->cfg.api_node_run) {
         if (slurm_hook_run (hook, &e) < 0) {
@@ -200,7 +189,38 @@ static int parse_and_run (struct agent *ag,
         }
         ag->args.run = hook->run;
     }
-    return run (ag);
+    return ag->args.cmd == AGENT_SERVE ? cmd_serve (ag, serve_prolog) : run (ag);
+}
+
+/* One job's prolog in the node service (serve.h): as run by slurmd,
+ * with Slurm's variables from the request. */
+static int serve_prolog (struct agent *run,
+                         const struct agent *service,
+                         char *const *env)
+{
+    static char program[] = "fmbroker-cxi";
+    char *argv[] = {program, NULL};
+    struct slurm_hook hook;
+    struct fmb_error e;
+    int rc;
+    run->args.state_dir = service->args.state_dir; /* for a failure's record */
+    rc = slurm_hook_args (1, argv, env, &hook, &e);
+    if (rc == 0 && !hook.prolog) {
+        /* the caller is fmbroker-slurm-prolog, which sends only these */
+        fmb_log (LOG_ERR, "a request that is not slurmd's prolog: refused");
+        agent_fail_job (run, "the node service makes prologs only");
+        slurm_hook_clear (&hook);
+        return EXIT_USAGE;
+    }
+    if (rc < 0) {
+        fmb_log (LOG_ERR, "%s", e.text);
+        agent_fail_job (run, "%s", e.text);
+        rc = EXIT_USAGE;
+    } else
+        rc = parse_and_run (run, &hook, hook.argc, hook.argv, &service->args);
+    rc = slurm_hook_finish (run, &hook, rc);
+    slurm_hook_clear (&hook);
+    return rc;
 }
 
 int main (int argc, char **argv)
@@ -213,14 +233,14 @@ int main (int argc, char **argv)
     fmb_log_init ("fmbroker-cxi", LOG_INFO);
     /* Run by slurmd as Prolog=/Epilog=: the job's command line from
      * Slurm's variables (slurmhook.h). */
-    if (slurm_hook_args (argc, argv, &hook, &e) < 0) {
+    if (slurm_hook_args (argc, argv, NULL, &hook, &e) < 0) {
         fmb_log (LOG_ERR, "%s", e.text);
         agent_fail_job (ag, "%s", e.text);
         rc = EXIT_USAGE;
     } else if (hook.active)
-        rc = parse_and_run (ag, &hook, hook.argc, hook.argv);
+        rc = parse_and_run (ag, &hook, hook.argc, hook.argv, NULL);
     else
-        rc = parse_and_run (ag, &hook, argc, argv);
+        rc = parse_and_run (ag, &hook, argc, argv, NULL);
     if (hook.active)
         rc = slurm_hook_finish (ag, &hook, rc);
     cxilib_close (&ag->lib);

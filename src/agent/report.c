@@ -146,6 +146,11 @@ void report_after_exit (struct agent *ag, const char *cxi)
         report_state (ag, cxi, NULL);
         return;
     }
+    if (ag->in_service) {
+        /* the node service delivers it after its answer (serve.c) */
+        ag->delivery_detached = true;
+        return;
+    }
     fflush (NULL);
     pid_t pid = fork ();
     if (pid < 0) {

@@ -49,16 +49,27 @@ char *slurm_run_request (unsigned long uid,
     return text;
 }
 
-static const char *env_or_empty (const char *name)
+const char *slurm_hook_var (const struct slurm_hook *h, const char *name)
 {
-    const char *v = getenv (name);
+    if (!h->env)
+        return getenv (name);
+    size_t n = strlen (name);
+    for (char *const *v = h->env; *v; v++)
+        if (strncmp (*v, name, n) == 0 && (*v)[n] == '=')
+            return *v + n + 1;
+    return NULL;
+}
+
+static const char *var_or_empty (const struct slurm_hook *h, const char *name)
+{
+    const char *v = slurm_hook_var (h, name);
     return v ? v : "";
 }
 
 int slurm_hook_run (struct slurm_hook *h, struct fmb_error *e)
 {
     char *end;
-    const char *uid = env_or_empty ("SLURM_JOB_UID");
+    const char *uid = var_or_empty (h, "SLURM_JOB_UID");
     unsigned long u = strtoul (uid, &end, 10);
     if (!*uid || *end || u >= 4294967295ul) {
         errno = EINVAL;
@@ -66,25 +77,29 @@ int slurm_hook_run (struct slurm_hook *h, struct fmb_error *e)
     }
     free (h->run);
     h->run = slurm_run_request (u,
-                                getenv ("SLURM_JOB_USER"),
-                                getenv ("SLURM_NODELIST"),
-                                getenv ("SLURM_JOB_CPUS_PER_NODE"),
-                                getenv ("SPANK_FMB_HWCOLL"),
-                                getenv ("SPANK_FMB_VNIS"),
-                                getenv ("SPANK_FMB_TCS"),
+                                slurm_hook_var (h, "SLURM_JOB_USER"),
+                                slurm_hook_var (h, "SLURM_NODELIST"),
+                                slurm_hook_var (h, "SLURM_JOB_CPUS_PER_NODE"),
+                                slurm_hook_var (h, "SPANK_FMB_HWCOLL"),
+                                slurm_hook_var (h, "SPANK_FMB_VNIS"),
+                                slurm_hook_var (h, "SPANK_FMB_TCS"),
                                 e);
     return h->run ? 0 : -1;
 }
 
-int slurm_hook_args (int argc, char **argv, struct slurm_hook *h, struct fmb_error *e)
+int slurm_hook_args (
+    int argc, char **argv, char *const *env, struct slurm_hook *h, struct fmb_error *e)
 {
     memset (h, 0, sizeof (*h));
-    const char *ctx = getenv ("SLURM_SCRIPT_CONTEXT");
+    h->env = env;
+    const char *ctx = slurm_hook_var (h, "SLURM_SCRIPT_CONTEXT");
     if (!ctx || agent_args_have_command (argc, argv))
         return 0;
     /* slurmd keeps nothing a prolog prints, nor slurmctld (e.g. a
-     * PrologSlurmctld=/usr/sbin/fmbroker-cxi by mistake) */
-    fmb_log_syslog ();
+     * PrologSlurmctld=/usr/sbin/fmbroker-cxi by mistake); the node
+     * service (env given) has its own log */
+    if (!env)
+        fmb_log_syslog ();
     if (strcmp (ctx, "prolog_slurmd") && strcmp (ctx, "epilog_slurmd")) {
         errno = EINVAL;
         return fmb_errorf (
@@ -95,8 +110,8 @@ int slurm_hook_args (int argc, char **argv, struct slurm_hook *h, struct fmb_err
     }
     h->active = true;
     h->prolog = strcmp (ctx, "prolog_slurmd") == 0;
-    const char *job = getenv ("SLURM_JOB_ID");
-    const char *node = getenv ("SLURMD_NODENAME");
+    const char *job = slurm_hook_var (h, "SLURM_JOB_ID");
+    const char *node = slurm_hook_var (h, "SLURMD_NODENAME");
     if (job && valid_job_id (job))
         h->job = job;
     if (!job || !*job || !node || !*node) {
@@ -134,14 +149,17 @@ int slurm_hook_args (int argc, char **argv, struct slurm_hook *h, struct fmb_err
 
 /* The prolog failed: the job's record says why (the agent's own, when it
  * got as far as writing one), for the job's steps to tell the user. */
-static void keep_reason (const char *state_dir, const char *job, const char *reason)
+static void keep_reason (const struct slurm_hook *h,
+                         const char *state_dir,
+                         const char *reason)
 {
+    const char *job = h->job;
     char path[1200];
     struct fmb_error e;
     if (!job || jobrecord_path (path, sizeof (path), state_dir, job) < 0 ||
         access (path, F_OK) == 0)
         return;
-    uint32_t uid = (uint32_t)strtoul (env_or_empty ("SLURM_JOB_UID"), NULL, 10);
+    uint32_t uid = (uint32_t)strtoul (var_or_empty (h, "SLURM_JOB_UID"), NULL, 10);
     if (jobrecord_write_reason (state_dir, job, uid, reason, &e) < 0)
         fmb_log (LOG_ERR, "job %s: %s", job, e.text);
 }
@@ -152,8 +170,8 @@ int slurm_hook_finish (struct agent *ag, const struct slurm_hook *h, int rc)
     if (rc == 0)
         return 0;
     if (h->prolog) {
-        keep_reason (ag->args.state_dir ? ag->args.state_dir : JOBRECORD_DIR_DEFAULT,
-                     h->job,
+        keep_reason (h,
+                     ag->args.state_dir ? ag->args.state_dir : JOBRECORD_DIR_DEFAULT,
                      ag->final_reason[0]
                          ? ag->final_reason
                          : "the node prolog (fmbroker-cxi) could not run: "

@@ -34,13 +34,21 @@ struct slurm_hook {
     int argc;
     char **argv; /* the built command line (owned) */
     char *run;   /* the RUN request (owned), or NULL */
+    /* Slurm's variables: NULL the process's own, else NAME=VALUE strings
+     * (the node service's request, serve.c); not owned */
+    char *const *env;
 };
 
 /* Is this a run by slurmd as its Prolog=/Epilog=?  When it is (h->active,
  * and logging goes to syslog too), h->argv is argv with the command and
  * the job's options added.  0, or -1 with a message (Slurm's variables
- * missing): slurm_hook_finish still says what slurmd gets. */
-int slurm_hook_args (int argc, char **argv, struct slurm_hook *h, struct fmb_error *e);
+ * missing): slurm_hook_finish still says what slurmd gets.  'env': Slurm's
+ * variables as NAME=VALUE strings, or NULL for the process's own. */
+int slurm_hook_args (
+    int argc, char **argv, char *const *env, struct slurm_hook *h, struct fmb_error *e);
+
+/* One of Slurm's variables, or NULL. */
+const char *slurm_hook_var (const struct slurm_hook *h, const char *name);
 
 /* The prolog's RUN request from Slurm's variables, into h->run; -1 with a
  * message when they do not make one. */

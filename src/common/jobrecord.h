@@ -28,13 +28,16 @@
 
 #include "error.h"
 
-#define JOBRECORD_DIR_DEFAULT  "/run/fmbroker-cxi"
-#define JOBRECORD_VERSION      1
-#define JOBRECORD_VARS_MAX     64    /* variables in env */
-#define JOBRECORD_NAME_MAX     64    /* bytes of a variable name */
-#define JOBRECORD_VALUE_MAX    4096  /* bytes of a value */
-#define JOBRECORD_FILE_MAX     65536 /* bytes of the whole file */
-#define JOBRECORD_SERVICES_MAX 64    /* NICs on a node */
+#define JOBRECORD_DIR_DEFAULT "/run/fmbroker-cxi"
+/* The node service's socket (fmbroker-cxi serve), in the state dir: the
+ * Prolog= program and the SPANK plugin find it beside the records. */
+#define JOBRECORD_SERVICE_SOCKET "service.sock"
+#define JOBRECORD_VERSION        1
+#define JOBRECORD_VARS_MAX       64    /* variables in env */
+#define JOBRECORD_NAME_MAX       64    /* bytes of a variable name */
+#define JOBRECORD_VALUE_MAX      4096  /* bytes of a value */
+#define JOBRECORD_FILE_MAX       65536 /* bytes of the whole file */
+#define JOBRECORD_SERVICES_MAX   64    /* NICs on a node */
 
 struct jobrecord {
     char job[129];

@@ -398,11 +398,33 @@ static void clean_step_detached (void)
         ;
 }
 
+/* The step's end through the node service when it runs here (no process,
+ * no TLS set-up), else the broker call made in a detached process. */
+static void clean_step_end (void)
+{
+    struct fmb_error e;
+    int64_t t0 = fmb_monotime_ms ();
+    if (spank_service_step_end (step.state_dir, step.job, step.step, &e) == 0) {
+        slurm_verbose (
+            "fmbroker: job %s step %s: step cleanup done in %lld ms (handed to "
+            "the node service)",
+            step.job,
+            step.step,
+            (long long)(fmb_monotime_ms () - t0));
+        return;
+    }
+    slurm_debug ("fmbroker: job %s step %s: %s; calling the broker itself",
+                 step.job,
+                 step.step,
+                 e.text);
+    clean_step_detached ();
+}
+
 int slurm_spank_exit (spank_t sp, int ac, char **av)
 {
     (void)ac;
     (void)av;
     if (spank_remote (sp) && step.clean)
-        clean_step_detached ();
+        clean_step_end ();
     return 0;
 }

@@ -5,13 +5,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "config.h"
+#include "jobrecord.h"
 #include "monotime.h"
 #include "spankcore.h"
 
@@ -85,10 +89,11 @@ static int conf_arg (struct spank_conf *c, const char *arg, struct fmb_error *e)
     if (KEY ("prolog") || KEY ("epilog") || KEY ("hook_timeout"))
         return bad (e,
                     "plugstack argument %.*s=: no longer taken; the node prolog and "
-                    "epilog are slurm.conf's Prolog=%s and Epilog=%s (doc/slurm.md)",
+                    "epilog are slurm.conf's Prolog=%s and Epilog=%s, beside the "
+                    "node service fmbroker-cxi.service (doc/slurm.md)",
                     (int)klen,
                     arg,
-                    SPANK_AGENT_PATH,
+                    SPANK_PROLOG_PATH,
                     SPANK_AGENT_PATH);
 #undef KEY
     return bad (e,
@@ -208,4 +213,44 @@ int spank_root_verdict (const char *state_dir, const char *job, struct fmb_error
         return 0;
     errno = ENODEV;
     return fmb_errorf (e, "%s: the job has VNIs but no CXI service on this node", path);
+}
+
+#define SERVICE_WAIT_S 2 /* the service answers before its broker call */
+
+int spank_service_step_end (const char *state_dir,
+                            const char *job,
+                            const char *step,
+                            struct fmb_error *e)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct timeval tv = {.tv_sec = SERVICE_WAIT_S};
+    char req[512], ans[64] = "";
+    int n = snprintf (sa.sun_path,
+                      sizeof (sa.sun_path),
+                      "%s/%s",
+                      state_dir,
+                      JOBRECORD_SERVICE_SOCKET);
+    if (n < 0 || (size_t)n >= sizeof (sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return fmb_errorf (e, "%s: the path is too long for a socket", state_dir);
+    }
+    n = snprintf (req, sizeof (req), "SLURM_JOB_ID=%s\nFMB_STEP=%s\n\n", job, step);
+    int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return fmb_errorf (e, "socket: %s", strerror (errno));
+    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
+    setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof (tv));
+    ssize_t got = -1;
+    if (connect (fd, (struct sockaddr *)&sa, sizeof (sa)) == 0 &&
+        write (fd, req, (size_t)n) == n)
+        got = read (fd, ans, sizeof (ans) - 1);
+    int err = errno;
+    close (fd);
+    if (got > 1 && ans[0] == '0' && ans[1] == '\t')
+        return 0;
+    errno = got < 0 ? err : EPROTO;
+    return fmb_errorf (e,
+                       "the node service at %s: %s",
+                       sa.sun_path,
+                       got < 0 ? strerror (err) : "refused the step's end");
 }

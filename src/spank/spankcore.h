@@ -32,7 +32,8 @@ struct spank_conf {
 #define SPANK_DEFAULT_TCS 0xe /* LOW_LATENCY, BULK_DATA, BEST_EFFORT */
 /* The node prolog and epilog: slurm.conf's Prolog= and Epilog= (named in
  * the message that refuses a plugstack.conf of the plugin's old hooks). */
-#define SPANK_AGENT_PATH "/usr/sbin/fmbroker-cxi"
+#define SPANK_PROLOG_PATH "/usr/sbin/fmbroker-slurm-prolog"
+#define SPANK_AGENT_PATH  "/usr/sbin/fmbroker-cxi"
 
 /* Defaults, then each "key=value" of argv; -1 with EINVAL and a message
  * naming the argument for an unknown key or a bad value. */
@@ -71,5 +72,16 @@ int spank_step_record (const char *state_dir,
  * failed early), a record others could change, or VNIs without a
  * service. */
 int spank_root_verdict (const char *state_dir, const char *job, struct fmb_error *e);
+
+/* A step's end handed to the node service (fmbroker-cxi serve, at
+ * STATE_DIR/service.sock), which makes the broker's call after it has
+ * answered: a Unix socket round trip instead of a libcurl process and a
+ * TLS handshake on srun's way out.  0 when the service took it; -1 with
+ * 'e' saying why (no service on this node: the caller makes the call
+ * itself). */
+int spank_service_step_end (const char *state_dir,
+                            const char *job,
+                            const char *step,
+                            struct fmb_error *e);
 
 #endif

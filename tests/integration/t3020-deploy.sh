@@ -61,7 +61,8 @@ broker_files="/usr/sbin/fmbrokerd /usr/lib/systemd/system/fmbrokerd.service
     /usr/share/fmbroker/openapi.yaml /usr/share/doc/fmbroker/examples/fmbroker.conf.example
     /usr/share/doc/fmbroker/copyright /usr/share/doc/fmbroker/README.md
     /usr/share/doc/fmbroker/doc/install.md /usr/share/doc/fmbroker/doc/operations.md"
-node_files="/usr/sbin/fmbroker-cxi /usr/bin/fmbroker /etc/default/fmbroker
+node_files="/usr/sbin/fmbroker-cxi /usr/sbin/fmbroker-slurm-prolog /usr/bin/fmbroker /etc/default/fmbroker
+    /usr/lib/systemd/system/fmbroker-cxi.service
     /usr/lib/systemd/system/fmbroker-cxi-report.timer /usr/lib/systemd/system/fmbroker-cxi-report.service
     /usr/share/man/man1/fmbroker.1.gz /usr/share/man/man5/fmbroker.conf.5.gz /usr/share/man/man8/fmbroker-cxi.8.gz
     /usr/share/fmbroker/slurm/prolog_slurmctld.sh /usr/share/fmbroker/slurm/epilog_slurmctld.sh

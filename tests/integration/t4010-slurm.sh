@@ -2,10 +2,11 @@
 # t4010-slurm.sh: a real Slurm (Debian's slurmctld, slurmd, munge on
 # 127.0.0.1, two emulated nodes) run the way a cluster runs fmbroker:
 # the controller hooks call the broker over its socket; on the "compute
-# nodes" slurmd runs fmbroker-cxi itself as Prolog= and Epilog=, which
-# reaches the broker over TCP+TLS, each node with its own node token
-# only, and the steps load the SPANK plugin; jobs are submitted by an
-# unprivileged user (nobody).
+# nodes" slurmd runs fmbroker-cxi itself as Prolog= and Epilog= (in the
+# launch setup, the prolog is fmbroker-slurm-prolog handing the job to
+# each node's service, fmbroker-cxi serve), which reaches the broker over
+# TCP+TLS, each node with its own node token only, and the steps load the
+# SPANK plugin; jobs are submitted by an unprivileged user (nobody).
 #
 # Tasks see exactly their node's record plus the step id; a step starts
 # without the broker; each step's multicast trees are released when that
@@ -343,7 +344,7 @@ expect_ok 'without fmbroker_spank_clean.so next to the plugin, steps run and the
 expect_ok 'a plugstack.conf line of the plugin'"'"'s old node hooks is refused, naming slurm.conf'"'"'s Prolog= instead' '
     plugstack prolog=/usr/share/fmbroker/slurm/prolog.sh &&
     { as_nobody timeout 45 srun -N1 true 2>err; test $? != 0; } &&
-    grep -q "prolog=: no longer taken; the node prolog and epilog are slurm.conf.s Prolog=/usr/sbin/fmbroker-cxi" err &&
+    grep -q "prolog=: no longer taken; the node prolog and epilog are slurm.conf.s Prolog=/usr/sbin/fmbroker-slurm-prolog and Epilog=/usr/sbin/fmbroker-cxi" err &&
     plugstack
 '
 expect_ok 'with the broker stopped, a job fails and says why (fail_closed, the default)' '
@@ -390,13 +391,38 @@ expect_ok '... and under policy=fail_open it runs without isolation' '
     grep -q "running without VNI isolation (policy fail_open)" "$S/log/slurmd-n1.log" &&
     plugstack
 '
-# The launch setup (README): no PrologSlurmctld, no PrologFlags=Alloc;
-# the node prolog makes the RUN with the node's token, as the nodes'
-# fmbroker.conf says ([api] node_run = true).
-expect_ok 'the launch setup, without PrologSlurmctld: the nodes RUN the job ([api] node_run in their configuration), its tasks get their variables and options' '
+# The launch setup (doc/slurm.md): no PrologSlurmctld, no
+# PrologFlags=Alloc; the node service on each node (fmbroker-cxi serve)
+# makes the RUN with the node's token, as the nodes' fmbroker.conf says
+# ([api] node_run = true), when slurmd's Prolog= (fmbroker-slurm-prolog)
+# hands it the job; node 0's plugin hands it each step's end.
+services_up () {
+    for n in n1 n2; do
+        FMBROKER_NODE=$n MOCKCXI_STATE=$T/$n.cxi.json MOCKCXI_DEVICES=2 "$FMB_BIN/fmbroker-cxi" \
+            -c "$T/node.conf" --state-dir "$T/rec-$n" serve 2>>"$S/log/serve-$n.log" &
+        echo $! >"$T/serve-$n.pid"
+    done
+    wait_for 50 0.1 test -S "$T/rec-n1/service.sock" && wait_for 50 0.1 test -S "$T/rec-n2/service.sock"
+}
+services_down () {
+    for n in n1 n2; do [ -s "$T/serve-$n.pid" ] && kill "$(cat "$T/serve-$n.pid")" 2>/dev/null; done
+    return 0
+}
+on_exit services_down
+service_hooks () {
+    printf "Prolog=%s\nEpilog=%s\n" "$S/hooks/service-prolog.sh" "$S/hooks/epilog.sh"
+}
+expect_ok 'the launch setup, without PrologSlurmctld: the node services RUN the job ([api] node_run in their configuration), its tasks get their variables and options' '
     start_broker && wait_for 200 0.1 all_idle &&
-    { printf "EpilogSlurmctld=%s\n" "$S/hooks/epilog_slurmctld.sh" && node_hooks; } >"$S/setup.conf" &&
-    sed -i "/^\[api\]/a node_run = true" "$T/node.conf" && slurm_restart && : >"$S/log/hooks.log" &&
+    # The stand-in: each emulated node its own service socket (a real
+    # node has /run/fmbroker-cxi/service.sock, the program'"'"'s default).
+    printf "#!/bin/sh\nFMBROKER_CXI_SERVICE=%s/rec-\$SLURMD_NODENAME/service.sock FMBROKER_CXI_PROGRAM=%s exec %s\n" \
+        "$T" "$S/hooks/prolog.sh" "$FMB_BIN/fmbroker-slurm-prolog" >"$S/hooks/service-prolog.sh" &&
+    chmod 755 "$S/hooks/service-prolog.sh" &&
+    { printf "EpilogSlurmctld=%s\n" "$S/hooks/epilog_slurmctld.sh" && service_hooks; } >"$S/setup.conf" &&
+    sed -i "/^\[api\]/a node_run = true" "$T/node.conf" && printf "[broker]\nlog_level = debug\n" >>"$T/node.conf" &&
+    services_up && slurm_restart &&
+    : >"$S/log/hooks.log" &&
     as_nobody timeout 45 srun -N2 --fmb-vnis=2 "$D/showenv.sh" "$D" "$T/rec" &&
     j=$(rm_call GET "/v1/jobs?limit=1000" | jq -r "[.jobs[].id | select(test(\"^[0-9]+$\")) | tonumber] | max") && rm_call GET "/v1/jobs/$j" >job.json &&
     { jq -e ".uid == 65534 and .user == \"nobody\" and .nodes == [\"n1\",\"n2\"]" job.json ||
@@ -406,7 +432,11 @@ expect_ok 'the launch setup, without PrologSlurmctld: the nodes RUN the job ([ap
         diff "$D/rec.$n" "$D/env.$n" && grep -q "^SLINGSHOT_VNIS=[0-9]*,[0-9]*$" "$D/env.$n" &&
         grep -q "^FI_CXI_COLL_MCAST_TOKEN=" "$D/env.$n" || return 1
     done &&
-    wait_for 300 0.1 job_gone "$j" && wait_for 100 0.1 ended "$j"
+    wait_for 300 0.1 job_gone "$j" && wait_for 100 0.1 ended "$j" &&
+    # made by the services, not by a fmbroker-cxi of its own
+    grep -q "job $j: cxi0: service [0-9]* (uid 65534)" "$S/log/serve-n1.log" &&
+    grep -q "job $j: cxi0: service [0-9]* (uid 65534)" "$S/log/serve-n2.log" &&
+    wait_for 30 0.1 grep -q "step cleanup: DELETE /v1/jobs/$j/steps/0 done" "$S/log/serve-n1.log"
 '
 expect_ok '... and with the broker stopped, the job fails with its own reason, not an earlier job'"'"'s kept report' '
     wait_for 200 0.1 all_idle && stop_broker &&
@@ -414,11 +444,18 @@ expect_ok '... and with the broker stopped, the job fails with its own reason, n
     { as_nobody timeout 60 srun -N2 true 2>err; test $? != 0; } && cat err &&
     grep -q "no VNI isolation: .*the broker did not RUN the job: .*broker at https://127.0.0.1:$tcp_port" err &&
     ! grep -q "kept report\|--uid" err &&
+    grep -q "the broker did not RUN the job" "$S/log/serve-n1.log"
+'
+expect_ok '... and a node whose service is stopped runs fmbroker-cxi itself: the job gets its services all the same' '
+    start_broker && wait_for 200 0.1 all_idle && services_down &&
+    wait_for 50 0.1 sh -c "! test -e $T/rec-n1/service.sock" &&
+    as_nobody timeout 45 srun -N2 "$D/showenv.sh" "$D" "$T/rec" &&
+    for n in n1 n2; do grep -q "^SLINGSHOT_VNIS=[0-9]" "$D/env.$n" || return 1; done &&
     sed -i "/^node_run = true$/d" "$T/node.conf" &&
     ctld_setup && plugstack && wait_for 200 0.1 all_idle && slurm_restart
 '
 expect_ok 'afterwards: every node idle, no reservation left at the FM, no CXI service left' '
-    start_broker && wait_for 200 0.1 all_idle &&
+    wait_for 200 0.1 all_idle &&
     { wait_for 300 0.1 fm_holds_nothing || { fm_leftovers; false; }; } &&
     { wait_for 100 0.1 no_job_services || { services_left; false; }; }
 '

@@ -89,6 +89,12 @@ static void defaults_and_names (void **state)
     assert_int_equal (parse ("prolog --job 7 --run {} --report-later", &a, &e), 0);
     assert_string_equal (a.run, "{}");
     assert_true (a.report_later);
+    /* the node service: its runs' setup and its socket */
+    assert_int_equal (parse ("-c /f --state-dir /s serve --listen /s/x.sock", &a, &e),
+                      0);
+    assert_int_equal (a.cmd, AGENT_SERVE);
+    assert_string_equal (a.listen, "/s/x.sock");
+    assert_string_equal (a.state_dir, "/s");
 }
 
 /* Each refused line and a word its message must contain. */
@@ -133,6 +139,10 @@ static void refuses_with_a_reason (void **state)
         {"prolog --job 42 --run {} --uid 1 --vnis 7", "not with --uid/--vnis"},
         {"prolog --job 42 --run [1]", "a RUN request"},
         {"list --lnx=1", "unknown option '--lnx=1'"},
+        /* the service takes its runs' setup only: a job is the caller's */
+        {"serve --job 42", "serve takes only -c, --libcxi"},
+        {"serve --node n1", "serve takes only"},
+        {"prolog --job 42 --listen /x", "--listen: serve only"},
     };
     for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
         struct agent_args a;

@@ -49,7 +49,7 @@ static void prolog_and_epilog_command_lines (void **state)
     /* the user's srun may set SPANK_FMB_*: it decides no RUN (the node's
      * configuration does, through slurm_hook_run) */
     setenv ("SPANK_FMB_RUN", "node", 1);
-    assert_int_equal (slurm_hook_args (3, argv, &h, &e), 0);
+    assert_int_equal (slurm_hook_args (3, argv, NULL, &h, &e), 0);
     assert_true (h.active && h.prolog);
     assert_string_equal (h.job, "77");
     assert_string_equal (
@@ -63,7 +63,7 @@ static void prolog_and_epilog_command_lines (void **state)
                          "\"hwcoll\":\"off\"}");
     slurm_hook_clear (&h);
     slurm_env ("epilog_slurmd");
-    assert_int_equal (slurm_hook_args (1, argv, &h, &e), 0);
+    assert_int_equal (slurm_hook_args (1, argv, NULL, &h, &e), 0);
     assert_true (h.active && !h.prolog);
     assert_string_equal (joined (&h),
                          "fmbroker-cxi epilog --job 77 --node n2 --retry-busy 30");
@@ -82,10 +82,10 @@ static void only_slurmd_without_a_command (void **state)
     char *bare[] = {"fmbroker-cxi", NULL};
     (void)state;
     slurm_env ("prolog_slurmd");
-    assert_int_equal (slurm_hook_args (6, with_cmd, &h, &e), 0);
+    assert_int_equal (slurm_hook_args (6, with_cmd, NULL, &h, &e), 0);
     assert_false (h.active);
     slurm_hook_clear (&h);
-    assert_int_equal (slurm_hook_args (5, values, &h, &e), 0);
+    assert_int_equal (slurm_hook_args (5, values, NULL, &h, &e), 0);
     assert_true (h.active);
     assert_string_equal (
         joined (&h),
@@ -93,16 +93,16 @@ static void only_slurmd_without_a_command (void **state)
         "--report-later");
     slurm_hook_clear (&h);
     slurm_env ("prolog_slurmctld"); /* the controller's: not ours to run */
-    assert_int_equal (slurm_hook_args (1, bare, &h, &e), -1);
+    assert_int_equal (slurm_hook_args (1, bare, NULL, &h, &e), -1);
     assert_false (h.active);
     assert_non_null (strstr (e.text, "only slurmd's Prolog= and Epilog="));
     unsetenv ("SLURM_SCRIPT_CONTEXT");
-    assert_int_equal (slurm_hook_args (1, bare, &h, &e), 0);
+    assert_int_equal (slurm_hook_args (1, bare, NULL, &h, &e), 0);
     assert_false (h.active);
     /* slurmd's context without its variables: said, not guessed */
     slurm_env ("prolog_slurmd");
     unsetenv ("SLURMD_NODENAME");
-    assert_int_equal (slurm_hook_args (1, bare, &h, &e), -1);
+    assert_int_equal (slurm_hook_args (1, bare, NULL, &h, &e), -1);
     assert_true (h.active && h.prolog);
     assert_non_null (strstr (e.text, "without SLURM_JOB_ID and SLURMD_NODENAME"));
     slurm_hook_clear (&h);
@@ -111,7 +111,7 @@ static void only_slurmd_without_a_command (void **state)
     slurm_env ("prolog_slurmd");
     setenv ("SLURM_JOB_ID", "../7", 1);
     struct agent_args a;
-    assert_int_equal (slurm_hook_args (1, bare, &h, &e), 0);
+    assert_int_equal (slurm_hook_args (1, bare, NULL, &h, &e), 0);
     assert_null (h.job);
     assert_int_equal (agent_args_parse (h.argc, h.argv, &a, &e), -1);
     assert_non_null (strstr (e.text, "not a job id"));
@@ -119,9 +119,38 @@ static void only_slurmd_without_a_command (void **state)
     /* a uid that is not one makes no RUN request */
     slurm_env ("prolog_slurmd");
     setenv ("SLURM_JOB_UID", "x", 1);
-    assert_int_equal (slurm_hook_args (1, bare, &h, &e), 0);
+    assert_int_equal (slurm_hook_args (1, bare, NULL, &h, &e), 0);
     assert_int_equal (slurm_hook_run (&h, &e), -1);
     assert_non_null (strstr (e.text, "SLURM_JOB_UID 'x' is not a uid"));
+    slurm_hook_clear (&h);
+}
+
+/* The node service's runs take Slurm's variables from the request, not
+ * from the service's own environment (which has none, or stale ones). */
+static void variables_from_the_node_services_request (void **state)
+{
+    struct slurm_hook h;
+    struct fmb_error e;
+    char *bare[] = {"fmbroker-cxi", NULL};
+    char *env[] = {"SLURM_SCRIPT_CONTEXT=prolog_slurmd",
+                   "SLURM_JOB_ID=91",
+                   "SLURMD_NODENAME=n1",
+                   "SLURM_JOB_UID=1001",
+                   "SLURM_NODELIST=n[1-4]",
+                   NULL};
+    char *no_node[] = {"SLURM_SCRIPT_CONTEXT=prolog_slurmd", "SLURM_JOB_ID=92", NULL};
+    (void)state;
+    slurm_env ("epilog_slurmd"); /* the process's own: not these */
+    assert_int_equal (slurm_hook_args (1, bare, env, &h, &e), 0);
+    assert_true (h.active && h.prolog);
+    assert_string_equal (joined (&h),
+                         "fmbroker-cxi prolog --job 91 --node n1 --report-later");
+    assert_int_equal (slurm_hook_run (&h, &e), 0);
+    assert_string_equal (h.run, "{\"uid\":1001,\"nodes\":\"n[1-4]\"}");
+    assert_null (slurm_hook_var (&h, "SLURM_JOB_USER")); /* not in the request */
+    slurm_hook_clear (&h);
+    assert_int_equal (slurm_hook_args (1, bare, no_node, &h, &e), -1);
+    assert_non_null (strstr (e.text, "without SLURM_JOB_ID and SLURMD_NODENAME"));
     slurm_hook_clear (&h);
 }
 
@@ -193,6 +222,7 @@ int main (void)
         cmocka_unit_test (prolog_and_epilog_command_lines),
         cmocka_unit_test (only_slurmd_without_a_command),
         cmocka_unit_test (run_request_from_slurms_words),
+        cmocka_unit_test (variables_from_the_node_services_request),
         cmocka_unit_test (failures_are_the_jobs_own),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);

@@ -55,7 +55,7 @@ static void conf_bad_arguments_are_named (void **state)
         /* the plugin's node hooks of before: what to do instead */
         {"prolog=/usr/share/fmbroker/slurm/prolog.sh",
          "prolog=: no longer taken; the node prolog and epilog are slurm.conf's "
-         "Prolog=/usr/sbin/fmbroker-cxi and Epilog=/usr/sbin/fmbroker-cxi"},
+         "Prolog=/usr/sbin/fmbroker-slurm-prolog and Epilog=/usr/sbin/fmbroker-cxi"},
         {"epilog=none", "epilog=: no longer taken"},
         {"hook_timeout=120", "hook_timeout=: no longer taken"},
         {"config=", "config=: a path"},

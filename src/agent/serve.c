@@ -1,0 +1,359 @@
+/* serve.c: the node service (serve.h). */
+#include "serve.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "brokerhttp.h"
+#include "fileutil.h"
+#include "log.h"
+#include "monotime.h"
+#include "report.h"
+#include "slurmvars.h"
+#include "validate.h"
+
+#define REQUEST_MAX      16384 /* Slurm's variables: a compressed node list */
+#define REQUEST_WAIT_S   2     /* a caller that sends nothing is dropped */
+#define REQUEST_VARS_MAX 16
+/* The broker's bookkeeping (the nodes' reports, the steps' ends) waits
+ * until no caller came for IDLE_MS, or at most DEFER_MAX_MS: it does not
+ * take the CPU the job's tasks start on. */
+#define IDLE_MS      50
+#define DEFER_MAX_MS 1000
+#define STEPS_MAX    256
+
+/* What the service does between callers. */
+struct deferred {
+    bool reports;               /* kept reports to deliver */
+    char steps[STEPS_MAX][300]; /* DELETE paths of steps that ended */
+    unsigned nsteps;
+    int64_t since_ms; /* when the oldest was deferred; 0: none */
+};
+
+/* What a prolog takes from Slurm, and a step's end, and nothing else. */
+static const char *const request_vars[] = {
+    SLURM_PROLOG_VARS, "FMB_STEP", /* a step's end (the SPANK plugin) */
+};
+
+static volatile sig_atomic_t stopping;
+
+static void on_stop (int sig)
+{
+    (void)sig;
+    stopping = 1;
+}
+
+/* SIGTERM and SIGINT stop the service between requests, never inside
+ * one (a prolog cut short would leave a job half made): they are blocked
+ * but while it waits for the next caller; *waiting gets that mask. */
+static void handle_signals (sigset_t *waiting)
+{
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigset_t stop;
+    sigemptyset (&sa.sa_mask);
+    sigaction (SIGTERM, &sa, NULL);
+    sigaction (SIGINT, &sa, NULL);
+    signal (SIGPIPE, SIG_IGN); /* a broker or caller gone: EPIPE */
+    sigemptyset (&stop);
+    sigaddset (&stop, SIGTERM);
+    sigaddset (&stop, SIGINT);
+    sigprocmask (SIG_BLOCK, &stop, waiting);
+    sigdelset (waiting, SIGTERM);
+    sigdelset (waiting, SIGINT);
+}
+
+/* The socket at path, root's alone.  A socket left by a service that
+ * died is replaced; one that answers is another service's. */
+static int listen_at (const char *path, struct fmb_error *e)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct stat st;
+    if (strlen (path) >= sizeof (sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return fmb_errorf (e, "%s: the path is too long for a socket", path);
+    }
+    strcpy (sa.sun_path, path);
+    /* the node's record directory (0755, as the records make it) */
+    char dir[sizeof (sa.sun_path)];
+    snprintf (dir, sizeof (dir), "%s", path);
+    char *slash = strrchr (dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        if (fmb_mkdir_p (dir, 0755, e) < 0)
+            return -1;
+    }
+    if (lstat (path, &st) == 0) {
+        if (!S_ISSOCK (st.st_mode)) {
+            errno = EEXIST;
+            return fmb_errorf (e, "%s: exists and is not a socket", path);
+        }
+        int probe = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool answers =
+            probe >= 0 && connect (probe, (struct sockaddr *)&sa, sizeof (sa)) == 0;
+        if (probe >= 0)
+            close (probe);
+        if (answers) {
+            errno = EADDRINUSE;
+            return fmb_errorf (e, "%s: another fmbroker-cxi serve answers there", path);
+        }
+        unlink (path);
+    }
+    /* non-blocking: a caller gone between poll and accept is EAGAIN */
+    int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return fmb_errorf (e, "socket: %s", strerror (errno));
+    mode_t old = umask (0177);
+    int rc = bind (fd, (struct sockaddr *)&sa, sizeof (sa));
+    umask (old);
+    if (rc < 0 || chmod (path, 0600) < 0 || listen (fd, 128) < 0) {
+        int err = errno;
+        close (fd);
+        errno = err;
+        return fmb_errorf (e, "%s: %s", path, strerror (err));
+    }
+    return fd;
+}
+
+/* Only root (slurmd's prolog) may ask: a service for any uid follows. */
+static bool caller_is_root (int fd)
+{
+    struct ucred cred;
+    socklen_t len = sizeof (cred);
+    if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+        return false;
+    if (cred.uid == 0)
+        return true;
+    fmb_log (LOG_WARNING,
+             "prolog request from uid %u (pid %d) refused: root's only",
+             (unsigned)cred.uid,
+             (int)cred.pid);
+    return false;
+}
+
+static bool wanted_var (const char *line)
+{
+    for (size_t i = 0; i < sizeof (request_vars) / sizeof (request_vars[0]); i++) {
+        size_t n = strlen (request_vars[i]);
+        if (strncmp (line, request_vars[i], n) == 0 && line[n] == '=')
+            return true;
+    }
+    return false;
+}
+
+/* The request's variables into env (pointing into buf); -1 with why. */
+static int read_request (int fd, char *buf, char **env, struct fmb_error *e)
+{
+    struct timeval tv = {.tv_sec = REQUEST_WAIT_S};
+    size_t n = 0;
+    int nvars = 0;
+    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
+    while (n < 2 || memcmp (buf + n - 2, "\n\n", 2) != 0) {
+        ssize_t r = read (fd, buf + n, REQUEST_MAX - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || (n += (size_t)r) == REQUEST_MAX) {
+            errno = EPROTO;
+            return fmb_errorf (e, "a prolog request ended early or is too long");
+        }
+    }
+    buf[n - 1] = '\0';
+    for (char *line = buf, *nl; (nl = strchr (line, '\n')); line = nl + 1) {
+        *nl = '\0';
+        if (wanted_var (line) && nvars < REQUEST_VARS_MAX)
+            env[nvars++] = line;
+    }
+    env[nvars] = NULL;
+    return 0;
+}
+
+/* The answer: the status, a tab, the reason on one line. */
+static void answer (int fd, int status, const char *reason)
+{
+    char line[FMB_ERROR_TEXT_MAX + 160];
+    int n = snprintf (line, sizeof (line), "%d\t%s", status, reason);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof (line) - 1)
+        n = (int)sizeof (line) - 2;
+    for (int i = 2; i < n; i++)
+        if ((unsigned char)line[i] < 0x20)
+            line[i] = ' ';
+    line[n] = '\n';
+    (void)!write (fd, line, (size_t)n + 1);
+}
+
+static const char *request_var (char *const *env, const char *name)
+{
+    size_t n = strlen (name);
+    for (char *const *v = env; *v; v++)
+        if (strncmp (*v, name, n) == 0 && (*v)[n] == '=')
+            return *v + n + 1;
+    return NULL;
+}
+
+/* A step's end: the answer at once (srun waits for node 0's slurmstepd);
+ * the broker's DELETE of the step's trees is deferred.  One never made
+ * (the broker away) leaves them to the job's end, which deletes all. */
+static void step_end (struct deferred *d, int fd, char *const *env)
+{
+    const char *job = request_var (env, "SLURM_JOB_ID");
+    const char *step = request_var (env, "FMB_STEP");
+    if (!job || !step || !valid_job_id (job) || !valid_job_id (step)) {
+        fmb_log (LOG_WARNING, "a step's end without a valid job and step: refused");
+        answer (fd, EXIT_USAGE, "not a job and step");
+        return;
+    }
+    if (d->nsteps == STEPS_MAX) {
+        fmb_log (LOG_WARNING,
+                 "job %s step %s: %d step ends wait already: left to the job's end",
+                 job,
+                 step,
+                 STEPS_MAX);
+        answer (fd, EXIT_FAIL, "too many step ends waiting");
+        return;
+    }
+    snprintf (
+        d->steps[d->nsteps++], sizeof (d->steps[0]), "/v1/jobs/%s/steps/%s", job, step);
+    answer (fd, 0, "");
+}
+
+/* The deferred work, on the kept connection; stops at a broker away. */
+static void run_deferred (struct agent *ag, struct deferred *d)
+{
+    struct fmb_error e;
+    struct agent *run = calloc (1, sizeof (*run));
+    if (!run)
+        return;
+    run->in_service = true;
+    run->keep = ag->keep;
+    if (agent_setup (run, &ag->args) == 0) {
+        for (unsigned i = 0; i < d->nsteps && !run->broker_down; i++)
+            if (agent_broker_call (run, "DELETE", d->steps[i], NULL, NULL, &e) < 0)
+                fmb_log (LOG_WARNING,
+                         "step cleanup: %s (the job's end deletes its trees)",
+                         e.text);
+            else
+                fmb_log (LOG_DEBUG, "step cleanup: DELETE %s done", d->steps[i]);
+        if (d->reports && !run->broker_down)
+            report_deliver_pending (run);
+    }
+    api_target_clear (&run->target);
+    free (run);
+    d->reports = false;
+    d->nsteps = 0;
+    d->since_ms = 0;
+}
+
+/* One caller: its job's prolog or its step's end, answered; the
+ * broker's bookkeeping that follows goes to d. */
+static void serve_caller (struct agent *ag,
+                          serve_run_fn run_prolog,
+                          int fd,
+                          struct deferred *d)
+{
+    static char buf[REQUEST_MAX + 1];
+    char *env[REQUEST_VARS_MAX + 1];
+    struct fmb_error e;
+    if (!caller_is_root (fd))
+        return;
+    if (read_request (fd, buf, env, &e) < 0) {
+        fmb_log (LOG_WARNING, "%s", e.text);
+        return;
+    }
+    unsigned nsteps = d->nsteps;
+    if (request_var (env, "FMB_STEP"))
+        step_end (d, fd, env);
+    else {
+        struct agent *run = calloc (1, sizeof (*run));
+        if (!run) {
+            answer (fd, EXIT_FAIL, "the node service is out of memory");
+            return;
+        }
+        run->in_service = true;
+        run->keep = ag->keep;
+        int status = run_prolog (run, ag, env);
+        answer (fd, status, run->final_reason);
+        /* the 'created' report kept, to go once the job is under way */
+        d->reports |= run->delivery_detached && !run->broker_down;
+        cxilib_close (&run->lib);
+        api_target_clear (&run->target);
+        free (run);
+    }
+    if ((d->reports || d->nsteps > nsteps) && d->since_ms == 0)
+        d->since_ms = fmb_monotime_ms ();
+}
+
+/* How long to wait for the next caller before the deferred work: -1
+ * (none deferred) forever. */
+static int64_t wait_ms (const struct deferred *d)
+{
+    if (d->since_ms == 0)
+        return -1;
+    int64_t left = d->since_ms + DEFER_MAX_MS - fmb_monotime_ms ();
+    return left < 0 ? 0 : left < IDLE_MS ? left : IDLE_MS;
+}
+
+int cmd_serve (struct agent *ag, serve_run_fn run_prolog)
+{
+    struct fmb_error e;
+    struct cxilib resident = {0};
+    char dflt[1200];
+    snprintf (
+        dflt, sizeof (dflt), "%s/%s", ag->args.state_dir, JOBRECORD_SERVICE_SOCKET);
+    const char *path = ag->args.listen ? ag->args.listen : dflt;
+    sigset_t waiting;
+    handle_signals (&waiting);
+    int lfd = listen_at (path, &e);
+    if (lfd < 0) {
+        fmb_log (LOG_ERR, "%s", e.text);
+        return EXIT_FAIL;
+    }
+    if (!(ag->keep = broker_keep_create ())) {
+        close (lfd);
+        return EXIT_FAIL;
+    }
+    /* libcxi stays loaded: each prolog's dlopen is then a reference */
+    if (cxilib_open (ag->args.libcxi, &resident, &e) < 0)
+        fmb_log (LOG_INFO, "libcxi not loaded now (%s): each prolog tries", e.text);
+    fmb_log (LOG_NOTICE, "serving job prologs and step ends on %s", path);
+    static struct deferred d; /* large: not on the stack */
+    while (!stopping) {
+        struct pollfd p = {.fd = lfd, .events = POLLIN};
+        int64_t ms = wait_ms (&d);
+        struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+        int n = ppoll (&p, 1, ms < 0 ? NULL : &ts, &waiting);
+        if (n == 0 || (d.since_ms && wait_ms (&d) == 0))
+            run_deferred (ag, &d); /* idle, or waited long enough */
+        if (n <= 0)
+            continue; /* a signal: 'stopping' says which */
+        int fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != ECONNABORTED && errno != EINTR) {
+                fmb_log (LOG_WARNING, "%s: accept: %s", path, strerror (errno));
+                usleep (100 * 1000); /* out of files: no busy loop */
+            }
+            continue;
+        }
+        serve_caller (ag, run_prolog, fd, &d);
+        close (fd);
+    }
+    if (d.since_ms)
+        run_deferred (ag, &d);
+    fmb_log (LOG_NOTICE, "stopping: no more prologs on %s", path);
+    unlink (path);
+    close (lfd);
+    cxilib_close (&resident);
+    broker_keep_destroy (ag->keep);
+    ag->keep = NULL;
+    return 0;
+}

@@ -1,0 +1,48 @@
+/* serve.h: the node service, `fmbroker-cxi serve`.
+ *
+ * Why: a node prolog that starts fmbroker-cxi pays, for every job on
+ * every node, the program's start (some 40 shared objects), OpenSSL's
+ * set-up and a TLS handshake with the broker, and its report's second
+ * process and connection: 35 ms of CPU per node on a 2-core host, the
+ * larger part of a Slurm launch's cost (issue 36, bench/RESULTS.md).
+ * The service does that set-up once: it stays up on the node (systemd's
+ * fmbroker-cxi.service), keeps one connection to the broker open from
+ * job to job, and makes each job's prolog in its own process.  slurmd's
+ * Prolog= is then fmbroker-slurm-prolog (slurmprolog.c), a program of a
+ * few pages that passes Slurm's variables to the service and waits for
+ * its answer.
+ *
+ * It listens at STATE_DIR/service.sock (jobrecord.h), where the Prolog=
+ * program and the plugin find it beside the job records.  The socket is
+ * root's alone (0600, and the caller's uid checked): whoever may ask it
+ * makes CXI services for any uid.  One request at a time, each answered
+ * within the broker's own timeout (5 s a call).  Two requests come here:
+ *   - the job's prolog on this node (Slurm's variables, slurmhook.h);
+ *   - a step's end (FMB_STEP and SLURM_JOB_ID, from the SPANK plugin in
+ *     node 0's slurmstepd): the broker's DELETE of the step's trees.
+ * What the broker only needs to know (the 'created' report, the steps'
+ * ends) waits until no caller came for 50 ms, at most a second, and goes
+ * on the same connection: it does not take the CPU that the job's tasks
+ * start on, and srun waits for none of it.  An epilog does not come
+ * here: it may wait 30 s for a busy service, and is no launch's cost.
+ *
+ * The protocol, one request per connection: NAME=VALUE lines, then an
+ * empty line; the answer is one line, the exit status slurmd gets, a
+ * tab, and the job's reason ("" when it has services). */
+#ifndef FMB_AGENT_SERVE_H
+#define FMB_AGENT_SERVE_H
+
+#include "agent.h"
+#include "jobrecord.h"
+
+/* One job's prolog for the service: 'run' a fresh context with the
+ * service's setup (its arguments, the kept connection), 'env' Slurm's
+ * variables (NAME=VALUE, NULL-terminated); the exit status for slurmd. */
+typedef int (*serve_run_fn) (struct agent *run,
+                             const struct agent *service,
+                             char *const *env);
+
+/* Serve until SIGTERM or SIGINT; the exit status. */
+int cmd_serve (struct agent *ag, serve_run_fn run_prolog);
+
+#endif

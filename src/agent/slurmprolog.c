@@ -1,0 +1,147 @@
+/* fmbroker-slurm-prolog: slurmd's Prolog= when the node service runs.
+ *
+ * Why a program of its own: slurmd starts the prolog for every job on
+ * every node before its first step, and the launch waits for it.  This
+ * one loads nothing but libc: it hands Slurm's variables to the node
+ * service (fmbroker-cxi serve, serve.h), which makes the job's CXI
+ * services with its broker connection already open, and waits for the
+ * answer.  Where the service does not answer (not installed, stopped),
+ * it runs fmbroker-cxi itself, the same prolog, only slower, and says so
+ * in syslog.  Run in any other way (an epilog, by hand), it is
+ * fmbroker-cxi.
+ *
+ * FMBROKER_CXI_SERVICE and FMBROKER_CXI_PROGRAM replace the service's
+ * socket and the agent's path (tests; slurmd's prolog environment is
+ * slurmd's own, not the job's). */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "jobrecord.h"
+#include "slurmvars.h"
+
+#define ANSWER_WAIT_MS (120 * 1000) /* the service's broker calls end sooner */
+
+static const char *const slurm_vars[] = {SLURM_PROLOG_VARS};
+
+static const char *setting (const char *name, const char *fallback)
+{
+    const char *v = getenv (name);
+    return v && *v ? v : fallback;
+}
+
+/* fmbroker-cxi in this process's place: the same prolog, or whatever
+ * else slurmd or an admin asked for. */
+static int run_agent (char **argv)
+{
+    const char *agent = setting ("FMBROKER_CXI_PROGRAM", FMB_SBINDIR "/fmbroker-cxi");
+    argv[0] = (char *)agent;
+    execv (agent, argv);
+    syslog (LOG_ERR, "cannot run %s: %m", agent);
+    return getenv ("SLURM_SCRIPT_CONTEXT") ? 0 : 1;
+}
+
+static int connect_service (const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen (path) >= sizeof (sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    strcpy (sa.sun_path, path);
+    int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0) {
+        int err = errno;
+        close (fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+/* Slurm's variables as NAME=VALUE lines and an empty line; a value with
+ * a newline is left out (the service then says what is missing). */
+static int send_request (int fd)
+{
+    char buf[16384];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof (slurm_vars) / sizeof (slurm_vars[0]); i++) {
+        const char *v = getenv (slurm_vars[i]);
+        if (!v || strchr (v, '\n'))
+            continue;
+        int w = snprintf (buf + n, sizeof (buf) - n, "%s=%s\n", slurm_vars[i], v);
+        if (w < 0 || (size_t)w >= sizeof (buf) - n - 1)
+            return -1;
+        n += (size_t)w;
+    }
+    buf[n++] = '\n';
+    for (size_t done = 0; done < n;) {
+        ssize_t w = write (fd, buf + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+/* The service's answer line ("STATUS\tREASON"); -1 if none came. */
+static int read_answer (int fd, char *line, size_t len)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    size_t n = 0;
+    while (n + 1 < len && !memchr (line, '\n', n)) {
+        if (poll (&p, 1, ANSWER_WAIT_MS) <= 0)
+            return -1;
+        ssize_t r = read (fd, line + n, len - 1 - n);
+        if (r <= 0)
+            return -1;
+        n += (size_t)r;
+    }
+    line[n] = '\0';
+    line[strcspn (line, "\n")] = '\0';
+    return 0;
+}
+
+int main (int argc, char **argv)
+{
+    const char *ctx = getenv ("SLURM_SCRIPT_CONTEXT");
+    const char *job = setting ("SLURM_JOB_ID", "?");
+    char answer[4096];
+    if (argc > 1 || !ctx || strcmp (ctx, "prolog_slurmd") != 0)
+        return run_agent (argv);
+    openlog ("fmbroker-slurm-prolog", LOG_PID, LOG_DAEMON);
+    const char *path = setting ("FMBROKER_CXI_SERVICE",
+                                JOBRECORD_DIR_DEFAULT "/" JOBRECORD_SERVICE_SOCKET);
+    int fd = connect_service (path);
+    if (fd < 0) {
+        syslog (LOG_NOTICE,
+                "job %.128s: the node service is not answering at %s (%m): running "
+                "fmbroker-cxi itself, slower; start fmbroker-cxi.service",
+                job,
+                path);
+        return run_agent (argv);
+    }
+    if (send_request (fd) < 0 || read_answer (fd, answer, sizeof (answer)) < 0) {
+        /* It may have made some of the job's services: running the prolog
+         * again could make them twice.  The job's steps find no record
+         * and fail closed (or run without isolation under fail_open). */
+        syslog (LOG_ERR,
+                "job %.128s: the node service at %s gave no answer: the job may "
+                "have no CXI services here; see fmbroker-cxi.service's log",
+                job,
+                path);
+        return 0;
+    }
+    char *reason = strchr (answer, '\t');
+    if (reason && reason[1])
+        fprintf (stderr, "fmbroker-slurm-prolog: job %s: %s\n", job, reason + 1);
+    return atoi (answer);
+}

@@ -1,0 +1,138 @@
+#!/bin/bash
+# t2070-node-service.sh: issue 36.  The node service (fmbroker-cxi serve)
+# and slurmd's Prolog= beside it (fmbroker-slurm-prolog), as a node runs
+# them: the node reaches the broker over TLS with its own node token, and
+# makes the job's RUN ([api] node_run).  The prolog program is run here
+# with the variables slurmd gives it (t4010 runs it under a real slurmd):
+# the job's services and records, one broker connection kept from job to
+# job, the report delivered, the job's own reason when the broker is
+# away, the connection made again after the broker restarts, no service
+# for a caller that is not root, and the prolog run by fmbroker-cxi
+# itself when no service answers.
+. "$(dirname "$0")/lib.sh"
+skip_unless_root
+tls_and_node_tokens || bail_out "no certificates"
+start_mockfm
+start_broker_for_nodes n1 -- "agent_run = true" || bail_out "no broker"
+sed "/^\[api\]/a node_run = true" "$T/node.conf" >"$T/node-run.conf" || bail_out "no node.conf"
+chmod 755 "$T"
+sock=$T/n1.rec/service.sock
+start_service () {
+    FMBROKER_NODE=n1 MOCKCXI_STATE=$T/n1.cxi.json MOCKCXI_DEVICES=2 "$FMB_BIN/fmbroker-cxi" \
+        -c "$T/node-run.conf" --state-dir "$T/n1.rec" serve 2>>"$T/serve.log" &
+    echo $! >"$T/serve.pid"
+    wait_for 10 0.05 test -S "$sock"
+}
+stop_service () { kill "$(cat "$T/serve.pid")" 2>/dev/null && wait "$(cat "$T/serve.pid")" 2>/dev/null; :; }
+on_exit stop_service
+# prolog JOB [ENV...]: slurmd's Prolog= for JOB on n1 (a two-node job)
+prolog () {
+    job=$1
+    shift
+    env -i PATH="$PATH" SLURM_SCRIPT_CONTEXT=prolog_slurmd SLURM_JOB_ID="$job" SLURMD_NODENAME=n1 \
+        SLURM_JOB_UID=65534 SLURM_JOB_USER=nobody SLURM_NODELIST="n[1-2]" \
+        FMBROKER_CXI_SERVICE="$sock" FMBROKER_CXI_PROGRAM="$FMB_BIN/fmbroker-cxi" \
+        MOCKCXI_STATE="$T/n1.cxi.json" MOCKCXI_DEVICES=2 "$@" "$FMB_BIN/fmbroker-slurm-prolog"
+}
+# the service's connections to the broker, as local ports
+service_conns () {
+    ss -tnpH state established "( dport = :$tcp_port )" |
+        awk -v p="pid=$(cat "$T/serve.pid")," 'index($0, p) { print $3 }' | sort
+}
+uid_services () { agent n1 list --json | jq "[.[].services[] | select(.uid == $1)] | length"; }
+
+expect_ok 'the service starts, its socket root'"'"'s alone' '
+    start_service && test "$(stat -c "%a %u" "$sock")" = "600 0"
+'
+expect_ok 'a job'"'"'s prolog through the service: RUN, services on both NICs, records, the report' '
+    prolog 1 2>"$T/p1.err" &&
+    test ! -s "$T/p1.err" && test "$(uid_services 65534)" = 2 &&
+    grep -q SLINGSHOT_VNIS "$T/n1.rec/1.env" &&
+    wait_for 10 0.1 sh -c "curl -s --unix-socket $T/api.sock http://x/v1/jobs/1 |
+        jq -e \"any(.node_reports[]; .node == \\\"n1\\\" and .cxi == \\\"created\\\")\""
+'
+expect_ok 'the next jobs use the same TLS connection to the broker' '
+    first=$(service_conns) && test "$(echo "$first" | wc -l)" = 1 && test -n "$first" &&
+    prolog 2 && prolog 3 &&
+    test "$(service_conns)" = "$first" &&
+    test "$(uid_services 65534)" = 6
+'
+# A step's end as the SPANK plugin in node 0's slurmstepd sends it.
+step_end () {
+    python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode())
+print(s.recv(256).decode(), end="")' "$sock" "SLURM_JOB_ID=$1"$'\n'"FMB_STEP=$2"$'\n\n'
+}
+mcast () { # JOB STEP: a tree, made the way libfabric does
+    run=$(rm_call GET "/v1/jobs/$1") &&
+    curl -s -o /dev/null -w "%{http_code}" -H "Content-Type: application/json" \
+        -H "Authorization: Bearer $(echo "$run" | jq -r .hwcoll.session_token)" \
+        --data "{\"macs\":[\"0:00:01\",\"0:00:02\"],\"vni\":$(echo "$run" | jq .vnis[0]),\"timeout\":20000000,\"jobID\":\"c1-$1\",\"jobStepID\":\"$2\"}" \
+        "$(echo "$run" | jq -r .env.FI_CXI_COLL_FABRIC_MGR_URL)"
+}
+trees_of_step () { curl -sf "$fm_url/_mock/state" | jq --arg s "$1" "[.trees[] | select(.jobStepID == \$s)] | length"; }
+no_trees_of_step () { test "$(trees_of_step "$1")" = 0; }
+expect_ok 'a step'"'"'s end through the service: answered at once, that step'"'"'s trees deleted after' '
+    test "$(mcast 1 0)" = 200 && test "$(mcast 1 1)" = 200 && test "$(trees_of_step 0)" = 1 &&
+    test "$(step_end 1 0)" = "0	" &&
+    wait_for 10 0.1 no_trees_of_step 0 && test "$(trees_of_step 1)" = 1 &&
+    test "$(service_conns)" = "$first"
+'
+expect_ok 'a step'"'"'s end that names no valid job is refused' '
+    step_end ../1 0 | grep -q "^2	" && grep -q "a step.s end without a valid job and step" "$T/serve.log"
+'
+expect_ok 'a caller that is not root gets no service, even through an open socket' '
+    chmod 666 "$sock" && n=$(uid_services 65534) &&
+    { as_user 65534 env SLURM_SCRIPT_CONTEXT=prolog_slurmd SLURM_JOB_ID=9 SLURMD_NODENAME=n1 \
+        SLURM_JOB_UID=65534 SLURM_NODELIST=n1 FMBROKER_CXI_SERVICE="$sock" \
+        FMBROKER_CXI_PROGRAM=/bin/false "$FMB_BIN/fmbroker-slurm-prolog" 2>/dev/null || :; } &&
+    chmod 600 "$sock" &&
+    test "$(uid_services 65534)" = "$n" && test ! -e "$T/n1.rec/9.json" &&
+    grep -q "prolog request from uid 65534 (pid [0-9]*) refused: root'"'"'s only" "$T/serve.log"
+'
+expect_ok 'the broker away: the prolog exits 0 and the job'"'"'s record says the job'"'"'s own reason' '
+    stop_broker &&
+    prolog 4 &&
+    jq -e ".services == 0 and (.reason | test(\"job 4: the broker did not RUN the job\"))" \
+        "$T/n1.rec/4.env" >/dev/null &&
+    test "$(uid_services 65534)" = 6
+'
+expect_ok 'the broker back: the service connects again, the next job gets its services' '
+    start_broker && prolog 5 && test "$(uid_services 65534)" = 8 &&
+    test "$(service_conns | wc -l)" = 1
+'
+expect_ok 'a broker that does not answer: one job waits for it, the jobs behind get the same reason at once' '
+    silent=$(free_ports 1) || return 1
+    # accepts connections (the kernel does) and never says a word
+    python3 -c "import socket, time
+s = socket.socket(); s.bind((\"127.0.0.1\", $silent)); s.listen(8); time.sleep(30)" &
+    echo $! >"$T/silent.pid"
+    wait_for 50 0.1 sh -c "ss -ltnH \"( sport = :$silent )\" | grep -q ." &&
+    sed "s|^broker_url = .*|broker_url = https://127.0.0.1:$silent|" "$T/node-run.conf" >"$T/silent.conf" &&
+    cp "$T/node-run.conf" "$T/node-run.conf.good" && cp "$T/silent.conf" "$T/node-run.conf" &&
+    t0=$(ms_now) && prolog 11 && prolog 12 && t1=$(ms_now) &&
+    cp "$T/node-run.conf.good" "$T/node-run.conf" && kill "$(cat "$T/silent.pid")" &&
+    jq -e ".services == 0 and (.reason | test(\"timed out\"))" "$T/n1.rec/11.env" >/dev/null &&
+    jq -e ".services == 0 and (.reason | test(\"timed out.* ms ago; tried again 2 s after\"))" "$T/n1.rec/12.env" >/dev/null &&
+    test $((t1 - t0)) -lt 9000
+'
+# The stand-in for a node's own configuration and records (one host
+# plays n1 here): fmbroker-cxi reads /etc/fmbroker/fmbroker.conf on a node.
+printf '#!/bin/sh\nFMBROKER_NODE=n1 exec %s -c %s --state-dir %s "$@"\n' \
+    "$FMB_BIN/fmbroker-cxi" "$T/node-run.conf" "$T/n1.rec" >"$T/agent.sh" && chmod 755 "$T/agent.sh"
+expect_ok 'no service answering: the prolog is fmbroker-cxi itself, and still makes the job'"'"'s services' '
+    stop_service && test ! -e "$sock" &&
+    prolog 6 env FMBROKER_CXI_PROGRAM="$T/agent.sh" &&
+    test "$(uid_services 65534)" = 10 && grep -q SLINGSHOT_VNIS "$T/n1.rec/6.env"
+'
+expect_ok 'fmbroker-cxi.service passes systemd-analyze verify, and runs the service as slurmd'"'"'s hooks read' '
+    if ! command -v systemd-analyze >/dev/null; then echo "skipped: no systemd-analyze"; return 0; fi
+    sed "s|^ExecStart=/usr/sbin/fmbroker-cxi|ExecStart=$FMB_BIN/fmbroker-cxi|" \
+        "$FMB_SRC/deploy/fmbroker-cxi.service" >"$T/fmbroker-cxi.service" &&
+    systemd-analyze verify --man=no "$T/fmbroker-cxi.service" 2>"$T/verify.err" &&
+    { ! test -s "$T/verify.err" || { cat "$T/verify.err"; false; }; } &&
+    grep -qx "ExecStart=/usr/sbin/fmbroker-cxi serve" "$FMB_SRC/deploy/fmbroker-cxi.service"
+'
+done_testing
