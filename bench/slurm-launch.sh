@@ -2,7 +2,7 @@
 # bench/slurm-launch.sh [BUILD_DIR]: what fmbroker adds to a user's job
 # launch.  A real Slurm 22.05 (tests/integration/slurm.sh: two emulated
 # nodes on 127.0.0.1) runs `srun -N2 true` as nobody, alternately in each
-# of these setups (BENCH_MODES, default without ctld node):
+# of these setups (BENCH_MODES, default without service true-hooks wrappers node):
 #   without  plain Slurm: no plugin, no prolog of any kind
 #   ctld     the classic setup: RUN from PrologSlurmctld, PrologFlags=Alloc,
 #            the node prolog (fmbroker-cxi as slurmd's Prolog=) over TLS
@@ -13,6 +13,14 @@
 #            slurmd instead of srun polling the controller
 #   nohold   as node, with PrologFlags=Alloc,NoHold: the node prologs
 #            start at allocation and the step waits for them in slurmd
+#   service  as node, with the node service (fmbroker-cxi serve, one per
+#            emulated node) and fmbroker-slurm-prolog as Prolog=: the
+#            prolog hands the job to the resident service, whose broker
+#            connection stays open
+#   true-hooks  no fmbroker but the plugin (fail_open): Prolog=/bin/true
+#            and Epilog=/bin/true, what any node prolog costs in this Slurm
+#   wrappers the plugin (fail_open) and the emulation's own prolog and
+#            epilog wrappers doing nothing: the stand-in's own cost
 #   plugin   the plugin alone: loaded by srun and each step, with no node
 #            prolog or epilog (policy=fail_open: no record, no isolation)
 # Every setup has EpilogSlurmctld's CLEANUP (after the job, off the launch
@@ -30,7 +38,7 @@ export FMB_SRC=${FMB_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$(dirname "$0")/../tests/integration/lib.sh"
 N=${BENCH_LAUNCHES:-100}
 B=${BENCH_BLOCK:-25}
-MODES=${BENCH_MODES:-without ctld node}
+MODES=${BENCH_MODES:-without service true-hooks wrappers node}
 [ "$(id -u)" = 0 ] && [ -f "$FMB_BIN/../lib/fmbroker_spank.so" ] || { echo "needs root and the plugin" >&2; exit 1; }
 chmod 755 "$T"
 . "$FMB_SRC/tests/integration/slurm.sh"
@@ -66,10 +74,15 @@ for h in prolog epilog; do
 #!/bin/bash
 t0=\$EPOCHREALTIME
 read m <$S/mode
+[ \$m = wrappers ] && { echo "$h \$m \${t0/./} \${EPOCHREALTIME/./}" >>$T/hooks.times; exit 0; }
 conf=$T/node.conf
-case \$m in node | nohold) conf=$T/node-run.conf ;; esac
+case \$m in node | nohold | service) conf=$T/node-run.conf ;; esac
 export MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
-$FMB_BIN/fmbroker-cxi -c \$conf --state-dir $R/rec-\$SLURMD_NODENAME
+if [ \$m = service ] && [ $h = prolog ]; then
+    FMBROKER_CXI_SERVICE=$R/rec-\$SLURMD_NODENAME/service.sock $FMB_BIN/fmbroker-slurm-prolog
+else
+    $FMB_BIN/fmbroker-cxi -c \$conf --state-dir $R/rec-\$SLURMD_NODENAME
+fi
 rc=\$?
 echo "$h \$m \${t0/./} \${EPOCHREALTIME/./}" >>$T/hooks.times
 exit \$rc
@@ -79,6 +92,15 @@ chmod 755 "$S"/hooks/*.sh
 plugin="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$R/rec-%n"
 # the launch setup's nodes make the RUN ([api] node_run = true)
 sed "/^\[api\]/a node_run = true" "$T/node.conf" >"$T/node-run.conf" || exit 1
+# the service setup's node services, one per emulated node, as
+# fmbroker-cxi.service runs them (stopped at exit)
+for n in n1 n2; do
+    FMBROKER_NODE=$n MOCKCXI_STATE=$T/$n.cxi.json MOCKCXI_DEVICES=2 $FMB_BIN/fmbroker-cxi -c "$T/node-run.conf" \
+        --state-dir "$R/rec-$n" serve 2>>"$T/serve-$n.log" &
+    echo $! >"$T/serve-$n.pid"
+done
+stop_services () { kill "$(cat "$T/serve-n1.pid")" "$(cat "$T/serve-n2.pid")" 2>/dev/null; }
+on_exit stop_services
 nodehooks=$(printf "Prolog=%s\nEpilog=%s" "$S/hooks/prolog.sh" "$S/hooks/epilog.sh")
 # A setup is slurm.conf lines (Include'd) and a plugstack.conf; slurmd
 # decides at start whether job prologs run SPANK plugins, and PrologFlags
@@ -90,8 +112,12 @@ mode () {
     ctld) printf "PrologSlurmctld=%s\nEpilogSlurmctld=%s\nPrologFlags=Alloc\n%s\n" \
         "$S/hooks/prolog_slurmctld.sh" "$S/hooks/epilog_slurmctld.sh" "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
-    node) printf "EpilogSlurmctld=%s\n%s\n" "$S/hooks/epilog_slurmctld.sh" "$nodehooks" >"$S/mode.conf" &&
+    node | service) printf "EpilogSlurmctld=%s\n%s\n" "$S/hooks/epilog_slurmctld.sh" "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
+    true-hooks) printf "Prolog=/bin/true\nEpilog=/bin/true\n" >"$S/mode.conf" &&
+        echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
+    wrappers) printf "%s\n" "$nodehooks" >"$S/mode.conf" &&
+        echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
     plugin) printf "# the plugin alone\n" >"$S/mode.conf" &&
         echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
     nohold) printf "EpilogSlurmctld=%s\nPrologFlags=Alloc,NoHold\n%s\n" "$S/hooks/epilog_slurmctld.sh" \
@@ -160,7 +186,7 @@ echo "|---|---|---|---|---|---|"
 for m in $MODES; do
     awk -v m="$m" '$1 == "prolog" && $2 == m { print int(($4 - $3) / 1e3) }' "$T/hooks.times" >"$T/h.prolog.$m"
     awk -v m="$m" '$1 == "prolog_slurmctld" && $2 == m { print int(($4 - $3) / 1e6) }' "$T/hooks.times" >"$T/h.ctld.$m"
-    hook_row "node prolog (fmbroker-cxi as Prolog=, over TLS)" "$m" "$T/h.prolog.$m"
+    hook_row "node prolog (Prolog=, over TLS; the wrapper's clock)" "$m" "$T/h.prolog.$m"
     hook_row "PrologSlurmctld (hook script, fmbroker run-job)" "$m" "$T/h.ctld.$m"
     hook_row "step-end cleanup on node 0 (the plugin's own timing)" "$m" "$T/clean.$m"
 done
