@@ -24,6 +24,10 @@
  * found away only after a wait (no answer within a second or more, not
  * a refusal) is taken as away for 2 s after, saying so: the service's
  * callers in line behind that wait are not each made to wait 5 s more.
+ * A kept connection that fails before its answer is replaced and the
+ * request sent again: every call of the agent's is a GET, or a PUT or
+ * DELETE the broker takes as the same when it comes twice (a RUN, a
+ * report, a step's end).
  * NULL to broker_http_call: a connection per call, closed after it. */
 struct broker_keep;
 struct broker_keep *broker_keep_create (void);

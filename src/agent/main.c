@@ -13,6 +13,7 @@
  * and the dispatch to one command; each command is a file of its own
  * (README). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -27,6 +28,7 @@
 #include "report.h"
 #include "serve.h"
 #include "slurmhook.h"
+#include "validate.h"
 
 static const char usage_text[] =
     "Usage: fmbroker-cxi [OPTIONS] COMMAND [COMMAND OPTIONS]\n"
@@ -216,8 +218,16 @@ static int serve_prolog (struct agent *run,
         fmb_log (LOG_ERR, "%s", e.text);
         agent_fail_job (run, "%s", e.text);
         rc = EXIT_USAGE;
-    } else
+    } else {
+        /* the node's token, when client_token_file has %n, as slurmd's
+         * Prolog= finds it (apitarget.c): by the node name Slurm gives */
+        const char *node = slurm_hook_var (&hook, "SLURMD_NODENAME");
+        if (node && valid_node_name (node))
+            setenv ("SLURMD_NODENAME", node, 1);
         rc = parse_and_run (run, &hook, hook.argc, hook.argv, &service->args);
+    }
+    if (!run->args.state_dir) /* a command line that did not parse */
+        run->args.state_dir = service->args.state_dir;
     rc = slurm_hook_finish (run, &hook, rc);
     slurm_hook_clear (&hook);
     return rc;

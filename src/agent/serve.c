@@ -254,6 +254,46 @@ static void run_deferred (struct agent *ag, struct deferred *d)
     d->since_ms = 0;
 }
 
+/* Has the caller gone (fmbroker-slurm-prolog gave up waiting, or slurmd
+ * killed it at PrologEpilogTimeout)?  Its job is then not made here: it
+ * ran fmbroker-cxi itself, or the job is being torn down. */
+static bool caller_gone (int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return poll (&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* A job's prolog, answered; its 'created' report goes to d. */
+static void prolog_for (struct agent *ag,
+                        serve_run_fn run_prolog,
+                        int fd,
+                        char *const *env,
+                        struct deferred *d)
+{
+    const char *job = request_var (env, "SLURM_JOB_ID");
+    if (caller_gone (fd)) {
+        fmb_log (
+            LOG_WARNING,
+            "job %.128s: its prolog stopped waiting before its turn: not made here",
+            job && valid_job_id (job) ? job : "?");
+        return;
+    }
+    struct agent *run = calloc (1, sizeof (*run));
+    if (!run) {
+        answer (fd, EXIT_FAIL, "the node service is out of memory");
+        return;
+    }
+    run->in_service = true;
+    run->keep = ag->keep;
+    int status = run_prolog (run, ag, env);
+    answer (fd, status, run->final_reason);
+    /* the 'created' report kept, to go once the job is under way */
+    d->reports |= run->delivery_detached && !run->broker_down;
+    cxilib_close (&run->lib);
+    api_target_clear (&run->target);
+    free (run);
+}
+
 /* One caller: its job's prolog or its step's end, answered; the
  * broker's bookkeeping that follows goes to d. */
 static void serve_caller (struct agent *ag,
@@ -273,24 +313,25 @@ static void serve_caller (struct agent *ag,
     unsigned nsteps = d->nsteps;
     if (request_var (env, "FMB_STEP"))
         step_end (d, fd, env);
-    else {
-        struct agent *run = calloc (1, sizeof (*run));
-        if (!run) {
-            answer (fd, EXIT_FAIL, "the node service is out of memory");
-            return;
-        }
-        run->in_service = true;
-        run->keep = ag->keep;
-        int status = run_prolog (run, ag, env);
-        answer (fd, status, run->final_reason);
-        /* the 'created' report kept, to go once the job is under way */
-        d->reports |= run->delivery_detached && !run->broker_down;
-        cxilib_close (&run->lib);
-        api_target_clear (&run->target);
-        free (run);
-    }
+    else
+        prolog_for (ag, run_prolog, fd, env, d);
     if ((d->reports || d->nsteps > nsteps) && d->since_ms == 0)
         d->since_ms = fmb_monotime_ms ();
+}
+
+/* The callers already in line when the service stops (its socket gone,
+ * so that new ones run fmbroker-cxi themselves): each is answered. */
+static void drain_callers (struct agent *ag,
+                           serve_run_fn run_prolog,
+                           int lfd,
+                           struct deferred *d)
+{
+    int fd;
+    while ((fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR)
+        if (fd >= 0) {
+            serve_caller (ag, run_prolog, fd, d);
+            close (fd);
+        }
 }
 
 /* How long to wait for the next caller before the deferred work: -1
@@ -313,6 +354,8 @@ int cmd_serve (struct agent *ag, serve_run_fn run_prolog)
     const char *path = ag->args.listen ? ag->args.listen : dflt;
     sigset_t waiting;
     handle_signals (&waiting);
+    /* each run reads the token afresh: the service keeps no copy */
+    api_target_clear (&ag->target);
     int lfd = listen_at (path, &e);
     if (lfd < 0) {
         fmb_log (LOG_ERR, "%s", e.text);
@@ -347,11 +390,12 @@ int cmd_serve (struct agent *ag, serve_run_fn run_prolog)
         serve_caller (ag, run_prolog, fd, &d);
         close (fd);
     }
-    if (d.since_ms)
-        run_deferred (ag, &d);
     fmb_log (LOG_NOTICE, "stopping: no more prologs on %s", path);
     unlink (path);
+    drain_callers (ag, run_prolog, lfd, &d);
     close (lfd);
+    if (d.since_ms)
+        run_deferred (ag, &d);
     cxilib_close (&resident);
     broker_keep_destroy (ag->keep);
     ag->keep = NULL;

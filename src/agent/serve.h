@@ -15,11 +15,16 @@
  * It listens at STATE_DIR/service.sock (jobrecord.h), where the Prolog=
  * program and the plugin find it beside the job records.  The socket is
  * root's alone (0600, and the caller's uid checked): whoever may ask it
- * makes CXI services for any uid.  One request at a time, each answered
- * within the broker's own timeout (5 s a call).  Two requests come here:
+ * makes CXI services for any uid.  One request at a time (a prolog is a
+ * few broker calls of 5 s at most each; a broker that gave no answer at
+ * all is taken as away for 2 s, brokerhttp.h; a prolog whose caller gave
+ * up waiting is not made).  On SIGTERM the socket goes first (new
+ * callers run fmbroker-cxi themselves), then those in line are answered.
+ * Two requests come here:
  *   - the job's prolog on this node (Slurm's variables, slurmhook.h);
  *   - a step's end (FMB_STEP and SLURM_JOB_ID, from the SPANK plugin in
- *     node 0's slurmstepd): the broker's DELETE of the step's trees.
+ *     node 0's slurmstepd, which does not wait for the answer): the
+ *     broker's DELETE of the step's trees.
  * What the broker only needs to know (the 'created' report, the steps'
  * ends) waits until no caller came for 50 ms, at most a second, and goes
  * on the same connection: it does not take the CPU that the job's tasks

@@ -5,14 +5,16 @@
  * one loads nothing but libc: it hands Slurm's variables to the node
  * service (fmbroker-cxi serve, serve.h), which makes the job's CXI
  * services with its broker connection already open, and waits for the
- * answer.  Where the service does not answer (not installed, stopped),
- * it runs fmbroker-cxi itself, the same prolog, only slower, and says so
- * in syslog.  Run in any other way (an epilog, by hand), it is
- * fmbroker-cxi.
+ * answer.  Where the service does not answer (not installed, stopped,
+ * gone mid-request, or no answer within ANSWER_WAIT_MS: a long line of
+ * prologs behind a slow broker), it runs fmbroker-cxi itself, the same
+ * prolog, only slower, and says so in syslog; the service makes no
+ * prolog whose caller has gone.  Run in any other way (an epilog, by
+ * hand), it is fmbroker-cxi.
  *
  * FMBROKER_CXI_SERVICE and FMBROKER_CXI_PROGRAM replace the service's
- * socket and the agent's path (tests; slurmd's prolog environment is
- * slurmd's own, not the job's). */
+ * socket and the agent's path, for a wrapper (tests): slurmd builds the
+ * prolog's environment itself, and a job's user can set neither. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -26,7 +28,10 @@
 #include "jobrecord.h"
 #include "slurmvars.h"
 
-#define ANSWER_WAIT_MS (120 * 1000) /* the service's broker calls end sooner */
+/* A prolog's broker calls take 5 s at most each: this is a line of them.
+ * With fmbroker-cxi's own run after it, well within the minute or more
+ * doc/slurm.md asks of PrologEpilogTimeout. */
+#define ANSWER_WAIT_MS (30 * 1000)
 
 static const char *const slurm_vars[] = {SLURM_PROLOG_VARS};
 
@@ -130,15 +135,16 @@ int main (int argc, char **argv)
         return run_agent (argv);
     }
     if (send_request (fd) < 0 || read_answer (fd, answer, sizeof (answer)) < 0) {
-        /* It may have made some of the job's services: running the prolog
-         * again could make them twice.  The job's steps find no record
-         * and fail closed (or run without isolation under fail_open). */
-        syslog (LOG_ERR,
-                "job %.128s: the node service at %s gave no answer: the job may "
-                "have no CXI services here; see fmbroker-cxi.service's log",
+        /* Closed first: the service makes no prolog whose caller has
+         * gone.  One it had begun (it died in it) may leave services the
+         * epilog finds by the job's uid and VNIs all the same. */
+        close (fd);
+        syslog (LOG_WARNING,
+                "job %.128s: no answer from the node service at %s: running "
+                "fmbroker-cxi itself; see fmbroker-cxi.service's log",
                 job,
                 path);
-        return 0;
+        return run_agent (argv);
     }
     char *reason = strchr (answer, '\t');
     if (reason && reason[1])

@@ -28,10 +28,16 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     }
     argv[argc] = NULL;
     if (agent_args_parse (argc, argv, &a, &e) == 0 && !a.help) {
-        /* list, clean and report --pending work on every job */
+        /* list, clean and report --pending work on every job; serve on
+         * the jobs its callers name, never on one of its command line */
         bool job_optional =
             a.cmd == AGENT_LIST || a.cmd == AGENT_CLEAN || a.cmd == AGENT_REPORT;
-        if ((!job_optional && !a.job) || (a.job && !valid_job_id (a.job)))
+        if (a.cmd == AGENT_SERVE && (a.job || a.have_facts || a.run))
+            abort ();
+        if (a.cmd != AGENT_SERVE && a.listen)
+            abort ();
+        if ((!job_optional && a.cmd != AGENT_SERVE && !a.job) ||
+            (a.job && !valid_job_id (a.job)))
             abort ();
         if (a.have_facts != (a.nvnis > 0) || a.nvnis > CXI_SVC_MAX_VNIS)
             abort ();

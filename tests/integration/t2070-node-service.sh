@@ -103,7 +103,15 @@ expect_ok 'the broker back: the service connects again, the next job gets its se
     start_broker && prolog 5 && test "$(uid_services 65534)" = 8 &&
     test "$(service_conns | wc -l)" = 1
 '
-expect_ok 'a broker that does not answer: one job waits for it, the jobs behind get the same reason at once' '
+# A caller that gives up before its turn (slurmd killed its prolog).
+gone_caller () {
+    python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode())
+s.close()' "$sock" "SLURM_SCRIPT_CONTEXT=prolog_slurmd"$'\n'"SLURM_JOB_ID=$1"$'\n'"SLURMD_NODENAME=n1"$'\n'"SLURM_JOB_UID=65534"$'\n'"SLURM_NODELIST=n1"$'\n\n'
+}
+expect_ok 'a broker that does not answer, and a stop with callers in line: each caller answered with its reason, none made twice' '
     silent=$(free_ports 1) || return 1
     # accepts connections (the kernel does) and never says a word
     python3 -c "import socket, time
@@ -111,11 +119,22 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $silent)); s.listen(8); time.sleep(3
     echo $! >"$T/silent.pid"
     wait_for 50 0.1 sh -c "ss -ltnH \"( sport = :$silent )\" | grep -q ." &&
     sed "s|^broker_url = .*|broker_url = https://127.0.0.1:$silent|" "$T/node-run.conf" >"$T/silent.conf" &&
-    cp "$T/node-run.conf" "$T/node-run.conf.good" && cp "$T/silent.conf" "$T/node-run.conf" &&
-    t0=$(ms_now) && prolog 11 && prolog 12 && t1=$(ms_now) &&
+    cp "$T/node-run.conf" "$T/node-run.conf.good" && cp "$T/silent.conf" "$T/node-run.conf" || return 1
+    printf "#!/bin/sh\ntouch %s/fallback.\$SLURM_JOB_ID\n" "$T" >"$T/marker.sh" && chmod 755 "$T/marker.sh"
+    t0=$(ms_now)
+    prolog 21 env FMBROKER_CXI_PROGRAM="$T/marker.sh" &
+    p21=$!
+    sleep 0.5 && gone_caller 22 &&
+    prolog 23 env FMBROKER_CXI_PROGRAM="$T/marker.sh" &
+    p23=$!
+    sleep 0.5 && kill -TERM "$(cat "$T/serve.pid")" &&
+    wait "$p21" && wait "$p23" && t1=$(ms_now) &&
+    wait_for 50 0.1 sh -c "! kill -0 $(cat "$T/serve.pid") 2>/dev/null" &&
     cp "$T/node-run.conf.good" "$T/node-run.conf" && kill "$(cat "$T/silent.pid")" &&
-    jq -e ".services == 0 and (.reason | test(\"timed out\"))" "$T/n1.rec/11.env" >/dev/null &&
-    jq -e ".services == 0 and (.reason | test(\"timed out.* ms ago; tried again 2 s after\"))" "$T/n1.rec/12.env" >/dev/null &&
+    jq -e ".services == 0 and (.reason | test(\"timed out\"))" "$T/n1.rec/21.env" >/dev/null &&
+    jq -e ".services == 0 and (.reason | test(\"timed out.* ms ago; tried again 2 s after\"))" "$T/n1.rec/23.env" >/dev/null &&
+    test ! -e "$T/n1.rec/22.json" && test ! -e "$T/n1.rec/22.env" && grep -q "job 22: its prolog stopped waiting before its turn" "$T/serve.log" &&
+    test ! -e "$T/fallback.21" && test ! -e "$T/fallback.23" && test ! -e "$sock" &&
     test $((t1 - t0)) -lt 9000
 '
 # The stand-in for a node's own configuration and records (one host

@@ -451,7 +451,7 @@ expect_ok '... and a node whose service is stopped runs fmbroker-cxi itself: the
     wait_for 50 0.1 sh -c "! test -e $T/rec-n1/service.sock" &&
     as_nobody timeout 45 srun -N2 "$D/showenv.sh" "$D" "$T/rec" &&
     for n in n1 n2; do grep -q "^SLINGSHOT_VNIS=[0-9]" "$D/env.$n" || return 1; done &&
-    sed -i "/^node_run = true$/d" "$T/node.conf" &&
+    sed -i "/^node_run = true$/d; /^\[broker\]$/d; /^log_level = debug$/d" "$T/node.conf" &&
     ctld_setup && plugstack && wait_for 200 0.1 all_idle && slurm_restart
 '
 expect_ok 'afterwards: every node idle, no reservation left at the FM, no CXI service left' '
