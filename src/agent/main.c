@@ -205,7 +205,6 @@ static int serve_prolog (struct agent *run,
     struct slurm_hook hook;
     struct fmb_error e;
     int rc;
-    run->args.state_dir = service->args.state_dir; /* for a failure's record */
     rc = slurm_hook_args (1, argv, env, &hook, &e);
     if (rc == 0 && !hook.prolog) {
         /* the caller is fmbroker-slurm-prolog, which sends only these */
@@ -226,7 +225,7 @@ static int serve_prolog (struct agent *run,
             setenv ("SLURMD_NODENAME", node, 1);
         rc = parse_and_run (run, &hook, hook.argc, hook.argv, &service->args);
     }
-    if (!run->args.state_dir) /* a command line that did not parse */
+    if (!run->args.state_dir) /* no command line made, or it did not parse */
         run->args.state_dir = service->args.state_dir;
     rc = slurm_hook_finish (run, &hook, rc);
     slurm_hook_clear (&hook);

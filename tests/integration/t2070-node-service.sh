@@ -57,14 +57,19 @@ expect_ok 'the next jobs use the same TLS connection to the broker' '
     test "$(service_conns)" = "$first" &&
     test "$(uid_services 65534)" = 6
 '
-# A step's end as the SPANK plugin in node 0's slurmstepd sends it.
-step_end () {
+# to_service answer|hang-up REQUEST: a raw request on the service's
+# socket; its answer printed, or none waited for (a caller gone).
+to_service () {
     python3 -c 'import socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode())
-print(s.recv(256).decode(), end="")' "$sock" "SLURM_JOB_ID=$1"$'\n'"FMB_STEP=$2"$'\n\n'
+s.sendall(sys.argv[3].encode())
+if sys.argv[2] == "answer":
+    print(s.recv(256).decode(), end="")
+s.close()' "$sock" "$1" "$2"
 }
+# A step's end as the SPANK plugin in node 0's slurmstepd sends it.
+step_end () { to_service answer "SLURM_JOB_ID=$1"$'\n'"FMB_STEP=$2"$'\n\n'; }
 mcast () { # JOB STEP: a tree, made the way libfabric does
     run=$(rm_call GET "/v1/jobs/$1") &&
     curl -s -o /dev/null -w "%{http_code}" -H "Content-Type: application/json" \
@@ -105,11 +110,7 @@ expect_ok 'the broker back: the service connects again, the next job gets its se
 '
 # A caller that gives up before its turn (slurmd killed its prolog).
 gone_caller () {
-    python3 -c 'import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode())
-s.close()' "$sock" "SLURM_SCRIPT_CONTEXT=prolog_slurmd"$'\n'"SLURM_JOB_ID=$1"$'\n'"SLURMD_NODENAME=n1"$'\n'"SLURM_JOB_UID=65534"$'\n'"SLURM_NODELIST=n1"$'\n\n'
+    to_service hang-up "SLURM_SCRIPT_CONTEXT=prolog_slurmd"$'\n'"SLURM_JOB_ID=$1"$'\n'"SLURMD_NODENAME=n1"$'\n'"SLURM_JOB_UID=65534"$'\n'"SLURM_NODELIST=n1"$'\n\n'
 }
 expect_ok 'a broker that does not answer, and a stop with callers in line: each caller answered with its reason, none made twice' '
     silent=$(free_ports 1) || return 1
