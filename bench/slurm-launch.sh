@@ -19,8 +19,15 @@
 #            connection stays open
 #   true-hooks  no fmbroker but the plugin (fail_open): Prolog=/bin/true
 #            and Epilog=/bin/true, what any node prolog costs in this Slurm
+#   true-prolog, true-epilog, true-ectld  plain Slurm with
+#            Prolog=/bin/true, Epilog=/bin/true or EpilogSlurmctld=/bin/true
+#            alone: what each of Slurm's hooks costs by itself
+#   service-noectld  as service, without EpilogSlurmctld: what the
+#            controller's CLEANUP hook costs (a measurement only: the
+#            broker then never hears that a job ended)
 #   wrappers the plugin (fail_open) and the emulation's own prolog and
-#            epilog wrappers doing nothing: the stand-in's own cost
+#            epilog wrappers running /bin/true: the stand-in's own cost,
+#            and the floor of the prolog's clock (a fork and an exec)
 #   plugin   the plugin alone: loaded by srun and each step, with no node
 #            prolog or epilog (policy=fail_open: no record, no isolation)
 # Every setup has EpilogSlurmctld's CLEANUP (after the job, off the launch
@@ -74,11 +81,11 @@ for h in prolog epilog; do
 #!/bin/bash
 t0=\$EPOCHREALTIME
 read m <$S/mode
-[ \$m = wrappers ] && { echo "$h \$m \${t0/./} \${EPOCHREALTIME/./}" >>$T/hooks.times; exit 0; }
+[ \$m = wrappers ] && { /bin/true; echo "$h \$m \${t0/./} \${EPOCHREALTIME/./}" >>$T/hooks.times; exit 0; }
 conf=$T/node.conf
-case \$m in node | nohold | service) conf=$T/node-run.conf ;; esac
+case \$m in node | nohold | service | service-noectld) conf=$T/node-run.conf ;; esac
 export MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
-if [ \$m = service ] && [ $h = prolog ]; then
+if [ \${m%-*} = service ] && [ $h = prolog ]; then
     FMBROKER_CXI_SERVICE=$R/rec-\$SLURMD_NODENAME/service.sock $FMB_BIN/fmbroker-slurm-prolog
 else
     $FMB_BIN/fmbroker-cxi -c \$conf --state-dir $R/rec-\$SLURMD_NODENAME
@@ -116,10 +123,14 @@ mode () {
         echo "$plugin" >"$S/plugstack.conf" ;;
     true-hooks) printf "Prolog=/bin/true\nEpilog=/bin/true\n" >"$S/mode.conf" &&
         echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
+    true-prolog) printf "Prolog=/bin/true\n" >"$S/mode.conf" && : >"$S/plugstack.conf" ;;
+    true-epilog) printf "Epilog=/bin/true\n" >"$S/mode.conf" && : >"$S/plugstack.conf" ;;
+    true-ectld) printf "EpilogSlurmctld=/bin/true\n" >"$S/mode.conf" && : >"$S/plugstack.conf" ;;
     wrappers) printf "%s\n" "$nodehooks" >"$S/mode.conf" &&
         echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
     plugin) printf "# the plugin alone\n" >"$S/mode.conf" &&
         echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
+    service-noectld) printf "%s\n" "$nodehooks" >"$S/mode.conf" && echo "$plugin" >"$S/plugstack.conf" ;;
     nohold) printf "EpilogSlurmctld=%s\nPrologFlags=Alloc,NoHold\n%s\n" "$S/hooks/epilog_slurmctld.sh" \
         "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
@@ -141,7 +152,7 @@ launch () { # MODE
 }
 for m in $MODES; do : >"$T/$m.ms"; done
 : >"$T/hooks.times"
-for m in $MODES; do : >"$T/clean.$m"; done
+for m in $MODES; do : >"$T/clean.$m" && : >"$T/wait.$m"; done
 blocks=$(((N + B - 1) / B))
 for _ in $(seq "$blocks"); do
     for m in $MODES; do
@@ -152,9 +163,11 @@ for _ in $(seq "$blocks"); do
             launch $m || { echo "launch failed ($m)" >&2; slurm_diag >&2; exit 1; }
         done
         wait_for 300 0.05 slurm_all_idle
-        # the plugin's own timing of the step-end cleanup (node 0)
+        # the plugin's own timing of the step-end cleanup (node 0) and of
+        # each node's wait for the service's setup
         { tail -c +$((off1 + 1)) "$S/log/slurmd-n1.log"; tail -c +$((off2 + 1)) "$S/log/slurmd-n2.log"; } |
-            grep -o "step cleanup done in [0-9]* ms" | awk '{print $(NF - 1)}' >>"$T/clean.$m"
+            grep -o "step cleanup done in [0-9]* ms\|node service setup wait [0-9]* ms" |
+            awk -v c="$T/clean.$m" -v w="$T/wait.$m" '{print $(NF - 1) >>($2 == "cleanup" ? c : w)}'
     done
 done
 wait_for 300 0.05 slurm_all_idle
@@ -188,6 +201,7 @@ for m in $MODES; do
     awk -v m="$m" '$1 == "prolog_slurmctld" && $2 == m { print int(($4 - $3) / 1e6) }' "$T/hooks.times" >"$T/h.ctld.$m"
     hook_row "node prolog (Prolog=, over TLS; the wrapper's clock)" "$m" "$T/h.prolog.$m"
     hook_row "PrologSlurmctld (hook script, fmbroker run-job)" "$m" "$T/h.ctld.$m"
+    hook_row "the step's wait for the node service's setup (the plugin in slurmstepd)" "$m" "$T/wait.$m"
     hook_row "step-end cleanup on node 0 (the plugin's own timing)" "$m" "$T/clean.$m"
 done
 echo

@@ -42,7 +42,9 @@ struct deferred {
 
 /* What a prolog takes from Slurm, and a step's end, and nothing else. */
 static const char *const request_vars[] = {
-    SLURM_PROLOG_VARS, "FMB_STEP", /* a step's end (the SPANK plugin) */
+    SLURM_PROLOG_VARS,
+    "FMB_STEP", /* a step's end (the SPANK plugin) */
+    "FMB_WAIT", /* a wait for the prologs handed over (nodeservice.h) */
 };
 
 static volatile sig_atomic_t stopping;
@@ -263,7 +265,9 @@ static bool caller_gone (int fd)
     return poll (&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/* A job's prolog, answered; its 'created' report goes to d. */
+/* A job's prolog: taken, answered at once (slurmd goes on to start the
+ * step, whose slurmstepd waits for the job's services: nodeservice.h),
+ * then made; its 'created' report goes to d. */
 static void prolog_for (struct agent *ag,
                         serve_run_fn run_prolog,
                         int fd,
@@ -285,8 +289,14 @@ static void prolog_for (struct agent *ag,
     }
     run->in_service = true;
     run->keep = ag->keep;
+    answer (fd, 0, "");
+    int64_t t0 = fmb_monotime_ms ();
     int status = run_prolog (run, ag, env);
-    answer (fd, status, run->final_reason);
+    fmb_log (LOG_DEBUG,
+             "job %.128s: prolog made in %lld ms (exit %d)",
+             job && valid_job_id (job) ? job : "?",
+             (long long)(fmb_monotime_ms () - t0),
+             status);
     /* the 'created' report kept, to go once the job is under way */
     d->reports |= run->delivery_detached && !run->broker_down;
     cxilib_close (&run->lib);
@@ -311,7 +321,9 @@ static void serve_caller (struct agent *ag,
         return;
     }
     unsigned nsteps = d->nsteps;
-    if (request_var (env, "FMB_STEP"))
+    if (request_var (env, "FMB_WAIT"))
+        answer (fd, 0, ""); /* every prolog taken before is made */
+    else if (request_var (env, "FMB_STEP"))
         step_end (d, fd, env);
     else
         prolog_for (ag, run_prolog, fd, env, d);

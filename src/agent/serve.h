@@ -7,10 +7,14 @@
  * larger part of a Slurm launch's cost (issue 36, bench/RESULTS.md).
  * The service does that set-up once: it stays up on the node (systemd's
  * fmbroker-cxi.service), keeps one connection to the broker open from
- * job to job, and makes each job's prolog in its own process.  slurmd's
- * Prolog= is then fmbroker-slurm-prolog (slurmprolog.c), a program of a
- * few pages that passes Slurm's variables to the service and waits for
- * its answer.
+ * job to job, and makes each job's prolog.  slurmd's Prolog= is then
+ * fmbroker-slurm-prolog (slurmprolog.c), a program of a few pages that
+ * passes Slurm's variables to the service and returns once the service
+ * has taken the job: slurmd then starts the step (a fork and exec of
+ * slurmstepd) while the service makes the job's services, and the step's
+ * slurmstepd, before its tasks, and the epilog wait for them
+ * (nodeservice.h).  slurmd's own wait for a prolog, and the prolog's
+ * work, no longer add up on the launch (bench/RESULTS.md section 15).
  *
  * It listens at STATE_DIR/service.sock (jobrecord.h), where the Prolog=
  * program and the plugin find it beside the job records.  The socket is
@@ -20,8 +24,11 @@
  * all is taken as away for 2 s, brokerhttp.h; a prolog whose caller gave
  * up waiting is not made).  On SIGTERM the socket goes first (new
  * callers run fmbroker-cxi themselves), then those in line are answered.
- * Two requests come here:
- *   - the job's prolog on this node (Slurm's variables, slurmhook.h);
+ * Three requests come here, served in order:
+ *   - the job's prolog on this node (Slurm's variables, slurmhook.h):
+ *     answered once read, then made;
+ *   - a wait (FMB_WAIT, SLURM_JOB_ID): answered when its turn comes,
+ *     that is once every prolog taken before it is made;
  *   - a step's end (FMB_STEP and SLURM_JOB_ID, from the SPANK plugin in
  *     node 0's slurmstepd, which does not wait for the answer): the
  *     broker's DELETE of the step's trees.
@@ -32,8 +39,9 @@
  * here: it may wait 30 s for a busy service, and is no launch's cost.
  *
  * The protocol, one request per connection: NAME=VALUE lines, then an
- * empty line; the answer is one line, the exit status slurmd gets, a
- * tab, and the job's reason ("" when it has services). */
+ * empty line; the answer is one line, an exit status (0: taken, done),
+ * a tab, and why when it is not 0.  A prolog's own outcome is the job's
+ * record: its services, or its reason. */
 #ifndef FMB_AGENT_SERVE_H
 #define FMB_AGENT_SERVE_H
 

@@ -4,8 +4,10 @@
  * every node before its first step, and the launch waits for it.  This
  * one loads nothing but libc: it hands Slurm's variables to the node
  * service (fmbroker-cxi serve, serve.h), which makes the job's CXI
- * services with its broker connection already open, and waits for the
- * answer.  Where the service does not answer (not installed, stopped,
+ * services with its broker connection already open, and returns once
+ * the service has taken the job (the step's slurmstepd and the epilog
+ * wait for the job's setup: nodeservice.h).  Where the service does not
+ * answer (not installed, stopped,
  * gone mid-request, or no answer within ANSWER_WAIT_MS: a long line of
  * prologs behind a slow broker), it runs fmbroker-cxi itself, the same
  * prolog, only slower, and says so in syslog; the service makes no
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "jobrecord.h"
+#include "nodeservice.h"
 #include "slurmvars.h"
 
 /* A prolog's broker calls take 5 s at most each: this is a line of them.
@@ -52,24 +55,6 @@ static int run_agent (char **argv)
     return getenv ("SLURM_SCRIPT_CONTEXT") ? 0 : 1;
 }
 
-static int connect_service (const char *path)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen (path) >= sizeof (sa.sun_path)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    strcpy (sa.sun_path, path);
-    int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0) {
-        int err = errno;
-        close (fd);
-        errno = err;
-        return -1;
-    }
-    return fd;
-}
-
 /* Slurm's variables as NAME=VALUE lines and an empty line; a value with
  * a newline is left out (the service then says what is missing). */
 static int send_request (int fd)
@@ -86,15 +71,7 @@ static int send_request (int fd)
         n += (size_t)w;
     }
     buf[n++] = '\n';
-    for (size_t done = 0; done < n;) {
-        ssize_t w = write (fd, buf + done, n - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        done += (size_t)w;
-    }
-    return 0;
+    return node_service_send (fd, buf, n);
 }
 
 /* The service's answer line ("STATUS\tREASON"); -1 if none came. */
@@ -125,7 +102,7 @@ int main (int argc, char **argv)
     openlog ("fmbroker-slurm-prolog", LOG_PID, LOG_DAEMON);
     const char *path = setting ("FMBROKER_CXI_SERVICE",
                                 JOBRECORD_DIR_DEFAULT "/" JOBRECORD_SERVICE_SOCKET);
-    int fd = connect_service (path);
+    int fd = node_service_connect (path, false);
     if (fd < 0) {
         syslog (LOG_NOTICE,
                 "job %.128s: the node service is not answering at %s (%m): running "

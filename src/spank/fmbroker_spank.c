@@ -40,6 +40,7 @@
 #include "config.h"
 #include "jobrecord.h"
 #include "monotime.h"
+#include "nodeservice.h"
 #include "spankcore.h"
 #include "stepclean.h"
 
@@ -128,6 +129,46 @@ static bool user_context (spank_context_t ctx)
     return ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR || ctx == S_CTX_REMOTE;
 }
 
+static void node_state_dir (char *out, size_t len);
+static void step_name (uint32_t id, char *out, size_t len);
+
+/* slurmstepd, as root, before the step's tasks: slurmd's prolog handed
+ * the job to the node service and returned (serve.h), so the job's CXI
+ * services may still be in the making.  The step waits for them unless
+ * the job's record, written last, is already there (a later step). */
+static void wait_for_setup (spank_t sp)
+{
+    uint32_t jobid = 0, stepid = 0;
+    char job[16], name[32], dir[PATH_MAX], path[PATH_MAX + 32];
+    struct fmb_error e;
+    if (spank_get_item (sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
+        spank_get_item (sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
+        stepid == SLURM_EXTERN_CONT)
+        return;
+    snprintf (job, sizeof (job), "%u", jobid);
+    step_name (stepid, name, sizeof (name));
+    node_state_dir (dir, sizeof (dir));
+    if (jobrecord_path (path, sizeof (path), dir, job) < 0)
+        return;
+    if (access (path, F_OK) == 0) {
+        slurm_verbose (
+            "fmbroker: job %s step %s: node service setup wait 0 ms "
+            "(the job's record is there)",
+            job,
+            name);
+        return;
+    }
+    int64_t t0 = fmb_monotime_ms ();
+    int rc = node_service_wait (dir, job, NODE_SERVICE_WAIT_MS, &e);
+    if (rc < 0)
+        slurm_error ("fmbroker: job %s step %s: %s", job, name, e.text);
+    else if (rc > 0)
+        slurm_verbose ("fmbroker: job %s step %s: node service setup wait %lld ms",
+                       job,
+                       name,
+                       (long long)(fmb_monotime_ms () - t0));
+}
+
 int slurm_spank_init (spank_t sp, int ac, char **av)
 {
     struct fmb_error e;
@@ -146,6 +187,8 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
         slurm_debug ("fmbroker: SPANK plugin %s for Slurm %s loaded",
                      FMB_VERSION,
                      FMB_SLURM_RELEASE_TEXT);
+    if (ctx == S_CTX_REMOTE)
+        wait_for_setup (sp);
     if (!user_context (ctx))
         return 0;
     char names[128];
@@ -404,7 +447,7 @@ static void clean_step_end (void)
 {
     struct fmb_error e;
     int64_t t0 = fmb_monotime_ms ();
-    if (spank_service_step_end (step.state_dir, step.job, step.step, &e) == 0) {
+    if (node_service_step_end (step.state_dir, step.job, step.step, &e) == 0) {
         slurm_verbose (
             "fmbroker: job %s step %s: step cleanup done in %lld ms (handed to "
             "the node service)",

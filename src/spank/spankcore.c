@@ -213,37 +213,3 @@ int spank_root_verdict (const char *state_dir, const char *job, struct fmb_error
     errno = ENODEV;
     return fmb_errorf (e, "%s: the job has VNIs but no CXI service on this node", path);
 }
-
-int spank_service_step_end (const char *state_dir,
-                            const char *job,
-                            const char *step,
-                            struct fmb_error *e)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    char req[512];
-    int n = snprintf (sa.sun_path,
-                      sizeof (sa.sun_path),
-                      "%s/%s",
-                      state_dir,
-                      JOBRECORD_SERVICE_SOCKET);
-    if (n < 0 || (size_t)n >= sizeof (sa.sun_path)) {
-        errno = ENAMETOOLONG;
-        return fmb_errorf (e, "%s: the path is too long for a socket", state_dir);
-    }
-    n = snprintf (req, sizeof (req), "SLURM_JOB_ID=%s\nFMB_STEP=%s\n\n", job, step);
-    /* Non-blocking, and no wait for the answer: a service busy with a
-     * prolog (or gone) must not hold srun's end.  A request written is
-     * the service's: it makes the call when it gets to it, or, stopping,
-     * before it exits. */
-    int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
-        return fmb_errorf (e, "socket: %s", strerror (errno));
-    bool sent = connect (fd, (struct sockaddr *)&sa, sizeof (sa)) == 0 &&
-                write (fd, req, (size_t)n) == n;
-    int err = errno;
-    close (fd);
-    if (sent)
-        return 0;
-    errno = err;
-    return fmb_errorf (e, "the node service at %s: %s", sa.sun_path, strerror (err));
-}

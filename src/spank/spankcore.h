@@ -73,15 +73,4 @@ int spank_step_record (const char *state_dir,
  * service. */
 int spank_root_verdict (const char *state_dir, const char *job, struct fmb_error *e);
 
-/* A step's end handed to the node service (fmbroker-cxi serve, at
- * STATE_DIR/service.sock), which makes the broker's call later: a Unix
- * socket write instead of a libcurl process and a TLS handshake on
- * srun's way out.  0 when the request was written; -1 with 'e' saying
- * why (no service on this node, or its line is full: the caller makes
- * the call itself). */
-int spank_service_step_end (const char *state_dir,
-                            const char *job,
-                            const char *step,
-                            struct fmb_error *e);
-
 #endif

@@ -41,22 +41,6 @@ service_conns () {
 }
 uid_services () { agent n1 list --json | jq "[.[].services[] | select(.uid == $1)] | length"; }
 
-expect_ok 'the service starts, its socket root'"'"'s alone' '
-    start_service && test "$(stat -c "%a %u" "$sock")" = "600 0"
-'
-expect_ok 'a job'"'"'s prolog through the service: RUN, services on both NICs, records, the report' '
-    prolog 1 2>"$T/p1.err" &&
-    test ! -s "$T/p1.err" && test "$(uid_services 65534)" = 2 &&
-    grep -q SLINGSHOT_VNIS "$T/n1.rec/1.env" &&
-    wait_for 10 0.1 sh -c "curl -s --unix-socket $T/api.sock http://x/v1/jobs/1 |
-        jq -e \"any(.node_reports[]; .node == \\\"n1\\\" and .cxi == \\\"created\\\")\""
-'
-expect_ok 'the next jobs use the same TLS connection to the broker' '
-    first=$(service_conns) && test "$(echo "$first" | wc -l)" = 1 && test -n "$first" &&
-    prolog 2 && prolog 3 &&
-    test "$(service_conns)" = "$first" &&
-    test "$(uid_services 65534)" = 6
-'
 # to_service answer|hang-up REQUEST: a raw request on the service's
 # socket; its answer printed, or none waited for (a caller gone).
 to_service () {
@@ -68,6 +52,25 @@ if sys.argv[2] == "answer":
     print(s.recv(256).decode(), end="")
 s.close()' "$sock" "$1" "$2"
 }
+# The wait a step's slurmstepd (the SPANK plugin) and the epilog make
+# for the prologs handed to the service: answered once they are made.
+setup_wait () { to_service answer "SLURM_JOB_ID=$1"$'\n'"FMB_WAIT=1"$'\n\n'; }
+expect_ok 'the service starts, its socket root'"'"'s alone' '
+    start_service && test "$(stat -c "%a %u" "$sock")" = "600 0"
+'
+expect_ok 'a job'"'"'s prolog handed to the service: RUN, services on both NICs, records, the report' '
+    prolog 1 2>"$T/p1.err" && test "$(setup_wait 1)" = "0	" &&
+    test ! -s "$T/p1.err" && test "$(uid_services 65534)" = 2 &&
+    grep -q SLINGSHOT_VNIS "$T/n1.rec/1.env" &&
+    wait_for 10 0.1 sh -c "curl -s --unix-socket $T/api.sock http://x/v1/jobs/1 |
+        jq -e \"any(.node_reports[]; .node == \\\"n1\\\" and .cxi == \\\"created\\\")\""
+'
+expect_ok 'the next jobs use the same TLS connection to the broker' '
+    first=$(service_conns) && test "$(echo "$first" | wc -l)" = 1 && test -n "$first" &&
+    prolog 2 && prolog 3 && setup_wait 3 >/dev/null &&
+    test "$(service_conns)" = "$first" &&
+    test "$(uid_services 65534)" = 6
+'
 # A step's end as the SPANK plugin in node 0's slurmstepd sends it.
 step_end () { to_service answer "SLURM_JOB_ID=$1"$'\n'"FMB_STEP=$2"$'\n\n'; }
 mcast () { # JOB STEP: a tree, made the way libfabric does
@@ -99,40 +102,55 @@ expect_ok 'a caller that is not root gets no service, even through an open socke
 '
 expect_ok 'the broker away: the prolog exits 0 and the job'"'"'s record says the job'"'"'s own reason' '
     stop_broker &&
-    prolog 4 &&
+    prolog 4 && setup_wait 4 >/dev/null &&
     jq -e ".services == 0 and (.reason | test(\"job 4: the broker did not RUN the job\"))" \
         "$T/n1.rec/4.env" >/dev/null &&
     test "$(uid_services 65534)" = 6
 '
 expect_ok 'the broker back: the service connects again, the next job gets its services' '
-    start_broker && prolog 5 && test "$(uid_services 65534)" = 8 &&
+    start_broker && prolog 5 && setup_wait 5 >/dev/null && test "$(uid_services 65534)" = 8 &&
     test "$(service_conns | wc -l)" = 1
 '
 # A caller that gives up before its turn (slurmd killed its prolog).
 gone_caller () {
     to_service hang-up "SLURM_SCRIPT_CONTEXT=prolog_slurmd"$'\n'"SLURM_JOB_ID=$1"$'\n'"SLURMD_NODENAME=n1"$'\n'"SLURM_JOB_UID=65534"$'\n'"SLURM_NODELIST=n1"$'\n\n'
 }
-expect_ok 'a broker that does not answer, and a stop with callers in line: each caller answered with its reason, none made twice' '
-    silent=$(free_ports 1) || return 1
+# slurmd's Epilog= for JOB on n1: fmbroker-cxi, here with a broker that
+# refuses at once (its report is kept for later)
+epilog () {
+    env -i PATH="$PATH" SLURM_SCRIPT_CONTEXT=epilog_slurmd SLURM_JOB_ID="$1" SLURMD_NODENAME=n1 \
+        SLURM_JOB_UID=65534 SLURM_JOB_USER=nobody SLURM_NODELIST=n1 FMBROKER_NODE=n1 \
+        MOCKCXI_STATE="$T/n1.cxi.json" MOCKCXI_DEVICES=2 \
+        "$FMB_BIN/fmbroker-cxi" -c "$T/refused.conf" --state-dir "$T/n1.rec"
+}
+expect_ok 'a broker that does not answer: the prolog handed over at once, the epilog waits for its setup; a stop with callers in line: each made with its reason, none twice' '
+    silent=$(free_ports 1) && refused=$(free_ports 1) || return 1
     # accepts connections (the kernel does) and never says a word
     python3 -c "import socket, time
 s = socket.socket(); s.bind((\"127.0.0.1\", $silent)); s.listen(8); time.sleep(30)" &
     echo $! >"$T/silent.pid"
     wait_for 50 0.1 sh -c "ss -ltnH \"( sport = :$silent )\" | grep -q ." &&
     sed "s|^broker_url = .*|broker_url = https://127.0.0.1:$silent|" "$T/node-run.conf" >"$T/silent.conf" &&
+    sed "s|^broker_url = .*|broker_url = https://127.0.0.1:$refused|" "$T/node-run.conf" >"$T/refused.conf" &&
     cp "$T/node-run.conf" "$T/node-run.conf.good" && cp "$T/silent.conf" "$T/node-run.conf" || return 1
     printf "#!/bin/sh\ntouch %s/fallback.\$SLURM_JOB_ID\n" "$T" >"$T/marker.sh" && chmod 755 "$T/marker.sh"
     t0=$(ms_now)
-    prolog 21 env FMBROKER_CXI_PROGRAM="$T/marker.sh" &
-    p21=$!
+    prolog 21 env FMBROKER_CXI_PROGRAM="$T/marker.sh" && t21=$(ms_now) &&
+    test ! -e "$T/n1.rec/21.env" || return 1
+    # job 21 cancelled at once: slurmd runs its epilog while the service
+    # still waits for the broker on its behalf
+    { epilog 21 2>"$T/epilog21.err"; echo "$? $(ms_now)" >"$T/epilog21.end"; } &
     sleep 0.5 && gone_caller 22 &&
     prolog 23 env FMBROKER_CXI_PROGRAM="$T/marker.sh" &
     p23=$!
     sleep 0.5 && kill -TERM "$(cat "$T/serve.pid")" &&
-    wait "$p21" && wait "$p23" && t1=$(ms_now) &&
+    wait "$p23" && t1=$(ms_now) &&
     wait_for 50 0.1 sh -c "! kill -0 $(cat "$T/serve.pid") 2>/dev/null" &&
+    wait_for 100 0.1 test -s "$T/epilog21.end" &&
     cp "$T/node-run.conf.good" "$T/node-run.conf" && kill "$(cat "$T/silent.pid")" &&
-    jq -e ".services == 0 and (.reason | test(\"timed out\"))" "$T/n1.rec/21.env" >/dev/null &&
+    read -r erc eend <"$T/epilog21.end" &&
+    test $((t21 - t0)) -lt 1000 && test "$erc" = 0 && test $((eend - t0)) -ge 4000 &&
+    test ! -e "$T/n1.rec/21.env" && grep -q "job 21: .*timed out" "$T/serve.log" &&
     jq -e ".services == 0 and (.reason | test(\"timed out.* ms ago; tried again 2 s after\"))" "$T/n1.rec/23.env" >/dev/null &&
     test ! -e "$T/n1.rec/22.json" && test ! -e "$T/n1.rec/22.env" && grep -q "job 22: its prolog stopped waiting before its turn" "$T/serve.log" &&
     test ! -e "$T/fallback.21" && test ! -e "$T/fallback.23" && test ! -e "$sock" &&

@@ -423,7 +423,13 @@ expect_ok 'the launch setup, without PrologSlurmctld: the node services RUN the 
     sed -i "/^\[api\]/a node_run = true" "$T/node.conf" && printf "[broker]\nlog_level = debug\n" >>"$T/node.conf" &&
     services_up && slurm_restart &&
     : >"$S/log/hooks.log" &&
+    # The prolog hands the job to the service and returns at once; the
+    # FM slow to answer the RUN, the job'"'"'s services come 1.5 s later,
+    # and each node'"'"'s slurmstepd waits for them before the tasks (or
+    # the step would fail: no record yet).
+    mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=1500 x1" && t0=$(ms_now) &&
     as_nobody timeout 45 srun -N2 --fmb-vnis=2 "$D/showenv.sh" "$D" "$T/rec" &&
+    test $(($(ms_now) - t0)) -ge 1500 && mockfm_ctl POST /_mock/faults "" &&
     j=$(rm_call GET "/v1/jobs?limit=1000" | jq -r "[.jobs[].id | select(test(\"^[0-9]+$\")) | tonumber] | max") && rm_call GET "/v1/jobs/$j" >job.json &&
     { jq -e ".uid == 65534 and .user == \"nobody\" and .nodes == [\"n1\",\"n2\"]" job.json ||
         { jq -c . job.json; grep -h "fmbroker" "$S"/log/slurmd-n*.log | tail -5; false; }; } &&

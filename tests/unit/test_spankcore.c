@@ -6,9 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "monotime.h"
+#include "nodeservice.h"
 #include "spankcore.h"
 #include "testutil.h"
 
@@ -256,6 +261,60 @@ static void root_verdict_follows_roots_record (void **state)
     free (path);
 }
 
+/* A listening socket at DIR/service.sock that accepts nothing itself. */
+static int listen_in (const char *dir)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf (
+        sa.sun_path, sizeof (sa.sun_path), "%s/%s", dir, JOBRECORD_SERVICE_SOCKET);
+    int fd = socket (AF_UNIX, SOCK_STREAM, 0);
+    assert_true (fd >= 0);
+    assert_int_equal (bind (fd, (struct sockaddr *)&sa, sizeof (sa)), 0);
+    assert_int_equal (listen (fd, 4), 0);
+    return fd;
+}
+
+/* The step's and the epilog's wait for the node service: no service is
+ * no wait; one that does not answer is an error naming it, after the
+ * time given and not before; one that answers ends the wait. */
+static void service_wait_outcomes (void **state)
+{
+    const char *dir = *state;
+    struct fmb_error e;
+    assert_int_equal (node_service_wait (dir, "42", 200, &e), 0);
+    int lfd = listen_in (dir);
+    int64_t t0 = fmb_monotime_ms ();
+    assert_int_equal (node_service_wait (dir, "42", 300, &e), -1);
+    assert_true (fmb_monotime_ms () - t0 >= 300);
+    assert_non_null (strstr (e.text, "service.sock did not answer"));
+    close (accept (lfd, NULL, NULL)); /* the caller that gave up */
+    /* one caller in line, then answered: the request names the job */
+    pid_t pid = fork ();
+    assert_true (pid >= 0);
+    if (pid == 0) {
+        char buf[256] = "";
+        int fd = accept (lfd, NULL, NULL);
+        ssize_t n = read (fd, buf, sizeof (buf) - 1);
+        bool ok = n > 0 && strcmp (buf, "SLURM_JOB_ID=42\nFMB_WAIT=1\n\n") == 0;
+        if (ok)
+            (void)!write (fd, "0\t\n", 3);
+        _exit (ok ? 0 : 1);
+    }
+    assert_int_equal (node_service_wait (dir, "42", 5000, &e), 1);
+    int status;
+    assert_int_equal (waitpid (pid, &status, 0), pid);
+    assert_int_equal (status, 0);
+    /* a service that dies before answering */
+    pid = fork ();
+    assert_true (pid >= 0);
+    if (pid == 0)
+        _exit (close (accept (lfd, NULL, NULL)));
+    assert_int_equal (node_service_wait (dir, "42", 5000, &e), -1);
+    assert_non_null (strstr (e.text, "closed the connection without an answer"));
+    waitpid (pid, NULL, 0);
+    close (lfd);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -273,6 +332,8 @@ int main (void)
             bad_record_is_a_failure_naming_the_file, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
             root_verdict_follows_roots_record, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (
+            service_wait_outcomes, setup_dir, teardown_dir),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

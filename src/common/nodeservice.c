@@ -1,0 +1,127 @@
+/* nodeservice.c: requests to the node service (nodeservice.h). */
+#include "nodeservice.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "jobrecord.h"
+#include "monotime.h"
+
+int node_service_connect (const char *path, bool nonblock)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen (path) >= sizeof (sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy (sa.sun_path, path, strlen (path) + 1);
+    int fd = socket (
+        AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+    if (fd >= 0 && connect (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0) {
+        int err = errno;
+        close (fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+int node_service_send (int fd, const char *buf, size_t len)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t w = write (fd, buf + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+/* A socket connected to STATE_DIR/service.sock (-1 with errno: ENOENT,
+ * ECONNREFUSED when none listens); its path in 'path'. */
+static int connect_in (const char *state_dir, bool nonblock, char *path, size_t len)
+{
+    int n = snprintf (path, len, "%s/%s", state_dir, JOBRECORD_SERVICE_SOCKET);
+    if (n < 0 || (size_t)n >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return node_service_connect (path, nonblock);
+}
+
+int node_service_wait (const char *state_dir,
+                       const char *job,
+                       int timeout_ms,
+                       struct fmb_error *e)
+{
+    char path[PATH_MAX], req[256], line[64];
+    int fd = connect_in (state_dir, false, path, sizeof (path));
+    if (fd < 0 && (errno == ENOENT || errno == ECONNREFUSED))
+        return 0;
+    if (fd < 0)
+        return fmb_errorf (e, "the node service at %s: %s", path, strerror (errno));
+    int n = snprintf (req, sizeof (req), "SLURM_JOB_ID=%s\nFMB_WAIT=1\n\n", job);
+    if (n < 0 || (size_t)n >= sizeof (req) ||
+        node_service_send (fd, req, (size_t)n) < 0) {
+        int err = errno;
+        close (fd);
+        return fmb_errorf (e, "the node service at %s: %s", path, strerror (err));
+    }
+    /* The answer is one short line; its arrival is what counts. */
+    int64_t deadline = fmb_monotime_ms () + timeout_ms;
+    ssize_t r = -1;
+    int ready, err = 0;
+    do {
+        int64_t left = deadline - fmb_monotime_ms ();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        ready = left > 0 ? poll (&p, 1, (int)left) : 0;
+        if (ready > 0)
+            r = read (fd, line, sizeof (line));
+        err = errno;
+    } while ((ready < 0 || (ready > 0 && r < 0)) && err == EINTR);
+    close (fd);
+    if (r > 0)
+        return 1;
+    if (ready > 0) /* it went away mid-request (a crash, a kill) */
+        return fmb_errorf (e,
+                           "the node service at %s closed the connection without an "
+                           "answer%s%s",
+                           path,
+                           r < 0 ? ": " : "",
+                           r < 0 ? strerror (err) : "");
+    if (ready < 0)
+        return fmb_errorf (e, "the node service at %s: poll: %s", path, strerror (err));
+    return fmb_errorf (
+        e, "the node service at %s did not answer in %d s", path, timeout_ms / 1000);
+}
+
+int node_service_step_end (const char *state_dir,
+                           const char *job,
+                           const char *step,
+                           struct fmb_error *e)
+{
+    char path[PATH_MAX], req[512];
+    int n = snprintf (req, sizeof (req), "SLURM_JOB_ID=%s\nFMB_STEP=%s\n\n", job, step);
+    /* Non-blocking, and no wait for the answer: a service busy with a
+     * prolog (or gone) must not hold srun's end.  A request written is
+     * the service's: it makes the call when it gets to it, or, stopping,
+     * before it exits. */
+    int fd = connect_in (state_dir, true, path, sizeof (path));
+    bool sent =
+        fd >= 0 && n > 0 && (size_t)n < sizeof (req) && write (fd, req, (size_t)n) == n;
+    int err = errno;
+    if (fd >= 0)
+        close (fd);
+    if (sent)
+        return 0;
+    return fmb_errorf (e, "the node service at %s: %s", path, strerror (err));
+}

@@ -1,0 +1,52 @@
+/* nodeservice.h: a request to the node service (fmbroker-cxi serve,
+ * src/agent/serve.h) from the other root processes on a compute node:
+ * the SPANK plugin in slurmstepd and the node epilog.
+ *
+ * Why here: the service takes a job's prolog from slurmd's Prolog= and
+ * answers at once, before the job's CXI services are made, so that
+ * slurmd goes on to start the step while the service works.  Whoever
+ * needs the services made (the step, before its tasks; the epilog,
+ * before it destroys them) asks the service to wait: it serves one
+ * request at a time, in order, so its answer to a wait comes after every
+ * prolog handed to it before.  libc alone (fmbroker-slurm-prolog builds
+ * it in). */
+#ifndef FMB_COMMON_NODESERVICE_H
+#define FMB_COMMON_NODESERVICE_H
+
+#include "error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* A socket connected to the node service at 'path', or -1 with errno
+ * (ENOENT, ECONNREFUSED: none listens there). */
+int node_service_connect (const char *path, bool nonblock);
+
+/* All of 'buf' written to 'fd' (a request); -1 with errno. */
+int node_service_send (int fd, const char *buf, size_t len);
+
+/* How long a step or an epilog waits for the service: a prolog is a few
+ * broker calls of 5 s at most each, and others may be in line first. */
+#define NODE_SERVICE_WAIT_MS (60 * 1000)
+
+/* Wait until the node service at STATE_DIR/service.sock has finished
+ * every prolog handed to it so far ('job' names the one the caller
+ * needs, for the service's log).  1: it answered; 0: no service listens
+ * there (none handed it a prolog); -1 with 'e' saying why (no answer in
+ * timeout_ms, or the service failed mid-request). */
+int node_service_wait (const char *state_dir,
+                       const char *job,
+                       int timeout_ms,
+                       struct fmb_error *e);
+
+/* A step's end handed to the node service, which makes the broker's call
+ * later: a Unix socket write instead of a libcurl process and a TLS
+ * handshake on srun's way out.  No wait for the answer.  0 when the
+ * request was written; -1 with 'e' saying why (no service on this node,
+ * or its line is full: the caller makes the call itself). */
+int node_service_step_end (const char *state_dir,
+                           const char *job,
+                           const char *step,
+                           struct fmb_error *e);
+
+#endif
