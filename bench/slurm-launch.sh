@@ -17,6 +17,10 @@
 #            emulated node) and fmbroker-slurm-prolog as Prolog=: the
 #            prolog hands the job to the resident service, whose broker
 #            connection stays open
+#   service-sh  as service, with the emulation's stand-ins for the node
+#            hooks a dash that execs fmbroker-slurm-prolog or fmbroker-cxi
+#            (no bash, no fork, no clock: the closest to a real node's
+#            Prolog=/Epilog=; the node prolog's own time is then not shown)
 #   true-hooks  no fmbroker but the plugin (fail_open): Prolog=/bin/true
 #            and Epilog=/bin/true, what any node prolog costs in this Slurm
 #   true-prolog, true-epilog, true-ectld  plain Slurm with
@@ -95,6 +99,18 @@ echo "$h \$m \${t0/./} \${EPOCHREALTIME/./}" >>$T/hooks.times
 exit \$rc
 HOOK
 done
+# The same stand-in without the clock, for the service-sh setup: a dash
+# that only picks the emulated node's socket, NICs and records and execs
+# the program a real node runs as Prolog=/Epilog= (bash's start, the fork
+# and the clock are not in that setup's launch).
+cat >"$S/hooks/prolog-sh.sh" <<HOOK
+#!/bin/sh
+FMBROKER_CXI_SERVICE=$R/rec-\$SLURMD_NODENAME/service.sock exec $FMB_BIN/fmbroker-slurm-prolog
+HOOK
+cat >"$S/hooks/epilog-sh.sh" <<HOOK
+#!/bin/sh
+MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2 exec $FMB_BIN/fmbroker-cxi -c $T/node-run.conf --state-dir $R/rec-\$SLURMD_NODENAME
+HOOK
 chmod 755 "$S"/hooks/*.sh
 plugin="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$R/rec-%n"
 # the launch setup's nodes make the RUN ([api] node_run = true)
@@ -130,6 +146,8 @@ mode () {
         echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
     plugin) printf "# the plugin alone\n" >"$S/mode.conf" &&
         echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
+    service-sh) printf "EpilogSlurmctld=%s\nProlog=%s\nEpilog=%s\n" "$S/hooks/epilog_slurmctld.sh" \
+        "$S/hooks/prolog-sh.sh" "$S/hooks/epilog-sh.sh" >"$S/mode.conf" && echo "$plugin" >"$S/plugstack.conf" ;;
     service-noectld) printf "%s\n" "$nodehooks" >"$S/mode.conf" && echo "$plugin" >"$S/plugstack.conf" ;;
     nohold) printf "EpilogSlurmctld=%s\nPrologFlags=Alloc,NoHold\n%s\n" "$S/hooks/epilog_slurmctld.sh" \
         "$nodehooks" >"$S/mode.conf" &&
