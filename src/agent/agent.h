@@ -34,9 +34,6 @@ struct agent {
     /* A run of the node service (serve.c): its connection to the broker
      * is kept from run to run, and it delivers the reports itself */
     bool in_service;
-    /* slurmd's epilog was made by the node service, which said what
-     * slurmd gets: nothing left for slurm_hook_finish to decide */
-    bool hook_done;
     struct broker_keep *keep; /* NULL: a connection per broker call */
     /* Until when EBUSY is retried: one window for the whole run, however
      * many services are busy. */

@@ -89,7 +89,7 @@ int cmd_epilog (struct agent *ag)
      * services (nodeservice.h): they are destroyed once it is done, or
      * one made after would outlive the job with its VNIs.  A service
      * that never answers leaves the node to the admin (drained). */
-    if (!ag->args.dry_run && !ag->in_service &&
+    if (!ag->args.dry_run &&
         node_service_wait (ag->args.state_dir, ag->args.job, NODE_SERVICE_WAIT_MS, &e) <
             0) {
         fmb_log (LOG_ERR,

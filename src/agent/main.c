@@ -12,10 +12,7 @@
 /* This file: the usage, the run's setup (configuration, broker target)
  * and the dispatch to one command; each command is a file of its own
  * (README). */
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
-#include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -23,8 +20,6 @@
 #include "clean.h"
 #include "env.h"
 #include "jobrecord.h"
-#include "nodeservice.h"
-#include "slurmvars.h"
 #include "epilog.h"
 #include "list.h"
 #include "log.h"
@@ -70,12 +65,9 @@ static const char usage_text[] =
     "                    STATE_DIR/reports; every prolog, epilog and clean also\n"
     "                    delivers them); exit 1 while some are still kept\n"
     "  serve [--listen PATH]  the node service (fmbroker-cxi.service): makes the\n"
-    "                    job prologs fmbroker-slurm-prolog hands it (answered\n"
-    "                    once taken), the epilogs slurmd's fmbroker-cxi hands\n"
-    "                    it, with libcxi loaded and its broker connection kept\n"
-    "                    open, and the step ends the SPANK plugin hands it;\n"
-    "                    waits (FMB_WAIT) are answered once the prologs taken\n"
-    "                    before are made; root callers only,\n"
+    "                    job prologs fmbroker-slurm-prolog hands it, with libcxi\n"
+    "                    loaded and its broker connection kept open, and the\n"
+    "                    step ends the SPANK plugin hands it; root callers only,\n"
     "                    on PATH (default STATE_DIR/service.sock, 0600).  Takes\n"
     "                    -c, --libcxi, --socket, --broker-url, --state-dir\n"
     "  clean [--all]     destroy job services of VNIs in [vni] pool that no job\n"
@@ -93,8 +85,7 @@ static const char usage_text[] =
     "configuration has [api] node_run = true, and always exits 0: a failure is left "
     "in the\n"
     "job's record, for its steps to fail (policy=fail_closed) with the reason.\n"
-    "The epilog exits 1 (slurmd drains the node) only when services stay; it is\n"
-    "made by the node service when one listens in the state directory.\n"
+    "The epilog exits 1 (slurmd drains the node) only when services stay.\n"
     "Prolog=/usr/sbin/fmbroker-slurm-prolog instead hands the prolog to the node\n"
     "service (fmbroker-cxi serve), or runs this program where none answers.\n"
     "\n"
@@ -163,60 +154,9 @@ static int run (struct agent *ag)
     return rc;
 }
 
-static int serve_hook (struct agent *run,
-                       const struct agent *service,
-                       char *const *env);
-
-/* A node service's epilog takes the job's services down (a busy one is
- * retried for --retry-busy), with broker calls of 5 s at most, maybe
- * behind other jobs' prologs. */
-#define EPILOG_ANSWER_WAIT_MS (120 * 1000)
-
-/* slurmd's epilog, made by the node service when one listens in the
- * state directory (serve.h): no OpenSSL start and no TLS handshake in
- * this process, on each of the job's nodes as the job ends.  True when
- * the service answered, or took it and gave no answer in time (*status:
- * slurmd's, 1 then: drained); false when this process makes it (no
- * service, or it went away mid-request). */
-static bool epilog_by_service (struct agent *ag, int *status)
-{
-    static const char *const vars[] = {SLURM_PROLOG_VARS};
-    char path[PATH_MAX], answer[FMB_ERROR_TEXT_MAX + 16];
-    snprintf (
-        path, sizeof (path), "%s/%s", ag->args.state_dir, JOBRECORD_SERVICE_SOCKET);
-    int fd = node_service_connect (path, false);
-    if (fd < 0)
-        return false;
-    int rc = node_service_send_vars (fd, vars, sizeof (vars) / sizeof (vars[0]));
-    if (rc == 0)
-        rc = node_service_answer (fd, EPILOG_ANSWER_WAIT_MS, answer, sizeof (answer));
-    int err = errno;
-    close (fd);
-    if (rc == 0) {
-        *status = atoi (answer);
-        fmb_log (*status ? LOG_ERR : LOG_DEBUG,
-                 "job %s: epilog made by the node service (exit %d)",
-                 ag->args.job,
-                 *status);
-        return true;
-    }
-    if (err == ETIMEDOUT) {
-        fmb_log (LOG_ERR,
-                 "job %s: the node service at %s gave no answer to the epilog in %d s; "
-                 "the job's CXI services may be left behind: slurmd drains this node",
-                 ag->args.job,
-                 path,
-                 EPILOG_ANSWER_WAIT_MS / 1000);
-        *status = EXIT_FAIL;
-        return true;
-    }
-    fmb_log (LOG_WARNING,
-             "job %s: the node service at %s: %s; making the epilog here",
-             ag->args.job,
-             path,
-             strerror (err));
-    return false;
-}
+static int serve_prolog (struct agent *run,
+                         const struct agent *service,
+                         char *const *env);
 
 /* The command line parsed, the configuration read, the command run;
  * the exit status.  Run by slurmd (hook->active), the prolog makes the
@@ -244,11 +184,6 @@ static int parse_and_run (struct agent *ag,
     }
     if (agent_setup (ag, service) < 0)
         return EXIT_USAGE;
-    int status;
-    if (hook->active && !hook->prolog && !service && epilog_by_service (ag, &status)) {
-        ag->hook_done = true;
-        return status;
-    }
     if (hook->prolog && ag->cfg.api_node_run) {
         if (slurm_hook_run (hook, &e) < 0) {
             fmb_log (LOG_ERR, "job %s: %s", ag->args.job, e.text);
@@ -256,12 +191,14 @@ static int parse_and_run (struct agent *ag,
         }
         ag->args.run = hook->run;
     }
-    return ag->args.cmd == AGENT_SERVE ? cmd_serve (ag, serve_hook) : run (ag);
+    return ag->args.cmd == AGENT_SERVE ? cmd_serve (ag, serve_prolog) : run (ag);
 }
 
-/* One job's prolog or epilog in the node service (serve.h): as run by
- * slurmd, with Slurm's variables from the request. */
-static int serve_hook (struct agent *run, const struct agent *service, char *const *env)
+/* One job's prolog in the node service (serve.h): as run by slurmd,
+ * with Slurm's variables from the request. */
+static int serve_prolog (struct agent *run,
+                         const struct agent *service,
+                         char *const *env)
 {
     static char program[] = "fmbroker-cxi";
     char *argv[] = {program, NULL};
@@ -269,10 +206,10 @@ static int serve_hook (struct agent *run, const struct agent *service, char *con
     struct fmb_error e;
     int rc;
     rc = slurm_hook_args (1, argv, env, &hook, &e);
-    if (rc == 0 && !hook.active) {
-        /* the callers are fmbroker-slurm-prolog and slurmd's epilog */
-        fmb_log (LOG_ERR, "a request that is not slurmd's prolog or epilog: refused");
-        agent_fail_job (run, "the node service makes prologs and epilogs only");
+    if (rc == 0 && !hook.prolog) {
+        /* the caller is fmbroker-slurm-prolog, which sends only these */
+        fmb_log (LOG_ERR, "a request that is not slurmd's prolog: refused");
+        agent_fail_job (run, "the node service makes prologs only");
         slurm_hook_clear (&hook);
         return EXIT_USAGE;
     }
@@ -313,7 +250,7 @@ int main (int argc, char **argv)
         rc = parse_and_run (ag, &hook, hook.argc, hook.argv, NULL);
     else
         rc = parse_and_run (ag, &hook, argc, argv, NULL);
-    if (hook.active && !ag->hook_done)
+    if (hook.active)
         rc = slurm_hook_finish (ag, &hook, rc);
     cxilib_close (&ag->lib);
     api_target_clear (&ag->target);

@@ -265,27 +265,21 @@ static bool caller_gone (int fd)
     return poll (&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/* A job's prolog or epilog.  A prolog is answered at once, then made
- * (slurmd goes on to start the step, whose slurmstepd waits for the
- * job's services: nodeservice.h); an epilog is answered when made, with
- * the status slurmd gets (1: services left behind, drain the node).  A
- * prolog's 'created' report, and the reports kept from earlier runs, go
- * to d. */
-static void hook_for (struct agent *ag,
-                      serve_run_fn run_hook,
-                      int fd,
-                      char *const *env,
-                      struct deferred *d)
+/* A job's prolog: taken, answered at once (slurmd goes on to start the
+ * step, whose slurmstepd waits for the job's services: nodeservice.h),
+ * then made; its 'created' report goes to d. */
+static void prolog_for (struct agent *ag,
+                        serve_run_fn run_prolog,
+                        int fd,
+                        char *const *env,
+                        struct deferred *d)
 {
     const char *job = request_var (env, "SLURM_JOB_ID");
-    const char *ctx = request_var (env, "SLURM_SCRIPT_CONTEXT");
-    bool epilog = ctx && strcmp (ctx, "epilog_slurmd") == 0;
-    job = job && valid_job_id (job) ? job : "?";
     if (caller_gone (fd)) {
-        fmb_log (LOG_WARNING,
-                 "job %s: its %s stopped waiting before its turn: not made here",
-                 job,
-                 epilog ? "epilog" : "prolog");
+        fmb_log (
+            LOG_WARNING,
+            "job %.128s: its prolog stopped waiting before its turn: not made here",
+            job && valid_job_id (job) ? job : "?");
         return;
     }
     struct agent *run = calloc (1, sizeof (*run));
@@ -295,30 +289,25 @@ static void hook_for (struct agent *ag,
     }
     run->in_service = true;
     run->keep = ag->keep;
-    /* an epilog's caller waits: earlier runs' kept reports go after */
-    run->delivery_detached = epilog;
-    if (!epilog)
-        answer (fd, 0, "");
+    answer (fd, 0, "");
     int64_t t0 = fmb_monotime_ms ();
-    int status = run_hook (run, ag, env);
-    if (epilog)
-        answer (fd, status, run->final_reason);
+    int status = run_prolog (run, ag, env);
     fmb_log (LOG_DEBUG,
-             "job %s: %s made in %lld ms (exit %d)",
-             job,
-             epilog ? "epilog" : "prolog",
+             "job %.128s: prolog made in %lld ms (exit %d)",
+             job && valid_job_id (job) ? job : "?",
              (long long)(fmb_monotime_ms () - t0),
              status);
+    /* the 'created' report kept, to go once the job is under way */
     d->reports |= run->delivery_detached && !run->broker_down;
     cxilib_close (&run->lib);
     api_target_clear (&run->target);
     free (run);
 }
 
-/* One caller: its job's prolog or epilog, a wait or a step's end; the
+/* One caller: its job's prolog or its step's end, answered; the
  * broker's bookkeeping that follows goes to d. */
 static void serve_caller (struct agent *ag,
-                          serve_run_fn run_hook,
+                          serve_run_fn run_prolog,
                           int fd,
                           struct deferred *d)
 {
@@ -337,7 +326,7 @@ static void serve_caller (struct agent *ag,
     else if (request_var (env, "FMB_STEP"))
         step_end (d, fd, env);
     else
-        hook_for (ag, run_hook, fd, env, d);
+        prolog_for (ag, run_prolog, fd, env, d);
     if ((d->reports || d->nsteps > nsteps) && d->since_ms == 0)
         d->since_ms = fmb_monotime_ms ();
 }
@@ -345,14 +334,14 @@ static void serve_caller (struct agent *ag,
 /* The callers already in line when the service stops (its socket gone,
  * so that new ones run fmbroker-cxi themselves): each is answered. */
 static void drain_callers (struct agent *ag,
-                           serve_run_fn run_hook,
+                           serve_run_fn run_prolog,
                            int lfd,
                            struct deferred *d)
 {
     int fd;
     while ((fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR)
         if (fd >= 0) {
-            serve_caller (ag, run_hook, fd, d);
+            serve_caller (ag, run_prolog, fd, d);
             close (fd);
         }
 }
@@ -367,7 +356,7 @@ static int64_t wait_ms (const struct deferred *d)
     return left < 0 ? 0 : left < IDLE_MS ? left : IDLE_MS;
 }
 
-int cmd_serve (struct agent *ag, serve_run_fn run_hook)
+int cmd_serve (struct agent *ag, serve_run_fn run_prolog)
 {
     struct fmb_error e;
     struct cxilib resident = {0};
@@ -391,7 +380,7 @@ int cmd_serve (struct agent *ag, serve_run_fn run_hook)
     /* libcxi stays loaded: each prolog's dlopen is then a reference */
     if (cxilib_open (ag->args.libcxi, &resident, &e) < 0)
         fmb_log (LOG_INFO, "libcxi not loaded now (%s): each prolog tries", e.text);
-    fmb_log (LOG_NOTICE, "serving job prologs, epilogs and step ends on %s", path);
+    fmb_log (LOG_NOTICE, "serving job prologs and step ends on %s", path);
     static struct deferred d; /* large: not on the stack */
     while (!stopping) {
         struct pollfd p = {.fd = lfd, .events = POLLIN};
@@ -410,12 +399,12 @@ int cmd_serve (struct agent *ag, serve_run_fn run_hook)
             }
             continue;
         }
-        serve_caller (ag, run_hook, fd, &d);
+        serve_caller (ag, run_prolog, fd, &d);
         close (fd);
     }
     fmb_log (LOG_NOTICE, "stopping: no more prologs on %s", path);
     unlink (path);
-    drain_callers (ag, run_hook, lfd, &d);
+    drain_callers (ag, run_prolog, lfd, &d);
     close (lfd);
     if (d.since_ms)
         run_deferred (ag, &d);

@@ -24,14 +24,9 @@
  * all is taken as away for 2 s, brokerhttp.h; a prolog whose caller gave
  * up waiting is not made).  On SIGTERM the socket goes first (new
  * callers run fmbroker-cxi themselves), then those in line are answered.
- * Four requests come here, served in order:
+ * Three requests come here, served in order:
  *   - the job's prolog on this node (Slurm's variables, slurmhook.h):
  *     answered once read, then made;
- *   - the job's epilog (the same variables; slurmd's Epilog= is
- *     fmbroker-cxi, which hands it here when a service listens): made,
- *     then answered with the status slurmd gets.  The epilog process
- *     then loads no OpenSSL and makes no TLS handshake, on each of the
- *     job's nodes at once as the job ends;
  *   - a wait (FMB_WAIT, SLURM_JOB_ID): answered when its turn comes,
  *     that is once every prolog taken before it is made;
  *   - a step's end (FMB_STEP and SLURM_JOB_ID, from the SPANK plugin in
@@ -40,7 +35,8 @@
  * What the broker only needs to know (the 'created' report, the steps'
  * ends) waits until no caller came for 50 ms, at most a second, and goes
  * on the same connection: it does not take the CPU that the job's tasks
- * start on, and srun waits for none of it.
+ * start on, and srun waits for none of it.  An epilog does not come
+ * here: it may wait 30 s for a busy service, and is no launch's cost.
  *
  * The protocol, one request per connection: NAME=VALUE lines, then an
  * empty line; the answer is one line, an exit status (0: taken, done),
@@ -52,7 +48,7 @@
 #include "agent.h"
 #include "jobrecord.h"
 
-/* One job's prolog or epilog for the service: 'run' a fresh context with the
+/* One job's prolog for the service: 'run' a fresh context with the
  * service's setup (its arguments, the kept connection), 'env' Slurm's
  * variables (NAME=VALUE, NULL-terminated); the exit status for slurmd. */
 typedef int (*serve_run_fn) (struct agent *run,
@@ -60,6 +56,6 @@ typedef int (*serve_run_fn) (struct agent *run,
                              char *const *env);
 
 /* Serve until SIGTERM or SIGINT; the exit status. */
-int cmd_serve (struct agent *ag, serve_run_fn run_hook);
+int cmd_serve (struct agent *ag, serve_run_fn run_prolog);
 
 #endif

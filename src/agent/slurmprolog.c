@@ -18,9 +18,12 @@
  * socket and the agent's path, for a wrapper (tests): slurmd builds the
  * prolog's environment itself, and a job's user can set neither. */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -52,6 +55,43 @@ static int run_agent (char **argv)
     return getenv ("SLURM_SCRIPT_CONTEXT") ? 0 : 1;
 }
 
+/* Slurm's variables as NAME=VALUE lines and an empty line; a value with
+ * a newline is left out (the service then says what is missing). */
+static int send_request (int fd)
+{
+    char buf[16384];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof (slurm_vars) / sizeof (slurm_vars[0]); i++) {
+        const char *v = getenv (slurm_vars[i]);
+        if (!v || strchr (v, '\n'))
+            continue;
+        int w = snprintf (buf + n, sizeof (buf) - n, "%s=%s\n", slurm_vars[i], v);
+        if (w < 0 || (size_t)w >= sizeof (buf) - n - 1)
+            return -1;
+        n += (size_t)w;
+    }
+    buf[n++] = '\n';
+    return node_service_send (fd, buf, n);
+}
+
+/* The service's answer line ("STATUS\tREASON"); -1 if none came. */
+static int read_answer (int fd, char *line, size_t len)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    size_t n = 0;
+    while (n + 1 < len && !memchr (line, '\n', n)) {
+        if (poll (&p, 1, ANSWER_WAIT_MS) <= 0)
+            return -1;
+        ssize_t r = read (fd, line + n, len - 1 - n);
+        if (r <= 0)
+            return -1;
+        n += (size_t)r;
+    }
+    line[n] = '\0';
+    line[strcspn (line, "\n")] = '\0';
+    return 0;
+}
+
 int main (int argc, char **argv)
 {
     const char *ctx = getenv ("SLURM_SCRIPT_CONTEXT");
@@ -71,9 +111,7 @@ int main (int argc, char **argv)
                 path);
         return run_agent (argv);
     }
-    if (node_service_send_vars (
-            fd, slurm_vars, sizeof (slurm_vars) / sizeof (slurm_vars[0])) < 0 ||
-        node_service_answer (fd, ANSWER_WAIT_MS, answer, sizeof (answer)) < 0) {
+    if (send_request (fd) < 0 || read_answer (fd, answer, sizeof (answer)) < 0) {
         /* Closed first: the service makes no prolog whose caller has
          * gone.  One it had begun (it died in it) may leave services the
          * epilog finds by the job's uid and VNIs all the same. */

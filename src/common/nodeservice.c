@@ -6,7 +6,6 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -44,54 +43,6 @@ int node_service_send (int fd, const char *buf, size_t len)
             return -1;
         done += (size_t)w;
     }
-    return 0;
-}
-
-int node_service_send_vars (int fd, const char *const *names, size_t n)
-{
-    char buf[16384];
-    size_t len = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *v = getenv (names[i]);
-        if (!v || strchr (v, '\n'))
-            continue;
-        int w = snprintf (buf + len, sizeof (buf) - len, "%s=%s\n", names[i], v);
-        if (w < 0 || (size_t)w >= sizeof (buf) - len - 1) {
-            errno = E2BIG;
-            return -1;
-        }
-        len += (size_t)w;
-    }
-    buf[len++] = '\n';
-    return node_service_send (fd, buf, len);
-}
-
-int node_service_answer (int fd, int timeout_ms, char *line, size_t len)
-{
-    int64_t deadline = fmb_monotime_ms () + timeout_ms;
-    size_t n = 0;
-    line[0] = '\0';
-    while (n + 1 < len && !memchr (line, '\n', n)) {
-        int64_t left = deadline - fmb_monotime_ms ();
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int ready = left > 0 ? poll (&p, 1, (int)left) : 0;
-        if (ready < 0 && errno == EINTR)
-            continue;
-        if (ready <= 0) {
-            errno = ready == 0 ? ETIMEDOUT : errno;
-            return -1;
-        }
-        ssize_t r = read (fd, line + n, len - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            errno = ECONNRESET;
-            return -1;
-        }
-        n += (size_t)r;
-    }
-    line[n] = '\0';
-    line[strcspn (line, "\n")] = '\0';
     return 0;
 }
 
