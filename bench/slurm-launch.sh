@@ -16,7 +16,8 @@
 #   service  as node, with the node service (fmbroker-cxi serve, one per
 #            emulated node) and fmbroker-slurm-prolog as Prolog=: the
 #            prolog hands the job to the resident service, whose broker
-#            connection stays open
+#            connection stays open; the services run in these setups
+#            only
 #   service-sh  as service, with the emulation's stand-ins for the node
 #            hooks a dash that execs fmbroker-slurm-prolog or fmbroker-cxi
 #            (no bash, no fork, no clock: the closest to a real node's
@@ -115,14 +116,24 @@ chmod 755 "$S"/hooks/*.sh
 plugin="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$R/rec-%n"
 # the launch setup's nodes make the RUN ([api] node_run = true)
 sed "/^\[api\]/a node_run = true" "$T/node.conf" >"$T/node-run.conf" || exit 1
-# the service setup's node services, one per emulated node, as
-# fmbroker-cxi.service runs them (stopped at exit)
-for n in n1 n2; do
-    FMBROKER_NODE=$n MOCKCXI_STATE=$T/$n.cxi.json MOCKCXI_DEVICES=2 $FMB_BIN/fmbroker-cxi -c "$T/node-run.conf" \
-        --state-dir "$R/rec-$n" serve 2>>"$T/serve-$n.log" &
-    echo $! >"$T/serve-$n.pid"
-done
-stop_services () { kill "$(cat "$T/serve-n1.pid")" "$(cat "$T/serve-n2.pid")" 2>/dev/null; }
+# the service setups' node services, one per emulated node, as
+# fmbroker-cxi.service runs them; up only in those setups (a node's
+# epilog hands its work to a service that listens)
+start_services () {
+    for n in n1 n2; do
+        [ -S "$R/rec-$n/service.sock" ] && continue
+        FMBROKER_NODE=$n MOCKCXI_STATE=$T/$n.cxi.json MOCKCXI_DEVICES=2 $FMB_BIN/fmbroker-cxi \
+            -c "$T/node-run.conf" --state-dir "$R/rec-$n" serve 2>>"$T/serve-$n.log" &
+        echo $! >"$T/serve-$n.pid"
+    done
+    wait_for 100 0.05 test -S "$R/rec-n1/service.sock" && wait_for 100 0.05 test -S "$R/rec-n2/service.sock"
+}
+stop_services () {
+    for n in n1 n2; do
+        [ -s "$T/serve-$n.pid" ] && kill "$(cat "$T/serve-$n.pid")" 2>/dev/null && : >"$T/serve-$n.pid"
+    done
+    wait_for 100 0.05 sh -c "! test -e $R/rec-n1/service.sock && ! test -e $R/rec-n2/service.sock"
+}
 on_exit stop_services
 nodehooks=$(printf "Prolog=%s\nEpilog=%s" "$S/hooks/prolog.sh" "$S/hooks/epilog.sh")
 # A setup is slurm.conf lines (Include'd) and a plugstack.conf; slurmd
@@ -153,6 +164,7 @@ mode () {
         "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
     esac
+    case $1 in service*) start_services ;; *) stop_services ;; esac || return 1
     [ -s "$S/slurmctld.pid" ] || return 0
     wait_for 300 0.05 slurm_all_idle
     slurm_restart

@@ -85,24 +85,27 @@ int cmd_epilog (struct agent *ag)
     struct cxil_device_list *dl;
     char why[256] = "";
     int failures = 0;
-    /* A prolog the node service took may still be making this job's
-     * services (nodeservice.h): they are destroyed once it is done, or
-     * one made after would outlive the job with its VNIs.  A service
+    /* If the node service took a prolog that may still be making this
+     * job's services (nodeservice.h), they are destroyed once it is done,
+     * or one made after would outlive the job with its VNIs.  A service
      * that never answers leaves the node to the admin (drained). */
-    if (!ag->args.dry_run &&
-        node_service_wait (ag->args.state_dir, ag->args.job, NODE_SERVICE_WAIT_MS, &e) <
-            0) {
+    int waited = ag->args.dry_run
+                     ? 0
+                     : node_service_wait (
+                           ag->args.state_dir, ag->args.job, NODE_SERVICE_WAIT_MS, &e);
+    if (waited < 0)
         fmb_log (LOG_ERR,
                  "job %s: %s: its CXI services may still be in the making; "
                  "not destroying them now",
                  ag->args.job,
                  e.text);
-        return EXIT_FAIL;
-    }
-    /* The job's tasks are gone whatever happens to its services. */
+    /* The job's tasks are gone whatever happens to its services (and a
+     * requeued run of the same id must not read this one's record). */
     if (!ag->args.dry_run &&
         jobrecord_remove (ag->args.state_dir, ag->args.job, &e) < 0)
         fmb_log (LOG_WARNING, "job %s: %s", ag->args.job, e.text);
+    if (waited < 0)
+        return EXIT_FAIL;
     if (devices_list (ag, &dl) < 0)
         return EXIT_FAIL;
     if (!dl) {

@@ -289,6 +289,12 @@ static void prolog_for (struct agent *ag,
     }
     run->in_service = true;
     run->keep = ag->keep;
+    /* A record left from an earlier run of this job id (requeued, its
+     * epilog failed) must not pass for this run's: a step that finds a
+     * record does not wait for the service. */
+    struct fmb_error e;
+    if (job && valid_job_id (job) && jobrecord_remove (ag->args.state_dir, job, &e) < 0)
+        fmb_log (LOG_WARNING, "job %s: %s", job, e.text);
     answer (fd, 0, "");
     int64_t t0 = fmb_monotime_ms ();
     int status = run_prolog (run, ag, env);
@@ -331,8 +337,12 @@ static void serve_caller (struct agent *ag,
         d->since_ms = fmb_monotime_ms ();
 }
 
-/* The callers already in line when the service stops (its socket gone,
- * so that new ones run fmbroker-cxi themselves): each is answered. */
+/* The callers in line when the service stops, each served as before:
+ * its socket stays until none is left, so that a step's or an epilog's
+ * wait for a prolog taken here is answered here (a socket gone would say
+ * "no service" while the prolog is still to be made).  One that connects
+ * after the last is turned away as the socket closes: a prolog then runs
+ * fmbroker-cxi itself. */
 static void drain_callers (struct agent *ag,
                            serve_run_fn run_prolog,
                            int lfd,
@@ -402,9 +412,9 @@ int cmd_serve (struct agent *ag, serve_run_fn run_prolog)
         serve_caller (ag, run_prolog, fd, &d);
         close (fd);
     }
-    fmb_log (LOG_NOTICE, "stopping: no more prologs on %s", path);
-    unlink (path);
+    fmb_log (LOG_NOTICE, "stopping: serving those in line on %s, then no more", path);
     drain_callers (ag, run_prolog, lfd, &d);
+    unlink (path);
     close (lfd);
     if (d.since_ms)
         run_deferred (ag, &d);

@@ -22,8 +22,9 @@
  * makes CXI services for any uid.  One request at a time (a prolog is a
  * few broker calls of 5 s at most each; a broker that gave no answer at
  * all is taken as away for 2 s, brokerhttp.h; a prolog whose caller gave
- * up waiting is not made).  On SIGTERM the socket goes first (new
- * callers run fmbroker-cxi themselves), then those in line are answered.
+ * up waiting is not made).  On SIGTERM those in line are served, then
+ * the socket goes (later callers run fmbroker-cxi themselves): a wait
+ * for a prolog taken here is answered here.
  * Three requests come here, served in order:
  *   - the job's prolog on this node (Slurm's variables, slurmhook.h):
  *     answered once read, then made;

@@ -64,9 +64,13 @@ int node_service_wait (const char *state_dir,
                        struct fmb_error *e)
 {
     char path[PATH_MAX], req[256], line[64];
-    int fd = connect_in (state_dir, false, path, sizeof (path));
+    /* non-blocking: a full line of callers is an error, not a hang */
+    int fd = connect_in (state_dir, true, path, sizeof (path));
     if (fd < 0 && (errno == ENOENT || errno == ECONNREFUSED))
         return 0;
+    if (fd < 0 && errno == EAGAIN)
+        return fmb_errorf (
+            e, "the node service at %s: its line of callers is full", path);
     if (fd < 0)
         return fmb_errorf (e, "the node service at %s: %s", path, strerror (errno));
     int n = snprintf (req, sizeof (req), "SLURM_JOB_ID=%s\nFMB_WAIT=1\n\n", job);

@@ -30,10 +30,13 @@ int node_service_send (int fd, const char *buf, size_t len);
 #define NODE_SERVICE_WAIT_MS (60 * 1000)
 
 /* Wait until the node service at STATE_DIR/service.sock has finished
- * every prolog handed to it so far ('job' names the one the caller
- * needs, for the service's log).  1: it answered; 0: no service listens
- * there (none handed it a prolog); -1 with 'e' saying why (no answer in
- * timeout_ms, or the service failed mid-request). */
+ * every prolog handed to it so far ('job', the one the caller needs,
+ * goes in the request).  1: it answered (any answer: a service older
+ * than the wait made its prologs before answering them); 0: no service
+ * listens there (none, or one that died: nothing of it is in the
+ * making); -1 with 'e' saying why (its line is full, no answer in
+ * timeout_ms, or it went away mid-request: a prolog it took may be
+ * lost). */
 int node_service_wait (const char *state_dir,
                        const char *job,
                        int timeout_ms,

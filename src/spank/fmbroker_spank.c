@@ -75,6 +75,10 @@ static struct {
     char job[16];
     char step[STEP_NAME_MAX];
     char state_dir[1024];
+    /* why the wait for the node service's setup failed, if it did: the
+     * step's reason when no record follows (a service that died after
+     * taking the job's prolog) */
+    char setup_error[FMB_ERROR_TEXT_MAX];
 } step;
 
 static int option_cb (int val, const char *optarg, int remote);
@@ -160,9 +164,10 @@ static void wait_for_setup (spank_t sp)
     }
     int64_t t0 = fmb_monotime_ms ();
     int rc = node_service_wait (dir, job, NODE_SERVICE_WAIT_MS, &e);
-    if (rc < 0)
+    if (rc < 0) {
         slurm_error ("fmbroker: job %s step %s: %s", job, name, e.text);
-    else if (rc > 0)
+        snprintf (step.setup_error, sizeof (step.setup_error), "%s", e.text);
+    } else if (rc > 0)
         slurm_verbose ("fmbroker: job %s step %s: node service setup wait %lld ms",
                        job,
                        name,
@@ -321,6 +326,8 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
     node_state_dir (step.state_dir, sizeof (step.state_dir));
     bool no_vnis = opt.have_vnis && opt.vnis == 0;
     int rc = spank_step_record (step.state_dir, step.job, no_vnis, &r, &e);
+    if (rc < 0 && errno == ENOENT && step.setup_error[0])
+        fmb_errorf (&e, "the job's setup by the node service: %s", step.setup_error);
     if (rc > 0) {
         bool numbered =
             stepid != SLURM_BATCH_SCRIPT && stepid != SLURM_INTERACTIVE_STEP;
