@@ -18,7 +18,6 @@
  * socket and the agent's path, for a wrapper (tests): slurmd builds the
  * prolog's environment itself, and a job's user can set neither. */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,24 +73,6 @@ static int send_request (int fd)
     return node_service_send (fd, buf, n);
 }
 
-/* The service's answer line ("STATUS\tREASON"); -1 if none came. */
-static int read_answer (int fd, char *line, size_t len)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    size_t n = 0;
-    while (n + 1 < len && !memchr (line, '\n', n)) {
-        if (poll (&p, 1, ANSWER_WAIT_MS) <= 0)
-            return -1;
-        ssize_t r = read (fd, line + n, len - 1 - n);
-        if (r <= 0)
-            return -1;
-        n += (size_t)r;
-    }
-    line[n] = '\0';
-    line[strcspn (line, "\n")] = '\0';
-    return 0;
-}
-
 int main (int argc, char **argv)
 {
     const char *ctx = getenv ("SLURM_SCRIPT_CONTEXT");
@@ -111,7 +92,8 @@ int main (int argc, char **argv)
                 path);
         return run_agent (argv);
     }
-    if (send_request (fd) < 0 || read_answer (fd, answer, sizeof (answer)) < 0) {
+    if (send_request (fd) < 0 ||
+        node_service_answer (fd, ANSWER_WAIT_MS, answer, sizeof (answer)) < 0) {
         /* Closed first: the service makes no prolog whose caller has
          * gone.  One it had begun (it died in it) may leave services the
          * epilog finds by the job's uid and VNIs all the same. */

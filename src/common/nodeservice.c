@@ -46,6 +46,35 @@ int node_service_send (int fd, const char *buf, size_t len)
     return 0;
 }
 
+int node_service_answer (int fd, int timeout_ms, char *line, size_t len)
+{
+    int64_t deadline = fmb_monotime_ms () + timeout_ms;
+    size_t n = 0;
+    line[0] = '\0';
+    while (n + 1 < len && !memchr (line, '\n', n)) {
+        int64_t left = deadline - fmb_monotime_ms ();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ready = left > 0 ? poll (&p, 1, (int)left) : 0;
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready == 0)
+            errno = ETIMEDOUT;
+        if (ready <= 0)
+            return -1;
+        ssize_t r = read (fd, line + n, len - 1 - n);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r <= 0) {
+            errno = ECONNRESET;
+            return -1;
+        }
+        n += (size_t)r;
+    }
+    line[n] = '\0';
+    line[strcspn (line, "\n")] = '\0';
+    return 0;
+}
+
 /* A socket connected to STATE_DIR/service.sock (-1 with errno: ENOENT,
  * ECONNREFUSED when none listens); its path in 'path'. */
 static int connect_in (const char *state_dir, bool nonblock, char *path, size_t len)
@@ -80,32 +109,20 @@ int node_service_wait (const char *state_dir,
         close (fd);
         return fmb_errorf (e, "the node service at %s: %s", path, strerror (err));
     }
-    /* The answer is one short line; its arrival is what counts. */
-    int64_t deadline = fmb_monotime_ms () + timeout_ms;
-    ssize_t r = -1;
-    int ready, err = 0;
-    do {
-        int64_t left = deadline - fmb_monotime_ms ();
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        ready = left > 0 ? poll (&p, 1, (int)left) : 0;
-        if (ready > 0)
-            r = read (fd, line, sizeof (line));
-        err = errno;
-    } while ((ready < 0 || (ready > 0 && r < 0)) && err == EINTR);
+    /* Its arrival is what counts, whatever it says. */
+    int rc = node_service_answer (fd, timeout_ms, line, sizeof (line));
+    int err = errno;
     close (fd);
-    if (r > 0)
+    if (rc == 0)
         return 1;
-    if (ready > 0) /* it went away mid-request (a crash, a kill) */
+    if (err == ETIMEDOUT)
         return fmb_errorf (e,
-                           "the node service at %s closed the connection without an "
-                           "answer%s%s",
+                           "the node service at %s did not answer in %d s",
                            path,
-                           r < 0 ? ": " : "",
-                           r < 0 ? strerror (err) : "");
-    if (ready < 0)
-        return fmb_errorf (e, "the node service at %s: poll: %s", path, strerror (err));
+                           timeout_ms / 1000);
+    /* it went away mid-request (a crash, a kill) */
     return fmb_errorf (
-        e, "the node service at %s did not answer in %d s", path, timeout_ms / 1000);
+        e, "the node service at %s closed the connection without an answer", path);
 }
 
 int node_service_step_end (const char *state_dir,

@@ -25,6 +25,11 @@ int node_service_connect (const char *path, bool nonblock);
 /* All of 'buf' written to 'fd' (a request); -1 with errno. */
 int node_service_send (int fd, const char *buf, size_t len);
 
+/* The service's answer line ("STATUS\tWHY") into 'line', its newline
+ * dropped; -1 with errno ETIMEDOUT when none came in timeout_ms, or
+ * ECONNRESET when the service closed first (it died, or was killed). */
+int node_service_answer (int fd, int timeout_ms, char *line, size_t len);
+
 /* How long a step or an epilog waits for the service: a prolog is a few
  * broker calls of 5 s at most each, and others may be in line first. */
 #define NODE_SERVICE_WAIT_MS (60 * 1000)
