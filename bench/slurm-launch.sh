@@ -7,21 +7,22 @@
 #   ctld     the classic setup: RUN from PrologSlurmctld, PrologFlags=Alloc,
 #            the node prolog (fmbroker-cxi as slurmd's Prolog=) over TLS
 #            with its node's token
-#   node     fmbroker's launch setup (doc/slurm.md): the RUN made by the
-#            node prolog ([api] node_run = true), no PrologSlurmctld, no
-#            PrologFlags=Alloc: the step waits for the prolog inside
-#            slurmd instead of srun polling the controller
+#   node     the launch setup before the node service (§13): the RUN made
+#            by fmbroker-cxi as Prolog= ([api] node_run = true), no
+#            PrologSlurmctld, no PrologFlags=Alloc: the step waits for the
+#            prolog inside slurmd instead of srun polling the controller
 #   nohold   as node, with PrologFlags=Alloc,NoHold: the node prologs
 #            start at allocation and the step waits for them in slurmd
-#   service  as node, with the node service (fmbroker-cxi serve, one per
-#            emulated node) and fmbroker-slurm-prolog as Prolog=: the
-#            prolog hands the job to the resident service, whose broker
-#            connection stays open; the services run in these setups
-#            only
-#   service-sh  as service, with the emulation's stand-ins for the node
-#            hooks a dash that execs fmbroker-slurm-prolog or fmbroker-cxi
-#            (no bash, no fork, no clock: the closest to a real node's
-#            Prolog=/Epilog=; the node prolog's own time is then not shown)
+#   service  fmbroker's launch setup (doc/slurm.md): the node service
+#            (fmbroker-cxi serve, one per emulated node), slurmd's Prolog=
+#            fmbroker-slurm-prolog itself (it hands the job to the
+#            resident service, whose broker connection stays open), the
+#            plugin with its default state_dir, EpilogSlurmctld's CLEANUP;
+#            the node services run in these setups only.  The epilog is
+#            fmbroker-cxi through a dash that gives it the emulated node's
+#            NICs (after srun has returned: off the launch)
+#   service-timeout  as service, with PrologEpilogTimeout=120 (slurmd
+#            then polls for each hook's exit from 10 ms on)
 #   true-hooks  no fmbroker but the plugin (fail_open): Prolog=/bin/true
 #            and Epilog=/bin/true, what any node prolog costs in this Slurm
 #   true-prolog, true-epilog, true-ectld  plain Slurm with
@@ -30,18 +31,32 @@
 #   service-noectld  as service, without EpilogSlurmctld: what the
 #            controller's CLEANUP hook costs (a measurement only: the
 #            broker then never hears that a job ended)
+#   service-ectld-late  as service, EpilogSlurmctld's work starting 0.1 s
+#            late (a bash waiting on a FIFO: no process): whether what it
+#            costs the launch is Slurm's or its work's, on CPUs srun shares
+#            here (a real controller is another host)
 #   wrappers the plugin (fail_open) and the emulation's own prolog and
 #            epilog wrappers running /bin/true: the stand-in's own cost,
 #            and the floor of the prolog's clock (a fork and an exec)
 #   plugin   the plugin alone: loaded by srun and each step, with no node
 #            prolog or epilog (policy=fail_open: no record, no isolation)
-# Every setup has EpilogSlurmctld's CLEANUP (after the job, off the launch
-# path) when fmbroker is in it.  Prints per setup: median, p90, max, the
+# Each emulated node's slurmd (its prologs, epilogs and steps) runs in a
+# mount namespace of its own in which /run/fmbroker-cxi is that node's
+# records and service socket, as on a real node: the launch setup runs
+# the programs a site configures, with no stand-in between slurmd and
+# them.
+# Every setup has EpilogSlurmctld's CLEANUP (it starts as srun ends) when
+# fmbroker is in it.  A launch's time is bash's clock ($EPOCHREALTIME)
+# around setpriv and srun.  Prints per setup: median, p90, max, the
 # launches over 1 s, the ratio to "without", and each hook's own time:
-# the node prolog (its wrapper's clock: the stand-in for the emulated
-# nodes' NICs, a bash that execs fmbroker-cxi, is part of it), the
-# PrologSlurmctld script, and the step-end cleanup on node 0 (plugin,
-# SlurmdDebug=verbose).  Needs root.  Bounded: BENCH_LAUNCHES (100) per
+# the node prolog (its wrapper's clock where a bash wrapper runs it: the
+# stand-in for the emulated nodes' NICs; from the kernel's exec and exit
+# events otherwise), the PrologSlurmctld script, and the step-end
+# cleanup on node 0 (plugin, SlurmdDebug=verbose).  With perf(1) (and
+# BENCH_TRACE not 0) the kernel's process exec and exit events are
+# recorded throughout, and a table splits each setup's launch into its
+# phases: srun's start to the step's slurmstepd, slurmstepd to the tasks,
+# the tasks' end to srun's exit.  Needs root.  Bounded: BENCH_LAUNCHES (100) per
 # setup, in blocks of BENCH_BLOCK (25), every daemon stopped at exit.
 set -u
 build=$(cd "${1:-$(dirname "$0")/../build}" && pwd)
@@ -66,6 +81,19 @@ mkdir -p "$S/hooks"
 R=$(mktemp -d /dev/shm/fmbbench.XXXXXX) && chmod 755 "$R" || exit 1
 rm_records () { rm -rf "$R"; }
 on_exit rm_records
+mkdir -m 0755 "$R/rec-n1" "$R/rec-n2" || exit 1
+# /run/fmbroker-cxi in each node's namespace is its $R/rec-NODE (the
+# host's directory is made, empty, only if it was not there).
+run_dir=/run/fmbroker-cxi
+made_run_dir=
+if [ ! -d $run_dir ]; then mkdir -m 0755 $run_dir && made_run_dir=1 || exit 1; fi
+rm_run_dir () { [ -z "$made_run_dir" ] || rmdir $run_dir; }
+on_exit rm_run_dir
+slurmd_start () {
+    setsid unshare -m --propagation private sh -c \
+        'mount --bind "$1" '$run_dir' && exec /usr/sbin/slurmd -D -f "$2" -N "$3"' \
+        sh "$R/rec-$1" "$SLURM_CONF" "$1" >>"$S/log/slurmd-$1.out" 2>&1 </dev/null &
+}
 # Every hook notes "NAME MODE START_NS END_NS" in $T/hooks.times (the
 # wrapper's sh is part of the time: a site's hook is a script too).
 for h in prolog_slurmctld epilog_slurmctld; do
@@ -88,37 +116,38 @@ t0=\$EPOCHREALTIME
 read m <$S/mode
 [ \$m = wrappers ] && { /bin/true; echo "$h \$m \${t0/./} \${EPOCHREALTIME/./}" >>$T/hooks.times; exit 0; }
 conf=$T/node.conf
-case \$m in node | nohold | service | service-noectld) conf=$T/node-run.conf ;; esac
+case \$m in node | nohold) conf=$T/node-run.conf ;; esac
 export MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
-if [ \${m%-*} = service ] && [ $h = prolog ]; then
-    FMBROKER_CXI_SERVICE=$R/rec-\$SLURMD_NODENAME/service.sock $FMB_BIN/fmbroker-slurm-prolog
-else
-    $FMB_BIN/fmbroker-cxi -c \$conf --state-dir $R/rec-\$SLURMD_NODENAME
-fi
+$FMB_BIN/fmbroker-cxi -c \$conf --state-dir $R/rec-\$SLURMD_NODENAME
 rc=\$?
 echo "$h \$m \${t0/./} \${EPOCHREALTIME/./}" >>$T/hooks.times
 exit \$rc
 HOOK
 done
-# The same stand-in without the clock, for the service-sh setup: a dash
-# that only picks the emulated node's socket, NICs and records and execs
-# the program a real node runs as Prolog=/Epilog= (bash's start, the fork
-# and the clock are not in that setup's launch).
-cat >"$S/hooks/prolog-sh.sh" <<HOOK
-#!/bin/sh
-FMBROKER_CXI_SERVICE=$R/rec-\$SLURMD_NODENAME/service.sock exec $FMB_BIN/fmbroker-slurm-prolog
+# EpilogSlurmctld's hook starting 0.1 s late, without a process to wait.
+mkfifo "$S/late.fifo" || exit 1
+cat >"$S/hooks/epilog_slurmctld-late.sh" <<HOOK
+#!/bin/bash
+exec 3<>$S/late.fifo
+read -r -t 0.1 -u 3
+exec $S/hooks/epilog_slurmctld.sh
 HOOK
+# The service setups' epilog: a dash that gives fmbroker-cxi the emulated
+# node's mock NICs (a real node has its own) and execs it.
 cat >"$S/hooks/epilog-sh.sh" <<HOOK
 #!/bin/sh
 MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2 exec $FMB_BIN/fmbroker-cxi -c $T/node-run.conf --state-dir $R/rec-\$SLURMD_NODENAME
 HOOK
 chmod 755 "$S"/hooks/*.sh
 plugin="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$R/rec-%n"
+# the launch setup's: the default state_dir, /run/fmbroker-cxi
+plugin_run="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf"
+servicehooks=$(printf "Prolog=%s\nEpilog=%s" "$FMB_BIN/fmbroker-slurm-prolog" "$S/hooks/epilog-sh.sh")
 # the launch setup's nodes make the RUN ([api] node_run = true)
 sed "/^\[api\]/a node_run = true" "$T/node.conf" >"$T/node-run.conf" || exit 1
 # the service setups' node services, one per emulated node, as
-# fmbroker-cxi.service runs them; up only in those setups (a node's
-# epilog hands its work to a service that listens)
+# fmbroker-cxi.service runs them; up only in those setups (the others
+# are measured without them)
 start_services () {
     for n in n1 n2; do
         [ -S "$R/rec-$n/service.sock" ] && continue
@@ -146,8 +175,12 @@ mode () {
     ctld) printf "PrologSlurmctld=%s\nEpilogSlurmctld=%s\nPrologFlags=Alloc\n%s\n" \
         "$S/hooks/prolog_slurmctld.sh" "$S/hooks/epilog_slurmctld.sh" "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
-    node | service) printf "EpilogSlurmctld=%s\n%s\n" "$S/hooks/epilog_slurmctld.sh" "$nodehooks" >"$S/mode.conf" &&
+    node) printf "EpilogSlurmctld=%s\n%s\n" "$S/hooks/epilog_slurmctld.sh" "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
+    service) printf "EpilogSlurmctld=%s\n%s\n" "$S/hooks/epilog_slurmctld.sh" "$servicehooks" >"$S/mode.conf" &&
+        echo "$plugin_run" >"$S/plugstack.conf" ;;
+    service-timeout) printf "EpilogSlurmctld=%s\n%s\nPrologEpilogTimeout=120\n" "$S/hooks/epilog_slurmctld.sh" \
+        "$servicehooks" >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
     true-hooks) printf "Prolog=/bin/true\nEpilog=/bin/true\n" >"$S/mode.conf" &&
         echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
     true-prolog) printf "Prolog=/bin/true\n" >"$S/mode.conf" && : >"$S/plugstack.conf" ;;
@@ -157,9 +190,9 @@ mode () {
         echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
     plugin) printf "# the plugin alone\n" >"$S/mode.conf" &&
         echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
-    service-sh) printf "EpilogSlurmctld=%s\nProlog=%s\nEpilog=%s\n" "$S/hooks/epilog_slurmctld.sh" \
-        "$S/hooks/prolog-sh.sh" "$S/hooks/epilog-sh.sh" >"$S/mode.conf" && echo "$plugin" >"$S/plugstack.conf" ;;
-    service-noectld) printf "%s\n" "$nodehooks" >"$S/mode.conf" && echo "$plugin" >"$S/plugstack.conf" ;;
+    service-ectld-late) printf "EpilogSlurmctld=%s\n%s\n" "$S/hooks/epilog_slurmctld-late.sh" "$servicehooks" \
+        >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
+    service-noectld) printf "%s\n" "$servicehooks" >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
     nohold) printf "EpilogSlurmctld=%s\nPrologFlags=Alloc,NoHold\n%s\n" "$S/hooks/epilog_slurmctld.sh" \
         "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
@@ -173,21 +206,39 @@ echo "# plain Slurm" >"$S/mode.conf"
 slurm_up "Include $S/mode.conf
 SlurmdDebug=verbose" || { slurm_diag; exit 1; }
 
-# One srun -N2 true from an idle cluster, as nobody: its wall time in ms.
+# One srun -N2 true from an idle cluster, as nobody: its wall time in ms,
+# in bash's own clock (no process is started to read it: a `date` after
+# srun would wait behind the job's epilogs, which on this host share its
+# 2 cores and on a real cluster run on other hosts).
 launch () { # MODE
     wait_for 300 0.05 slurm_all_idle || return 1
-    t0=$(date +%s%N)
+    t0=$EPOCHREALTIME
     setpriv --reuid=nobody --regid=nogroup --clear-groups srun -N2 true || return 1
-    echo $((($(date +%s%N) - t0) / 1000000)) >>"$T/$1.ms"
+    t1=$EPOCHREALTIME
+    echo $(((${t1/./} - ${t0/./}) / 1000)) >>"$T/$1.ms"
 }
 for m in $MODES; do : >"$T/$m.ms"; done
 : >"$T/hooks.times"
 for m in $MODES; do : >"$T/clean.$m" && : >"$T/wait.$m"; done
+# The kernel's exec and exit events, for the phases of each launch; a
+# block's setup is named by the exec of $T/mark/SETUP (a /bin/true).
+mkdir "$T/mark" && for m in warmup $MODES; do ln -s /bin/true "$T/mark/$m"; done
+trace_pid=
+if [ "${BENCH_TRACE:-1}" != 0 ] && command -v perf >/dev/null; then
+    perf record -q -a -e sched:sched_process_exec -e sched:sched_process_exit \
+        -o "$T/sched.data" >"$T/perf.out" 2>&1 &
+    trace_pid=$!
+    sleep 1
+fi
+trace_stop () { [ -z "$trace_pid" ] || { kill -INT "$trace_pid" && wait "$trace_pid"; } 2>/dev/null; trace_pid=; }
+on_exit trace_stop
 blocks=$(((N + B - 1) / B))
 for _ in $(seq "$blocks"); do
     for m in $MODES; do
         # the first launch after a restart is not counted
+        "$T/mark/warmup"
         mode $m && launch warmup || { echo "launch failed ($m)" >&2; slurm_diag >&2; exit 1; }
+        "$T/mark/$m"
         off1=$(stat -c %s "$S/log/slurmd-n1.log") off2=$(stat -c %s "$S/log/slurmd-n2.log")
         for _ in $(seq "$B"); do
             launch $m || { echo "launch failed ($m)" >&2; slurm_diag >&2; exit 1; }
@@ -201,6 +252,7 @@ for _ in $(seq "$blocks"); do
     done
 done
 wait_for 300 0.05 slurm_all_idle
+trace_stop
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 pct () { sort -g | awk -v p="$1" '{a[NR] = $1} END {i = int(NR * p / 100 + 0.999); if (i < 1) i = 1; print a[i]}'; }
 wo=$(pct 50 <"$T/without.ms" 2>/dev/null)
@@ -235,4 +287,17 @@ for m in $MODES; do
     hook_row "step-end cleanup on node 0 (the plugin's own timing)" "$m" "$T/clean.$m"
 done
 echo
+[ -s "$T/sched.data" ] && perf script -i "$T/sched.data" -F pid,time,event,trace 2>/dev/null |
+    awk -f "$FMB_SRC/bench/launch-phases.awk" >"$T/phases" && [ -s "$T/phases" ] && {
+    echo "## each launch's phases, from the kernel's exec and exit events (median ms)"
+    echo "| setup | launches | srun's start to the step's slurmstepd | slurmstepd to the tasks | the tasks' end to srun's exit | whole launch | node prolog, each (exec to exit) |"
+    echo "|---|---|---|---|---|---|---|"
+    for m in $MODES; do
+        col () { awk -v m="$m" -v k="$1" '$1 == m && $2 == k { print $3 }' "$T/phases" | pct 50; }
+        printf "| %s | %s | %s | %s | %s | %s | %s |\n" "$m" \
+            "$(awk -v m="$m" '$1 == m && $2 == "launch"' "$T/phases" | wc -l)" \
+            "$(col stepd)" "$(col tasks)" "$(col end)" "$(col launch)" "$(col prolog)"
+    done
+    echo
+}
 echo "(load average at the end: $load)"

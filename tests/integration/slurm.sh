@@ -34,6 +34,13 @@ slurm_diag () {
     tail -n 15 "$T/broker.err" 2>/dev/null
 }
 
+# slurmd_start NODE: one emulated node's slurmd, in the background (a
+# caller may redefine it, as bench/slurm-launch.sh does to give each
+# node a /run of its own).
+slurmd_start () {
+    setsid /usr/sbin/slurmd -D -f "$SLURM_CONF" -N "$1" >>"$S/log/slurmd-$1.out" 2>&1 </dev/null &
+}
+
 slurm_all_idle () { ! squeue -h | grep -q . && sinfo -h -o "%t" | sort -u | grep -qx idle; }
 
 # slurm_up [SLURM.CONF LINES]: munge, then slurmctld and two slurmd; waits
@@ -85,7 +92,7 @@ CONF
     printf "CgroupPlugin=cgroup/v1\nCgroupMountpoint=%s\n" "$S/cgroup" >"$S/cgroup.conf" ||
         return 1
     setsid /usr/sbin/slurmctld -D -f "$SLURM_CONF" >"$S/log/slurmctld.out" 2>&1 </dev/null &
-    for n in n1 n2; do setsid /usr/sbin/slurmd -D -f "$SLURM_CONF" -N $n >"$S/log/slurmd-$n.out" 2>&1 </dev/null & done
+    for n in n1 n2; do slurmd_start $n; done
     wait_for 300 0.1 sh -c "test \"\$(sinfo -h -o \"%t %D\" 2>/dev/null)\" = \"idle 2\""
 }
 
@@ -101,6 +108,6 @@ slurm_restart () {
         sleep 0.1
     done
     setsid /usr/sbin/slurmctld -D -f "$SLURM_CONF" >>"$S/log/slurmctld.out" 2>&1 </dev/null &
-    for n in n1 n2; do setsid /usr/sbin/slurmd -D -f "$SLURM_CONF" -N $n >>"$S/log/slurmd-$n.out" 2>&1 </dev/null & done
+    for n in n1 n2; do slurmd_start $n; done
     wait_for 300 0.1 sh -c "test \"\$(sinfo -h -o \"%t %D\" 2>/dev/null)\" = \"idle 2\""
 }
