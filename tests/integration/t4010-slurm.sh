@@ -452,6 +452,21 @@ expect_ok '... and with the broker stopped, the job fails with its own reason, n
     ! grep -q "kept report\|--uid" err &&
     grep -q "the broker did not RUN the job" "$S/log/serve-n1.log"
 '
+# A service killed (a crash, an OOM kill) after it took the job and
+# before it made the job's services: each node's slurmstepd is waiting
+# for that setup; the step is refused with what happened to it, in the
+# user's words, and the job leaves nothing behind.
+stepds_waiting () { test "$(pgrep -fc "^slurmstepd: \[[0-9]+\.0\]")" = 2; }
+expect_ok '... and node services killed while the steps wait for the job'"'"'s setup: the step is refused with that reason' '
+    start_broker && wait_for 200 0.1 all_idle &&
+    mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=5000 x1" &&
+    { as_nobody timeout 60 srun -N2 true 2>err & } && srun_pid=$! &&
+    wait_for 100 0.1 stepds_waiting && sleep 0.5 &&
+    kill -KILL "$(cat "$T/serve-n1.pid")" "$(cat "$T/serve-n2.pid")" &&
+    { wait "$srun_pid"; test $? != 0; } && cat err && mockfm_ctl POST /_mock/faults "" &&
+    grep -q "no VNI isolation: the job'"'"'s setup by the node service: the node service at $T/rec-n[12]/service.sock closed the connection without an answer" err &&
+    rm -f "$T/rec-n1/service.sock" "$T/rec-n2/service.sock" && services_up
+'
 expect_ok '... and a node whose service is stopped runs fmbroker-cxi itself: the job gets its services all the same' '
     start_broker && wait_for 200 0.1 all_idle && services_down &&
     wait_for 50 0.1 sh -c "! test -e $T/rec-n1/service.sock" &&
