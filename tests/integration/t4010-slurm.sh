@@ -465,7 +465,8 @@ expect_ok '... and node services killed while the steps wait for the job'"'"'s s
     kill -KILL "$(cat "$T/serve-n1.pid")" "$(cat "$T/serve-n2.pid")" &&
     { wait "$srun_pid"; test $? != 0; } && cat err && mockfm_ctl POST /_mock/faults "" &&
     grep -q "no VNI isolation: the job'"'"'s setup by the node service: the node service at $T/rec-n[12]/service.sock closed the connection without an answer" err &&
-    rm -f "$T/rec-n1/service.sock" "$T/rec-n2/service.sock" && services_up
+    rm -f "$T/rec-n1/service.sock" "$T/rec-n2/service.sock" && services_up &&
+    wait_for 300 0.1 all_idle && stop_broker
 '
 expect_ok '... and a node whose service is stopped runs fmbroker-cxi itself: the job gets its services all the same' '
     start_broker && wait_for 200 0.1 all_idle && services_down &&
