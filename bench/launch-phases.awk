@@ -12,7 +12,9 @@
 #   prolog  each node prolog (slurmd's Prolog=: fmbroker-slurm-prolog, the
 #           bench's prolog.sh or /bin/true, before the step's slurmstepd),
 #           its exec to its exit
-# The first field of each line is the process id (the thread group's).
+# The first field of each line is the process id (the thread group's); a
+# process's end is the exit with group_dead=true (kernels that lack the
+# field give no phases, and the bench says so).
 function finish() {
     if (t0 && se && te && tx && sx) {
         printf "%s stepd %.1f\n", mode, (se - t0) * 1000

@@ -82,13 +82,11 @@ R=$(mktemp -d /dev/shm/fmbbench.XXXXXX) && chmod 755 "$R" || exit 1
 rm_records () { rm -rf "$R"; }
 on_exit rm_records
 mkdir -m 0755 "$R/rec-n1" "$R/rec-n2" || exit 1
-# /run/fmbroker-cxi in each node's namespace is its $R/rec-NODE (the
-# host's directory is made, empty, only if it was not there).
+# /run/fmbroker-cxi in each node's namespace is its $R/rec-NODE.  The
+# host's directory (as the package's tmpfiles.d makes it) is left in
+# place: another run's nodes may have their records mounted on it.
 run_dir=/run/fmbroker-cxi
-made_run_dir=
-if [ ! -d $run_dir ]; then mkdir -m 0755 $run_dir && made_run_dir=1 || exit 1; fi
-rm_run_dir () { [ -z "$made_run_dir" ] || rmdir $run_dir; }
-on_exit rm_run_dir
+mkdir -p -m 0755 $run_dir || exit 1
 slurmd_start () {
     setsid unshare -m --propagation private sh -c \
         'mount --bind "$1" '$run_dir' && exec /usr/sbin/slurmd -D -f "$2" -N "$3"' \
@@ -215,7 +213,7 @@ launch () { # MODE
     t0=$EPOCHREALTIME
     setpriv --reuid=nobody --regid=nogroup --clear-groups srun -N2 true || return 1
     t1=$EPOCHREALTIME
-    echo $(((${t1/./} - ${t0/./}) / 1000)) >>"$T/$1.ms"
+    echo $(((${t1//[!0-9]/} - ${t0//[!0-9]/}) / 1000)) >>"$T/$1.ms"
 }
 for m in $MODES; do : >"$T/$m.ms"; done
 : >"$T/hooks.times"
@@ -223,11 +221,11 @@ for m in $MODES; do : >"$T/clean.$m" && : >"$T/wait.$m"; done
 # The kernel's exec and exit events, for the phases of each launch; a
 # block's setup is named by the exec of $T/mark/SETUP (a /bin/true).
 mkdir "$T/mark" && for m in warmup $MODES; do ln -s /bin/true "$T/mark/$m"; done
-trace_pid=
+trace_pid= trace_started=
 if [ "${BENCH_TRACE:-1}" != 0 ] && command -v perf >/dev/null; then
     perf record -q -a -e sched:sched_process_exec -e sched:sched_process_exit \
         -o "$T/sched.data" >"$T/perf.out" 2>&1 &
-    trace_pid=$!
+    trace_pid=$! trace_started=1
     sleep 1
 fi
 trace_stop () { [ -z "$trace_pid" ] || { kill -INT "$trace_pid" && wait "$trace_pid"; } 2>/dev/null; trace_pid=; }
@@ -287,8 +285,11 @@ for m in $MODES; do
     hook_row "step-end cleanup on node 0 (the plugin's own timing)" "$m" "$T/clean.$m"
 done
 echo
-[ -s "$T/sched.data" ] && perf script -i "$T/sched.data" -F pid,time,event,trace 2>/dev/null |
-    awk -f "$FMB_SRC/bench/launch-phases.awk" >"$T/phases" && [ -s "$T/phases" ] && {
+[ -s "$T/sched.data" ] && perf script -i "$T/sched.data" -F pid,time,event,trace 2>>"$T/perf.out" |
+    awk -f "$FMB_SRC/bench/launch-phases.awk" >"$T/phases"
+[ -n "$trace_started" ] && [ ! -s "$T/phases" ] &&
+    { echo "(no phase table: perf recorded nothing usable; its words:)"; cat "$T/perf.out"; echo; }
+[ -s "$T/phases" ] && {
     echo "## each launch's phases, from the kernel's exec and exit events (median ms)"
     echo "| setup | launches | srun's start to the step's slurmstepd | slurmstepd to the tasks | the tasks' end to srun's exit | whole launch | node prolog, each (exec to exit) |"
     echo "|---|---|---|---|---|---|---|"

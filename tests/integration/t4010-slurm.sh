@@ -455,18 +455,33 @@ expect_ok '... and with the broker stopped, the job fails with its own reason, n
 # A service killed (a crash, an OOM kill) after it took the job and
 # before it made the job's services: each node's slurmstepd is waiting
 # for that setup; the step is refused with what happened to it, in the
-# user's words, and the job leaves nothing behind.
-stepds_waiting () { test "$(pgrep -fc "^slurmstepd: \[[0-9]+\.0\]")" = 2; }
-expect_ok '... and node services killed while the steps wait for the job'"'"'s setup: the step is refused with that reason' '
-    start_broker && wait_for 200 0.1 all_idle &&
+# user's words, and the job leaves nothing behind.  The services are
+# killed once a step's wait is queued on each (a listening socket's
+# Recv-Q: the service is busy with the RUN the FM holds for 5 s).
+waits_queued () {
+    for n in n1 n2; do
+        test "$(ss -xlH src "$T/rec-$n/service.sock" | awk "{ print \$3 }")" -ge 1 2>/dev/null || return 1
+    done
+}
+killed_services_step () {
     mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=5000 x1" &&
     { as_nobody timeout 60 srun -N2 true 2>err & } && srun_pid=$! &&
-    wait_for 100 0.1 stepds_waiting && sleep 0.5 &&
+    wait_for 200 0.1 waits_queued &&
     kill -KILL "$(cat "$T/serve-n1.pid")" "$(cat "$T/serve-n2.pid")" &&
-    { wait "$srun_pid"; test $? != 0; } && cat err && mockfm_ctl POST /_mock/faults "" &&
-    grep -q "no VNI isolation: the job'"'"'s setup by the node service: the node service at $T/rec-n[12]/service.sock closed the connection without an answer" err &&
-    rm -f "$T/rec-n1/service.sock" "$T/rec-n2/service.sock" && services_up &&
-    wait_for 300 0.1 all_idle && stop_broker
+    { wait "$srun_pid"; test $? != 0; } && cat err &&
+    grep -q "no VNI isolation: the job's setup by the node service: the node service at $T/rec-n[12]/service.sock closed the connection without an answer" err
+}
+expect_ok '... and node services killed while the steps wait for the job'"'"'s setup: the step is refused with that reason' '
+    start_broker && wait_for 200 0.1 all_idle || return 1
+    killed_services_step
+    rc=$?
+    # whatever happened: the services back, the job ended, the broker
+    # stopped as the next step expects
+    mockfm_ctl POST /_mock/faults ""
+    services_down
+    for n in n1 n2; do wait "$(cat "$T/serve-$n.pid")" 2>/dev/null; done
+    rm -f "$T/rec-n1/service.sock" "$T/rec-n2/service.sock"
+    services_up && wait_for 300 0.1 all_idle && wait_for 300 0.1 fm_holds_nothing && stop_broker && return $rc
 '
 expect_ok '... and a node whose service is stopped runs fmbroker-cxi itself: the job gets its services all the same' '
     start_broker && wait_for 200 0.1 all_idle && services_down &&
