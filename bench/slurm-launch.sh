@@ -293,11 +293,11 @@ echo
     echo "## each launch's phases, from the kernel's exec and exit events (median ms)"
     echo "| setup | launches | srun's start to the step's slurmstepd | slurmstepd to the tasks | the tasks' end to srun's exit | whole launch | node prolog, each (exec to exit) |"
     echo "|---|---|---|---|---|---|---|"
+    phase () { awk -v m="$1" -v k="$2" '$1 == m && $2 == k { print $3 }' "$T/phases"; } # MODE PHASE
     for m in $MODES; do
-        col () { awk -v m="$m" -v k="$1" '$1 == m && $2 == k { print $3 }' "$T/phases" | pct 50; }
-        printf "| %s | %s | %s | %s | %s | %s | %s |\n" "$m" \
-            "$(awk -v m="$m" '$1 == m && $2 == "launch"' "$T/phases" | wc -l)" \
-            "$(col stepd)" "$(col tasks)" "$(col end)" "$(col launch)" "$(col prolog)"
+        printf "| %s | %s | %s | %s | %s | %s | %s |\n" "$m" "$(phase "$m" launch | wc -l)" \
+            "$(phase "$m" stepd | pct 50)" "$(phase "$m" tasks | pct 50)" "$(phase "$m" end | pct 50)" \
+            "$(phase "$m" launch | pct 50)" "$(phase "$m" prolog | pct 50)"
     done
     echo
 }
