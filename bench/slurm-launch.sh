@@ -177,6 +177,8 @@ mode () {
         echo "$plugin" >"$S/plugstack.conf" ;;
     service) printf "EpilogSlurmctld=%s\n%s\n" "$S/hooks/epilog_slurmctld.sh" "$servicehooks" >"$S/mode.conf" &&
         echo "$plugin_run" >"$S/plugstack.conf" ;;
+    noprolog) printf "EpilogSlurmctld=%s\nEpilog=%s\n" "$S/hooks/epilog_slurmctld.sh" "$S/hooks/epilog-sh.sh" \
+        >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
     service-timeout) printf "EpilogSlurmctld=%s\n%s\nPrologEpilogTimeout=120\n" "$S/hooks/epilog_slurmctld.sh" \
         "$servicehooks" >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
     true-hooks) printf "Prolog=/bin/true\nEpilog=/bin/true\n" >"$S/mode.conf" &&
@@ -195,7 +197,7 @@ mode () {
         "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
     esac
-    case $1 in service*) start_services ;; *) stop_services ;; esac || return 1
+    case $1 in service* | noprolog) start_services ;; *) stop_services ;; esac || return 1
     [ -s "$S/slurmctld.pid" ] || return 0
     wait_for 300 0.05 slurm_all_idle
     slurm_restart

@@ -18,11 +18,11 @@
 #include "fileutil.h"
 #include "log.h"
 #include "monotime.h"
+#include "nodeservice.h"
 #include "report.h"
 #include "slurmvars.h"
 #include "validate.h"
 
-#define REQUEST_MAX      16384 /* Slurm's variables: a compressed node list */
 #define REQUEST_WAIT_S   2     /* a caller that sends nothing is dropped */
 #define REQUEST_VARS_MAX 16
 /* The broker's bookkeeping (the nodes' reports, the steps' ends) waits
@@ -44,7 +44,8 @@ struct deferred {
 static const char *const request_vars[] = {
     SLURM_PROLOG_VARS,
     "FMB_STEP", /* a step's end (the SPANK plugin) */
-    "FMB_WAIT", /* a wait for the prologs handed over (nodeservice.h) */
+    "FMB_WAIT",  /* a wait for the prologs handed over (nodeservice.h) */
+    "FMB_SETUP", /* a step's setup of its job, where no Prolog= runs */
 };
 
 static volatile sig_atomic_t stopping;
@@ -160,10 +161,10 @@ static int read_request (int fd, char *buf, char **env, struct fmb_error *e)
     int nvars = 0;
     setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
     while (n < 2 || memcmp (buf + n - 2, "\n\n", 2) != 0) {
-        ssize_t r = read (fd, buf + n, REQUEST_MAX - n);
+        ssize_t r = read (fd, buf + n, NODE_SERVICE_REQUEST_MAX - n);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0 || (n += (size_t)r) == REQUEST_MAX) {
+        if (r <= 0 || (n += (size_t)r) == NODE_SERVICE_REQUEST_MAX) {
             errno = EPROTO;
             return fmb_errorf (e, "a prolog request ended early or is too long");
         }
@@ -265,13 +266,15 @@ static bool caller_gone (int fd)
     return poll (&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/* A job's prolog: taken, answered at once (slurmd goes on to start the
- * step, whose slurmstepd waits for the job's services: nodeservice.h),
- * then made; its 'created' report goes to d. */
+/* A job's prolog: made, and answered at once when slurmd's Prolog= handed
+ * it (slurmd goes on to start the step, whose slurmstepd waits for the
+ * job's services: nodeservice.h), or once made when the step asked
+ * (FMB_SETUP: no Prolog= on this node); its 'created' report goes to d. */
 static void prolog_for (struct agent *ag,
                         serve_run_fn run_prolog,
                         int fd,
                         char *const *env,
+                        bool answer_first,
                         struct deferred *d)
 {
     const char *job = request_var (env, "SLURM_JOB_ID");
@@ -295,19 +298,46 @@ static void prolog_for (struct agent *ag,
     struct fmb_error e;
     if (job && valid_job_id (job) && jobrecord_remove (ag->args.state_dir, job, &e) < 0)
         fmb_log (LOG_WARNING, "job %s: %s", job, e.text);
-    answer (fd, 0, "");
+    if (answer_first)
+        answer (fd, 0, "");
     int64_t t0 = fmb_monotime_ms ();
     int status = run_prolog (run, ag, env);
     fmb_log (LOG_DEBUG,
-             "job %.128s: prolog made in %lld ms (exit %d)",
+             "job %.128s: prolog made in %lld ms (exit %d%s)",
              job && valid_job_id (job) ? job : "?",
              (long long)(fmb_monotime_ms () - t0),
-             status);
+             status,
+             answer_first ? "" : ", for its first step");
+    if (!answer_first)
+        answer (fd, status, "");
     /* the 'created' report kept, to go once the job is under way */
     d->reports |= run->delivery_detached && !run->broker_down;
     cxilib_close (&run->lib);
     api_target_clear (&run->target);
     free (run);
+}
+
+/* A step's setup of its job (FMB_SETUP): made here unless the job's
+ * record is there (its prolog, handed over before, or another step's
+ * setup made it), answered once made. */
+static void setup_for (struct agent *ag,
+                       serve_run_fn run_prolog,
+                       int fd,
+                       char *const *env,
+                       struct deferred *d)
+{
+    const char *job = request_var (env, "SLURM_JOB_ID");
+    char path[1200];
+    if (!job || jobrecord_path (path, sizeof (path), ag->args.state_dir, job) < 0) {
+        fmb_log (LOG_WARNING, "a step's setup without a valid job id: refused");
+        answer (fd, EXIT_USAGE, "not a job id");
+        return;
+    }
+    if (access (path, F_OK) == 0) {
+        answer (fd, 0, "");
+        return;
+    }
+    prolog_for (ag, run_prolog, fd, env, false, d);
 }
 
 /* One caller: its job's prolog or its step's end, answered; the
@@ -317,7 +347,7 @@ static void serve_caller (struct agent *ag,
                           int fd,
                           struct deferred *d)
 {
-    static char buf[REQUEST_MAX + 1];
+    static char buf[NODE_SERVICE_REQUEST_MAX + 1];
     char *env[REQUEST_VARS_MAX + 1];
     struct fmb_error e;
     if (!caller_is_root (fd))
@@ -331,8 +361,10 @@ static void serve_caller (struct agent *ag,
         answer (fd, 0, ""); /* every prolog taken before is made */
     else if (request_var (env, "FMB_STEP"))
         step_end (d, fd, env);
+    else if (request_var (env, "FMB_SETUP"))
+        setup_for (ag, run_prolog, fd, env, d);
     else
-        prolog_for (ag, run_prolog, fd, env, d);
+        prolog_for (ag, run_prolog, fd, env, true, d);
     if ((d->reports || d->nsteps > nsteps) && d->since_ms == 0)
         d->since_ms = fmb_monotime_ms ();
 }

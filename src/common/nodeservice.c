@@ -87,12 +87,17 @@ static int connect_in (const char *state_dir, bool nonblock, char *path, size_t 
     return node_service_connect (path, nonblock);
 }
 
-int node_service_wait (const char *state_dir,
-                       const char *job,
-                       int timeout_ms,
-                       struct fmb_error *e)
+/* One request to STATE_DIR/service.sock and its answer line: 1 with the
+ * answer in 'line', 0 when no service listens there, -1 with 'e'. */
+static int ask (const char *state_dir,
+                const char *req,
+                size_t n,
+                int timeout_ms,
+                char *line,
+                size_t len,
+                struct fmb_error *e)
 {
-    char path[PATH_MAX], req[256], line[64];
+    char path[PATH_MAX];
     /* non-blocking: a full line of callers is an error, not a hang */
     int fd = connect_in (state_dir, true, path, sizeof (path));
     if (fd < 0 && (errno == ENOENT || errno == ECONNREFUSED))
@@ -102,15 +107,12 @@ int node_service_wait (const char *state_dir,
             e, "the node service at %s: its line of callers is full", path);
     if (fd < 0)
         return fmb_errorf (e, "the node service at %s: %s", path, strerror (errno));
-    int n = snprintf (req, sizeof (req), "SLURM_JOB_ID=%s\nFMB_WAIT=1\n\n", job);
-    if (n < 0 || (size_t)n >= sizeof (req) ||
-        node_service_send (fd, req, (size_t)n) < 0) {
+    if (node_service_send (fd, req, n) < 0) {
         int err = errno;
         close (fd);
         return fmb_errorf (e, "the node service at %s: %s", path, strerror (err));
     }
-    /* Its arrival is what counts, whatever it says. */
-    int rc = node_service_answer (fd, timeout_ms, line, sizeof (line));
+    int rc = node_service_answer (fd, timeout_ms, line, len);
     int err = errno;
     close (fd);
     if (rc == 0)
@@ -123,6 +125,42 @@ int node_service_wait (const char *state_dir,
     /* it went away mid-request (a crash, a kill) */
     return fmb_errorf (
         e, "the node service at %s closed the connection without an answer", path);
+}
+
+int node_service_wait (const char *state_dir,
+                       const char *job,
+                       int timeout_ms,
+                       struct fmb_error *e)
+{
+    char req[256], line[64];
+    int n = snprintf (req, sizeof (req), "SLURM_JOB_ID=%s\nFMB_WAIT=1\n\n", job);
+    if (n < 0 || (size_t)n >= sizeof (req)) {
+        errno = EINVAL;
+        return fmb_errorf (e, "job '%.32s': not a job id", job);
+    }
+    /* Its arrival is what counts, whatever it says. */
+    return ask (state_dir, req, (size_t)n, timeout_ms, line, sizeof (line), e);
+}
+
+int node_service_setup (const char *state_dir,
+                        char *const *vars,
+                        int timeout_ms,
+                        struct fmb_error *e)
+{
+    char req[NODE_SERVICE_REQUEST_MAX], line[FMB_ERROR_TEXT_MAX + 160];
+    size_t n = 0;
+    for (char *const *v = vars; *v; v++) {
+        size_t len = strlen (*v);
+        if (strchr (*v, '\n') || n + len + 2 >= sizeof (req)) {
+            errno = EINVAL;
+            return fmb_errorf (e, "the job's setup request: '%.64s' cannot be sent", *v);
+        }
+        memcpy (req + n, *v, len);
+        req[n + len] = '\n';
+        n += len + 1;
+    }
+    req[n++] = '\n';
+    return ask (state_dir, req, n, timeout_ms, line, sizeof (line), e);
 }
 
 int node_service_step_end (const char *state_dir,

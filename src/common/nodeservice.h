@@ -47,6 +47,23 @@ int node_service_wait (const char *state_dir,
                        int timeout_ms,
                        struct fmb_error *e);
 
+/* The most a request may hold (Slurm's variables: a compressed node
+ * list, the user's options). */
+#define NODE_SERVICE_REQUEST_MAX 16384
+
+/* The job's setup on this node made by the node service, for the first
+ * step of a job whose node has no Prolog= (the launch setup, doc/slurm.md):
+ * 'vars' (NAME=VALUE, NULL-terminated) are the variables slurmd gives a
+ * prolog (slurmvars.h) and FMB_SETUP=1.  The service makes the job's
+ * prolog unless its record is there already (a prolog handed over, or
+ * another step, made it first), and answers once it is made: the
+ * outcome is the job's record.  1: answered; 0: no service listens
+ * there; -1 with 'e' as node_service_wait. */
+int node_service_setup (const char *state_dir,
+                        char *const *vars,
+                        int timeout_ms,
+                        struct fmb_error *e);
+
 /* A step's end handed to the node service, which makes the broker's call
  * later: a Unix socket write instead of a libcurl process and a TLS
  * handshake on srun's way out.  No wait for the answer.  0 when the

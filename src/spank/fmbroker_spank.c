@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,14 +137,83 @@ static bool user_context (spank_context_t ctx)
 static void node_state_dir (char *out, size_t len);
 static void step_name (uint32_t id, char *out, size_t len);
 
-/* slurmstepd, as root, before the step's tasks: slurmd's prolog handed
- * the job to the node service and returned (serve.h), so the job's CXI
- * services may still be in the making.  The step waits for them unless
- * the job's record, written last, is already there (a later step). */
-static void wait_for_setup (spank_t sp)
+/* The variables slurmd would give the job's node prolog (slurmvars.h),
+ * as this step sees them, for the node service to make the job's setup
+ * where no Prolog= runs.  The job, its uid and this node are Slurm's own
+ * (the step's credential, signed by slurmctld); the user's name is the
+ * uid's here.  The node list, the CPUs and the job's options come from
+ * the step's environment, which the job's user can change: they shape
+ * that user's own job only (a list that names nodes the job never runs
+ * on delays its VNIs' release to [vni] quarantine_s; the broker checks
+ * the options as any RUN's). */
+struct setup_vars {
+    char *v[16];
+    int n;
+    size_t used;
+    char text[NODE_SERVICE_REQUEST_MAX];
+};
+
+static void setup_var (struct setup_vars *s, const char *name, const char *value)
+{
+    size_t left = sizeof (s->text) - s->used;
+    int w = snprintf (s->text + s->used, left, "%s=%s", name, value);
+    if (w < 0 || (size_t)w >= left || s->n + 1 >= (int)(sizeof (s->v) / sizeof (s->v[0])))
+        return; /* the service says what is missing */
+    s->v[s->n++] = s->text + s->used;
+    s->v[s->n] = NULL;
+    s->used += (size_t)w + 1;
+}
+
+static void setup_env_var (spank_t sp, struct setup_vars *s, const char *name, const char *from)
+{
+    char value[4096];
+    if (spank_getenv (sp, from, value, sizeof (value)) == ESPANK_SUCCESS && value[0])
+        setup_var (s, name, value);
+}
+
+static void node_name (char *out, size_t len);
+
+static void setup_request (spank_t sp, uint32_t jobid, struct setup_vars *s)
+{
+    uid_t uid = 0;
+    char text[64], pwbuf[4096];
+    struct passwd pw, *found = NULL;
+    s->n = 0;
+    s->used = 0;
+    s->v[0] = NULL;
+    setup_var (s, "FMB_SETUP", "1");
+    setup_var (s, "SLURM_SCRIPT_CONTEXT", "prolog_slurmd");
+    snprintf (text, sizeof (text), "%u", jobid);
+    setup_var (s, "SLURM_JOB_ID", text);
+    node_name (text, sizeof (text));
+    setup_var (s, "SLURMD_NODENAME", text);
+    if (spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS) {
+        snprintf (text, sizeof (text), "%u", (unsigned)uid);
+        setup_var (s, "SLURM_JOB_UID", text);
+        if (getpwuid_r (uid, &pw, pwbuf, sizeof (pwbuf), &found) == 0 && found)
+            setup_var (s, "SLURM_JOB_USER", found->pw_name);
+    }
+    setup_env_var (sp, s, "SLURM_NODELIST", "SLURM_JOB_NODELIST");
+    setup_env_var (sp, s, "SLURM_JOB_CPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE");
+    /* the job's options: slurmd's SLURM_SPANK_* of a batch job, or what
+     * the srun, sbatch or salloc that made the job set (init_post_opt) */
+    setup_env_var (sp, s, "SPANK_FMB_HWCOLL", "SLURM_SPANK_FMB_HWCOLL");
+    setup_env_var (sp, s, "SPANK_FMB_VNIS", "SLURM_SPANK_FMB_VNIS");
+    setup_env_var (sp, s, "SPANK_FMB_TCS", "SLURM_SPANK_FMB_TCS");
+}
+
+/* slurmstepd, as root, before the step's tasks: the job's CXI services
+ * on this node.  Where slurmd's Prolog= handed the job to the node
+ * service, they may still be in the making; where no Prolog= runs (the
+ * launch setup), nothing has made them yet.  Either way the step hands
+ * the service the job's setup and waits: the service makes it unless the
+ * job's record is there by its turn.  A later step finds the record,
+ * written last, and asks nothing. */
+static void setup_job (spank_t sp)
 {
     uint32_t jobid = 0, stepid = 0;
     char job[16], name[32], dir[PATH_MAX], path[PATH_MAX + 32];
+    static struct setup_vars vars; /* large: not on slurmstepd's stack */
     struct fmb_error e;
     if (spank_get_item (sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
         spank_get_item (sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
@@ -163,11 +233,25 @@ static void wait_for_setup (spank_t sp)
         return;
     }
     int64_t t0 = fmb_monotime_ms ();
-    int rc = node_service_wait (dir, job, NODE_SERVICE_WAIT_MS, &e);
+    setup_request (sp, jobid, &vars);
+    int rc = node_service_setup (dir, vars.v, NODE_SERVICE_WAIT_MS, &e);
     if (rc < 0) {
         slurm_error ("fmbroker: job %s step %s: %s", job, name, e.text);
         snprintf (step.setup_error, sizeof (step.setup_error), "%s", e.text);
-    } else if (rc > 0)
+    } else if (rc == 0) {
+        /* no Prolog= made the record and no service answers: the admin's
+         * words here, the user's in the step's refusal */
+        slurm_error ("fmbroker: job %s step %s: no node service answers at %s/%s and no "
+                     "node prolog made the job's record: start fmbroker-cxi.service "
+                     "(doc/slurm.md)",
+                     job,
+                     name,
+                     dir,
+                     JOBRECORD_SERVICE_SOCKET);
+        snprintf (step.setup_error,
+                  sizeof (step.setup_error),
+                  "no node service answers on this node");
+    } else
         slurm_verbose ("fmbroker: job %s step %s: node service setup wait %lld ms",
                        job,
                        name,
@@ -193,7 +277,7 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
                      FMB_VERSION,
                      FMB_SLURM_RELEASE_TEXT);
     if (ctx == S_CTX_REMOTE)
-        wait_for_setup (sp);
+        setup_job (sp);
     if (!user_context (ctx))
         return 0;
     char names[128];
@@ -211,35 +295,48 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
     return 0;
 }
 
-/* srun, sbatch, salloc: the options go with the job to PrologSlurmctld
- * (SPANK_FMB_*), which passes them to RUN, and to the node prolog. */
+/* One of the job's options, set or cleared: in the job's control
+ * environment (PrologSlurmctld's and the node prolog's SPANK_FMB_*) and,
+ * for a job this process makes, in its own environment as
+ * SLURM_SPANK_FMB_*, the name slurmd gives them in a batch job's: every
+ * step of the job inherits them from there, and a job's first step on a
+ * node without Prolog= hands them to the node service (setup_job). */
+static void job_option (spank_t sp, bool new_job, const char *name, const char *value)
+{
+    char env_name[64];
+    snprintf (env_name, sizeof (env_name), "SLURM_SPANK_%s", name);
+    if (value)
+        spank_job_control_setenv (sp, name, value, 1);
+    if (new_job && value)
+        setenv (env_name, value, 1);
+    else if (new_job)
+        unsetenv (env_name); /* another job's, or the user's */
+}
+
+/* srun, sbatch, salloc: the options go with the job (job_option).  An
+ * srun inside an allocation (SLURM_JOB_ID set) cannot change its job:
+ * the job's options stay in its environment, whatever this srun says. */
 int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
 {
     (void)ac;
     (void)av;
     spank_context_t ctx = spank_context ();
-    char v[16];
+    char vnis[16], tcs[16];
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR)
         return 0;
-    /* An srun inside an allocation cannot change its job: ignored there. */
-    if (opt.have_hwcoll)
-        spank_job_control_setenv (sp, "FMB_HWCOLL", opt.hwcoll, 1);
-    if (opt.have_vnis) {
-        snprintf (v, sizeof (v), "%u", opt.vnis);
-        spank_job_control_setenv (sp, "FMB_VNIS", v, 1);
-    }
-    if (opt.have_tcs) {
-        snprintf (v, sizeof (v), "0x%x", opt.tcs);
-        spank_job_control_setenv (sp, "FMB_TCS", v, 1);
-    }
+    bool new_job = ctx == S_CTX_ALLOCATOR || !getenv ("SLURM_JOB_ID");
+    snprintf (vnis, sizeof (vnis), "%u", opt.vnis);
+    snprintf (tcs, sizeof (tcs), "0x%x", opt.tcs);
+    job_option (sp, new_job, "FMB_HWCOLL", opt.have_hwcoll ? opt.hwcoll : NULL);
+    job_option (sp, new_job, "FMB_VNIS", opt.have_vnis ? vnis : NULL);
+    job_option (sp, new_job, "FMB_TCS", opt.have_tcs ? tcs : NULL);
     return 0;
 }
 
 /* ---- the node's job records ------------------------------------- */
 
-/* conf.state_dir with "%n" replaced by this node's name (several
- * emulated nodes on one host keep their records apart). */
-static void node_state_dir (char *out, size_t len)
+/* This node's name: slurmd's, else the host's short name. */
+static void node_name (char *out, size_t len)
 {
     const char *node = getenv ("SLURMD_NODENAME");
     char host[256] = "";
@@ -248,6 +345,15 @@ static void node_state_dir (char *out, size_t len)
         host[strcspn (host, ".")] = '\0';
         node = host;
     }
+    snprintf (out, len, "%s", node);
+}
+
+/* conf.state_dir with "%n" replaced by this node's name (several
+ * emulated nodes on one host keep their records apart). */
+static void node_state_dir (char *out, size_t len)
+{
+    char node[256];
+    node_name (node, sizeof (node));
     const char *pct = strstr (conf.state_dir, "%n");
     if (!pct)
         snprintf (out, len, "%s", conf.state_dir);

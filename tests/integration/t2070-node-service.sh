@@ -111,6 +111,23 @@ expect_ok 'the broker back: the service connects again, the next job gets its se
     start_broker && prolog 5 && test "$(setup_wait 5)" = "0	" && test "$(uid_services 65534)" = 8 &&
     test "$(service_conns | wc -l)" = 1
 '
+# The launch setup has no Prolog=: the SPANK plugin in a job's first
+# slurmstepd on the node hands the service the job's setup (the
+# variables slurmd would give a prolog, and FMB_SETUP) and waits.
+step_setup () {
+    to_service answer "FMB_SETUP=1"$'\n'"SLURM_SCRIPT_CONTEXT=prolog_slurmd"$'\n'"SLURM_JOB_ID=$1"$'\n'"SLURMD_NODENAME=n1"$'\n'"SLURM_JOB_UID=65534"$'\n'"SLURM_JOB_USER=nobody"$'\n'"SLURM_NODELIST=n[1-2]"$'\n'"SPANK_FMB_VNIS=2"$'\n\n'
+}
+expect_ok 'a step'"'"'s setup where no Prolog= runs: answered once the job'"'"'s services and records are made; a second step'"'"'s makes nothing' '
+    # the FM slow to answer the RUN'"'"'s reservation: the answer waits for it
+    mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=1500 x1" && t0=$(ms_now) &&
+    test "$(step_setup 7)" = "0	" && test $(($(ms_now) - t0)) -ge 1500 &&
+    jq -e ".env.SLINGSHOT_VNIS | test(\"^[0-9]+,[0-9]+$\")" "$T/n1.rec/7.env" >/dev/null &&
+    test "$(uid_services 65534)" = 10 &&
+    test "$(job_field 7 ".vnis | length")" = 2 && test "$(job_field 7 .uid)" = 65534 &&
+    made=$(stat -c %i "$T/n1.rec/7.env") &&
+    test "$(step_setup 7)" = "0	" && test "$(uid_services 65534)" = 10 &&
+    test "$(stat -c %i "$T/n1.rec/7.env")" = "$made"
+'
 # A caller that gives up before its turn (slurmd killed its prolog).
 gone_caller () {
     to_service hang-up "SLURM_SCRIPT_CONTEXT=prolog_slurmd"$'\n'"SLURM_JOB_ID=$1"$'\n'"SLURMD_NODENAME=n1"$'\n'"SLURM_JOB_UID=65534"$'\n'"SLURM_NODELIST=n1"$'\n\n'
@@ -169,7 +186,7 @@ printf '#!/bin/sh\nFMBROKER_NODE=n1 exec %s -c %s --state-dir %s "$@"\n' \
 expect_ok 'no service answering: the prolog is fmbroker-cxi itself, and still makes the job'"'"'s services' '
     stop_service && test ! -e "$sock" &&
     prolog 6 env FMBROKER_CXI_PROGRAM="$T/agent.sh" &&
-    test "$(uid_services 65534)" = 10 && grep -q SLINGSHOT_VNIS "$T/n1.rec/6.env"
+    test "$(uid_services 65534)" = 12 && grep -q SLINGSHOT_VNIS "$T/n1.rec/6.env"
 '
 expect_ok 'fmbroker-cxi.service passes systemd-analyze verify, and runs the service as slurmd'"'"'s hooks read' '
     if ! command -v systemd-analyze >/dev/null; then echo "skipped: no systemd-analyze"; return 0; fi

@@ -392,10 +392,11 @@ expect_ok '... and under policy=fail_open it runs without isolation' '
     plugstack
 '
 # The launch setup (doc/slurm.md): no PrologSlurmctld, no
-# PrologFlags=Alloc; the node service on each node (fmbroker-cxi serve)
-# makes the RUN with the node's token, as the nodes' fmbroker.conf says
-# ([api] node_run = true), when slurmd's Prolog= (fmbroker-slurm-prolog)
-# hands it the job; node 0's plugin hands it each step's end.
+# PrologFlags=Alloc, no Prolog=; the node service on each node
+# (fmbroker-cxi serve) makes the job's setup when the plugin in the job's
+# first slurmstepd there hands it over, with the RUN (the node's token,
+# as the nodes' fmbroker.conf says: [api] node_run = true); node 0's
+# plugin hands it each step's end.
 services_up () {
     for n in n1 n2; do
         FMBROKER_NODE=$n MOCKCXI_STATE=$T/$n.cxi.json MOCKCXI_DEVICES=2 "$FMB_BIN/fmbroker-cxi" \
@@ -409,28 +410,23 @@ services_down () {
     return 0
 }
 on_exit services_down
-service_hooks () {
-    printf "Prolog=%s\nEpilog=%s\n" "$S/hooks/service-prolog.sh" "$S/hooks/epilog.sh"
+launch_setup () {
+    printf "EpilogSlurmctld=%s\nEpilog=%s\n" "$S/hooks/epilog_slurmctld.sh" "$S/hooks/epilog.sh" >"$S/setup.conf"
 }
-expect_ok 'the launch setup, without PrologSlurmctld: the node services RUN the job ([api] node_run in their configuration), its tasks get their variables and options' '
-    start_broker && wait_for 200 0.1 all_idle &&
-    # The stand-in: each emulated node its own service socket (a real
-    # node has /run/fmbroker-cxi/service.sock, the program'"'"'s default).
-    printf "#!/bin/sh\nFMBROKER_CXI_SERVICE=%s/rec-\$SLURMD_NODENAME/service.sock FMBROKER_CXI_PROGRAM=%s exec %s\n" \
-        "$T" "$S/hooks/prolog.sh" "$FMB_BIN/fmbroker-slurm-prolog" >"$S/hooks/service-prolog.sh" &&
-    chmod 755 "$S/hooks/service-prolog.sh" &&
-    { printf "EpilogSlurmctld=%s\n" "$S/hooks/epilog_slurmctld.sh" && service_hooks; } >"$S/setup.conf" &&
+# the broker's newest job with a Slurm id
+newest_job () { rm_call GET "/v1/jobs?limit=1000" | jq -r "[.jobs[].id | select(test(\"^[0-9]+$\")) | tonumber] | max"; }
+expect_ok 'the launch setup, no Prolog= nor PrologSlurmctld: each node'"'"'s service RUNs the job ([api] node_run in its configuration) for its first step; the tasks get their variables and options' '
+    start_broker && wait_for 200 0.1 all_idle && launch_setup &&
     sed -i "/^\[api\]/a node_run = true" "$T/node.conf" && printf "[broker]\nlog_level = debug\n" >>"$T/node.conf" &&
     services_up && slurm_restart &&
     : >"$S/log/hooks.log" &&
-    # The prolog hands the job to the service and returns at once; the
-    # FM slow to answer the RUN, the job'"'"'s services come 1.5 s later,
-    # and each node'"'"'s slurmstepd waits for them before the tasks (or
-    # the step would fail: no record yet).
+    # The FM slow to answer the RUN: the job'"'"'s services come 1.5 s
+    # later, and each node'"'"'s slurmstepd waits for them before the
+    # tasks (or the step would fail: no record yet).
     mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=1500 x1" && t0=$(ms_now) &&
     as_nobody timeout 45 srun -N2 --fmb-vnis=2 "$D/showenv.sh" "$D" "$T/rec" &&
     test $(($(ms_now) - t0)) -ge 1500 && mockfm_ctl POST /_mock/faults "" &&
-    j=$(rm_call GET "/v1/jobs?limit=1000" | jq -r "[.jobs[].id | select(test(\"^[0-9]+$\")) | tonumber] | max") && rm_call GET "/v1/jobs/$j" >job.json &&
+    j=$(newest_job) && rm_call GET "/v1/jobs/$j" >job.json &&
     { jq -e ".uid == 65534 and .user == \"nobody\" and .nodes == [\"n1\",\"n2\"]" job.json ||
         { jq -c . job.json; grep -h "fmbroker" "$S"/log/slurmd-n*.log | tail -5; false; }; } &&
     ! grep -q "run-job" "$S/log/hooks.log" &&
@@ -439,10 +435,27 @@ expect_ok 'the launch setup, without PrologSlurmctld: the node services RUN the 
         grep -q "^FI_CXI_COLL_MCAST_TOKEN=" "$D/env.$n" || return 1
     done &&
     wait_for 300 0.1 job_gone "$j" && wait_for 100 0.1 ended "$j" &&
-    # made by the services, not by a fmbroker-cxi of its own
-    grep -q "job $j: cxi0: service [0-9]* (uid 65534)" "$S/log/serve-n1.log" &&
-    grep -q "job $j: cxi0: service [0-9]* (uid 65534)" "$S/log/serve-n2.log" &&
+    # made by the services for the job'"'"'s first step, once per node
+    for n in n1 n2; do
+        grep -q "job $j: cxi0: service [0-9]* (uid 65534)" "$S/log/serve-$n.log" &&
+        test "$(grep -c "job $j: prolog made in [0-9]* ms (exit 0, for its first step)" "$S/log/serve-$n.log")" = 1 ||
+            return 1
+    done &&
     wait_for 30 0.1 grep -q "step cleanup: DELETE /v1/jobs/$j/steps/0 done" "$S/log/serve-n1.log"
+'
+# A batch job: its batch step is the job'"'"'s first on n1, an srun inside
+# it the first on n2; both hand over the options the job was submitted
+# with (sbatch'"'"'s), not the srun'"'"'s own, which cannot change its job.
+expect_ok '... and a batch job gets its options on every node, whichever step comes first; an srun inside cannot change them' '
+    wait_for 200 0.1 all_idle && rm -f "$D"/env.* &&
+    as_nobody sbatch -W -N2 --fmb-vnis=3 --fmb-hwcoll=off -o "$D/batch.out" \
+        --wrap "srun -N2 --fmb-vnis=1 $D/showenv.sh $D $T/rec" >/dev/null &&
+    j=$(newest_job) &&
+    { jq -e "(.hwcoll.reason | test(\"hwcoll=off\")) and .nodes == [\"n1\",\"n2\"]" <<<"$(rm_call GET "/v1/jobs/$j")" ||
+        { rm_call GET "/v1/jobs/$j" | jq -c .; cat "$D/batch.out"; false; }; } &&
+    for n in n1 n2; do
+        grep -q "^SLINGSHOT_VNIS=[0-9]*,[0-9]*,[0-9]*$" "$D/env.$n" && ! grep -q "^FI_CXI_" "$D/env.$n" || return 1
+    done
 '
 expect_ok '... and with the broker stopped, the job fails with its own reason, not an earlier job'"'"'s kept report' '
     wait_for 200 0.1 all_idle && stop_broker &&
@@ -452,39 +465,70 @@ expect_ok '... and with the broker stopped, the job fails with its own reason, n
     ! grep -q "kept report\|--uid" err &&
     grep -q "the broker did not RUN the job" "$S/log/serve-n1.log"
 '
-# A service killed (a crash, an OOM kill) after it took the job and
-# before it made the job's services: each node's slurmstepd is waiting
-# for that setup; the step is refused with what happened to it, in the
-# user's words, and the job leaves nothing behind.  The services are
-# killed once a step's wait is queued on each (a listening socket's
-# Recv-Q: the service is busy with the RUN the FM holds for 5 s).
-waits_queued () {
+# A service killed (a crash, an OOM kill) while it makes the job's setup
+# for the job's first steps: each node's slurmstepd is waiting for it;
+# the step is refused with what happened to it, in the user's words, and
+# the job leaves nothing behind.  The services are killed once each has
+# taken a step's setup (an accepted connection on its socket: the service
+# is busy with the RUN the FM holds for 5 s).
+setups_taken () {
     for n in n1 n2; do
-        test "$(ss -xlH src "$T/rec-$n/service.sock" | awk "{ print \$3 }")" -ge 1 2>/dev/null || return 1
+        ss -xH state connected src "$T/rec-$n/service.sock" | grep -q . || return 1
     done
 }
 killed_services_step () {
     mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=5000 x1" &&
     { as_nobody timeout 60 srun -N2 true 2>err & } && srun_pid=$! &&
-    wait_for 200 0.1 waits_queued &&
+    wait_for 200 0.1 setups_taken &&
     kill -KILL "$(cat "$T/serve-n1.pid")" "$(cat "$T/serve-n2.pid")" &&
     { wait "$srun_pid"; test $? != 0; } && cat err &&
     grep -q "no VNI isolation: the job's setup by the node service: the node service at $T/rec-n[12]/service.sock closed the connection without an answer" err
+}
+# whatever happened: the services back, the job ended, the broker
+# stopped as the next step expects
+services_restarted () {
+    mockfm_ctl POST /_mock/faults ""
+    services_down
+    for n in n1 n2; do wait "$(cat "$T/serve-$n.pid")" 2>/dev/null; done
+    rm -f "$T/rec-n1/service.sock" "$T/rec-n2/service.sock"
+    services_up && wait_for 300 0.1 all_idle && wait_for 300 0.1 fm_holds_nothing
 }
 expect_ok '... and node services killed while the steps wait for the job'"'"'s setup: the step is refused with that reason' '
     start_broker && wait_for 200 0.1 all_idle || return 1
     killed_services_step
     rc=$?
-    # whatever happened: the services back, the job ended, the broker
-    # stopped as the next step expects
-    mockfm_ctl POST /_mock/faults ""
-    services_down
-    for n in n1 n2; do wait "$(cat "$T/serve-$n.pid")" 2>/dev/null; done
-    rm -f "$T/rec-n1/service.sock" "$T/rec-n2/service.sock"
-    services_up && wait_for 300 0.1 all_idle && wait_for 300 0.1 fm_holds_nothing && stop_broker && return $rc
+    services_restarted && stop_broker && return $rc
+'
+expect_ok '... and no node service: the step is refused, the user told so, slurmd'"'"'s log saying what to start' '
+    start_broker && wait_for 200 0.1 all_idle && services_down &&
+    wait_for 50 0.1 sh -c "! test -e $T/rec-n1/service.sock && ! test -e $T/rec-n2/service.sock" &&
+    { as_nobody timeout 45 srun -N2 true 2>err; test $? != 0; } && cat err &&
+    grep -q "no VNI isolation: the job.s setup by the node service: no node service answers on this node; the step does not start" err &&
+    ! grep -q "fmbroker-cxi.service" err &&
+    grep -q "no node service answers at $T/rec-n1/service.sock and no node prolog made the job.s record: start fmbroker-cxi.service" \
+        "$S/log/slurmd-n1.log"
+'
+# slurmd's Prolog= beside the service: fmbroker-slurm-prolog hands it the
+# job and returns; the steps find the job's setup made, or wait for it.
+expect_ok 'with Prolog=fmbroker-slurm-prolog, the prolog hands each node'"'"'s service the job; its steps get their variables' '
+    services_up && wait_for 200 0.1 all_idle &&
+    # The stand-in: each emulated node its own service socket (a real
+    # node has /run/fmbroker-cxi/service.sock, the program'"'"'s default).
+    printf "#!/bin/sh\nFMBROKER_CXI_SERVICE=%s/rec-\$SLURMD_NODENAME/service.sock FMBROKER_CXI_PROGRAM=%s exec %s\n" \
+        "$T" "$S/hooks/prolog.sh" "$FMB_BIN/fmbroker-slurm-prolog" >"$S/hooks/service-prolog.sh" &&
+    chmod 755 "$S/hooks/service-prolog.sh" &&
+    printf "EpilogSlurmctld=%s\nProlog=%s\nEpilog=%s\n" "$S/hooks/epilog_slurmctld.sh" \
+        "$S/hooks/service-prolog.sh" "$S/hooks/epilog.sh" >"$S/setup.conf" && slurm_restart &&
+    as_nobody timeout 45 srun -N2 "$D/showenv.sh" "$D" "$T/rec" &&
+    j=$(newest_job) &&
+    for n in n1 n2; do
+        diff "$D/rec.$n" "$D/env.$n" && grep -q "^SLINGSHOT_VNIS=[0-9]" "$D/env.$n" &&
+        grep -q "job $j: prolog made in [0-9]* ms (exit 0)" "$S/log/serve-$n.log" &&
+        ! grep -q "job $j: prolog made in .*first step" "$S/log/serve-$n.log" || return 1
+    done
 '
 expect_ok '... and a node whose service is stopped runs fmbroker-cxi itself: the job gets its services all the same' '
-    start_broker && wait_for 200 0.1 all_idle && services_down &&
+    wait_for 200 0.1 all_idle && services_down &&
     wait_for 50 0.1 sh -c "! test -e $T/rec-n1/service.sock" &&
     as_nobody timeout 45 srun -N2 "$D/showenv.sh" "$D" "$T/rec" &&
     for n in n1 n2; do grep -q "^SLINGSHOT_VNIS=[0-9]" "$D/env.$n" || return 1; done &&
