@@ -87,44 +87,50 @@ static int connect_in (const char *state_dir, bool nonblock, char *path, size_t 
     return node_service_connect (path, nonblock);
 }
 
-/* One request to STATE_DIR/service.sock and its answer line: 1 with the
- * answer in 'line', 0 when no service listens there, -1 with 'e'. */
-static int ask (const char *state_dir,
-                const char *req,
-                size_t n,
-                int timeout_ms,
-                char *line,
-                size_t len,
-                struct fmb_error *e)
+int node_service_call_start (struct node_service_call *c,
+                             const char *state_dir,
+                             const char *req,
+                             size_t n,
+                             struct fmb_error *e)
 {
-    char path[PATH_MAX];
     /* non-blocking: a full line of callers is an error, not a hang */
-    int fd = connect_in (state_dir, true, path, sizeof (path));
-    if (fd < 0 && (errno == ENOENT || errno == ECONNREFUSED))
+    c->fd = connect_in (state_dir, true, c->path, sizeof (c->path));
+    if (c->fd < 0 && (errno == ENOENT || errno == ECONNREFUSED))
         return 0;
-    if (fd < 0 && errno == EAGAIN)
+    if (c->fd < 0 && errno == EAGAIN)
         return fmb_errorf (
-            e, "the node service at %s: its line of callers is full", path);
-    if (fd < 0)
-        return fmb_errorf (e, "the node service at %s: %s", path, strerror (errno));
-    if (node_service_send (fd, req, n) < 0) {
+            e, "the node service at %s: its line of callers is full", c->path);
+    if (c->fd < 0)
+        return fmb_errorf (e, "the node service at %s: %s", c->path, strerror (errno));
+    if (node_service_send (c->fd, req, n) < 0) {
         int err = errno;
-        close (fd);
-        return fmb_errorf (e, "the node service at %s: %s", path, strerror (err));
+        close (c->fd);
+        c->fd = -1;
+        return fmb_errorf (e, "the node service at %s: %s", c->path, strerror (err));
     }
-    int rc = node_service_answer (fd, timeout_ms, line, len);
+    return 1;
+}
+
+int node_service_call_finish (struct node_service_call *c,
+                              int timeout_ms,
+                              char *line,
+                              size_t len,
+                              struct fmb_error *e)
+{
+    int rc = node_service_answer (c->fd, timeout_ms, line, len);
     int err = errno;
-    close (fd);
+    close (c->fd);
+    c->fd = -1;
     if (rc == 0)
-        return 1;
+        return 0;
     if (err == ETIMEDOUT)
         return fmb_errorf (e,
                            "the node service at %s did not answer in %d s",
-                           path,
+                           c->path,
                            timeout_ms / 1000);
     /* it went away mid-request (a crash, a kill) */
     return fmb_errorf (
-        e, "the node service at %s closed the connection without an answer", path);
+        e, "the node service at %s closed the connection without an answer", c->path);
 }
 
 int node_service_wait (const char *state_dir,
@@ -132,22 +138,26 @@ int node_service_wait (const char *state_dir,
                        int timeout_ms,
                        struct fmb_error *e)
 {
+    struct node_service_call c;
     char req[256], line[64];
     int n = snprintf (req, sizeof (req), "SLURM_JOB_ID=%s\nFMB_WAIT=1\n\n", job);
     if (n < 0 || (size_t)n >= sizeof (req)) {
         errno = EINVAL;
         return fmb_errorf (e, "job '%.32s': not a job id", job);
     }
+    int rc = node_service_call_start (&c, state_dir, req, (size_t)n, e);
+    if (rc <= 0)
+        return rc;
     /* Its arrival is what counts, whatever it says. */
-    return ask (state_dir, req, (size_t)n, timeout_ms, line, sizeof (line), e);
+    return node_service_call_finish (&c, timeout_ms, line, sizeof (line), e) < 0 ? -1 : 1;
 }
 
-int node_service_setup (const char *state_dir,
-                        char *const *vars,
-                        int timeout_ms,
-                        struct fmb_error *e)
+int node_service_setup_start (struct node_service_call *c,
+                              const char *state_dir,
+                              char *const *vars,
+                              struct fmb_error *e)
 {
-    char req[NODE_SERVICE_REQUEST_MAX], line[FMB_ERROR_TEXT_MAX + 160];
+    char req[NODE_SERVICE_REQUEST_MAX];
     size_t n = 0;
     for (char *const *v = vars; *v; v++) {
         size_t len = strlen (*v);
@@ -160,7 +170,7 @@ int node_service_setup (const char *state_dir,
         n += len + 1;
     }
     req[n++] = '\n';
-    return ask (state_dir, req, n, timeout_ms, line, sizeof (line), e);
+    return node_service_call_start (c, state_dir, req, n, e);
 }
 
 int node_service_step_end (const char *state_dir,

@@ -15,6 +15,7 @@
 
 #include "error.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -51,18 +52,46 @@ int node_service_wait (const char *state_dir,
  * list, the user's options). */
 #define NODE_SERVICE_REQUEST_MAX 16384
 
-/* The job's setup on this node made by the node service, for the first
- * step of a job whose node has no Prolog= (the launch setup, doc/slurm.md):
- * 'vars' (NAME=VALUE, NULL-terminated) are the variables slurmd gives a
- * prolog (slurmvars.h) and FMB_SETUP=1.  The service makes the job's
- * prolog unless its record is there already (a prolog handed over, or
- * another step, made it first), and answers once it is made: the
- * outcome is the job's record.  1: answered; 0: no service listens
- * there; -1 with 'e' as node_service_wait. */
-int node_service_setup (const char *state_dir,
-                        char *const *vars,
-                        int timeout_ms,
-                        struct fmb_error *e);
+/* One request in flight: sent by node_service_call_start, its answer
+ * read by node_service_call_finish (the caller may do other work in
+ * between: the SPANK plugin sends a job's setup in slurm_spank_init and
+ * reads the answer in slurm_spank_user_init, while slurmstepd sets up
+ * the step's I/O and the service makes the setup). */
+struct node_service_call {
+    int fd;
+    char path[PATH_MAX]; /* the socket, for the messages */
+};
+
+/* Connect to STATE_DIR/service.sock and send 'req' (n bytes): 1 sent,
+ * 0 no service listens there (none, or one that died), -1 with 'e' (its
+ * line of callers is full, the socket failed). */
+int node_service_call_start (struct node_service_call *c,
+                             const char *state_dir,
+                             const char *req,
+                             size_t n,
+                             struct fmb_error *e);
+
+/* The answer line of a call started, into 'line'; the call closed.  -1
+ * with 'e' naming the socket when none came in timeout_ms or the service
+ * closed the connection first (it died, or was killed: what it took may
+ * be lost). */
+int node_service_call_finish (struct node_service_call *c,
+                              int timeout_ms,
+                              char *line,
+                              size_t len,
+                              struct fmb_error *e);
+
+/* The job's setup on this node by the node service, for the job's first
+ * step where no Prolog= made it: 'vars' (NAME=VALUE, NULL-terminated) are
+ * the variables slurmd gives a prolog (slurmvars.h) and FMB_SETUP=1.  The
+ * service makes the job's prolog unless its record is there by its turn
+ * (a prolog handed over, or another step, made it first), and answers
+ * once it is made: the outcome is the job's record.  As
+ * node_service_call_start. */
+int node_service_setup_start (struct node_service_call *c,
+                              const char *state_dir,
+                              char *const *vars,
+                              struct fmb_error *e);
 
 /* A step's end handed to the node service, which makes the broker's call
  * later: a Unix socket write instead of a libcurl process and a TLS

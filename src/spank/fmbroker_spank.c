@@ -76,11 +76,13 @@ static struct {
     char job[16];
     char step[STEP_NAME_MAX];
     char state_dir[1024];
-    /* why the wait for the node service's setup failed, if it did: the
-     * step's reason when no record follows (a service that died after
-     * taking the job's prolog) */
+    /* the job's setup asked of the node service (fd -1: none in flight) */
+    struct node_service_call setup;
+    int64_t setup_t0;
+    /* why the node service's setup failed, if it did: the step's reason
+     * when no record follows (a service that died after taking it) */
     char setup_error[FMB_ERROR_TEXT_MAX];
-} step;
+} step = {.setup.fd = -1};
 
 static int option_cb (int val, const char *optarg, int remote);
 
@@ -206,37 +208,39 @@ static void setup_request (spank_t sp, uint32_t jobid, struct setup_vars *s)
  * on this node.  Where slurmd's Prolog= handed the job to the node
  * service, they may still be in the making; where no Prolog= runs (the
  * launch setup), nothing has made them yet.  Either way the step hands
- * the service the job's setup and waits: the service makes it unless the
- * job's record is there by its turn.  A later step finds the record,
- * written last, and asks nothing. */
-static void setup_job (spank_t sp)
+ * the service the job's setup here, in slurm_spank_init, and reads the
+ * answer in slurm_spank_user_init (setup_finish): meanwhile slurmstepd
+ * sets up the step's I/O with srun while the service makes the setup.
+ * The service makes it unless the job's record is there by its turn; a
+ * later step finds the record, written last, and asks nothing. */
+static void setup_start (spank_t sp)
 {
     uint32_t jobid = 0, stepid = 0;
-    char job[16], name[32], dir[PATH_MAX], path[PATH_MAX + 32];
+    char dir[PATH_MAX], path[PATH_MAX + 32];
     static struct setup_vars vars; /* large: not on slurmstepd's stack */
     struct fmb_error e;
     if (spank_get_item (sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
         spank_get_item (sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
         stepid == SLURM_EXTERN_CONT)
         return;
-    snprintf (job, sizeof (job), "%u", jobid);
-    step_name (stepid, name, sizeof (name));
     node_state_dir (dir, sizeof (dir));
-    if (jobrecord_path (path, sizeof (path), dir, job) < 0)
+    snprintf (step.job, sizeof (step.job), "%u", jobid);
+    step_name (stepid, step.step, sizeof (step.step));
+    if (jobrecord_path (path, sizeof (path), dir, step.job) < 0)
         return;
     if (access (path, F_OK) == 0) {
         slurm_verbose (
             "fmbroker: job %s step %s: node service setup wait 0 ms "
             "(the job's record is there)",
-            job,
-            name);
+            step.job,
+            step.step);
         return;
     }
-    int64_t t0 = fmb_monotime_ms ();
+    step.setup_t0 = fmb_monotime_ms ();
     setup_request (sp, jobid, &vars);
-    int rc = node_service_setup (dir, vars.v, NODE_SERVICE_WAIT_MS, &e);
+    int rc = node_service_setup_start (&step.setup, dir, vars.v, &e);
     if (rc < 0) {
-        slurm_error ("fmbroker: job %s step %s: %s", job, name, e.text);
+        slurm_error ("fmbroker: job %s step %s: %s", step.job, step.step, e.text);
         snprintf (step.setup_error, sizeof (step.setup_error), "%s", e.text);
     } else if (rc == 0) {
         /* no Prolog= made the record and no service answers: the admin's
@@ -244,18 +248,39 @@ static void setup_job (spank_t sp)
         slurm_error ("fmbroker: job %s step %s: no node service answers at %s/%s and no "
                      "node prolog made the job's record: start fmbroker-cxi.service "
                      "(doc/slurm.md)",
-                     job,
-                     name,
+                     step.job,
+                     step.step,
                      dir,
                      JOBRECORD_SERVICE_SOCKET);
         snprintf (step.setup_error,
                   sizeof (step.setup_error),
                   "no node service answers on this node");
-    } else
-        slurm_verbose ("fmbroker: job %s step %s: node service setup wait %lld ms",
-                       job,
-                       name,
-                       (long long)(fmb_monotime_ms () - t0));
+    }
+}
+
+/* The service's answer to setup_start, before the step reads the record
+ * (the socket was opened as root; reading it needs no privilege). */
+static void setup_finish (void)
+{
+    char line[FMB_ERROR_TEXT_MAX + 160];
+    struct fmb_error e;
+    if (step.setup.fd < 0)
+        return;
+    int64_t t1 = fmb_monotime_ms ();
+    int64_t left = step.setup_t0 + NODE_SERVICE_WAIT_MS - t1;
+    if (node_service_call_finish (
+            &step.setup, left > 0 ? (int)left : 0, line, sizeof (line), &e) < 0) {
+        slurm_error ("fmbroker: job %s step %s: %s", step.job, step.step, e.text);
+        snprintf (step.setup_error, sizeof (step.setup_error), "%s", e.text);
+    } else {
+        int64_t t2 = fmb_monotime_ms ();
+        slurm_verbose ("fmbroker: job %s step %s: node service setup wait %lld ms "
+                       "(answered %lld ms after the request)",
+                       step.job,
+                       step.step,
+                       (long long)(t2 - t1),
+                       (long long)(t2 - step.setup_t0));
+    }
 }
 
 int slurm_spank_init (spank_t sp, int ac, char **av)
@@ -277,7 +302,7 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
                      FMB_VERSION,
                      FMB_SLURM_RELEASE_TEXT);
     if (ctx == S_CTX_REMOTE)
-        setup_job (sp);
+        setup_start (sp);
     if (!user_context (ctx))
         return 0;
     char names[128];
@@ -300,7 +325,7 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
  * for a job this process makes, in its own environment as
  * SLURM_SPANK_FMB_*, the name slurmd gives them in a batch job's: every
  * step of the job inherits them from there, and a job's first step on a
- * node without Prolog= hands them to the node service (setup_job). */
+ * node without Prolog= hands them to the node service (setup_start). */
 static void job_option (spank_t sp, bool new_job, const char *name, const char *value)
 {
     char env_name[64];
@@ -427,6 +452,7 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
         stepid == SLURM_EXTERN_CONT)
         return 0;
     spank_get_item (sp, S_JOB_NODEID, &nodeid);
+    setup_finish ();
     snprintf (step.job, sizeof (step.job), "%u", jobid);
     step_name (stepid, step.step, sizeof (step.step));
     node_state_dir (step.state_dir, sizeof (step.state_dir));

@@ -315,6 +315,45 @@ static void service_wait_outcomes (void **state)
     close (lfd);
 }
 
+/* A step's setup request: the variables one per line, then an empty
+ * line, sent at once and answered later (the plugin reads the answer in
+ * another callback); a value with a newline is refused, not sent; no
+ * service is 0; a line of callers that is full is an error that says so
+ * (the call does not hang). */
+static void service_setup_request (void **state)
+{
+    const char *dir = *state;
+    struct fmb_error e;
+    struct node_service_call c;
+    char line[64];
+    char *vars[] = {"FMB_SETUP=1", "SLURM_JOB_ID=42", "SLURM_JOB_UID=65534", NULL};
+    assert_int_equal (node_service_setup_start (&c, dir, vars, &e), 0);
+    /* backlog 0: one caller waits in line, the next finds it full */
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf (
+        sa.sun_path, sizeof (sa.sun_path), "%s/%s", dir, JOBRECORD_SERVICE_SOCKET);
+    int lfd = socket (AF_UNIX, SOCK_STREAM, 0);
+    assert_int_equal (bind (lfd, (struct sockaddr *)&sa, sizeof (sa)), 0);
+    assert_int_equal (listen (lfd, 0), 0);
+    assert_int_equal (node_service_setup_start (&c, dir, vars, &e), 1);
+    struct node_service_call full;
+    assert_int_equal (node_service_setup_start (&full, dir, vars, &e), -1);
+    assert_non_null (strstr (e.text, "its line of callers is full"));
+    int fd = accept (lfd, NULL, NULL);
+    char buf[256] = "";
+    assert_true (read (fd, buf, sizeof (buf) - 1) > 0);
+    assert_string_equal (buf, "FMB_SETUP=1\nSLURM_JOB_ID=42\nSLURM_JOB_UID=65534\n\n");
+    assert_int_equal (write (fd, "0\t\n", 3), 3);
+    assert_int_equal (node_service_call_finish (&c, 1000, line, sizeof (line), &e), 0);
+    assert_string_equal (line, "0\t");
+    assert_int_equal (c.fd, -1);
+    close (fd);
+    char *bad[] = {"SLURM_NODELIST=n1\nFMB_WAIT=1", NULL};
+    assert_int_equal (node_service_setup_start (&c, dir, bad, &e), -1);
+    assert_non_null (strstr (e.text, "cannot be sent"));
+    close (lfd);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -334,6 +373,8 @@ int main (void)
             root_verdict_follows_roots_record, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
             service_wait_outcomes, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown (
+            service_setup_request, setup_dir, teardown_dir),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
