@@ -2,23 +2,21 @@
 # bench/slurm-launch.sh [BUILD_DIR]: what fmbroker adds to a user's job
 # launch.  A real Slurm 22.05 (tests/integration/slurm.sh: two emulated
 # nodes on 127.0.0.1) runs `srun -N2 true` as nobody, alternately in each
-# of these setups (BENCH_MODES, default without service true-hooks wrappers node):
+# of these setups (BENCH_MODES, default without noprolog service true-hooks plugin):
 #   without  plain Slurm: no plugin, no prolog of any kind
-#   ctld     the classic setup: RUN from PrologSlurmctld, PrologFlags=Alloc,
-#            the node prolog (fmbroker-cxi as slurmd's Prolog=) over TLS
-#            with its node's token
-#   node     the launch setup before the node service (§13): the RUN made
-#            by fmbroker-cxi as Prolog= ([api] node_run = true), no
-#            PrologSlurmctld, no PrologFlags=Alloc: the step waits for the
-#            prolog inside slurmd instead of srun polling the controller
-#   nohold   as node, with PrologFlags=Alloc,NoHold: the node prologs
-#            start at allocation and the step waits for them in slurmd
-#   service  fmbroker's launch setup (doc/slurm.md): the node service
+#   noprolog fmbroker's launch setup (doc/slurm.md): no Prolog=, no
+#            PrologSlurmctld; the node service (fmbroker-cxi serve, one per
+#            emulated node) makes each job's setup, RUN included ([api]
+#            node_run = true), when the plugin in the job's first
+#            slurmstepd on the node asks for it; the plugin with its
+#            default state_dir; EpilogSlurmctld's CLEANUP; the epilog as in
+#            service
+#   service  the launch setup with a Prolog= (section 16): the node service
 #            (fmbroker-cxi serve, one per emulated node), slurmd's Prolog=
 #            fmbroker-slurm-prolog itself (it hands the job to the
 #            resident service, whose broker connection stays open), the
 #            plugin with its default state_dir, EpilogSlurmctld's CLEANUP;
-#            the node services run in these setups only.  The epilog is
+#            the node services run in the setups that use them only.  The epilog is
 #            fmbroker-cxi through a dash that gives it the emulated node's
 #            NICs (after srun has returned: off the launch)
 #   service-timeout  as service, with PrologEpilogTimeout=120 (slurmd
@@ -65,7 +63,7 @@ export FMB_SRC=${FMB_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$(dirname "$0")/../tests/integration/lib.sh"
 N=${BENCH_LAUNCHES:-100}
 B=${BENCH_BLOCK:-25}
-MODES=${BENCH_MODES:-without service true-hooks wrappers node}
+MODES=${BENCH_MODES:-without noprolog service true-hooks plugin}
 [ "$(id -u)" = 0 ] && [ -f "$FMB_BIN/../lib/fmbroker_spank.so" ] || { echo "needs root and the plugin" >&2; exit 1; }
 chmod 755 "$T"
 . "$FMB_SRC/tests/integration/slurm.sh"
@@ -283,7 +281,7 @@ for m in $MODES; do
     awk -v m="$m" '$1 == "prolog_slurmctld" && $2 == m { print int(($4 - $3) / 1e6) }' "$T/hooks.times" >"$T/h.ctld.$m"
     hook_row "node prolog (Prolog=, over TLS; the wrapper's clock)" "$m" "$T/h.prolog.$m"
     hook_row "PrologSlurmctld (hook script, fmbroker run-job)" "$m" "$T/h.ctld.$m"
-    hook_row "the step's wait for the node service's setup (the plugin in slurmstepd)" "$m" "$T/wait.$m"
+    hook_row "the step's wait for the node service's setup (the plugin in slurmstepd, blocked before the tasks)" "$m" "$T/wait.$m"
     hook_row "step-end cleanup on node 0 (the plugin's own timing)" "$m" "$T/clean.$m"
 done
 echo

@@ -23,7 +23,7 @@
 #include "slurmvars.h"
 #include "validate.h"
 
-#define REQUEST_WAIT_S   2     /* a caller that sends nothing is dropped */
+#define REQUEST_WAIT_S   2 /* a caller that sends nothing is dropped */
 #define REQUEST_VARS_MAX 16
 /* The broker's bookkeeping (the nodes' reports, the steps' ends) waits
  * until no caller came for IDLE_MS, or at most DEFER_MAX_MS: it does not
@@ -43,7 +43,7 @@ struct deferred {
 /* What a prolog takes from Slurm, and a step's end, and nothing else. */
 static const char *const request_vars[] = {
     SLURM_PROLOG_VARS,
-    "FMB_STEP", /* a step's end (the SPANK plugin) */
+    "FMB_STEP",  /* a step's end (the SPANK plugin) */
     "FMB_WAIT",  /* a wait for the prologs handed over (nodeservice.h) */
     "FMB_SETUP", /* a step's setup of its job, where no Prolog= runs */
 };

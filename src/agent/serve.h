@@ -7,14 +7,13 @@
  * larger part of a Slurm launch's cost (issue 36, bench/RESULTS.md).
  * The service does that set-up once: it stays up on the node (systemd's
  * fmbroker-cxi.service), keeps one connection to the broker open from
- * job to job, and makes each job's prolog.  slurmd's Prolog= is then
- * fmbroker-slurm-prolog (slurmprolog.c), a program of a few pages that
- * passes Slurm's variables to the service and returns once the service
- * has taken the job: slurmd then starts the step (a fork and exec of
- * slurmstepd) while the service makes the job's services, and the step's
- * slurmstepd, before its tasks, and the epilog wait for them
- * (nodeservice.h).  slurmd's own wait for a prolog, and the prolog's
- * work, no longer add up on the launch (bench/RESULTS.md section 15).
+ * job to job, and makes each job's setup on the node (its prolog).  Any
+ * Prolog= at all costs a launch some 20 ms of slurmd's own, so in
+ * Slurm's launch setup the job's first slurmstepd on the node (the SPANK
+ * plugin) asks the service for the job's setup and reads the answer
+ * before the tasks (nodeservice.h); a Prolog= beside it
+ * (fmbroker-slurm-prolog, slurmprolog.c) hands the job over and returns
+ * at once, and the step's request then finds the job made or waits.
  *
  * It listens at STATE_DIR/service.sock (jobrecord.h), where the Prolog=
  * program and the plugin find it beside the job records.  The socket is
@@ -23,13 +22,16 @@
  * few broker calls of 5 s at most each; a broker that gave no answer at
  * all is taken as away for 2 s, brokerhttp.h; a prolog whose caller gave
  * up waiting is not made).  On SIGTERM those in line are served, then
- * the socket goes (later callers run fmbroker-cxi themselves): a wait
+ * the socket goes (later prologs run fmbroker-cxi themselves): a wait
  * for a prolog taken here is answered here.
- * Three requests come here, served in order:
- *   - the job's prolog on this node (Slurm's variables, slurmhook.h):
+ * Four requests come here, served in order:
+ *   - a step's setup of its job (FMB_SETUP and Slurm's variables,
+ *     slurmhook.h, from the plugin in the job's first slurmstepd on the
+ *     node): made unless the job's record is there, answered once made;
+ *   - the job's prolog on this node (Slurm's variables, from Prolog=):
  *     answered once read, then made;
- *   - a wait (FMB_WAIT, SLURM_JOB_ID): answered when its turn comes,
- *     that is once every prolog taken before it is made;
+ *   - a wait (FMB_WAIT, SLURM_JOB_ID, from the epilog): answered when
+ *     its turn comes, that is once every prolog taken before it is made;
  *   - a step's end (FMB_STEP and SLURM_JOB_ID, from the SPANK plugin in
  *     node 0's slurmstepd, which does not wait for the answer): the
  *     broker's DELETE of the step's trees.

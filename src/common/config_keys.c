@@ -52,12 +52,12 @@ const struct cfg_key cfg_keys[] = {
       F (tls_key), cfg_check_path_or_empty, NULL },
     { "api",            "tokens_file",        CFG_STRING,    0,   0,        "",
       F (tokens_file), cfg_check_path_or_empty, NULL },
-    /* true: an agent token may also RUN a job (a node prolog's RUN,
-     * Slurm's launch setup without PrologSlurmctld). */
+    /* true: an agent token may also RUN a job (a node's RUN, Slurm's
+     * launch setup without PrologSlurmctld). */
     { "api",            "agent_run",          CFG_BOOL,      0,   1,        "false",
       F (api_agent_run), NULL, NULL },
-    /* A Slurm compute node's own: true, its prolog (fmbroker-cxi as
-     * slurmd's Prolog=) makes the job's RUN.  A client key of its own,
+    /* A Slurm compute node's own: true, the job's setup on the node (the
+     * node service's, or a Prolog=) makes the job's RUN.  A client key of its own,
      * not agent_run: a typo in a broker key must not stop the clients. */
     { "api",            "node_run",           CFG_BOOL,      0,   1,        "false",
       F (api_node_run), NULL, NULL },

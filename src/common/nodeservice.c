@@ -149,7 +149,8 @@ int node_service_wait (const char *state_dir,
     if (rc <= 0)
         return rc;
     /* Its arrival is what counts, whatever it says. */
-    return node_service_call_finish (&c, timeout_ms, line, sizeof (line), e) < 0 ? -1 : 1;
+    return node_service_call_finish (&c, timeout_ms, line, sizeof (line), e) < 0 ? -1
+                                                                                 : 1;
 }
 
 int node_service_setup_start (struct node_service_call *c,
@@ -163,7 +164,8 @@ int node_service_setup_start (struct node_service_call *c,
         size_t len = strlen (*v);
         if (strchr (*v, '\n') || n + len + 2 >= sizeof (req)) {
             errno = EINVAL;
-            return fmb_errorf (e, "the job's setup request: '%.64s' cannot be sent", *v);
+            return fmb_errorf (
+                e, "the job's setup request: '%.64s' cannot be sent", *v);
         }
         memcpy (req + n, *v, len);
         req[n + len] = '\n';

@@ -1,15 +1,16 @@
 /* nodeservice.h: a request to the node service (fmbroker-cxi serve,
  * src/agent/serve.h) from the other root processes on a compute node:
- * the SPANK plugin in slurmstepd and the node epilog.
+ * the SPANK plugin in slurmstepd, Prolog= (fmbroker-slurm-prolog) and
+ * the node epilog.
  *
- * Why here: the service takes a job's prolog from slurmd's Prolog= and
- * answers at once, before the job's CXI services are made, so that
- * slurmd goes on to start the step while the service works.  Whoever
- * needs the services made (the step, before its tasks; the epilog,
- * before it destroys them) asks the service to wait: it serves one
- * request at a time, in order, so its answer to a wait comes after every
- * prolog handed to it before.  libc alone (fmbroker-slurm-prolog builds
- * it in). */
+ * Why here: the job's first step on a node asks the service for the
+ * job's setup (no Prolog=: slurmd runs nothing before the step), or the
+ * service took the job from slurmd's Prolog= and answered at once,
+ * before the job's CXI services were made.  Whoever needs the services
+ * made (the step, before its tasks; the epilog, before it destroys them)
+ * asks the service: it serves one request at a time, in order, so its
+ * answer comes after every prolog handed to it before.  libc alone
+ * (fmbroker-slurm-prolog builds it in). */
 #ifndef FMB_COMMON_NODESERVICE_H
 #define FMB_COMMON_NODESERVICE_H
 

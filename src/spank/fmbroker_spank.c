@@ -5,19 +5,24 @@
  *
  *   srun / sbatch / salloc  options --fmb-hwcoll, --fmb-vnis, --fmb-tcs,
  *                           checked at submission and handed to the RUN
- *                           (PrologSlurmctld, or the node prolog) as
- *                           SPANK_FMB_*
- *   slurmstepd (per step    reads the job's record once per step per node
- *   per node)               (no broker, no FM call), sets the tasks'
- *                           SLINGSHOT_* / FI_CXI_* and the step id, applies
- *                           the failure policy; at the step's end, node 0
- *                           of a step of a job with a multicast reservation
- *                           asks the broker to release the step's trees
+ *                           (PrologSlurmctld, a node prolog: SPANK_FMB_*;
+ *                           the node service: the job's environment,
+ *                           SLURM_SPANK_FMB_*)
+ *   slurmstepd (per step    the job's first step on the node asks the node
+ *   per node)               service for the job's setup (its CXI services
+ *                           and record; no Prolog= needed); every step
+ *                           reads the job's record (no broker, no FM
+ *                           call), sets the tasks' SLINGSHOT_* / FI_CXI_*
+ *                           and the step id, applies the failure policy;
+ *                           at the step's end, node 0 of a step of a job
+ *                           with a multicast reservation has the step's
+ *                           trees released
  *
  * No SPANK job prolog or epilog: slurmd would start a slurmstepd for
  * them at every job's launch on every node (a third of a plain launch's
- * time, measured), so the node prolog and epilog are slurm.conf's
- * Prolog= and Epilog=, fmbroker-cxi itself (src/agent/slurmhook.h).
+ * time, measured); nor does fmbroker need slurm.conf's Prolog=, which
+ * costs every launch some 20 ms of slurmd's own.  The node epilog is
+ * slurm.conf's Epilog=, fmbroker-cxi itself (src/agent/slurmhook.h).
  *
  * plugstack.conf arguments: see spankcore.h and doc/slurm.md.
  */
@@ -159,14 +164,18 @@ static void setup_var (struct setup_vars *s, const char *name, const char *value
 {
     size_t left = sizeof (s->text) - s->used;
     int w = snprintf (s->text + s->used, left, "%s=%s", name, value);
-    if (w < 0 || (size_t)w >= left || s->n + 1 >= (int)(sizeof (s->v) / sizeof (s->v[0])))
+    if (w < 0 || (size_t)w >= left ||
+        s->n + 1 >= (int)(sizeof (s->v) / sizeof (s->v[0])))
         return; /* the service says what is missing */
     s->v[s->n++] = s->text + s->used;
     s->v[s->n] = NULL;
     s->used += (size_t)w + 1;
 }
 
-static void setup_env_var (spank_t sp, struct setup_vars *s, const char *name, const char *from)
+static void setup_env_var (spank_t sp,
+                           struct setup_vars *s,
+                           const char *name,
+                           const char *from)
 {
     char value[4096];
     if (spank_getenv (sp, from, value, sizeof (value)) == ESPANK_SUCCESS && value[0])
@@ -245,13 +254,14 @@ static void setup_start (spank_t sp)
     } else if (rc == 0) {
         /* no Prolog= made the record and no service answers: the admin's
          * words here, the user's in the step's refusal */
-        slurm_error ("fmbroker: job %s step %s: no node service answers at %s/%s and no "
-                     "node prolog made the job's record: start fmbroker-cxi.service "
-                     "(doc/slurm.md)",
-                     step.job,
-                     step.step,
-                     dir,
-                     JOBRECORD_SERVICE_SOCKET);
+        slurm_error (
+            "fmbroker: job %s step %s: no node service answers at %s/%s and no "
+            "node prolog made the job's record: start fmbroker-cxi.service "
+            "(doc/slurm.md)",
+            step.job,
+            step.step,
+            dir,
+            JOBRECORD_SERVICE_SOCKET);
         snprintf (step.setup_error,
                   sizeof (step.setup_error),
                   "no node service answers on this node");
@@ -274,12 +284,13 @@ static void setup_finish (void)
         snprintf (step.setup_error, sizeof (step.setup_error), "%s", e.text);
     } else {
         int64_t t2 = fmb_monotime_ms ();
-        slurm_verbose ("fmbroker: job %s step %s: node service setup wait %lld ms "
-                       "(answered %lld ms after the request)",
-                       step.job,
-                       step.step,
-                       (long long)(t2 - t1),
-                       (long long)(t2 - step.setup_t0));
+        slurm_verbose (
+            "fmbroker: job %s step %s: node service setup wait %lld ms "
+            "(answered %lld ms after the request)",
+            step.job,
+            step.step,
+            (long long)(t2 - t1),
+            (long long)(t2 - step.setup_t0));
     }
 }
 
