@@ -82,17 +82,16 @@ static int conf_arg (struct spank_conf *c, const char *arg, struct fmb_error *e)
     if (KEY ("run"))
         return bad (
             e,
-            "plugstack argument run=: no longer taken, delete it; a node's prolog "
-            "makes the job's RUN when its fmbroker.conf has [api] node_run = true, "
+            "plugstack argument run=: no longer taken, delete it; the nodes make "
+            "the job's RUN when their fmbroker.conf has [api] node_run = true, "
             "else PrologSlurmctld does (doc/slurm.md)");
     if (KEY ("prolog") || KEY ("epilog") || KEY ("hook_timeout"))
         return bad (e,
-                    "plugstack argument %.*s=: no longer taken; the node prolog and "
-                    "epilog are slurm.conf's Prolog=%s and Epilog=%s, beside the "
-                    "node service fmbroker-cxi.service (doc/slurm.md)",
+                    "plugstack argument %.*s=: no longer taken; the node service "
+                    "fmbroker-cxi.service makes each job's setup, and slurm.conf's "
+                    "Epilog=%s its end (doc/slurm.md)",
                     (int)klen,
                     arg,
-                    SPANK_PROLOG_PATH,
                     SPANK_AGENT_PATH);
 #undef KEY
     return bad (e,

@@ -341,10 +341,10 @@ expect_ok 'without fmbroker_spank_clean.so next to the plugin, steps run and the
         "$S/log/slurmd-n1.log" "$S/log/slurmd-n2.log" &&
     plugstack
 '
-expect_ok 'a plugstack.conf line of the plugin'"'"'s old node hooks is refused, naming slurm.conf'"'"'s Prolog= instead' '
+expect_ok 'a plugstack.conf line of the plugin'"'"'s old node hooks is refused, naming the node service and Epilog= instead' '
     plugstack prolog=/usr/share/fmbroker/slurm/prolog.sh &&
     { as_nobody timeout 45 srun -N1 true 2>err; test $? != 0; } &&
-    grep -q "prolog=: no longer taken; the node prolog and epilog are slurm.conf.s Prolog=/usr/sbin/fmbroker-slurm-prolog and Epilog=/usr/sbin/fmbroker-cxi" err &&
+    grep -q "prolog=: no longer taken; the node service fmbroker-cxi.service makes each job.s setup, and slurm.conf.s Epilog=/usr/sbin/fmbroker-cxi its end" err &&
     plugstack
 '
 expect_ok 'with the broker stopped, a job fails and says why (fail_closed, the default)' '

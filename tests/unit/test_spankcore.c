@@ -55,12 +55,12 @@ static void conf_bad_arguments_are_named (void **state)
         {"step_timeout=31", "step_timeout=31: seconds, 1..30"},
         {"step_timeout=2s", "step_timeout=2s: seconds"},
         {"run=node",
-         "run=: no longer taken, delete it; a node's prolog makes the job's RUN when "
-         "its fmbroker.conf has [api] node_run = true"},
+         "run=: no longer taken, delete it; the nodes make the job's RUN when "
+         "their fmbroker.conf has [api] node_run = true"},
         /* the plugin's node hooks of before: what to do instead */
         {"prolog=/usr/share/fmbroker/slurm/prolog.sh",
-         "prolog=: no longer taken; the node prolog and epilog are slurm.conf's "
-         "Prolog=/usr/sbin/fmbroker-slurm-prolog and Epilog=/usr/sbin/fmbroker-cxi"},
+         "prolog=: no longer taken; the node service fmbroker-cxi.service makes "
+         "each job's setup, and slurm.conf's Epilog=/usr/sbin/fmbroker-cxi its end"},
         {"epilog=none", "epilog=: no longer taken"},
         {"hook_timeout=120", "hook_timeout=: no longer taken"},
         {"config=", "config=: a path"},
