@@ -1,8 +1,8 @@
 # common.sh: sourced by the fmbroker Slurm controller hooks and the
 # sweep.  Slurm gives hooks no PATH and none of the user's environment;
 # settings come from ../hooklib.sh (shared with Flux) and
-# /etc/default/fmbroker.  (The node prolog and epilog are no scripts:
-# slurmd runs fmbroker-cxi itself, as Prolog= and Epilog=.)
+# /etc/default/fmbroker.  (The nodes' side is no script: the node service
+# makes each job's setup, slurmd runs fmbroker-cxi itself as Epilog=.)
 case $0 in */*) fmb_dir=${0%/*} ;; *) fmb_dir=. ;; esac
 . "$fmb_dir/../hooklib.sh"
 # Slurm drops the controller hooks' output: their reasons go to syslog,

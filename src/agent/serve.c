@@ -43,9 +43,10 @@ struct deferred {
 /* What a prolog takes from Slurm, and a step's end, and nothing else. */
 static const char *const request_vars[] = {
     SLURM_PROLOG_VARS,
-    "FMB_STEP",  /* a step's end (the SPANK plugin) */
-    "FMB_WAIT",  /* a wait for the prologs handed over (nodeservice.h) */
-    "FMB_SETUP", /* a step's setup of its job, where no Prolog= runs */
+    "FMB_STEP",   /* a step's end (the SPANK plugin) */
+    "FMB_WAIT",   /* a wait for the prologs handed over (nodeservice.h) */
+    "FMB_SETUP",  /* a step's setup of its job, where no Prolog= runs */
+    "FMB_NCORES", /* ... and this node's CPUs from the step's credential */
 };
 
 static volatile sig_atomic_t stopping;

@@ -137,6 +137,13 @@ int slurm_hook_args (
         /* the node's report after exit: the job's start waits for its
          * services, not for the broker's bookkeeping */
         h->argv[n++] = "--report-later";
+        /* a step's setup (the node service): this node's CPUs, from the
+         * step's credential, size its CXI services (the RUN has none) */
+        const char *ncores = slurm_hook_var (h, "FMB_NCORES");
+        if (ncores && env) {
+            h->argv[n++] = "--ncores";
+            h->argv[n++] = (char *)ncores;
+        }
     } else {
         /* a service a dying task still holds is retried a while before
          * the node is drained for it */

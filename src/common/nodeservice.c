@@ -54,7 +54,8 @@ int node_service_answer (int fd, int timeout_ms, char *line, size_t len)
     while (n + 1 < len && !memchr (line, '\n', n)) {
         int64_t left = deadline - fmb_monotime_ms ();
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        int ready = left > 0 ? poll (&p, 1, (int)left) : 0;
+        /* the time up: still take an answer already there */
+        int ready = poll (&p, 1, left > 0 ? (int)left : 0);
         if (ready < 0 && errno == EINTR)
             continue;
         if (ready == 0)
@@ -163,9 +164,13 @@ int node_service_setup_start (struct node_service_call *c,
     for (char *const *v = vars; *v; v++) {
         size_t len = strlen (*v);
         if (strchr (*v, '\n') || n + len + 2 >= sizeof (req)) {
+            /* the variable's name only: its value is the job's user's */
             errno = EINVAL;
-            return fmb_errorf (
-                e, "the job's setup request: '%.64s' cannot be sent", *v);
+            return fmb_errorf (e,
+                               "the job's setup request: %.*s cannot be sent (a "
+                               "newline, or too long)",
+                               (int)strcspn (*v, "=\n"),
+                               *v);
         }
         memcpy (req + n, *v, len);
         req[n + len] = '\n';

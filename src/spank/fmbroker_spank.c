@@ -63,6 +63,9 @@
 SPANK_PLUGIN (fmbroker, 1);
 
 #define STEP_NAME_MAX 32
+/* How long a job's first step waits for a node service that is not
+ * there (fail_closed): a restart's gap, not a missing service. */
+#define SERVICE_RESTART_WAIT_MS 3000
 
 static struct spank_conf conf;
 
@@ -146,13 +149,14 @@ static void step_name (uint32_t id, char *out, size_t len);
 
 /* The variables slurmd would give the job's node prolog (slurmvars.h),
  * as this step sees them, for the node service to make the job's setup
- * where no Prolog= runs.  The job, its uid and this node are Slurm's own
- * (the step's credential, signed by slurmctld); the user's name is the
- * uid's here.  The node list, the CPUs and the job's options come from
- * the step's environment, which the job's user can change: they shape
- * that user's own job only (a list that names nodes the job never runs
- * on delays its VNIs' release to [vni] quarantine_s; the broker checks
- * the options as any RUN's). */
+ * where no Prolog= runs.  The job, its uid, this node and its CPUs are
+ * Slurm's own (the step's credential, signed by slurmctld): the CPUs go
+ * as FMB_NCORES, this node's count for its CXI services' limits, never
+ * into the RUN (a user could write SLURM_JOB_CPUS_PER_NODE, and size a
+ * service on a node others share).  The user's name is the uid's here.
+ * The node list and the job's options come from the step's environment,
+ * which the job's user can change: doc/security.md says what that can
+ * and cannot do. */
 struct setup_vars {
     char *v[16];
     int n;
@@ -177,9 +181,16 @@ static void setup_env_var (spank_t sp,
                            const char *name,
                            const char *from)
 {
-    char value[4096];
-    if (spank_getenv (sp, from, value, sizeof (value)) == ESPANK_SUCCESS && value[0])
+    static char value[NODE_SERVICE_REQUEST_MAX]; /* a node list may be long */
+    spank_err_t rc = spank_getenv (sp, from, value, sizeof (value));
+    if (rc == ESPANK_SUCCESS && value[0])
         setup_var (s, name, value);
+    else if (rc == ESPANK_NOSPACE)
+        slurm_error (
+            "fmbroker: %s is longer than %zu bytes: not handed to the node "
+            "service",
+            from,
+            sizeof (value) - 1);
 }
 
 static void node_name (char *out, size_t len);
@@ -204,8 +215,15 @@ static void setup_request (spank_t sp, uint32_t jobid, struct setup_vars *s)
         if (getpwuid_r (uid, &pw, pwbuf, sizeof (pwbuf), &found) == 0 && found)
             setup_var (s, "SLURM_JOB_USER", found->pw_name);
     }
+    char *cores = NULL;
+    int ncores = spank_get_item (sp, S_JOB_ALLOC_CORES, &cores) == ESPANK_SUCCESS
+                     ? spank_cpu_count (cores)
+                     : -1;
+    if (ncores > 0) {
+        snprintf (text, sizeof (text), "%d", ncores);
+        setup_var (s, "FMB_NCORES", text);
+    }
     setup_env_var (sp, s, "SLURM_NODELIST", "SLURM_JOB_NODELIST");
-    setup_env_var (sp, s, "SLURM_JOB_CPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE");
     /* the job's options: slurmd's SLURM_SPANK_* of a batch job, or what
      * the srun, sbatch or salloc that made the job set (init_post_opt) */
     setup_env_var (sp, s, "SPANK_FMB_HWCOLL", "SLURM_SPANK_FMB_HWCOLL");
@@ -248,6 +266,14 @@ static void setup_start (spank_t sp)
     step.setup_t0 = fmb_monotime_ms ();
     setup_request (sp, jobid, &vars);
     int rc = node_service_setup_start (&step.setup, dir, vars.v, &e);
+    /* A service restarting (systemctl restart, a package upgrade) has no
+     * socket for a moment: fail_closed waits a little for it, fail_open
+     * (nodes that may have no service at all) does not. */
+    while (rc == 0 && conf.policy == SPANK_FAIL_CLOSED &&
+           fmb_monotime_ms () - step.setup_t0 < SERVICE_RESTART_WAIT_MS) {
+        usleep (100 * 1000);
+        rc = node_service_setup_start (&step.setup, dir, vars.v, &e);
+    }
     if (rc < 0) {
         slurm_error ("fmbroker: job %s step %s: %s", step.job, step.step, e.text);
         snprintf (step.setup_error, sizeof (step.setup_error), "%s", e.text);
@@ -282,6 +308,19 @@ static void setup_finish (void)
             &step.setup, left > 0 ? (int)left : 0, line, sizeof (line), &e) < 0) {
         slurm_error ("fmbroker: job %s step %s: %s", step.job, step.step, e.text);
         snprintf (step.setup_error, sizeof (step.setup_error), "%s", e.text);
+    } else if (atoi (line) != 0) {
+        /* refused (a request it could not take): its reason, if any */
+        const char *why = strchr (line, '\t');
+        slurm_error (
+            "fmbroker: job %s step %s: the node service refused the job's "
+            "setup: %s",
+            step.job,
+            step.step,
+            why && why[1] ? why + 1 : line);
+        snprintf (step.setup_error,
+                  sizeof (step.setup_error),
+                  "the node service refused it (%.200s)",
+                  why && why[1] ? why + 1 : line);
     } else {
         int64_t t2 = fmb_monotime_ms ();
         slurm_verbose (
@@ -617,6 +656,10 @@ int slurm_spank_exit (spank_t sp, int ac, char **av)
 {
     (void)ac;
     (void)av;
+    if (spank_remote (sp) && step.setup.fd >= 0) {
+        close (step.setup.fd); /* the step ended before user_init */
+        step.setup.fd = -1;
+    }
     if (spank_remote (sp) && step.clean)
         clean_step_end ();
     return 0;

@@ -212,3 +212,31 @@ int spank_root_verdict (const char *state_dir, const char *job, struct fmb_error
     errno = ENODEV;
     return fmb_errorf (e, "%s: the job has VNIs but no CXI service on this node", path);
 }
+
+int spank_cpu_count (const char *list)
+{
+    long count = 0;
+    const char *p = list;
+    if (!p || !*p)
+        return -1;
+    while (*p) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            return -1;
+        long lo = strtol (p, &end, 10), hi = lo;
+        if (*end == '-') {
+            if (end[1] < '0' || end[1] > '9')
+                return -1;
+            hi = strtol (end + 1, &end, 10);
+        }
+        if (lo > hi || hi > 1048575 || (*end && *end != ','))
+            return -1;
+        count += hi - lo + 1;
+        if (count > 1048576)
+            return -1;
+        p = *end ? end + 1 : end;
+        if (*end && !*p)
+            return -1; /* a trailing comma */
+    }
+    return (int)count;
+}

@@ -72,4 +72,9 @@ int spank_step_record (const char *state_dir,
  * service. */
 int spank_root_verdict (const char *state_dir, const char *job, struct fmb_error *e);
 
+/* How many CPUs a Slurm CPU list names ("0-3,8,10-11": 7), as the step's
+ * credential gives this node's (S_JOB_ALLOC_CORES); -1 for anything else
+ * (an empty list, a range backwards, a number past 1048575). */
+int spank_cpu_count (const char *list);
+
 #endif

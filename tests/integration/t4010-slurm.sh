@@ -457,6 +457,17 @@ expect_ok '... and a batch job gets its options on every node, whichever step co
         grep -q "^SLINGSHOT_VNIS=[0-9]*,[0-9]*,[0-9]*$" "$D/env.$n" && ! grep -q "^FI_CXI_" "$D/env.$n" || return 1
     done
 '
+# The CPUs a job's CXI services are sized for come from the step's
+# credential, not from its environment: a user who writes
+# SLURM_JOB_CPUS_PER_NODE cannot size a service on a node others share.
+expect_ok '... and a user'"'"'s SLURM_JOB_CPUS_PER_NODE does not reach the RUN nor size the services' '
+    wait_for 200 0.1 all_idle && rm -f "$D"/env.* &&
+    as_nobody timeout 45 salloc -N2 sh -c "SLURM_JOB_CPUS_PER_NODE=1000000 srun -N2 $D/showenv.sh $D $T/rec" \
+        >/dev/null 2>"$D/salloc.err" &&
+    j=$(newest_job) && test "$(job_field "$j" .ncores)" = 0 &&
+    for n in n1 n2; do grep -q "^SLINGSHOT_VNIS=[0-9]" "$D/env.$n" || return 1; done &&
+    grep -q "job $j: prolog made in [0-9]* ms (exit 0, for its first step)" "$S/log/serve-n2.log"
+'
 expect_ok '... and with the broker stopped, the job fails with its own reason, not an earlier job'"'"'s kept report' '
     wait_for 200 0.1 all_idle && stop_broker &&
     { as_nobody timeout 60 srun -N2 true 2>err1; test $? != 0; } && wait_for 200 0.1 all_idle &&
@@ -508,10 +519,18 @@ expect_ok '... and no node service: the step is refused, the user told so, slurm
     grep -q "no node service answers at $T/rec-n1/service.sock and no node prolog made the job.s record: start fmbroker-cxi.service" \
         "$S/log/slurmd-n1.log"
 '
+# A service restarting (systemctl restart, a package upgrade) has no
+# socket for a moment: a job's first step waits up to 3 s for it.
+expect_ok '... and a job started while the node services restart waits for them and gets its services' '
+    wait_for 200 0.1 all_idle && rm -f "$D"/env.* &&
+    { as_nobody timeout 45 srun -N2 "$D/showenv.sh" "$D" "$T/rec" 2>"$D/restart.err" & } && srun_pid=$! &&
+    sleep 1 && services_up && wait "$srun_pid" &&
+    for n in n1 n2; do grep -q "^SLINGSHOT_VNIS=[0-9]" "$D/env.$n" || return 1; done
+'
 # slurmd's Prolog= beside the service: fmbroker-slurm-prolog hands it the
 # job and returns; the steps find the job's setup made, or wait for it.
 expect_ok 'with Prolog=fmbroker-slurm-prolog, the prolog hands each node'"'"'s service the job; its steps get their variables' '
-    services_up && wait_for 200 0.1 all_idle &&
+    wait_for 200 0.1 all_idle &&
     # The stand-in: each emulated node its own service socket (a real
     # node has /run/fmbroker-cxi/service.sock, the program'"'"'s default).
     printf "#!/bin/sh\nFMBROKER_CXI_SERVICE=%s/rec-\$SLURMD_NODENAME/service.sock FMBROKER_CXI_PROGRAM=%s exec %s\n" \

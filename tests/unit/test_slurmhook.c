@@ -152,6 +152,23 @@ static void variables_from_the_node_services_request (void **state)
     assert_int_equal (slurm_hook_args (1, bare, no_node, &h, &e), -1);
     assert_non_null (strstr (e.text, "without SLURM_JOB_ID and SLURMD_NODENAME"));
     slurm_hook_clear (&h);
+    /* a step's setup: this node's CPUs from the step's credential size
+     * its services; the RUN carries none */
+    char *setup[] = {"SLURM_SCRIPT_CONTEXT=prolog_slurmd",
+                     "SLURM_JOB_ID=93",
+                     "SLURMD_NODENAME=n2",
+                     "SLURM_JOB_UID=1001",
+                     "SLURM_NODELIST=n[1-2]",
+                     "FMB_SETUP=1",
+                     "FMB_NCORES=6",
+                     NULL};
+    assert_int_equal (slurm_hook_args (1, bare, setup, &h, &e), 0);
+    assert_string_equal (
+        joined (&h),
+        "fmbroker-cxi prolog --job 93 --node n2 --report-later --ncores 6");
+    assert_int_equal (slurm_hook_run (&h, &e), 0);
+    assert_string_equal (h.run, "{\"uid\":1001,\"nodes\":\"n[1-2]\"}");
+    slurm_hook_clear (&h);
 }
 
 /* Every node builds the same RUN request from Slurm's words; values that

@@ -354,6 +354,23 @@ static void service_setup_request (void **state)
     close (lfd);
 }
 
+/* The credential's CPU list of this node, counted. */
+static void cpu_lists_counted (void **state)
+{
+    (void)state;
+    assert_int_equal (spank_cpu_count ("0"), 1);
+    assert_int_equal (spank_cpu_count ("0-3,8,10-11"), 7);
+    assert_int_equal (spank_cpu_count ("5-5"), 1);
+    assert_int_equal (spank_cpu_count (""), -1);
+    assert_int_equal (spank_cpu_count (NULL), -1);
+    assert_int_equal (spank_cpu_count ("3-1"), -1);
+    assert_int_equal (spank_cpu_count ("0,"), -1);
+    assert_int_equal (spank_cpu_count ("0-"), -1);
+    assert_int_equal (spank_cpu_count ("a"), -1);
+    assert_int_equal (spank_cpu_count ("0 1"), -1);
+    assert_int_equal (spank_cpu_count ("0-1048576"), -1);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -361,6 +378,7 @@ int main (void)
         cmocka_unit_test (conf_bad_arguments_are_named),
         cmocka_unit_test (options_hwcoll_and_vnis),
         cmocka_unit_test (options_tcs_within_the_allowed_set),
+        cmocka_unit_test (cpu_lists_counted),
         cmocka_unit_test_setup_teardown (
             record_with_services_gives_the_env, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
