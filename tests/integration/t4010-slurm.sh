@@ -397,8 +397,9 @@ expect_ok '... and under policy=fail_open it runs without isolation' '
 # first slurmstepd there hands it over, with the RUN (the node's token,
 # as the nodes' fmbroker.conf says: [api] node_run = true); node 0's
 # plugin hands it each step's end.
-services_up () {
+services_up () { # (one already up is left as it is, and its pid file)
     for n in n1 n2; do
+        [ -S "$T/rec-$n/service.sock" ] && kill -0 "$(cat "$T/serve-$n.pid" 2>/dev/null)" 2>/dev/null && continue
         FMBROKER_NODE=$n MOCKCXI_STATE=$T/$n.cxi.json MOCKCXI_DEVICES=2 "$FMB_BIN/fmbroker-cxi" \
             -c "$T/node.conf" --state-dir "$T/rec-$n" serve 2>>"$S/log/serve-$n.log" &
         echo $! >"$T/serve-$n.pid"
