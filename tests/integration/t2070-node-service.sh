@@ -128,6 +128,10 @@ expect_ok 'a step'"'"'s setup where no Prolog= runs: answered once the job'"'"'s
     test "$(step_setup 7)" = "0	" && test "$(uid_services 65534)" = 10 &&
     test "$(stat -c %i "$T/n1.rec/7.env")" = "$made"
 '
+expect_ok 'a step'"'"'s setup that names no valid job is refused with why, and makes nothing' '
+    step_setup ../7 | grep -qx "2	not a job id" && test "$(uid_services 65534)" = 10 &&
+    grep -q "a step.s setup without a valid job id: refused" "$T/serve.log"
+'
 # A caller that gives up before its turn (slurmd killed its prolog).
 gone_caller () {
     to_service hang-up "SLURM_SCRIPT_CONTEXT=prolog_slurmd"$'\n'"SLURM_JOB_ID=$1"$'\n'"SLURMD_NODENAME=n1"$'\n'"SLURM_JOB_UID=65534"$'\n'"SLURM_NODELIST=n1"$'\n\n'

@@ -261,8 +261,9 @@ static void root_verdict_follows_roots_record (void **state)
     free (path);
 }
 
-/* A listening socket at DIR/service.sock that accepts nothing itself. */
-static int listen_in (const char *dir)
+/* A listening socket at DIR/service.sock that accepts nothing itself,
+ * with 'backlog' callers in line. */
+static int listen_in (const char *dir, int backlog)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf (
@@ -270,7 +271,7 @@ static int listen_in (const char *dir)
     int fd = socket (AF_UNIX, SOCK_STREAM, 0);
     assert_true (fd >= 0);
     assert_int_equal (bind (fd, (struct sockaddr *)&sa, sizeof (sa)), 0);
-    assert_int_equal (listen (fd, 4), 0);
+    assert_int_equal (listen (fd, backlog), 0);
     return fd;
 }
 
@@ -282,7 +283,7 @@ static void service_wait_outcomes (void **state)
     const char *dir = *state;
     struct fmb_error e;
     assert_int_equal (node_service_wait (dir, "42", 200, &e), 0);
-    int lfd = listen_in (dir);
+    int lfd = listen_in (dir, 4);
     int64_t t0 = fmb_monotime_ms ();
     assert_int_equal (node_service_wait (dir, "42", 300, &e), -1);
     assert_true (fmb_monotime_ms () - t0 >= 300);
@@ -329,12 +330,7 @@ static void service_setup_request (void **state)
     char *vars[] = {"FMB_SETUP=1", "SLURM_JOB_ID=42", "SLURM_JOB_UID=65534", NULL};
     assert_int_equal (node_service_setup_start (&c, dir, vars, &e), 0);
     /* backlog 0: one caller waits in line, the next finds it full */
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf (
-        sa.sun_path, sizeof (sa.sun_path), "%s/%s", dir, JOBRECORD_SERVICE_SOCKET);
-    int lfd = socket (AF_UNIX, SOCK_STREAM, 0);
-    assert_int_equal (bind (lfd, (struct sockaddr *)&sa, sizeof (sa)), 0);
-    assert_int_equal (listen (lfd, 0), 0);
+    int lfd = listen_in (dir, 0);
     assert_int_equal (node_service_setup_start (&c, dir, vars, &e), 1);
     struct node_service_call full;
     assert_int_equal (node_service_setup_start (&full, dir, vars, &e), -1);
