@@ -92,7 +92,7 @@ slurmd_start () {
 }
 # Every hook notes "NAME MODE START_NS END_NS" in $T/hooks.times (the
 # wrapper's sh is part of the time: a site's hook is a script too).
-for h in prolog_slurmctld epilog_slurmctld; do
+for h in prolog_slurmctld; do
     cat >"$S/hooks/$h.sh" <<HOOK
 #!/bin/sh
 t0=\$(date +%s%N)
@@ -101,6 +101,12 @@ read m <$S/mode
 echo "$h \$m \$t0 \$(date +%s%N)" >>$T/hooks.times
 HOOK
 done
+# EpilogSlurmctld: the hook itself, its settings (/etc/default/fmbroker
+# on a site) in its environment; untimed (srun does not wait for it).
+cat >"$S/hooks/epilog_slurmctld.sh" <<HOOK
+#!/bin/sh
+FMBROKER_CONF=$T/broker.conf FMBROKER_BINDIR=$FMB_BIN exec $FMB_SRC/deploy/slurm/epilog_slurmctld.sh
+HOOK
 # The node prolog and epilog: fmbroker-cxi as slurmd's Prolog=/Epilog=,
 # through a wrapper that gives each emulated node its own NICs and
 # records (a real node's are its own) and times the run without a fork
@@ -113,7 +119,7 @@ read m <$S/mode
 [ \$m = wrappers ] && { /bin/true; echo "$h \$m \${t0/./} \${EPOCHREALTIME/./}" >>$T/hooks.times; exit 0; }
 conf=$T/node.conf
 case \$m in node | nohold) conf=$T/node-run.conf ;; esac
-export MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
+export MOCKCXI_STATE=$R/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
 $FMB_BIN/fmbroker-cxi -c \$conf --state-dir $R/rec-\$SLURMD_NODENAME
 rc=\$?
 echo "$h \$m \${t0/./} \${EPOCHREALTIME/./}" >>$T/hooks.times
@@ -132,13 +138,13 @@ HOOK
 # node's mock NICs (a real node has its own) and execs it.
 cat >"$S/hooks/epilog-sh.sh" <<HOOK
 #!/bin/sh
-MOCKCXI_STATE=$T/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2 exec $FMB_BIN/fmbroker-cxi -c $T/node-run.conf --state-dir $R/rec-\$SLURMD_NODENAME
+MOCKCXI_STATE=$R/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2 exec $FMB_BIN/fmbroker-cxi -c $T/node-run.conf --state-dir $R/rec-\$SLURMD_NODENAME
 HOOK
 chmod 755 "$S"/hooks/*.sh
 plugin="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$R/rec-%n"
 # the launch setup's: the default state_dir, /run/fmbroker-cxi
 plugin_run="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf"
-servicehooks=$(printf "Prolog=%s\nEpilog=%s" "$FMB_BIN/fmbroker-slurm-prolog" "$S/hooks/epilog-sh.sh")
+servicehooks=$(printf "Prolog=%s\nEpilog=%s" "$FMB_BIN/fmbroker-slurm-prolog" "$FMB_BIN/fmbroker-slurm-prolog")
 # the launch setup's nodes make the RUN ([api] node_run = true)
 sed "/^\[api\]/a node_run = true" "$T/node.conf" >"$T/node-run.conf" || exit 1
 # the service setups' node services, one per emulated node, as
@@ -147,7 +153,7 @@ sed "/^\[api\]/a node_run = true" "$T/node.conf" >"$T/node-run.conf" || exit 1
 start_services () {
     for n in n1 n2; do
         [ -S "$R/rec-$n/service.sock" ] && continue
-        FMBROKER_NODE=$n MOCKCXI_STATE=$T/$n.cxi.json MOCKCXI_DEVICES=2 $FMB_BIN/fmbroker-cxi \
+        FMBROKER_NODE=$n MOCKCXI_STATE=$R/$n.cxi.json MOCKCXI_DEVICES=2 $FMB_BIN/fmbroker-cxi \
             -c "$T/node-run.conf" --state-dir "$R/rec-$n" serve 2>>"$T/serve-$n.log" &
         echo $! >"$T/serve-$n.pid"
     done
@@ -175,7 +181,7 @@ mode () {
         echo "$plugin" >"$S/plugstack.conf" ;;
     service) printf "EpilogSlurmctld=%s\n%s\n" "$S/hooks/epilog_slurmctld.sh" "$servicehooks" >"$S/mode.conf" &&
         echo "$plugin_run" >"$S/plugstack.conf" ;;
-    noprolog) printf "EpilogSlurmctld=%s\nEpilog=%s\n" "$S/hooks/epilog_slurmctld.sh" "$S/hooks/epilog-sh.sh" \
+    noprolog) printf "EpilogSlurmctld=%s\nEpilog=%s\n" "$S/hooks/epilog_slurmctld.sh" "$FMB_BIN/fmbroker-slurm-prolog" \
         >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
     service-timeout) printf "EpilogSlurmctld=%s\n%s\nPrologEpilogTimeout=120\n" "$S/hooks/epilog_slurmctld.sh" \
         "$servicehooks" >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;

@@ -2,7 +2,7 @@
 # sweep.  Slurm gives hooks no PATH and none of the user's environment;
 # settings come from ../hooklib.sh (shared with Flux) and
 # /etc/default/fmbroker.  (The nodes' side is no script: the node service
-# makes each job's setup, slurmd runs fmbroker-cxi itself as Epilog=.)
+# makes each job's setup and, handed it by slurmd's Epilog=, its end.)
 case $0 in */*) fmb_dir=${0%/*} ;; *) fmb_dir=. ;; esac
 . "$fmb_dir/../hooklib.sh"
 # Slurm drops the controller hooks' output: their reasons go to syslog,

@@ -7,7 +7,8 @@
 # again with back-off for FMBROKER_CLEANUP_RETRY_S (default 600), and
 # only then logs the job as left to fmbroker-slurm-sweep.timer (or to
 # `fmbroker end-job` by hand).
-. "$(dirname "$0")/common.sh"
+# (its directory without a dirname process: this runs once per job)
+case $0 in */*) . "${0%/*}/common.sh" ;; *) . ./common.sh ;; esac
 # Back in Slurm's queue under the same id (requeued)?  Its next run's RUN
 # may already have found the record; a CLEANUP arriving now would end
 # that run.  Left to the next run's own CLEANUP then.  (When squeue

@@ -22,7 +22,8 @@ static int destroy_on_device (struct agent *ag,
                               const struct job_facts *f,
                               const struct cxil_devinfo *info,
                               char *why,
-                              size_t whylen)
+                              size_t whylen,
+                              int *busy)
 {
     int failures = 0;
     struct cxil_dev *dev;
@@ -49,6 +50,10 @@ static int destroy_on_device (struct agent *ag,
             continue;
         }
         r = devices_destroy_svc (ag, dev, d->svc_id, f->id);
+        if (r == -EBUSY && ag->in_service) {
+            (*busy)++; /* fmbroker-cxi waits for it (cmd_epilog) */
+            continue;
+        }
         if (r < 0) {
             char window[48] = "";
             if (r == -EBUSY)
@@ -84,12 +89,13 @@ int cmd_epilog (struct agent *ag)
     struct fmb_error e;
     struct cxil_device_list *dl;
     char why[256] = "";
-    int failures = 0;
+    int failures = 0, busy = 0;
     /* If the node service took a prolog that may still be making this
      * job's services (nodeservice.h), they are destroyed once it is done,
      * or one made after would outlive the job with its VNIs.  A service
-     * that never answers leaves the node to the admin (drained). */
-    int waited = ag->args.dry_run
+     * that never answers leaves the node to the admin (drained).  In the
+     * service itself, every prolog taken before is made. */
+    int waited = ag->args.dry_run || ag->in_service
                      ? 0
                      : node_service_wait (
                            ag->args.state_dir, ag->args.job, NODE_SERVICE_WAIT_MS, &e);
@@ -132,10 +138,21 @@ int cmd_epilog (struct agent *ag)
         return agent_fail_job (ag, "%s", e.text);
     }
     for (unsigned i = 0; i < dl->count; i++)
-        failures += destroy_on_device (ag, &f, &dl->info[i], why, sizeof (why));
+        failures += destroy_on_device (ag, &f, &dl->info[i], why, sizeof (why), &busy);
     ag->lib.free_device_list (dl);
     if (ag->args.dry_run)
         return 0;
+    if (busy) {
+        /* The node service does not wait: fmbroker-cxi, run by its
+         * caller, destroys what is left within its retry window and
+         * reports; the job's facts stay for it. */
+        fmb_log (LOG_NOTICE,
+                 "job %s: %d CXI service(s) still in use: left to fmbroker-cxi's "
+                 "epilog, which waits for them",
+                 f.id,
+                 busy);
+        return NODE_SERVICE_BUSY;
+    }
     if (failures) {
         report_state (ag, "failed", why); /* the broker raises node_drain_requested */
         return agent_fail_job (

@@ -26,6 +26,7 @@
 #include "monotime.h"
 #include "prolog.h"
 #include "report.h"
+#include "nodeservice.h"
 #include "serve.h"
 #include "slurmhook.h"
 #include "validate.h"
@@ -89,8 +90,9 @@ static const char usage_text[] =
     "job's record, for its steps to fail (policy=fail_closed) with the reason.\n"
     "The epilog exits 1 (slurmd drains the node) only when services stay.\n"
     "Slurm's launch setup needs no Prolog=: the node service (fmbroker-cxi serve)\n"
-    "makes the job's setup for its first step; Prolog=/usr/sbin/fmbroker-slurm-prolog\n"
-    "hands it the prolog, or runs this program where none answers.\n"
+    "makes the job's setup for its first step, and its end when\n"
+    "Epilog=/usr/sbin/fmbroker-slurm-prolog hands it over (a Prolog= of the same\n"
+    "program hands it the prolog); that program runs this one where none answers.\n"
     "\n"
     "Options:\n"
     "  -c, --config FILE     configuration (default " FMB_CONFIG_PATH
@@ -157,9 +159,9 @@ static int run (struct agent *ag)
     return rc;
 }
 
-static int serve_prolog (struct agent *run,
-                         const struct agent *service,
-                         char *const *env);
+static int serve_hook (struct agent *run,
+                       const struct agent *service,
+                       char *const *env);
 
 /* The command line parsed, the configuration read, the command run;
  * the exit status.  Run by slurmd (hook->active), the prolog makes the
@@ -194,14 +196,12 @@ static int parse_and_run (struct agent *ag,
         }
         ag->args.run = hook->run;
     }
-    return ag->args.cmd == AGENT_SERVE ? cmd_serve (ag, serve_prolog) : run (ag);
+    return ag->args.cmd == AGENT_SERVE ? cmd_serve (ag, serve_hook) : run (ag);
 }
 
-/* One job's prolog in the node service (serve.h): as run by slurmd,
- * with Slurm's variables from the request. */
-static int serve_prolog (struct agent *run,
-                         const struct agent *service,
-                         char *const *env)
+/* One job's prolog or epilog in the node service (serve.h): as run by
+ * slurmd, with Slurm's variables from the request. */
+static int serve_hook (struct agent *run, const struct agent *service, char *const *env)
 {
     static char program[] = "fmbroker-cxi";
     char *argv[] = {program, NULL};
@@ -209,13 +209,6 @@ static int serve_prolog (struct agent *run,
     struct fmb_error e;
     int rc;
     rc = slurm_hook_args (1, argv, env, &hook, &e);
-    if (rc == 0 && !hook.prolog) {
-        /* the caller is fmbroker-slurm-prolog, which sends only these */
-        fmb_log (LOG_ERR, "a request that is not slurmd's prolog: refused");
-        agent_fail_job (run, "the node service makes prologs only");
-        slurm_hook_clear (&hook);
-        return EXIT_USAGE;
-    }
     if (rc < 0) {
         fmb_log (LOG_ERR, "%s", e.text);
         agent_fail_job (run, "%s", e.text);
@@ -230,7 +223,8 @@ static int serve_prolog (struct agent *run,
     }
     if (!run->args.state_dir) /* no command line made, or it did not parse */
         run->args.state_dir = service->args.state_dir;
-    rc = slurm_hook_finish (run, &hook, rc);
+    if (!(rc == NODE_SERVICE_BUSY && !hook.prolog)) /* the caller's to finish */
+        rc = slurm_hook_finish (run, &hook, rc);
     slurm_hook_clear (&hook);
     return rc;
 }

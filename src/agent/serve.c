@@ -267,12 +267,37 @@ static bool caller_gone (int fd)
     return poll (&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
+/* One job's prolog or epilog, as slurmd's Prolog=/Epilog= would run it,
+ * in a fresh context on the service's kept connection; its exit status.
+ * 'kept': a report left for the deferred work. */
+static int run_in_service (struct agent *ag,
+                           serve_run_fn run_hook,
+                           char *const *env,
+                           bool *kept)
+{
+    struct agent *run = calloc (1, sizeof (*run));
+    if (!run) {
+        fmb_log (LOG_ERR,
+                 "job %s: the node service is out of memory",
+                 request_var (env, "SLURM_JOB_ID"));
+        return EXIT_FAIL;
+    }
+    run->in_service = true;
+    run->keep = ag->keep;
+    int status = run_hook (run, ag, env);
+    *kept = run->delivery_detached && !run->broker_down;
+    cxilib_close (&run->lib);
+    api_target_clear (&run->target);
+    free (run);
+    return status;
+}
+
 /* A job's prolog: made, and answered at once when slurmd's Prolog= handed
  * it (slurmd goes on to start the step, whose slurmstepd waits for the
  * job's services: nodeservice.h), or once made when the step asked
  * (FMB_SETUP: no Prolog= on this node); its 'created' report goes to d. */
 static void prolog_for (struct agent *ag,
-                        serve_run_fn run_prolog,
+                        serve_run_fn run_hook,
                         int fd,
                         char *const *env,
                         bool answer_first,
@@ -286,13 +311,6 @@ static void prolog_for (struct agent *ag,
             job && valid_job_id (job) ? job : "?");
         return;
     }
-    struct agent *run = calloc (1, sizeof (*run));
-    if (!run) {
-        answer (fd, EXIT_FAIL, "the node service is out of memory");
-        return;
-    }
-    run->in_service = true;
-    run->keep = ag->keep;
     /* A record left from an earlier run of this job id (requeued, its
      * epilog failed) must not pass for this run's: a step that finds a
      * record does not wait for the service. */
@@ -302,7 +320,8 @@ static void prolog_for (struct agent *ag,
     if (answer_first)
         answer (fd, 0, "");
     int64_t t0 = fmb_monotime_ms ();
-    int status = run_prolog (run, ag, env);
+    bool kept = false;
+    int status = run_in_service (ag, run_hook, env, &kept);
     fmb_log (LOG_DEBUG,
              "job %.128s: prolog made in %lld ms (exit %d%s)",
              job && valid_job_id (job) ? job : "?",
@@ -312,17 +331,72 @@ static void prolog_for (struct agent *ag,
     if (!answer_first)
         answer (fd, status, "");
     /* the 'created' report kept, to go once the job is under way */
-    d->reports |= run->delivery_detached && !run->broker_down;
-    cxilib_close (&run->lib);
-    api_target_clear (&run->target);
-    free (run);
+    d->reports |= kept;
+}
+
+static bool is_epilog (char *const *env)
+{
+    const char *ctx = request_var (env, "SLURM_SCRIPT_CONTEXT");
+    return ctx && strcmp (ctx, "epilog_slurmd") == 0;
+}
+
+/* The steps' ends of 'job' still deferred are dropped at its epilog: the
+ * job's end deletes all its trees. */
+static void drop_steps (struct deferred *d, const char *job)
+{
+    char prefix[160];
+    int n = snprintf (prefix, sizeof (prefix), "/v1/jobs/%s/steps/", job);
+    unsigned kept = 0;
+    for (unsigned i = 0; i < d->nsteps; i++)
+        if (strncmp (d->steps[i], prefix, (size_t)n) != 0)
+            memmove (d->steps[kept++], d->steps[i], sizeof (d->steps[0]));
+    if (kept < d->nsteps)
+        fmb_log (LOG_DEBUG,
+                 "job %s: %u step end(s) dropped: the job's end deletes its trees",
+                 job,
+                 d->nsteps - kept);
+    d->nsteps = kept;
+}
+
+/* A job's epilog on this node (Slurm's variables, from Epilog=
+ * fmbroker-slurm-prolog): made here with the broker connection already
+ * open, and answered with the exit status slurmd acts on (1: drain), or
+ * NODE_SERVICE_BUSY when a service is still in use (the caller then runs
+ * fmbroker-cxi, whose epilog waits for it: the service serves others
+ * meanwhile).  Its 'destroyed' report supersedes a 'created' kept. */
+static void epilog_for (struct agent *ag,
+                        serve_run_fn run_hook,
+                        int fd,
+                        char *const *env,
+                        struct deferred *d)
+{
+    const char *job = request_var (env, "SLURM_JOB_ID");
+    if (!job || !valid_job_id (job)) {
+        fmb_log (LOG_WARNING, "an epilog without a valid job id: refused");
+        answer (fd, EXIT_USAGE, "not a job id");
+        return;
+    }
+    drop_steps (d, job);
+    int64_t t0 = fmb_monotime_ms ();
+    bool kept = false;
+    int status = run_in_service (ag, run_hook, env, &kept);
+    fmb_log (LOG_DEBUG,
+             "job %s: epilog made in %lld ms (exit %d)",
+             job,
+             (long long)(fmb_monotime_ms () - t0),
+             status);
+    answer (
+        fd,
+        status,
+        status == NODE_SERVICE_BUSY ? "the job's CXI services are still in use" : "");
+    d->reports |= kept;
 }
 
 /* A step's setup of its job (FMB_SETUP): made here unless the job's
  * record is there (its prolog, handed over before, or another step's
  * setup made it), answered once made. */
 static void setup_for (struct agent *ag,
-                       serve_run_fn run_prolog,
+                       serve_run_fn run_hook,
                        int fd,
                        char *const *env,
                        struct deferred *d)
@@ -338,13 +412,13 @@ static void setup_for (struct agent *ag,
         answer (fd, 0, "");
         return;
     }
-    prolog_for (ag, run_prolog, fd, env, false, d);
+    prolog_for (ag, run_hook, fd, env, false, d);
 }
 
 /* One caller: its job's prolog or its step's end, answered; the
  * broker's bookkeeping that follows goes to d. */
 static void serve_caller (struct agent *ag,
-                          serve_run_fn run_prolog,
+                          serve_run_fn run_hook,
                           int fd,
                           struct deferred *d)
 {
@@ -363,9 +437,11 @@ static void serve_caller (struct agent *ag,
     else if (request_var (env, "FMB_STEP"))
         step_end (d, fd, env);
     else if (request_var (env, "FMB_SETUP"))
-        setup_for (ag, run_prolog, fd, env, d);
+        setup_for (ag, run_hook, fd, env, d);
+    else if (is_epilog (env))
+        epilog_for (ag, run_hook, fd, env, d);
     else
-        prolog_for (ag, run_prolog, fd, env, true, d);
+        prolog_for (ag, run_hook, fd, env, true, d);
     if ((d->reports || d->nsteps > nsteps) && d->since_ms == 0)
         d->since_ms = fmb_monotime_ms ();
 }
@@ -377,14 +453,14 @@ static void serve_caller (struct agent *ag,
  * after the last is turned away as the socket closes: a prolog then runs
  * fmbroker-cxi itself. */
 static void drain_callers (struct agent *ag,
-                           serve_run_fn run_prolog,
+                           serve_run_fn run_hook,
                            int lfd,
                            struct deferred *d)
 {
     int fd;
     while ((fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR)
         if (fd >= 0) {
-            serve_caller (ag, run_prolog, fd, d);
+            serve_caller (ag, run_hook, fd, d);
             close (fd);
         }
 }
@@ -399,7 +475,7 @@ static int64_t wait_ms (const struct deferred *d)
     return left < 0 ? 0 : left < IDLE_MS ? left : IDLE_MS;
 }
 
-int cmd_serve (struct agent *ag, serve_run_fn run_prolog)
+int cmd_serve (struct agent *ag, serve_run_fn run_hook)
 {
     struct fmb_error e;
     struct cxilib resident = {0};
@@ -442,11 +518,11 @@ int cmd_serve (struct agent *ag, serve_run_fn run_prolog)
             }
             continue;
         }
-        serve_caller (ag, run_prolog, fd, &d);
+        serve_caller (ag, run_hook, fd, &d);
         close (fd);
     }
     fmb_log (LOG_NOTICE, "stopping: serving those in line on %s, then no more", path);
-    drain_callers (ag, run_prolog, lfd, &d);
+    drain_callers (ag, run_hook, lfd, &d);
     unlink (path);
     close (lfd);
     if (d.since_ms)

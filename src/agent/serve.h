@@ -24,7 +24,7 @@
  * up waiting is not made).  On SIGTERM those in line are served, then
  * the socket goes (later prologs run fmbroker-cxi themselves): a wait
  * for a prolog taken here is answered here.
- * Four requests come here, served in order:
+ * Five requests come here, served in order:
  *   - a step's setup of its job (FMB_SETUP and Slurm's variables,
  *     slurmhook.h, from the plugin in the job's first slurmstepd on the
  *     node): made unless the job's record is there, answered once made;
@@ -34,12 +34,21 @@
  *     its turn comes, that is once every prolog taken before it is made;
  *   - a step's end (FMB_STEP and SLURM_JOB_ID, from the SPANK plugin in
  *     node 0's slurmstepd, which does not wait for the answer): the
- *     broker's DELETE of the step's trees.
+ *     broker's DELETE of the step's trees;
+ *   - the job's epilog on this node (Slurm's variables, from Epilog=
+ *     fmbroker-slurm-prolog): made and answered with its exit status for
+ *     slurmd.  Why here: the epilog starts as the job's last step ends,
+ *     on the cores srun's exit and the next job's steps use, and
+ *     fmbroker-cxi's start and TLS handshake took 28 ms of CPU on each
+ *     node for every job.  A service the job still holds is not waited
+ *     for (the line behind would wait): the answer NODE_SERVICE_BUSY
+ *     sends the caller to fmbroker-cxi, whose epilog tries for 30 s.
+ *     The job's step ends still deferred are dropped (its end deletes
+ *     its trees).
  * What the broker only needs to know (the 'created' report, the steps'
  * ends) waits until no caller came for 50 ms, at most a second, and goes
  * on the same connection: it does not take the CPU that the job's tasks
- * start on, and srun waits for none of it.  An epilog does not come
- * here: it may wait 30 s for a busy service, and is no launch's cost.
+ * start on, and srun waits for none of it.
  *
  * The protocol, one request per connection: NAME=VALUE lines, then an
  * empty line; the answer is one line, an exit status (0: taken, done),
@@ -51,7 +60,7 @@
 #include "agent.h"
 #include "jobrecord.h"
 
-/* One job's prolog for the service: 'run' a fresh context with the
+/* One job's prolog or epilog for the service: 'run' a fresh context with the
  * service's setup (its arguments, the kept connection), 'env' Slurm's
  * variables (NAME=VALUE, NULL-terminated); the exit status for slurmd. */
 typedef int (*serve_run_fn) (struct agent *run,
@@ -59,6 +68,6 @@ typedef int (*serve_run_fn) (struct agent *run,
                              char *const *env);
 
 /* Serve until SIGTERM or SIGINT; the exit status. */
-int cmd_serve (struct agent *ag, serve_run_fn run_prolog);
+int cmd_serve (struct agent *ag, serve_run_fn run_hook);
 
 #endif

@@ -146,9 +146,11 @@ int slurm_hook_args (
         }
     } else {
         /* a service a dying task still holds is retried a while before
-         * the node is drained for it */
+         * the node is drained for it; the node service (env given) does
+         * not wait: it answers NODE_SERVICE_BUSY, and the caller runs
+         * fmbroker-cxi, which does */
         h->argv[n++] = "--retry-busy";
-        h->argv[n++] = "30";
+        h->argv[n++] = env ? "0" : "30";
     }
     h->argc = n;
     return 0;

@@ -1,23 +1,28 @@
-/* fmbroker-slurm-prolog: slurmd's Prolog= when the node service runs.
+/* fmbroker-slurm-prolog: slurmd's Prolog= and Epilog= when the node
+ * service runs.
  *
  * Why a program of its own: slurmd starts the prolog for every job on
- * every node before its first step, and the launch waits for it.  This
- * one loads nothing but libc: it hands Slurm's variables to the node
- * service (fmbroker-cxi serve, serve.h), which makes the job's CXI
- * services with its broker connection already open, and returns once
- * the service has taken the job (the step's slurmstepd and the epilog
- * wait for the job's setup: nodeservice.h).  Where the service does not
- * answer (not installed, stopped,
- * gone mid-request, or no answer within ANSWER_WAIT_MS: a long line of
- * prologs behind a slow broker), it runs fmbroker-cxi itself, the same
- * prolog, only slower, and says so in syslog; the service makes no
- * prolog whose caller has gone.  Run in any other way (an epilog, by
- * hand), it is fmbroker-cxi.
+ * every node before its first step, and the launch waits for it; the
+ * epilog starts as the job's last step ends, on the cores srun and the
+ * next job's steps use.  This one loads nothing but libc: it hands
+ * Slurm's variables to the node service (fmbroker-cxi serve, serve.h),
+ * which has libcxi loaded and its broker connection already open.  A
+ * prolog returns once the service has taken the job (the step's
+ * slurmstepd and the epilog wait for the job's setup: nodeservice.h); an
+ * epilog returns the service's exit status once the job's CXI services
+ * are destroyed (1: slurmd drains the node).  Where the service does not
+ * answer (not installed, stopped, gone mid-request, or no answer within
+ * ANSWER_WAIT_MS: a long line of prologs behind a slow broker), or says
+ * the job's services are still in use (NODE_SERVICE_BUSY: fmbroker-cxi's
+ * epilog waits for them), it runs fmbroker-cxi itself, the same hook,
+ * only slower, and says so in syslog; the service makes no prolog whose
+ * caller has gone.  Run in any other way (by hand), it is fmbroker-cxi.
  *
  * FMBROKER_CXI_SERVICE and FMBROKER_CXI_PROGRAM replace the service's
  * socket and the agent's path, for a wrapper (tests): slurmd builds the
- * prolog's environment itself, and a job's user can set neither. */
+ * hooks' environment itself, and a job's user can set neither. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +35,7 @@
 #include "nodeservice.h"
 #include "slurmvars.h"
 
-/* A prolog's broker calls take 5 s at most each: this is a line of them.
+/* A hook's broker calls take 5 s at most each: this is a line of them.
  * With fmbroker-cxi's own run after it, well within the minute or more
  * doc/slurm.md asks of PrologEpilogTimeout. */
 #define ANSWER_WAIT_MS (30 * 1000)
@@ -43,8 +48,8 @@ static const char *setting (const char *name, const char *fallback)
     return v && *v ? v : fallback;
 }
 
-/* fmbroker-cxi in this process's place: the same prolog, or whatever
- * else slurmd or an admin asked for. */
+/* fmbroker-cxi in this process's place: the same prolog or epilog, or
+ * whatever else an admin asked for. */
 static int run_agent (char **argv)
 {
     const char *agent = setting ("FMBROKER_CXI_PROGRAM", FMB_SBINDIR "/fmbroker-cxi");
@@ -78,8 +83,10 @@ int main (int argc, char **argv)
     const char *ctx = getenv ("SLURM_SCRIPT_CONTEXT");
     const char *job = setting ("SLURM_JOB_ID", "?");
     char answer[4096];
-    if (argc > 1 || !ctx || strcmp (ctx, "prolog_slurmd") != 0)
+    if (argc > 1 || !ctx ||
+        (strcmp (ctx, "prolog_slurmd") != 0 && strcmp (ctx, "epilog_slurmd") != 0))
         return run_agent (argv);
+    bool prolog = strcmp (ctx, "prolog_slurmd") == 0;
     openlog ("fmbroker-slurm-prolog", LOG_PID, LOG_DAEMON);
     const char *path = setting ("FMBROKER_CXI_SERVICE",
                                 JOBRECORD_DIR_DEFAULT "/" JOBRECORD_SERVICE_SOCKET);
@@ -96,7 +103,8 @@ int main (int argc, char **argv)
         node_service_answer (fd, ANSWER_WAIT_MS, answer, sizeof (answer)) < 0) {
         /* Closed first: the service makes no prolog whose caller has
          * gone.  One it had begun (it died in it) may leave services the
-         * epilog finds by the job's uid and VNIs all the same. */
+         * epilog finds by the job's uid and VNIs all the same; an epilog
+         * run twice destroys what is left. */
         close (fd);
         syslog (LOG_WARNING,
                 "job %.128s: no answer from the node service at %s: running "
@@ -105,8 +113,17 @@ int main (int argc, char **argv)
                 path);
         return run_agent (argv);
     }
+    close (fd);
+    int status = atoi (answer);
+    if (!prolog && status == NODE_SERVICE_BUSY) {
+        syslog (LOG_INFO,
+                "job %.128s: its CXI services are still in use: fmbroker-cxi's "
+                "epilog waits for them",
+                job);
+        return run_agent (argv);
+    }
     char *reason = strchr (answer, '\t');
     if (reason && reason[1])
         fprintf (stderr, "fmbroker-slurm-prolog: job %s: %s\n", job, reason + 1);
-    return atoi (answer);
+    return status;
 }

@@ -49,6 +49,11 @@ int node_service_wait (const char *state_dir,
                        int timeout_ms,
                        struct fmb_error *e);
 
+/* The service's answer to an epilog whose job's CXI services are still
+ * in use (a task not yet gone): nothing reported, the job's facts kept;
+ * the caller runs fmbroker-cxi, whose epilog waits for them (EX_TEMPFAIL). */
+#define NODE_SERVICE_BUSY 75
+
 /* The most a request may hold (Slurm's variables: a compressed node
  * list, the user's options). */
 #define NODE_SERVICE_REQUEST_MAX 16384

@@ -92,7 +92,7 @@ static int conf_arg (struct spank_conf *c, const char *arg, struct fmb_error *e)
                     "Epilog=%s its end (doc/slurm.md)",
                     (int)klen,
                     arg,
-                    SPANK_AGENT_PATH);
+                    SPANK_EPILOG_PATH);
 #undef KEY
     return bad (e,
                 "plugstack argument '%.64s': unknown (policy, tcs, config, state_dir, "

@@ -32,7 +32,7 @@ struct spank_conf {
 #define SPANK_DEFAULT_TCS 0xe /* LOW_LATENCY, BULK_DATA, BEST_EFFORT */
 /* The node epilog: slurm.conf's Epilog= (named in the message that
  * refuses a plugstack.conf of the plugin's old hooks). */
-#define SPANK_AGENT_PATH "/usr/sbin/fmbroker-cxi"
+#define SPANK_EPILOG_PATH "/usr/sbin/fmbroker-slurm-prolog"
 
 /* Defaults, then each "key=value" of argv; -1 with EINVAL and a message
  * naming the argument for an unknown key or a bad value. */

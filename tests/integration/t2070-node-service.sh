@@ -15,6 +15,8 @@ tls_and_node_tokens || bail_out "no certificates"
 start_mockfm
 start_broker_for_nodes n1 -- "agent_run = true" || bail_out "no broker"
 sed "/^\[api\]/a node_run = true" "$T/node.conf" >"$T/node-run.conf" || bail_out "no node.conf"
+# (debug: the service says what it made, and in how long)
+printf "[broker]\nlog_level = debug\n" >>"$T/node-run.conf"
 chmod 755 "$T"
 sock=$T/n1.rec/service.sock
 start_service () {
@@ -132,6 +134,46 @@ expect_ok 'a step'"'"'s setup that names no valid job is refused with why, and m
     step_setup ../7 | grep -qx "2	not a job id" && test "$(uid_services 65534)" = 10 &&
     grep -q "a step.s setup without a valid job id: refused" "$T/serve.log"
 '
+# slurmd's Epilog= beside the service: fmbroker-slurm-prolog hands it
+# the job's epilog and exits with its status; FALLBACK, the program run
+# when the service does not do it, notes that it ran.
+service_epilog () { # JOB FALLBACK
+    env -i PATH="$PATH" SLURM_SCRIPT_CONTEXT=epilog_slurmd SLURM_JOB_ID="$1" SLURMD_NODENAME=n1 \
+        SLURM_JOB_UID=65534 SLURM_JOB_USER=nobody SLURM_NODELIST="n[1-2]" \
+        FMBROKER_CXI_SERVICE="$sock" FMBROKER_CXI_PROGRAM="$2" "$FMB_BIN/fmbroker-slurm-prolog"
+}
+printf '#!/bin/sh\ntouch %s/fallback.$SLURM_JOB_ID\nFMBROKER_NODE=n1 MOCKCXI_STATE=%s MOCKCXI_DEVICES=2 exec %s -c %s --state-dir %s\n' \
+    "$T" "$T/n1.cxi.json" "$FMB_BIN/fmbroker-cxi" "$T/node-run.conf" "$T/n1.rec" >"$T/epilog-fallback.sh" &&
+    chmod 755 "$T/epilog-fallback.sh"
+n1_report () { job_field "$1" '[.node_reports[] | select(.node == "n1") | .cxi] | join(",")'; }
+job_services () { # JOB: n1's services holding the job's first VNI
+    v=$(job_field "$1" ".vnis[0]") &&
+        jq "[.devices[].services[] | select(.vnis | index($v))] | length" "$T/n1.cxi.json"
+}
+expect_ok 'a job'"'"'s epilog handed to the service: its services destroyed before the answer, the node'"'"'s report at the broker, its step ends still waiting dropped' '
+    test "$(job_services 7)" = 2 && test "$(step_end 7 1)" = "0	" &&
+    service_epilog 7 "$T/epilog-fallback.sh" 2>"$T/e7.err" && test ! -s "$T/e7.err" &&
+    test "$(job_services 7)" = 0 && test ! -e "$T/fallback.7" &&
+    test ! -e "$T/n1.rec/7.env" && test ! -e "$T/n1.rec/7.json" &&
+    grep -q "job 7: epilog made in [0-9]* ms (exit 0)" "$T/serve.log" &&
+    grep -q "job 7: 1 step end(s) dropped: the job.s end deletes its trees" "$T/serve.log" &&
+    test "$(n1_report 7)" = destroyed && sleep 0.3 &&
+    ! grep -q "DELETE /v1/jobs/7/steps/1" "$T/serve.log"
+'
+expect_ok '... and services still in use: the service reports nothing and says so; fmbroker-cxi waits for them and destroys them' '
+    test "$(job_services 5)" = 2 && v=$(job_field 5 ".vnis[0]") &&
+    jq "(.devices[].services[] | select(.vnis | index($v)) | .busy) = 2" "$T/n1.cxi.json" >"$T/cxi.new" &&
+    mv "$T/cxi.new" "$T/n1.cxi.json" &&
+    service_epilog 5 "$T/epilog-fallback.sh" && test -e "$T/fallback.5" &&
+    grep -q "job 5: 2 CXI service(s) still in use: left to fmbroker-cxi.s epilog, which waits for them" "$T/serve.log" &&
+    grep -q "job 5: epilog made in [0-9]* ms (exit 75)" "$T/serve.log" &&
+    test "$(job_services 5)" = 0 && test "$(n1_report 5)" = destroyed &&
+    ! rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\")" >/dev/null
+'
+bad_epilog () { to_service answer "SLURM_SCRIPT_CONTEXT=epilog_slurmd"$'\n'"SLURM_JOB_ID=../5"$'\n\n'; }
+expect_ok '... and an epilog that names no valid job is refused with why' '
+    bad_epilog | grep -qx "2	not a job id" && grep -q "an epilog without a valid job id: refused" "$T/serve.log"
+'
 # A caller that gives up before its turn (slurmd killed its prolog).
 gone_caller () {
     to_service hang-up "SLURM_SCRIPT_CONTEXT=prolog_slurmd"$'\n'"SLURM_JOB_ID=$1"$'\n'"SLURMD_NODENAME=n1"$'\n'"SLURM_JOB_UID=65534"$'\n'"SLURM_NODELIST=n1"$'\n\n'
@@ -190,7 +232,7 @@ printf '#!/bin/sh\nFMBROKER_NODE=n1 exec %s -c %s --state-dir %s "$@"\n' \
 expect_ok 'no service answering: the prolog is fmbroker-cxi itself, and still makes the job'"'"'s services' '
     stop_service && test ! -e "$sock" &&
     prolog 6 env FMBROKER_CXI_PROGRAM="$T/agent.sh" &&
-    test "$(uid_services 65534)" = 12 && grep -q SLINGSHOT_VNIS "$T/n1.rec/6.env"
+    test "$(uid_services 65534)" = 8 && grep -q SLINGSHOT_VNIS "$T/n1.rec/6.env"
 '
 expect_ok 'fmbroker-cxi.service passes systemd-analyze verify, and runs the service as slurmd'"'"'s hooks read' '
     if ! command -v systemd-analyze >/dev/null; then echo "skipped: no systemd-analyze"; return 0; fi

@@ -344,7 +344,7 @@ expect_ok 'without fmbroker_spank_clean.so next to the plugin, steps run and the
 expect_ok 'a plugstack.conf line of the plugin'"'"'s old node hooks is refused, naming the node service and Epilog= instead' '
     plugstack prolog=/usr/share/fmbroker/slurm/prolog.sh &&
     { as_nobody timeout 45 srun -N1 true 2>err; test $? != 0; } &&
-    grep -q "prolog=: no longer taken; the node service fmbroker-cxi.service makes each job.s setup, and slurm.conf.s Epilog=/usr/sbin/fmbroker-cxi its end" err &&
+    grep -q "prolog=: no longer taken; the node service fmbroker-cxi.service makes each job.s setup, and slurm.conf.s Epilog=/usr/sbin/fmbroker-slurm-prolog its end" err &&
     plugstack
 '
 expect_ok 'with the broker stopped, a job fails and says why (fail_closed, the default)' '
@@ -411,9 +411,23 @@ services_down () {
     return 0
 }
 on_exit services_down
-launch_setup () {
-    printf "EpilogSlurmctld=%s\nEpilog=%s\n" "$S/hooks/epilog_slurmctld.sh" "$S/hooks/epilog.sh" >"$S/setup.conf"
+# Epilog= (and Prolog= where one runs) beside the services:
+# fmbroker-slurm-prolog hands the job's hook to the node's service, and
+# runs fmbroker-cxi itself where none answers.  The stand-in: each
+# emulated node its own service socket (a real node has
+# /run/fmbroker-cxi/service.sock, the program's default) and its
+# fmbroker-cxi through the node hook above.
+service_hook () {
+    printf "#!/bin/sh\nFMBROKER_CXI_SERVICE=%s/rec-\$SLURMD_NODENAME/service.sock FMBROKER_CXI_PROGRAM=%s exec %s\n" \
+        "$T" "$S/hooks/epilog.sh" "$FMB_BIN/fmbroker-slurm-prolog" >"$S/hooks/service-hook.sh" &&
+        chmod 755 "$S/hooks/service-hook.sh"
 }
+launch_setup () {
+    service_hook &&
+        printf "EpilogSlurmctld=%s\nEpilog=%s\n" "$S/hooks/epilog_slurmctld.sh" "$S/hooks/service-hook.sh" >"$S/setup.conf"
+}
+# both nodes reported the job's CXI services destroyed
+both_destroyed () { test "$(job_field "$1" '[.node_reports[].cxi] | join(",")')" = destroyed,destroyed; }
 # the broker's newest job with a Slurm id
 newest_job () { rm_call GET "/v1/jobs?limit=1000" | jq -r "[.jobs[].id | select(test(\"^[0-9]+$\")) | tonumber] | max"; }
 expect_ok 'the launch setup, no Prolog= nor PrologSlurmctld: each node'"'"'s service RUNs the job ([api] node_run in its configuration) for its first step; the tasks get their variables and options' '
@@ -436,13 +450,16 @@ expect_ok 'the launch setup, no Prolog= nor PrologSlurmctld: each node'"'"'s ser
         grep -q "^FI_CXI_COLL_MCAST_TOKEN=" "$D/env.$n" || return 1
     done &&
     wait_for 300 0.1 job_gone "$j" && wait_for 100 0.1 ended "$j" &&
-    # made by the services for the job'"'"'s first step, once per node
+    # made by the services for the job'"'"'s first step, once per node,
+    # and ended by them at the epilog, each node'"'"'s report at the broker
     for n in n1 n2; do
         grep -q "job $j: cxi0: service [0-9]* (uid 65534)" "$S/log/serve-$n.log" &&
-        test "$(grep -c "job $j: prolog made in [0-9]* ms (exit 0, for its first step)" "$S/log/serve-$n.log")" = 1 ||
-            return 1
+        test "$(grep -c "job $j: prolog made in [0-9]* ms (exit 0, for its first step)" "$S/log/serve-$n.log")" = 1 &&
+        wait_for 100 0.1 grep -q "job $j: epilog made in [0-9]* ms (exit 0)" "$S/log/serve-$n.log" || return 1
     done &&
-    wait_for 30 0.1 grep -q "step cleanup: DELETE /v1/jobs/$j/steps/0 done" "$S/log/serve-n1.log"
+    wait_for 50 0.1 both_destroyed "$j" &&
+    # node 0'"'"'s step end: deleted, or left to the job'"'"'s end by its epilog
+    wait_for 30 0.1 grep -q "step cleanup: DELETE /v1/jobs/$j/steps/0 done\|job $j: 1 step end(s) dropped" "$S/log/serve-n1.log"
 '
 # A batch job: its batch step is the job'"'"'s first on n1, an srun inside
 # it the first on n2; both hand over the options the job was submitted
@@ -534,11 +551,8 @@ expect_ok 'with Prolog=fmbroker-slurm-prolog, the prolog hands each node'"'"'s s
     wait_for 200 0.1 all_idle &&
     # The stand-in: each emulated node its own service socket (a real
     # node has /run/fmbroker-cxi/service.sock, the program'"'"'s default).
-    printf "#!/bin/sh\nFMBROKER_CXI_SERVICE=%s/rec-\$SLURMD_NODENAME/service.sock FMBROKER_CXI_PROGRAM=%s exec %s\n" \
-        "$T" "$S/hooks/prolog.sh" "$FMB_BIN/fmbroker-slurm-prolog" >"$S/hooks/service-prolog.sh" &&
-    chmod 755 "$S/hooks/service-prolog.sh" &&
     printf "EpilogSlurmctld=%s\nProlog=%s\nEpilog=%s\n" "$S/hooks/epilog_slurmctld.sh" \
-        "$S/hooks/service-prolog.sh" "$S/hooks/epilog.sh" >"$S/setup.conf" && slurm_restart &&
+        "$S/hooks/service-hook.sh" "$S/hooks/service-hook.sh" >"$S/setup.conf" && slurm_restart &&
     as_nobody timeout 45 srun -N2 "$D/showenv.sh" "$D" "$T/rec" &&
     j=$(newest_job) &&
     for n in n1 n2; do
