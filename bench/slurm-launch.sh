@@ -17,8 +17,8 @@
 #            resident service, whose broker connection stays open), the
 #            plugin with its default state_dir, EpilogSlurmctld's CLEANUP;
 #            the node services run in the setups that use them only.  The epilog is
-#            fmbroker-cxi through a dash that gives it the emulated node's
-#            NICs (after srun has returned: off the launch)
+#            fmbroker-slurm-prolog too, handing the job's end to the
+#            service (section 18; before, fmbroker-cxi itself)
 #   service-timeout  as service, with PrologEpilogTimeout=120 (slurmd
 #            then polls for each hook's exit from 10 ms on)
 #   true-hooks  no fmbroker but the plugin (fail_open): Prolog=/bin/true
@@ -75,7 +75,9 @@ start_broker_for_nodes n1 n2 -- "agent_run = true" || exit 1
 mkdir -p "$S/hooks"
 # The nodes' job records and report spools on tmpfs, as in /run on a
 # real node (the test host's /run and /tmp are a disk, where each
-# record's fsync would be timed as the prolog's).
+# record's fsync would be timed as the prolog's), and the mock NICs'
+# state (a NIC writes no file: on the disk, each service made or
+# destroyed cost the job's setup 1-2 ms of writes, section 18).
 R=$(mktemp -d /dev/shm/fmbbench.XXXXXX) && chmod 755 "$R" || exit 1
 rm_records () { rm -rf "$R"; }
 on_exit rm_records
@@ -90,7 +92,7 @@ slurmd_start () {
         'mount --bind "$1" '$run_dir' && exec /usr/sbin/slurmd -D -f "$2" -N "$3"' \
         sh "$R/rec-$1" "$SLURM_CONF" "$1" >>"$S/log/slurmd-$1.out" 2>&1 </dev/null &
 }
-# Every hook notes "NAME MODE START_NS END_NS" in $T/hooks.times (the
+# PrologSlurmctld notes "NAME MODE START_NS END_NS" in $T/hooks.times (the
 # wrapper's sh is part of the time: a site's hook is a script too).
 for h in prolog_slurmctld; do
     cat >"$S/hooks/$h.sh" <<HOOK

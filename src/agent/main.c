@@ -147,11 +147,12 @@ static int run (struct agent *ag)
     ag->retry_deadline_ms = fmb_monotime_ms () + (int64_t)ag->args.retry_busy * 1000;
     int rc = run_command (ag);
     /* Reports earlier runs could not deliver go now, unless this run
-     * already found the broker away. */
+     * already found the broker away (in the node service: after its
+     * answers, serve.c). */
     if ((ag->args.cmd == AGENT_PROLOG || ag->args.cmd == AGENT_EPILOG ||
          ag->args.cmd == AGENT_HOUSEKEEPING || ag->args.cmd == AGENT_CLEAN) &&
         !ag->args.dry_run && !ag->args.no_report && !ag->broker_down &&
-        !ag->delivery_detached)
+        !ag->delivery_detached && !ag->in_service)
         report_deliver_pending (ag);
     /* The job's own reason last (ag->final_reason). */
     if (rc != 0 && ag->final_reason[0])

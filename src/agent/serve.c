@@ -138,7 +138,7 @@ static bool caller_is_root (int fd)
     if (cred.uid == 0)
         return true;
     fmb_log (LOG_WARNING,
-             "prolog request from uid %u (pid %d) refused: root's only",
+             "request from uid %u (pid %d) refused: root's only",
              (unsigned)cred.uid,
              (int)cred.pid);
     return false;
@@ -167,7 +167,7 @@ static int read_request (int fd, char *buf, char **env, struct fmb_error *e)
             continue;
         if (r <= 0 || (n += (size_t)r) == NODE_SERVICE_REQUEST_MAX) {
             errno = EPROTO;
-            return fmb_errorf (e, "a prolog request ended early or is too long");
+            return fmb_errorf (e, "a request ended early or is too long");
         }
     }
     buf[n - 1] = '\0';
@@ -269,11 +269,14 @@ static bool caller_gone (int fd)
 
 /* One job's prolog or epilog, as slurmd's Prolog=/Epilog= would run it,
  * in a fresh context on the service's kept connection; its exit status.
- * 'kept': a report left for the deferred work. */
+ * 'kept': a report left for the deferred work; 'why': the job's reason
+ * when it failed ("" else). */
 static int run_in_service (struct agent *ag,
                            serve_run_fn run_hook,
                            char *const *env,
-                           bool *kept)
+                           bool *kept,
+                           char *why,
+                           size_t whylen)
 {
     struct agent *run = calloc (1, sizeof (*run));
     if (!run) {
@@ -286,6 +289,7 @@ static int run_in_service (struct agent *ag,
     run->keep = ag->keep;
     int status = run_hook (run, ag, env);
     *kept = run->delivery_detached && !run->broker_down;
+    snprintf (why, whylen, "%s", status ? run->final_reason : "");
     cxilib_close (&run->lib);
     api_target_clear (&run->target);
     free (run);
@@ -321,7 +325,8 @@ static void prolog_for (struct agent *ag,
         answer (fd, 0, "");
     int64_t t0 = fmb_monotime_ms ();
     bool kept = false;
-    int status = run_in_service (ag, run_hook, env, &kept);
+    char why[sizeof (((struct agent *)0)->final_reason)];
+    int status = run_in_service (ag, run_hook, env, &kept, why, sizeof (why));
     fmb_log (LOG_DEBUG,
              "job %.128s: prolog made in %lld ms (exit %d%s)",
              job && valid_job_id (job) ? job : "?",
@@ -360,10 +365,13 @@ static void drop_steps (struct deferred *d, const char *job)
 
 /* A job's epilog on this node (Slurm's variables, from Epilog=
  * fmbroker-slurm-prolog): made here with the broker connection already
- * open, and answered with the exit status slurmd acts on (1: drain), or
+ * open, and answered with the exit status slurmd acts on (1: drain) and
+ * why, "done" when it is 0 (a service older than this answers an epilog
+ * "0" and makes nothing: the caller then runs fmbroker-cxi), or
  * NODE_SERVICE_BUSY when a service is still in use (the caller then runs
  * fmbroker-cxi, whose epilog waits for it: the service serves others
- * meanwhile).  Its 'destroyed' report supersedes a 'created' kept. */
+ * meanwhile).  One whose caller has gone is not made: the caller ran
+ * fmbroker-cxi.  Its 'destroyed' report supersedes a 'created' kept. */
 static void epilog_for (struct agent *ag,
                         serve_run_fn run_hook,
                         int fd,
@@ -376,19 +384,27 @@ static void epilog_for (struct agent *ag,
         answer (fd, EXIT_USAGE, "not a job id");
         return;
     }
+    if (caller_gone (fd)) {
+        fmb_log (LOG_WARNING,
+                 "job %s: its epilog stopped waiting before its turn: not made here",
+                 job);
+        return;
+    }
     drop_steps (d, job);
     int64_t t0 = fmb_monotime_ms ();
     bool kept = false;
-    int status = run_in_service (ag, run_hook, env, &kept);
+    char why[sizeof (((struct agent *)0)->final_reason)];
+    int status = run_in_service (ag, run_hook, env, &kept, why, sizeof (why));
     fmb_log (LOG_DEBUG,
              "job %s: epilog made in %lld ms (exit %d)",
              job,
              (long long)(fmb_monotime_ms () - t0),
              status);
-    answer (
-        fd,
-        status,
-        status == NODE_SERVICE_BUSY ? "the job's CXI services are still in use" : "");
+    answer (fd,
+            status,
+            status == 0                   ? "done"
+            : status == NODE_SERVICE_BUSY ? "the job's CXI services are still in use"
+                                          : why);
     d->reports |= kept;
 }
 
@@ -415,8 +431,8 @@ static void setup_for (struct agent *ag,
     prolog_for (ag, run_hook, fd, env, false, d);
 }
 
-/* One caller: its job's prolog or its step's end, answered; the
- * broker's bookkeeping that follows goes to d. */
+/* One caller: its job's setup, prolog or epilog, a wait, or its step's
+ * end, answered; the broker's bookkeeping that follows goes to d. */
 static void serve_caller (struct agent *ag,
                           serve_run_fn run_hook,
                           int fd,
@@ -499,7 +515,8 @@ int cmd_serve (struct agent *ag, serve_run_fn run_hook)
     /* libcxi stays loaded: each prolog's dlopen is then a reference */
     if (cxilib_open (ag->args.libcxi, &resident, &e) < 0)
         fmb_log (LOG_INFO, "libcxi not loaded now (%s): each prolog tries", e.text);
-    fmb_log (LOG_NOTICE, "serving job prologs and step ends on %s", path);
+    fmb_log (
+        LOG_NOTICE, "serving job setups, prologs, epilogs and step ends on %s", path);
     static struct deferred d; /* large: not on the stack */
     while (!stopping) {
         struct pollfd p = {.fd = lfd, .events = POLLIN};

@@ -7,7 +7,8 @@
  * larger part of a Slurm launch's cost (issue 36, bench/RESULTS.md).
  * The service does that set-up once: it stays up on the node (systemd's
  * fmbroker-cxi.service), keeps one connection to the broker open from
- * job to job, and makes each job's setup on the node (its prolog).  Any
+ * job to job, and makes each job's setup on the node (its prolog) and,
+ * when slurmd's Epilog= hands it over, the job's end there.  Any
  * Prolog= at all costs a launch some 20 ms of slurmd's own, so in
  * Slurm's launch setup the job's first slurmstepd on the node (the SPANK
  * plugin) asks the service for the job's setup and reads the answer

@@ -12,7 +12,8 @@
  *                  node's configuration (the launch setup, no
  *                  PrologSlurmctld) the RUN request too (slurm_hook_run):
  *                  the node decides, not the job's environment
- *   epilog_slurmd  epilog --job ... --node ... --retry-busy 30
+ *   epilog_slurmd  epilog --job ... --node ... --retry-busy 30 (0 in the
+ *                  node service, which does not wait: serve.h)
  * What the prolog prints reaches nobody (slurmd keeps no hook output):
  * the agent logs to syslog too, and a failed prolog leaves its reason in
  * the job's record, where the plugin's step tells the user. */

@@ -36,8 +36,9 @@
 #include "slurmvars.h"
 
 /* A hook's broker calls take 5 s at most each: this is a line of them.
- * With fmbroker-cxi's own run after it, well within the minute or more
- * doc/slurm.md asks of PrologEpilogTimeout. */
+ * With fmbroker-cxi's own run after it (an epilog's: its wait for the
+ * service, 60 s at most, and 30 s of busy retries), within the two
+ * minutes or more doc/slurm.md asks of PrologEpilogTimeout. */
 #define ANSWER_WAIT_MS (30 * 1000)
 
 static const char *const slurm_vars[] = {SLURM_PROLOG_VARS};
@@ -49,14 +50,17 @@ static const char *setting (const char *name, const char *fallback)
 }
 
 /* fmbroker-cxi in this process's place: the same prolog or epilog, or
- * whatever else an admin asked for. */
+ * whatever else an admin asked for.  Where it cannot run, a prolog exits
+ * 0 (the job's steps find no record: fail_closed refuses them), an
+ * epilog 1 (the job's services may stay: slurmd drains the node). */
 static int run_agent (char **argv)
 {
     const char *agent = setting ("FMBROKER_CXI_PROGRAM", FMB_SBINDIR "/fmbroker-cxi");
+    const char *ctx = getenv ("SLURM_SCRIPT_CONTEXT");
     argv[0] = (char *)agent;
     execv (agent, argv);
     syslog (LOG_ERR, "cannot run %s: %m", agent);
-    return getenv ("SLURM_SCRIPT_CONTEXT") ? 0 : 1;
+    return ctx && strcmp (ctx, "prolog_slurmd") == 0 ? 0 : 1;
 }
 
 /* Slurm's variables as NAME=VALUE lines and an empty line; a value with
@@ -76,6 +80,48 @@ static int send_request (int fd)
     }
     buf[n++] = '\n';
     return node_service_send (fd, buf, n);
+}
+
+static int prolog_status (const char *job, int status, const char *reason)
+{
+    if (reason)
+        fprintf (stderr, "fmbroker-slurm-prolog: job %s: %s\n", job, reason);
+    return status;
+}
+
+/* What slurmd does after the job's epilog: 0 go on, 1 drain the node;
+ * fmbroker-cxi run here where the service did not make it. */
+static int epilog_status (const char *job, int status, const char *reason, char **argv)
+{
+    if (status == 0 && !reason) {
+        /* a service older than the epilog answers "0" and makes none
+         * (an upgrade with the service not yet restarted) */
+        syslog (LOG_NOTICE,
+                "job %.128s: the node service does not make epilogs (restart "
+                "fmbroker-cxi.service after an upgrade): running fmbroker-cxi itself",
+                job);
+        return run_agent (argv);
+    }
+    if (status == NODE_SERVICE_BUSY) {
+        syslog (LOG_INFO,
+                "job %.128s: its CXI services are still in use: fmbroker-cxi's "
+                "epilog waits for them",
+                job);
+        return run_agent (argv);
+    }
+    if (status == 0)
+        return 0;
+    /* slurmd keeps no output of its hooks */
+    syslog (LOG_ERR,
+            "job %.128s: the node service's epilog: %s",
+            job,
+            reason ? reason : "failed (see fmbroker-cxi.service's log)");
+    if (status != 1) {
+        /* not the job's services left behind (a request it refused):
+         * no node is drained for it, as fmbroker-cxi's own epilog */
+        return 0;
+    }
+    return 1;
 }
 
 int main (int argc, char **argv)
@@ -115,15 +161,8 @@ int main (int argc, char **argv)
     }
     close (fd);
     int status = atoi (answer);
-    if (!prolog && status == NODE_SERVICE_BUSY) {
-        syslog (LOG_INFO,
-                "job %.128s: its CXI services are still in use: fmbroker-cxi's "
-                "epilog waits for them",
-                job);
-        return run_agent (argv);
-    }
     char *reason = strchr (answer, '\t');
-    if (reason && reason[1])
-        fprintf (stderr, "fmbroker-slurm-prolog: job %s: %s\n", job, reason + 1);
-    return status;
+    reason = reason && reason[1] ? reason + 1 : NULL;
+    return prolog ? prolog_status (job, status, reason)
+                  : epilog_status (job, status, reason, argv);
 }

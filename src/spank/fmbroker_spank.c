@@ -22,7 +22,8 @@
  * them at every job's launch on every node (a third of a plain launch's
  * time, measured); nor does fmbroker need slurm.conf's Prolog=, which
  * costs every launch some 20 ms of slurmd's own.  The node epilog is
- * slurm.conf's Epilog=, fmbroker-cxi itself (src/agent/slurmhook.h).
+ * slurm.conf's Epilog=, fmbroker-slurm-prolog handing it to the node
+ * service (src/agent/serve.h), or fmbroker-cxi itself.
  *
  * plugstack.conf arguments: see spankcore.h and doc/slurm.md.
  */
