@@ -339,6 +339,18 @@ static void prolog_for (struct agent *ag,
     d->reports |= kept;
 }
 
+/* The request's SLURM_JOB_ID, or NULL once refused with why ('what'
+ * names the request in the log). */
+static const char *job_of (int fd, char *const *env, const char *what)
+{
+    const char *job = request_var (env, "SLURM_JOB_ID");
+    if (job && valid_job_id (job))
+        return job;
+    fmb_log (LOG_WARNING, "%s without a valid job id: refused", what);
+    answer (fd, EXIT_USAGE, "not a job id");
+    return NULL;
+}
+
 static bool is_epilog (char *const *env)
 {
     const char *ctx = request_var (env, "SLURM_SCRIPT_CONTEXT");
@@ -378,12 +390,9 @@ static void epilog_for (struct agent *ag,
                         char *const *env,
                         struct deferred *d)
 {
-    const char *job = request_var (env, "SLURM_JOB_ID");
-    if (!job || !valid_job_id (job)) {
-        fmb_log (LOG_WARNING, "an epilog without a valid job id: refused");
-        answer (fd, EXIT_USAGE, "not a job id");
+    const char *job = job_of (fd, env, "an epilog");
+    if (!job)
         return;
-    }
     if (caller_gone (fd)) {
         fmb_log (LOG_WARNING,
                  "job %s: its epilog stopped waiting before its turn: not made here",
@@ -417,11 +426,13 @@ static void setup_for (struct agent *ag,
                        char *const *env,
                        struct deferred *d)
 {
-    const char *job = request_var (env, "SLURM_JOB_ID");
+    const char *job = job_of (fd, env, "a step's setup");
     char path[1200];
-    if (!job || jobrecord_path (path, sizeof (path), ag->args.state_dir, job) < 0) {
-        fmb_log (LOG_WARNING, "a step's setup without a valid job id: refused");
-        answer (fd, EXIT_USAGE, "not a job id");
+    if (!job)
+        return;
+    if (jobrecord_path (path, sizeof (path), ag->args.state_dir, job) < 0) {
+        fmb_log (LOG_WARNING, "job %s: its record's path is too long: refused", job);
+        answer (fd, EXIT_FAIL, "the record's path is too long");
         return;
     }
     if (access (path, F_OK) == 0) {

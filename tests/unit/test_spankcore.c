@@ -60,7 +60,8 @@ static void conf_bad_arguments_are_named (void **state)
         /* the plugin's node hooks of before: what to do instead */
         {"prolog=/usr/share/fmbroker/slurm/prolog.sh",
          "prolog=: no longer taken; the node service fmbroker-cxi.service makes "
-         "each job's setup, and slurm.conf's Epilog=/usr/sbin/fmbroker-slurm-prolog its end"},
+         "each job's setup, and slurm.conf's Epilog=/usr/sbin/fmbroker-slurm-prolog "
+         "its end"},
         {"epilog=none", "epilog=: no longer taken"},
         {"hook_timeout=120", "hook_timeout=: no longer taken"},
         {"config=", "config=: a path"},
