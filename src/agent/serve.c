@@ -31,6 +31,8 @@
 #define IDLE_MS      50
 #define DEFER_MAX_MS 1000
 #define STEPS_MAX    256
+/* a job's reason, as a run of the agent keeps it */
+#define REASON_MAX sizeof (((struct agent *)0)->final_reason)
 
 /* What the service does between callers. */
 struct deferred {
@@ -325,7 +327,7 @@ static void prolog_for (struct agent *ag,
         answer (fd, 0, "");
     int64_t t0 = fmb_monotime_ms ();
     bool kept = false;
-    char why[sizeof (((struct agent *)0)->final_reason)];
+    char why[REASON_MAX];
     int status = run_in_service (ag, run_hook, env, &kept, why, sizeof (why));
     fmb_log (LOG_DEBUG,
              "job %.128s: prolog made in %lld ms (exit %d%s)",
@@ -334,7 +336,7 @@ static void prolog_for (struct agent *ag,
              status,
              answer_first ? "" : ", for its first step");
     if (!answer_first)
-        answer (fd, status, "");
+        answer (fd, status, why);
     /* the 'created' report kept, to go once the job is under way */
     d->reports |= kept;
 }
@@ -402,7 +404,7 @@ static void epilog_for (struct agent *ag,
     drop_steps (d, job);
     int64_t t0 = fmb_monotime_ms ();
     bool kept = false;
-    char why[sizeof (((struct agent *)0)->final_reason)];
+    char why[REASON_MAX];
     int status = run_in_service (ag, run_hook, env, &kept, why, sizeof (why));
     fmb_log (LOG_DEBUG,
              "job %s: epilog made in %lld ms (exit %d)",

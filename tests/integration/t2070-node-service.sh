@@ -214,6 +214,16 @@ expect_ok '... and a service that does not make epilogs, or none and no fmbroker
     { env -i SLURM_SCRIPT_CONTEXT=epilog_slurmd SLURM_JOB_ID=3 FMBROKER_CXI_SERVICE="$T/none.sock" \
         FMBROKER_CXI_PROGRAM="$T/no-such-program" "$FMB_BIN/fmbroker-slurm-prolog"; test $? = 1; }
 '
+# The NIC refuses to destroy the job's services (EIO, on both NICs).
+expect_ok '... and services it cannot destroy: the epilog exits 1 (slurmd drains the node) with nothing run in its place, the failure at the broker' '
+    test "$(job_services 2)" = 2 &&
+    jq ".fail.cxil_destroy_svc = {\"errno\": 5, \"count\": 2}" "$T/n1.cxi.json" >"$T/cxi.new" &&
+    mv "$T/cxi.new" "$T/n1.cxi.json" &&
+    { service_epilog 2 "$T/epilog-fallback.sh"; test $? = 1; } && test ! -e "$T/fallback.2" &&
+    test "$(job_services 2)" = 2 && grep -q "job 2: epilog made in [0-9]* ms (exit 1)" "$T/serve.log" &&
+    test "$(n1_report 2)" = failed &&
+    rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\" and .job == \"2\")" >/dev/null
+'
 bad_epilog () { to_service answer "SLURM_SCRIPT_CONTEXT=epilog_slurmd"$'\n'"SLURM_JOB_ID=../5"$'\n\n'; }
 expect_ok '... and an epilog that names no valid job is refused with why' '
     bad_epilog | grep -qx "2	not a job id" && grep -q "an epilog without a valid job id: refused" "$T/serve.log"
