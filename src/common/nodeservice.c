@@ -33,10 +33,13 @@ int node_service_connect (const char *path, bool nonblock)
     return fd;
 }
 
+/* send(MSG_NOSIGNAL), not write(): a service that died or closed first
+ * is an error to report, not a SIGPIPE that kills the caller (the
+ * prolog and epilog program, fmbroker-cxi, a plugin's process). */
 int node_service_send (int fd, const char *buf, size_t len)
 {
     for (size_t done = 0; done < len;) {
-        ssize_t w = write (fd, buf + done, len - done);
+        ssize_t w = send (fd, buf + done, len - done, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -192,8 +195,8 @@ int node_service_step_end (const char *state_dir,
      * the service's: it makes the call when it gets to it, or, stopping,
      * before it exits. */
     int fd = connect_in (state_dir, true, path, sizeof (path));
-    bool sent =
-        fd >= 0 && n > 0 && (size_t)n < sizeof (req) && write (fd, req, (size_t)n) == n;
+    bool sent = fd >= 0 && n > 0 && (size_t)n < sizeof (req) &&
+                send (fd, req, (size_t)n, MSG_NOSIGNAL) == n;
     int err = errno;
     if (fd >= 0)
         close (fd);

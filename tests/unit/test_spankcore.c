@@ -279,6 +279,20 @@ static int listen_in (const char *dir, int backlog)
 /* The step's and the epilog's wait for the node service: no service is
  * no wait; one that does not answer is an error naming it, after the
  * time given and not before; one that answers ends the wait. */
+/* A service that closed first (it died) is an error for the caller, not
+ * a SIGPIPE that kills it: the epilog program would be killed before it
+ * could run fmbroker-cxi in the service's place. */
+static void send_to_a_service_gone_is_an_error (void **state)
+{
+    (void)state;
+    int sv[2];
+    assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    close (sv[1]);
+    assert_int_equal (node_service_send (sv[0], "SLURM_JOB_ID=1\n\n", 16), -1);
+    assert_int_equal (errno, EPIPE);
+    close (sv[0]);
+}
+
 static void service_wait_outcomes (void **state)
 {
     const char *dir = *state;
@@ -390,6 +404,7 @@ int main (void)
             service_wait_outcomes, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (
             service_setup_request, setup_dir, teardown_dir),
+        cmocka_unit_test (send_to_a_service_gone_is_an_error),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
