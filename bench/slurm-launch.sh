@@ -26,6 +26,10 @@
 #   true-prolog, true-epilog, true-ectld  plain Slurm with
 #            Prolog=/bin/true, Epilog=/bin/true or EpilogSlurmctld=/bin/true
 #            alone: what each of Slurm's hooks costs by itself
+#   noprolog-truectld  as noprolog, with EpilogSlurmctld=/bin/true: what
+#            the CLEANUP's own work costs beyond Slurm's handling of the
+#            hook (a measurement only: the broker never hears that a job
+#            ended)
 #   service-noectld  as service, without EpilogSlurmctld: what the
 #            controller's CLEANUP hook costs (a measurement only: the
 #            broker then never hears that a job ended)
@@ -185,6 +189,8 @@ mode () {
         echo "$plugin_run" >"$S/plugstack.conf" ;;
     noprolog) printf "EpilogSlurmctld=%s\nEpilog=%s\n" "$S/hooks/epilog_slurmctld.sh" "$FMB_BIN/fmbroker-slurm-prolog" \
         >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
+    noprolog-truectld) printf "EpilogSlurmctld=/bin/true\nEpilog=%s\n" "$FMB_BIN/fmbroker-slurm-prolog" \
+        >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
     service-timeout) printf "EpilogSlurmctld=%s\n%s\nPrologEpilogTimeout=120\n" "$S/hooks/epilog_slurmctld.sh" \
         "$servicehooks" >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
     true-hooks) printf "Prolog=/bin/true\nEpilog=/bin/true\n" >"$S/mode.conf" &&
@@ -203,7 +209,7 @@ mode () {
         "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
     esac
-    case $1 in service* | noprolog) start_services ;; *) stop_services ;; esac || return 1
+    case $1 in service* | noprolog*) start_services ;; *) stop_services ;; esac || return 1
     [ -s "$S/slurmctld.pid" ] || return 0
     wait_for 300 0.05 slurm_all_idle
     slurm_restart

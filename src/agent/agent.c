@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "brokerhttp.h"
+#include "apiclient.h"
 #include "jobrecord.h"
 #include "log.h"
 
@@ -34,9 +34,15 @@ int agent_broker_call (struct agent *ag,
 {
     struct api_reply r;
     ag->broker_status = 0;
-    if (broker_http_call (
-            &ag->target, ag->keep, BROKER_TIMEOUT_S, method, path, body, &r, error) <
-        0) {
+    if (api_client_call (&ag->target,
+                         ag->keep,
+                         BROKER_TIMEOUT_S,
+                         method,
+                         path,
+                         body,
+                         NULL,
+                         &r,
+                         error) < 0) {
         ag->broker_down = true; /* kept reports wait: no second timeout */
         return -1;              /* errno EHOSTUNREACH */
     }

@@ -34,7 +34,7 @@ struct agent {
     /* A run of the node service (serve.c): its connection to the broker
      * is kept from run to run, and it delivers the reports itself */
     bool in_service;
-    struct broker_keep *keep; /* NULL: a connection per broker call */
+    struct api_keep *keep; /* NULL: a connection per broker call */
     /* Until when EBUSY is retried: one window for the whole run, however
      * many services are busy. */
     int64_t retry_deadline_ms;

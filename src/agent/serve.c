@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "brokerhttp.h"
+#include "apiclient.h"
 #include "fileutil.h"
 #include "log.h"
 #include "monotime.h"
@@ -521,7 +521,7 @@ int cmd_serve (struct agent *ag, serve_run_fn run_hook)
         fmb_log (LOG_ERR, "%s", e.text);
         return EXIT_FAIL;
     }
-    if (!(ag->keep = broker_keep_create ())) {
+    if (!(ag->keep = api_keep_create ())) {
         close (lfd);
         return EXIT_FAIL;
     }
@@ -558,7 +558,7 @@ int cmd_serve (struct agent *ag, serve_run_fn run_hook)
     if (d.since_ms)
         run_deferred (ag, &d);
     cxilib_close (&resident);
-    broker_keep_destroy (ag->keep);
+    api_keep_destroy (ag->keep);
     ag->keep = NULL;
     return 0;
 }

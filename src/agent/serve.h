@@ -21,7 +21,7 @@
  * root's alone (0600, and the caller's uid checked): whoever may ask it
  * makes CXI services for any uid.  One request at a time (a prolog is a
  * few broker calls of 5 s at most each; a broker that gave no answer at
- * all is taken as away for 2 s, brokerhttp.h; a prolog whose caller gave
+ * all is taken as away for 2 s, apiclient.h; a prolog whose caller gave
  * up waiting is not made).  On SIGTERM those in line are served, then
  * the socket goes (later prologs run fmbroker-cxi themselves): a wait
  * for a prolog taken here is answered here.

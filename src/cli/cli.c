@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 int cli_call (struct cli *cli,
               const char *method,
               const char *path,
@@ -17,7 +15,7 @@ int cli_call (struct cli *cli,
     struct api_reply r;
     struct fmb_error e;
     if (api_client_call (
-            &cli->target, cli->timeout, method, path, body, token, &r, &e) < 0) {
+            &cli->target, NULL, cli->timeout, method, path, body, token, &r, &e) < 0) {
         fprintf (stderr, "fmbroker: %s\n", e.text);
         return EXIT_UNREACHABLE;
     }
@@ -47,8 +45,11 @@ void cli_print_json (json_t *o)
 
 char *cli_escape (const char *s)
 {
-    char *e = curl_easy_escape (NULL, s, 0);
-    char *copy = strdup (e ? e : "");
-    curl_free (e);
-    return copy;
+    size_t len = strlen (s) * 3 + 1;
+    char *e = malloc (len);
+    if (e && api_path_escape (s, e, len) < 0) {
+        free (e);
+        return NULL;
+    }
+    return e;
 }

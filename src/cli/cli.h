@@ -49,7 +49,8 @@ int cli_call (struct cli *cli,
 /* An answer as --json prints it: indented, keys sorted. */
 void cli_print_json (json_t *o);
 
-/* 's' escaped for a URL (a new string, the caller frees it). */
+/* 's' escaped for a URL path segment (a new string, the caller frees
+ * it; NULL when out of memory). */
 char *cli_escape (const char *s);
 
 #endif

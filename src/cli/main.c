@@ -21,8 +21,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "admin.h"
 #include "argcheck.h"
 #include "cli.h"
@@ -262,10 +260,8 @@ int main (int argc, char **argv)
     }
     if (load_target (cli) < 0)
         return usage_error (argc, argv);
-    curl_global_init (CURL_GLOBAL_DEFAULT);
     int rc = cmds[which].fn (
         cli, take_json (cli, argc - optind, argv + optind), argv + optind);
-    curl_global_cleanup ();
     api_target_clear (&cli->target);
     return rc;
 }

@@ -1,6 +1,15 @@
 /* apiclient.h: one call to fmbrokerd's REST API, over its Unix socket or,
  * from hosts without it (compute nodes), over its TLS listener with a
- * bearer token; for the programs that talk to it (fmbroker, fmbroker-cxi). */
+ * bearer token; for every program and plugin that talks to it (fmbroker,
+ * fmbroker-cxi, the SPANK step-end module, the Flux jobtap plugin).
+ *
+ * HTTP/1.1 over OpenSSL alone, not libcurl: these run on job launch and
+ * job end (EpilogSlurmctld's CLEANUP, the node agent), and libcurl brings
+ * some 35 shared objects (gnutls, Kerberos, LDAP, SSH, RTMP...) whose
+ * loading cost every run 30-50 ms on a loaded 2-core node; the CLI's
+ * start took 2.6 times the CPU with it (bench/RESULTS.md, issue 36).  One small request
+ * at a time, to one broker: that is all this does.  (The broker's calls to the FM, many
+ * at once, are libcurl's: src/fmclient.) */
 #ifndef FMB_APICLIENT_H
 #define FMB_APICLIENT_H
 
@@ -47,14 +56,33 @@ struct api_reply {
                    * answer that is not JSON (/metrics), or NULL */
 };
 
+/* One connection kept open from call to call (the node service,
+ * fmbroker-cxi serve): no TLS set-up or handshake per job.  A broker
+ * found away only after a wait (no answer within a second or more, not
+ * a refusal) is taken as away for 2 s after, saying so: the service's
+ * callers in line behind that wait are not each made to wait 5 s more.
+ * A kept connection that fails before its answer is replaced and the
+ * request sent again: every call made on one is a GET, or a PUT or
+ * DELETE the broker takes as the same when it comes twice (a RUN, a
+ * report, a step's end). */
+struct api_keep;
+struct api_keep *api_keep_create (void);
+void api_keep_destroy (struct api_keep *k);
+
 /* 0 when the broker answered (any status: the caller judges it); -1 with
  * EHOSTUNREACH and a message naming the socket or URL when it could not
  * be reached.  With a list of URLs, the brokers are tried in order within
  * the one timeout: the next after a failure to connect (or a connection
  * that died before the answer), each with an equal share of the time left
- * to connect; the message names every one tried.  'bearer' (may be NULL) is sent as
- * Authorization: Bearer, in place of the target's token. */
+ * to connect; the message names every one tried.  TLS 1.2 or later, the
+ * broker's certificate verified against the target's CA file (else the
+ * system's) and its host name or address.  'keep' (may be NULL: a
+ * connection per call, closed after it) is the connection kept from the
+ * last call.  'bearer' (may be NULL) is sent as Authorization: Bearer, in
+ * place of the target's token.  Safe on any thread; a broker that closes
+ * the connection mid-request is an error, never a SIGPIPE. */
 int api_client_call (const struct api_target *t,
+                     struct api_keep *keep,
                      long timeout_s,
                      const char *method,
                      const char *path,
@@ -62,6 +90,10 @@ int api_client_call (const struct api_target *t,
                      const char *bearer,
                      struct api_reply *ret,
                      struct fmb_error *error);
+
+/* 'in' percent-encoded as one path segment (all but A-Z a-z 0-9 - . _ ~)
+ * into out; -1 with ENAMETOOLONG when it does not fit in len. */
+int api_path_escape (const char *in, char *out, size_t len);
 
 /* How many URLs the target's list holds (0 for the socket), and the i-th. */
 unsigned api_target_url_count (const struct api_target *t);

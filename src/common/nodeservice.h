@@ -100,7 +100,7 @@ int node_service_setup_start (struct node_service_call *c,
                               struct fmb_error *e);
 
 /* A step's end handed to the node service, which makes the broker's call
- * later: a Unix socket write instead of a libcurl process and a TLS
+ * later: a Unix socket write instead of loading a TLS stack and a TLS
  * handshake on srun's way out.  No wait for the answer.  0 when the
  * request was written; -1 with 'e' saying why (no service on this node,
  * or its line is full: the caller makes the call itself). */

@@ -63,6 +63,7 @@ static void *call_thread (void *arg)
     struct brokercall_result *r = &req->result;
 
     if (api_client_call (&bc->target,
+                         NULL,
                          bc->timeout_s,
                          req->method,
                          req->path,

@@ -23,7 +23,6 @@
  *   timeout = 5, cleanup-retry = 600, state-dir = "/run/fmbroker-cxi".
  */
 #include <errno.h>
-#include <curl/curl.h>
 #include <flux/core.h>
 #include <flux/jobtap.h>
 #include <jansson.h>
@@ -332,7 +331,7 @@ static void step_clean (struct plugin *pl, flux_jobid_t id)
     const char *fmid = getenv ("FI_CXI_COLL_JOB_ID");
     const char *token = getenv ("FI_CXI_COLL_MCAST_TOKEN");
     const char *dash = fmid ? strchr (fmid, '-') : NULL;
-    char f58[64], step[512], path[1024];
+    char f58[64], step[512], esc[3 * 512 + 1], path[2048];
     struct job *j;
     if (!fmid || !token || !*token) {
         flux_log (pl->h,
@@ -348,13 +347,12 @@ static void step_clean (struct plugin *pl, flux_jobid_t id)
               "%s/%s",
               strcmp (pl->jobid_path, "/") ? pl->jobid_path : "",
               f58);
-    char *esc = curl_easy_escape (NULL, step, 0);
+    (void)api_path_escape (step, esc, sizeof (esc)); /* room for all of it */
     snprintf (path,
               sizeof (path),
               "/v1/jobs/%s/steps/%s?wait=10",
               dash ? dash + 1 : fmid,
-              esc ? esc : "");
-    curl_free (esc);
+              esc);
     if (!(j = job_get (pl, id, true)))
         return;
     flux_log (pl->h,
@@ -481,7 +479,6 @@ int flux_plugin_init (flux_plugin_t *p)
         return -1;
     pl->p = p;
     pl->h = flux_jobtap_get_flux (p);
-    curl_global_init (CURL_GLOBAL_DEFAULT); /* before any thread */
     if (configure (pl, p, &e) < 0) {
         flux_log (pl->h, LOG_ERR, "fmbroker.so: %s", e.text);
         brokercall_destroy (pl->bc);

@@ -549,7 +549,7 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
 /* ---- slurmstepd: the step's end ---------------------------------- */
 
 /* The broker call is in a module of its own (stepclean.h: loading
- * libcurl costs every process that loads the plugin); it sits next to
+ * OpenSSL costs every process that loads the plugin); it sits next to
  * this plugin, which finds its own directory through dladdr(). */
 static spank_clean_step_fn load_clean_module (char *why, size_t len)
 {
@@ -566,8 +566,8 @@ static spank_clean_step_fn load_clean_module (char *why, size_t len)
               slash ? (int)(slash - self.dli_fname + 1) : 0,
               self.dli_fname,
               SPANK_CLEAN_MODULE);
-    /* Kept loaded: slurmstepd exits soon, and libcurl's TLS stack does
-     * not unload cleanly. */
+    /* Kept loaded: slurmstepd exits soon, and OpenSSL does not unload
+     * cleanly. */
     void *module = dlopen (path, RTLD_NOW | RTLD_LOCAL);
     void *fn = module ? dlsym (module, SPANK_CLEAN_SYMBOL) : NULL;
     if (!fn) {
@@ -600,7 +600,7 @@ static void clean_step (void)
 }
 
 /* srun returns only once node 0's slurmstepd is done, and the broker
- * call (loading libcurl and TLS, a round trip) took tens of ms of every
+ * call (loading its module and TLS, a round trip) took tens of ms of every
  * step under load: it runs in a grandchild of slurmstepd instead, in a
  * session of its own and killed by an alarm past step_timeout, so the
  * step's end costs a fork.  A call that never happens leaves the step's

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 
 #include "apiclient.h"
@@ -21,17 +20,20 @@ int fmb_spank_clean_step (const char *config,
     struct api_target t;
     struct api_reply r = {0};
     struct fmb_error e;
-    char path[512];
+    char path[512], estep[3 * 128 + 1];
     fmb_config_defaults (&cfg);
     if (access (config, R_OK) == 0 && fmb_config_load_client (&cfg, config, &e) < 0) {
         snprintf (why, len, ": %s", e.text);
         return -1;
     }
+    if (api_path_escape (step, estep, sizeof (estep)) < 0) {
+        snprintf (why, len, ": step name '%.64s...' too long", step);
+        return -1;
+    }
     api_target_init (&t, &cfg, NULL);
-    char *estep = curl_easy_escape (NULL, step, 0);
-    snprintf (path, sizeof (path), "/v1/jobs/%s/steps/%s", job, estep ? estep : "");
-    curl_free (estep);
-    int rc = api_client_call (&t, (long)timeout_s, "DELETE", path, NULL, NULL, &r, &e);
+    snprintf (path, sizeof (path), "/v1/jobs/%s/steps/%s", job, estep);
+    int rc =
+        api_client_call (&t, NULL, (long)timeout_s, "DELETE", path, NULL, NULL, &r, &e);
     api_target_clear (&t);
     if (rc < 0)
         snprintf (why, len, ": %s", e.text);

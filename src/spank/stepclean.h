@@ -1,11 +1,13 @@
 /* stepclean.h: the SPANK plugin's step-end call to the broker, built as a
  * module of its own, fmbroker_spank_clean.so, next to the plugin.
  *
- * Why apart: libcurl and the TLS, LDAP, SSH and Kerberos libraries it
- * brings cost tens of milliseconds to load (bench/RESULTS.md, Slurm launch
- * cost), and every srun, sbatch, salloc and slurmstepd loads the plugin;
- * only node 0 of a step of a job with a multicast reservation needs them,
- * once, when the step ends.  The plugin dlopen()s this module then. */
+ * Why apart: OpenSSL, which the call needs for a broker reached over
+ * TLS, costs every process that loads it a few milliseconds (libcurl,
+ * which this used before, tens: bench/RESULTS.md, Slurm launch cost), and
+ * every srun, sbatch, salloc and slurmstepd loads the plugin; only node 0
+ * of a step of a job with a multicast reservation needs it, once, when
+ * the step ends (and only when no node service takes the step's end).
+ * The plugin dlopen()s this module then. */
 #ifndef FMB_SPANK_STEPCLEAN_H
 #define FMB_SPANK_STEPCLEAN_H
 
