@@ -50,7 +50,9 @@
 # Every setup has EpilogSlurmctld's CLEANUP (it starts as srun ends) when
 # fmbroker is in it.  A launch's time is bash's clock ($EPOCHREALTIME)
 # around setpriv and srun.  Prints per setup: median, p90, max, the
-# launches over 1 s, the ratio to "without", and each hook's own time:
+# launches over 1 s, the ratio to "without", the host's steal time
+# while the setup's launches ran (other guests' CPU on a shared VM: a
+# run with it is disturbed), and each hook's own time:
 # the node prolog (its wrapper's clock where a bash wrapper runs it: the
 # stand-in for the emulated nodes' NICs; from the kernel's exec and exit
 # events otherwise), the PrologSlurmctld script, and the step-end
@@ -229,7 +231,11 @@ launch () { # MODE
     t1=$EPOCHREALTIME
     echo $(((${t1//[!0-9]/} - ${t0//[!0-9]/}) / 1000)) >>"$T/$1.ms"
 }
-for m in $MODES; do : >"$T/$m.ms"; done
+for m in $MODES; do : >"$T/$m.ms" && : >"$T/steal.$m"; done
+# The host's CPU time taken by other guests (steal, /proc/stat) while a
+# setup's launches ran: on a shared VM, other tenants' bursts slow some
+# blocks and not others, and a setup's median with them is not its own.
+cpu_jiffies () { awk '$1 == "cpu" { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
 : >"$T/hooks.times"
 for m in $MODES; do : >"$T/clean.$m" && : >"$T/wait.$m"; done
 # The kernel's exec and exit events, for the phases of each launch; a
@@ -252,9 +258,11 @@ for _ in $(seq "$blocks"); do
         mode $m && launch warmup || { echo "launch failed ($m)" >&2; slurm_diag >&2; exit 1; }
         "$T/mark/$m"
         off1=$(stat -c %s "$S/log/slurmd-n1.log") off2=$(stat -c %s "$S/log/slurmd-n2.log")
+        before=$(cpu_jiffies)
         for _ in $(seq "$B"); do
             launch $m || { echo "launch failed ($m)" >&2; slurm_diag >&2; exit 1; }
         done
+        echo "$before $(cpu_jiffies)" >>"$T/steal.$m"
         wait_for 300 0.05 slurm_all_idle
         # the plugin's own timing of the step-end cleanup (node 0) and of
         # each node's wait for the service's setup
@@ -272,13 +280,14 @@ echo "# fmbroker with Slurm: launch cost, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "# machine: $(nproc) cores, load average $load at the end"
 echo
 echo "## srun -N2 true as nobody, from an idle cluster, setups alternated in blocks of $B"
-echo "| setup | launches | median ms | p90 ms | max ms | over 1 s | median / without |"
-echo "|---|---|---|---|---|---|---|"
+echo "| setup | launches | median ms | p90 ms | max ms | over 1 s | median / without | host steal % |"
+echo "|---|---|---|---|---|---|---|---|"
 for m in $MODES; do
     f=$T/$m.ms
-    printf "| %s | %s | %s | %s | %s | %s | %s |\n" "$m" "$(wc -l <"$f")" "$(pct 50 <"$f")" "$(pct 90 <"$f")" \
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" "$m" "$(wc -l <"$f")" "$(pct 50 <"$f")" "$(pct 90 <"$f")" \
         "$(sort -g "$f" | tail -1)" "$(awk '$1 > 1000' "$f" | wc -l)" \
-        "$(awk -v a="$(pct 50 <"$f")" -v b="${wo:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
+        "$(awk -v a="$(pct 50 <"$f")" -v b="${wo:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
+        "$(awk '{ s += $3 - $1; t += $4 - $2 } END { if (t > 0) printf "%.1f", 100 * s / t; else print "-" }' "$T/steal.$m")"
 done
 echo
 # Each hook's own time, per setup.
