@@ -664,29 +664,26 @@ static int call_any (const struct api_target *t,
  * MSG_NOSIGNAL.  A SIGPIPE the call raised is taken back before the mask
  * is restored; one already pending stays pending. */
 struct pipe_guard {
-    sigset_t old;
+    sigset_t pipe_only, old;
     bool was_pending;
 };
 
 static void pipe_guard_hold (struct pipe_guard *g)
 {
-    sigset_t pipe_only, pending;
-    sigemptyset (&pipe_only);
-    sigaddset (&pipe_only, SIGPIPE);
-    sigpending (&pending);
-    g->was_pending = sigismember (&pending, SIGPIPE) == 1;
-    pthread_sigmask (SIG_BLOCK, &pipe_only, &g->old);
+    sigset_t pending;
+    sigemptyset (&g->pipe_only);
+    sigaddset (&g->pipe_only, SIGPIPE);
+    g->was_pending = sigpending (&pending) == 0 && sigismember (&pending, SIGPIPE) == 1;
+    pthread_sigmask (SIG_BLOCK, &g->pipe_only, &g->old);
 }
 
 static void pipe_guard_release (struct pipe_guard *g)
 {
-    sigset_t pipe_only, pending;
-    sigemptyset (&pipe_only);
-    sigaddset (&pipe_only, SIGPIPE);
+    sigset_t pending;
     if (!g->was_pending && sigpending (&pending) == 0 &&
         sigismember (&pending, SIGPIPE) == 1) {
         struct timespec now = {0, 0};
-        while (sigtimedwait (&pipe_only, NULL, &now) < 0 && errno == EINTR)
+        while (sigtimedwait (&g->pipe_only, NULL, &now) < 0 && errno == EINTR)
             ;
     }
     pthread_sigmask (SIG_SETMASK, &g->old, NULL);
