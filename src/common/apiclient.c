@@ -169,7 +169,10 @@ static int open_tls (const struct api_target *t,
         if (c->fd >= 0)
             close (c->fd);
         c->fd = socket (a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (c->fd >= 0)
+        if (c->fd < 0)
+            snprintf (
+                why, wlen, "Couldn't connect to server (socket: %s)", strerror (errno));
+        else
             rc = connect_within (
                 c->fd, a->ai_addr, a->ai_addrlen, connect_ms, why, wlen);
     }
@@ -221,6 +224,7 @@ static int open_tls (const struct api_target *t,
         X509_VERIFY_PARAM_set1_host (vp, host, 0);
     }
     errno = 0;
+    ERR_clear_error ();
     if (SSL_connect (c->ssl) != 1) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
             snprintf (why, wlen, "TLS handshake: Connection timed out");
@@ -244,8 +248,18 @@ static int open_unix (
     }
     strcpy (sa.sun_path, path);
     c->fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* A broker whose queue of connections is full (stalled, or stopped
+     * with SIGSTOP) makes connect() on a Unix socket wait for a slot:
+     * SO_SNDTIMEO bounds that wait too (EAGAIN). */
+    if (c->fd >= 0)
+        set_io_deadline (c->fd, deadline);
     if (c->fd < 0 || connect (c->fd, (struct sockaddr *)&sa, sizeof (sa)) < 0) {
         int err = errno;
+        if (err == EAGAIN || err == EWOULDBLOCK) {
+            snprintf (
+                why, wlen, "Connection timed out (the broker takes no connection)");
+            return -1;
+        }
         snprintf (why,
                   wlen,
                   "Couldn't connect to server (%s)",
@@ -263,15 +277,22 @@ static int open_unix (
     return 0;
 }
 
+/* SSL_write sends all it is given before it returns, in as many
+ * write(2) calls as it takes, each with the whole time left: pieces of
+ * one TLS record at most keep the deadline re-armed between writes. */
+#define TLS_WRITE_PIECE 16384
+
 static int conn_write_all (struct conn *c, const char *p, size_t n)
 {
     while (n > 0) {
         if (conn_arm (c) < 0)
             return -1;
-        ssize_t w = c->ssl ? SSL_write (c->ssl, p, (int)n) : write (c->fd, p, n);
+        size_t piece = n < TLS_WRITE_PIECE ? n : TLS_WRITE_PIECE;
+        ssize_t w = c->ssl ? SSL_write (c->ssl, p, (int)piece) : write (c->fd, p, n);
         if (w <= 0) {
             if (!c->ssl && w < 0 && errno == EINTR)
                 continue;
+            ERR_clear_error (); /* not the next handshake's reason */
             return -1;
         }
         p += w;
@@ -596,7 +617,7 @@ static int call_any (const struct api_target *t,
                      struct api_reply *ret,
                      struct fmb_error *error)
 {
-    char why[FMB_ERROR_TEXT_MAX] = "", one[160];
+    char why[FMB_ERROR_TEXT_MAX] = "", one[160] = "";
     if (t->url && !t->token[0] && (!bearer || !*bearer)) {
         errno = EACCES;
         return fmb_errorf (error, "%s", t->token_problem);

@@ -5,11 +5,14 @@
  *
  * HTTP/1.1 over OpenSSL alone, not libcurl: these run on job launch and
  * job end (EpilogSlurmctld's CLEANUP, the node agent), and libcurl brings
- * some 35 shared objects (gnutls, Kerberos, LDAP, SSH, RTMP...) whose
- * loading cost every run 30-50 ms on a loaded 2-core node; the CLI's
- * start took 2.6 times the CPU with it (bench/RESULTS.md, issue 36).  One small request
- * at a time, to one broker: that is all this does.  (The broker's calls to the FM, many
- * at once, are libcurl's: src/fmclient.) */
+ * some 28 shared objects (gnutls, Kerberos, LDAP, SSH, RTMP...) whose
+ * loading cost every run 30-50 ms on a loaded 2-core node; a CLEANUP
+ * call took 2.5-4 times the CPU with it (bench/RESULTS.md §19).  One
+ * small request at a time, to one broker: that is all this does.  (The
+ * broker's calls to the FM, many at once, are libcurl's: src/fmclient.)
+ * Known limits: the name lookup (getaddrinfo) has no timeout of its own
+ * (give broker_url by address where the resolver may be slow), and a
+ * TLS handshake is bounded per read and write, not as a whole. */
 #ifndef FMB_APICLIENT_H
 #define FMB_APICLIENT_H
 

@@ -1,7 +1,7 @@
 /* apitarget.c: where the broker is (apiclient.h): the configuration's
  * socket or TLS URLs and the client token.  Apart from the call
- * (apiclient.c), so that the SPANK plugin, which never calls the broker
- * itself (stepclean.h), needs no OpenSSL. */
+ * (apiclient.c), so that the Flux shell plugin, which reads the target
+ * but never calls the broker, needs no OpenSSL. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

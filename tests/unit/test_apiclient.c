@@ -248,6 +248,37 @@ static void a_broker_that_never_reads_gets_one_timeout (void **state)
     free (body);
 }
 
+/* A broker that takes no connection (its queue full: stalled, or
+ * stopped): connect() would wait for a slot; the call ends at its
+ * timeout (it blocked for good before). */
+static void a_full_connection_queue_gets_one_timeout (void **state)
+{
+    struct fixture *f = *state;
+    struct api_reply r = {0};
+    struct fmb_error e;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int held[8], n = 0;
+    snprintf (sa.sun_path, sizeof (sa.sun_path), "%s", f->sock);
+    assert_int_equal (listen (f->lfd, 0), 0); /* the smallest queue */
+    for (; n < 8; n++) {                      /* filled by connections nobody accepts */
+        held[n] = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        if (connect (held[n], (struct sockaddr *)&sa, sizeof (sa)) < 0) {
+            close (held[n]);
+            break;
+        }
+    }
+    assert_true (n < 8);
+    int64_t t0 = fmb_monotime_ms ();
+    int rc =
+        api_client_call (&f->target, NULL, 1, "GET", "/v1/health", NULL, NULL, &r, &e);
+    int64_t took = fmb_monotime_ms () - t0;
+    while (n-- > 0)
+        close (held[n]);
+    assert_int_equal (rc, -1);
+    assert_non_null (strstr (e.text, "Connection timed out"));
+    assert_true (took < 1900);
+}
+
 static void no_broker_names_the_socket_and_why (void **state)
 {
     struct fixture *f = *state;
@@ -293,6 +324,8 @@ int main (void)
             a_broker_that_hangs_up_is_an_error_not_a_signal, setup, teardown),
         cmocka_unit_test_setup_teardown (
             a_broker_that_never_reads_gets_one_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown (
+            a_full_connection_queue_gets_one_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown (
             no_broker_names_the_socket_and_why, setup, teardown),
         cmocka_unit_test (path_segments_are_escaped),
