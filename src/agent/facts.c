@@ -45,21 +45,32 @@ static int facts_from_json (json_t *o, struct job_facts *f)
 
 /* prolog --run: the job's RUN, made from this node (Slurm's launch setup,
  * [api] node_run = true on the nodes: no PrologSlurmctld, so srun's
- * launch does not wait for the controller).  Every node of the job sends the same
- * request; the first creates the job, the others get the same answer.  *job: the
- * broker's. */
+ * launch does not wait for the controller).  Every node of the job sends
+ * the same request; the first creates the job, the others get the same
+ * answer, each its own view.  The node list goes as Slurm gives it, a
+ * hostlist: a 10,000-node job's request stays a few dozen bytes, and
+ * the broker answers the same bytes again without reading the list
+ * (runmemo.h).  A broker older than that takes only an array: on its
+ * 400 the list goes expanded.  *job: the broker's. */
 static int run_from_node (struct agent *ag, json_t **job, struct fmb_error *error)
 {
     json_error_t jerr;
     char path[256];
     json_t *body = json_loads (ag->args.run, JSON_REJECT_DUPLICATES, &jerr);
-    json_t *nodes = json_object_get (body, "nodes");
     if (!json_is_object (body)) {
         json_decref (body);
         errno = EINVAL;
         return fmb_errorf (error, "job %s: --run: not a JSON object", ag->args.job);
     }
-    if (json_is_string (nodes)) { /* a hostlist, as Slurm gives it */
+    snprintf (path, sizeof (path), "/v1/jobs/%s", ag->args.job);
+    json_t *nodes = json_object_get (body, "nodes");
+    int rc = -1;
+    for (int expanded = 0; expanded < 2; expanded++) {
+        char *text = json_dumps (body, JSON_COMPACT);
+        rc = text ? agent_broker_call (ag, "PUT", path, text, job, error) : -1;
+        free (text);
+        if (rc == 0 || ag->broker_status != 400 || !json_is_string (nodes))
+            break;
         json_t *names = json_array ();
         if (hostlist_expand (json_string_value (nodes), names, error) < 0) {
             json_decref (names);
@@ -67,12 +78,9 @@ static int run_from_node (struct agent *ag, json_t **job, struct fmb_error *erro
             return fmb_error_prefix (error, "job %s: --run: nodes", ag->args.job);
         }
         json_object_set_new (body, "nodes", names);
+        nodes = names;
     }
-    char *text = json_dumps (body, JSON_COMPACT);
     json_decref (body);
-    snprintf (path, sizeof (path), "/v1/jobs/%s", ag->args.job);
-    int rc = text ? agent_broker_call (ag, "PUT", path, text, job, error) : -1;
-    free (text);
     if (rc < 0)
         return fmb_error_prefix (
             error, "job %s: the broker did not RUN the job", ag->args.job);

@@ -54,6 +54,7 @@ struct broker {
     struct events *events;    /* the event log's readers, damage reports */
     /* the jobs' contexts (jobs.h) */
     struct cleanups *cleanups;   /* step cleanups' rate (jobs_cleanup.c) */
+    struct runmemo *runmemo;     /* RUN bodies already taken (jobs_run.c) */
     struct retention *retention; /* quarantine expiry, retention (retention.c) */
     int64_t started_ms;
     bool stopping;

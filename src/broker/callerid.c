@@ -100,37 +100,21 @@ static void identify_tcp (struct callerid *id, struct http_req *req)
     }
 }
 
-/* A node's client certificate, if the listener asks for them: verified
- * against [api] tls_client_ca by GnuTLS; its CN (or first DNS name)
- * names the node.  0: none offered; 1: a node named; -1: bad. */
-static int identify_cert (struct http_req *req, char *node, size_t len)
+/* A node's client certificate, as the TLS front's handshake found it
+ * (verified against [api] tls_client_ca, meant for TLS clients): its CN
+ * or first DNS name names the node.  0: none offered; 1: a node named;
+ * -1: bad (*why says how). */
+static int identify_cert (struct http_req *req, char *node, size_t len, const char **why)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info (req->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    gnutls_session_t session = ci ? (gnutls_session_t)ci->tls_session : NULL;
-    unsigned n = 0, status = 0;
-    if (!session || !gnutls_certificate_get_peers (session, &n) || n == 0)
+    struct http_conn *hc = conn_of (req->conn);
+    if (!hc || hc->tls.cert == TLS_PEER_CERT_NONE)
         return 0;
-    if (gnutls_certificate_verify_peers2 (session, &status) < 0 || status != 0)
+    if (hc->tls.cert == TLS_PEER_CERT_BAD) {
+        *why = hc->tls.why;
         return -1;
-    const gnutls_datum_t *certs = gnutls_certificate_get_peers (session, &n);
-    gnutls_x509_crt_t crt;
-    if (gnutls_x509_crt_init (&crt) < 0)
-        return -1;
-    int rc = -1;
-    size_t sz = len;
-    if (gnutls_x509_crt_import (crt, &certs[0], GNUTLS_X509_FMT_DER) == 0) {
-        unsigned type = 0;
-        sz = len;
-        if (gnutls_x509_crt_get_subject_alt_name2 (crt, 0, node, &sz, &type, NULL) ==
-                GNUTLS_SAN_DNSNAME ||
-            (sz = len,
-             gnutls_x509_crt_get_dn_by_oid (
-                 crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, node, &sz) == 0))
-            rc = valid_node_name (node) ? 1 : -1;
     }
-    gnutls_x509_crt_deinit (crt);
-    return rc;
+    snprintf (node, len, "%s", hc->tls.node);
+    return 1;
 }
 
 /* With [api] tls_client_cert: a verified certificate names the node (a
@@ -140,12 +124,12 @@ static void identify_by_cert (struct callerid *id, struct http_req *req)
 {
     struct caller *c = &req->caller;
     char node[NODE_NAME_MAX + 1] = "";
-    int crt = identify_cert (req, node, sizeof (node));
     const char *why = NULL;
+    int crt = identify_cert (req, node, sizeof (node), &why);
     if (crt == 1 && fmb_config_list_has (id->cfg->revoked_nodes, node))
         why = "its certificate names a revoked node";
     else if (crt < 0)
-        why = "its client certificate does not verify against [api] tls_client_ca";
+        ; /* why: the handshake's finding */
     else if (crt == 0 && id->cfg->tls_client_cert == FMB_CLIENT_CERT_REQUIRED)
         why = "no client certificate ([api] tls_client_cert = required)";
     else if (crt == 1 && c->node[0] && strcmp (c->node, node) != 0)

@@ -25,8 +25,22 @@
 #include "netaddr.h"
 #include "peers.h"
 #include "roles.h"
+#include "tlsfront.h"
 
 #define ACCEPTS_PER_PASS 64 /* a flood of connects cannot hold the loop */
+/* TCP: accepting costs the loop little (the TLS front does the
+ * handshake), so a storm's queue is emptied in one go, up to this long
+ * a pass; what is left waits one pass, not a SYN retry. */
+#define TCP_ACCEPT_BUDGET_MS 5
+#define TLS_TAKE_PER_PASS    512 /* handshaken connections handed to MHD */
+/* An authenticated TCP connection kept idle (a node service's) is
+ * probed: a node that died is noticed in about 4 minutes. */
+#define KEEPALIVE_IDLE_S  120
+#define KEEPALIVE_INTVL_S 30
+#define KEEPALIVE_CNT     4
+/* Descriptors per TCP connection: the peer's socket and the socketpair
+ * between the TLS front and libmicrohttpd. */
+#define FDS_PER_TCP 3
 /* Descriptors the broker holds besides API connections: the database and
  * its journal, the FM client's connections (counted apart), listeners,
  * epoll and signal fds, logs, key files read at reload. */
@@ -52,10 +66,13 @@ struct conns {
         bool privileged;
         bool tcp;
         char addr[TCPGUARD_ADDR_MAX];
+        struct tls_peer tls;
     } pending;
     int64_t refused_logged_ms;
     int tcp_fd;             /* accepted here too: counted per address first */
     struct tcpguard *guard; /* the TCP connections per address, failures */
+    struct tlsfront *front; /* the TCP connections' TLS, on its threads */
+    unsigned idle_ms;       /* an authenticated TCP connection's idle time; 0: kept */
     int64_t accept_paused_until_ms;
     struct { /* a repeated accept error, logged once a minute with a count */
         int err;
@@ -80,6 +97,7 @@ struct conns *conns_create (const struct fmb_config *cfg,
     h->limits.reserved = cfg->api_reserved_connections;
     h->request_timeout_ms = cfg->api_request_timeout_ms;
     h->backlog = cfg->api_listen_backlog;
+    h->idle_ms = cfg->tcp_idle_timeout_s * 1000u;
     if (!(h->peers = peers_create (&h->limits))) {
         free (h);
         return NULL;
@@ -95,6 +113,7 @@ void conns_destroy (struct conns *h)
         if (h->tcp_fd >= 0)
             close (h->tcp_fd);
         peers_destroy (h->peers);
+        tlsfront_destroy (h->front); /* before the guard its slots count in */
         tcpguard_destroy (h->guard);
         if (h->sock_path[0])
             unlink (h->sock_path);
@@ -124,6 +143,18 @@ void conns_arm (struct http_conn *c)
     c->deadline_ms = fmb_monotime_ms () + c->cs->request_timeout_ms;
 }
 
+/* Between requests: an authenticated TCP connection (a node service's,
+ * kept so that a job's launch costs it no handshake) stays as long as
+ * [api] tcp_idle_timeout_s (0: while its peer lives; keepalive finds a
+ * dead one); any other gets the request timeout to send its next one. */
+void conns_arm_idle (struct http_conn *c)
+{
+    if (c->tcp && c->authed)
+        c->deadline_ms = c->cs->idle_ms ? fmb_monotime_ms () + c->cs->idle_ms : 0;
+    else
+        conns_arm (c);
+}
+
 /* The request is read: what remains is the broker's work, not the peer's. */
 void conns_disarm (struct MHD_Connection *mc)
 {
@@ -149,6 +180,7 @@ void conns_started (struct conns *h, bool tcp, struct MHD_Connection *mc, void *
         c->privileged = h->pending.privileged;
         c->tcp = h->pending.tcp;
         snprintf (c->addr, sizeof (c->addr), "%s", h->pending.addr);
+        c->tls = h->pending.tls;
         h->pending.valid = false;
     }
     conns_arm (c);
@@ -314,9 +346,21 @@ static void accept_unix (struct conns *h)
  * while unauthenticated (tcpguard.h) before TLS costs anything; over a
  * limit the connection is closed at once (a TLS client cannot read a
  * plain 503). */
+static void keepalive (int fd)
+{
+    int one = 1, idle = KEEPALIVE_IDLE_S, intvl = KEEPALIVE_INTVL_S, cnt = KEEPALIVE_CNT;
+    (void)setsockopt (fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof (one));
+    (void)setsockopt (fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof (idle));
+    (void)setsockopt (fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof (intvl));
+    (void)setsockopt (fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof (cnt));
+}
+
 static void accept_tcp (struct conns *h)
 {
-    for (int i = 0; i < ACCEPTS_PER_PASS && h->tcp_fd >= 0; i++) {
+    int64_t until = fmb_monotime_ms () + TCP_ACCEPT_BUDGET_MS;
+    for (int i = 0; h->tcp_fd >= 0; i++) {
+        if (i % ACCEPTS_PER_PASS == ACCEPTS_PER_PASS - 1 && fmb_monotime_ms () >= until)
+            return; /* the rest next pass: the socket stays readable */
         struct sockaddr_storage sa;
         socklen_t salen = sizeof (sa);
         int fd = accept4 (
@@ -347,12 +391,38 @@ static void accept_tcp (struct conns *h)
             }
             continue;
         }
-        snprintf (h->pending.addr, sizeof (h->pending.addr), "%s", addr);
-        hand_over (h, true, fd, (struct sockaddr *)&sa, salen);
-        if (h->pending.valid) {
-            h->pending.valid = false;
+        keepalive (fd);
+        if (tlsfront_add (h->front, fd, (struct sockaddr *)&sa, salen, addr) < 0) {
+            close (fd);
             tcpguard_release (h->guard, addr, false);
         }
+    }
+}
+
+/* Connections whose handshake the TLS front finished: to libmicrohttpd,
+ * with what the handshake learned; those it gave up on free their slot. */
+static void take_tls (struct conns *h)
+{
+    struct tlsfront_conn done[64];
+    for (int taken = 0; taken < TLS_TAKE_PER_PASS;) {
+        int n = tlsfront_take (h->front, done, 64);
+        for (int i = 0; i < n; i++) {
+            struct tlsfront_conn *c = &done[i];
+            if (c->fd < 0) {
+                tcpguard_release (h->guard, c->addr, false);
+                continue;
+            }
+            snprintf (h->pending.addr, sizeof (h->pending.addr), "%s", c->addr);
+            h->pending.tls = c->peer;
+            hand_over (h, true, c->fd, (struct sockaddr *)&c->sa, c->salen);
+            if (h->pending.valid) {
+                h->pending.valid = false;
+                tcpguard_release (h->guard, c->addr, false);
+            }
+        }
+        if (n < 64)
+            break;
+        taken += n;
     }
 }
 
@@ -369,6 +439,12 @@ int64_t conns_accept_paused_ms (const struct conns *h)
 int conns_pollfds (struct conns *h, struct pollfd *fds, int max)
 {
     int n = 0;
+    if (h->front && n < max) { /* handshakes done, even while not accepting */
+        fds[n].fd = tlsfront_pollfd (h->front);
+        fds[n].events = POLLIN;
+        fds[n].revents = 0;
+        n++;
+    }
     int listeners[2] = {h->unix_fd, h->tcp_fd};
     for (int i = 0; i < 2 && n < max; i++)
         if (listeners[i] >= 0 && accepting (h)) {
@@ -385,7 +461,9 @@ void conns_accept (struct conns *h, const struct pollfd *fds, int n)
     for (int i = 0; fds && i < n; i++) {
         if (!(fds[i].revents & (POLLIN | POLLERR | POLLHUP)))
             continue;
-        if (fds[i].fd == h->unix_fd && h->unix_fd >= 0 && accepting (h))
+        if (h->front && fds[i].fd == tlsfront_pollfd (h->front))
+            take_tls (h);
+        else if (fds[i].fd == h->unix_fd && h->unix_fd >= 0 && accepting (h))
             accept_unix (h);
         else if (fds[i].fd == h->tcp_fd && h->tcp_fd >= 0 && accepting (h))
             accept_tcp (h);
@@ -501,7 +579,7 @@ static void fit_file_limit (const struct fmb_config *cfg, struct tcpguard_limits
         have = rl.rlim_cur == RLIM_INFINITY ? 65536 : rl.rlim_cur;
     }
     rlim_t own = (rlim_t)cfg->api_max_connections + cfg->fm_max_connections + FDS_OWN;
-    rlim_t left = have > own + 16 ? have - own : 16;
+    rlim_t left = (have > own + 16 * FDS_PER_TCP ? have - own : 16 * FDS_PER_TCP) / FDS_PER_TCP;
     if (have < own + 16)
         fmb_log (LOG_WARNING,
                  "api: the file limit (%lu) leaves too little beside [api] "
@@ -513,7 +591,8 @@ static void fit_file_limit (const struct fmb_config *cfg, struct tcpguard_limits
     if (lim->max_total > left) {
         fmb_log (LOG_WARNING,
                  "api: [api] tcp_max_connections %u lowered to %lu: the file limit "
-                 "is %lu and the socket's max_connections take %u (raise LimitNOFILE=)",
+                 "is %lu, the socket's max_connections take %u and each TCP "
+                 "connection 3 (raise LimitNOFILE=)",
                  lim->max_total,
                  (unsigned long)left,
                  (unsigned long)have,
@@ -532,6 +611,41 @@ static void fit_file_limit (const struct fmb_config *cfg, struct tcpguard_limits
              lim->max_total,
              lim->max_unauth,
              lim->per_addr);
+}
+
+/* The kernel's cap on any listen backlog (net.core.somaxconn); 0 if
+ * it cannot be read. */
+static unsigned somaxconn (void)
+{
+    char *text = NULL;
+    unsigned v = 0;
+    if (fmb_read_file ("/proc/sys/net/core/somaxconn", 64, false, &text, NULL, NULL) ==
+        0)
+        v = (unsigned)strtoul (text, NULL, 10);
+    free (text);
+    return v;
+}
+
+/* The TCP port's backlog: [api] tcp_listen_backlog, or (0) the most the
+ * kernel takes.  A whole machine's nodes connect at once when a job
+ * starts on all of them; a SYN the queue has no room for is retried by
+ * the node after 1 s, then 3 s.  Above somaxconn the kernel silently
+ * takes less: said once. */
+static unsigned tcp_backlog (const struct fmb_config *cfg)
+{
+    unsigned cap = somaxconn ();
+    unsigned want = cfg->tcp_listen_backlog ? cfg->tcp_listen_backlog : cap ? cap : 4096;
+    if (cap && want > cap) {
+        fmb_log (LOG_WARNING,
+                 "api: [api] tcp_listen_backlog %u is above net.core.somaxconn (%u), "
+                 "which caps it: raise it (sysctl -w net.core.somaxconn=%u) or the "
+                 "nodes of a large job may wait for SYN retries",
+                 want,
+                 cap,
+                 want);
+        want = cap;
+    }
+    return want;
 }
 
 /* A listening TCP socket on 'cfg->tcp'. */
@@ -562,6 +676,7 @@ static int tcp_listen (const struct fmb_config *cfg,
 
 int conns_listen_tcp (struct conns *h,
                       const struct fmb_config *cfg,
+                      const struct tlsfront_files *tls,
                       unsigned *max_conns,
                       struct fmb_error *error)
 {
@@ -569,8 +684,20 @@ int conns_listen_tcp (struct conns *h,
     fit_file_limit (cfg, &lim);
     if (!(h->guard = tcpguard_create (&lim)))
         return fmb_errorf (error, "out of memory");
-    if ((h->tcp_fd = tcp_listen (cfg, h->backlog, error)) < 0)
+    unsigned threads = cfg->tls_threads;
+    if (!threads) {
+        long cpus = sysconf (_SC_NPROCESSORS_ONLN);
+        threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus;
+    }
+    if (tlsfront_create (tls, threads, h->request_timeout_ms, &h->front, error) < 0)
+        return fmb_error_prefix (error, "[api] tcp = %s", cfg->tcp);
+    if ((h->tcp_fd = tcp_listen (cfg, tcp_backlog (cfg), error)) < 0)
         return -1;
     *max_conns = lim.max_total;
     return 0;
+}
+
+struct tlsfront *conns_front (const struct conns *h)
+{
+    return h->front;
 }

@@ -21,6 +21,8 @@ struct http_conn;
 struct metrics;
 struct roles;
 struct tcpguard;
+struct tlsfront;
+struct tlsfront_files;
 struct MHD_Connection;
 struct MHD_Daemon;
 
@@ -31,12 +33,16 @@ void conns_destroy (struct conns *cs);
 /* Listen on the Unix socket at 'path' (its directory made, a stale
  * socket file replaced; another broker listening there is an error). */
 int conns_listen_unix (struct conns *cs, const char *path, struct fmb_error *error);
-/* Listen on [api] tcp, its bounds fitted to the file limit; *max_conns:
- * how many connections it takes at most. */
+/* Listen on [api] tcp, its bounds fitted to the file limit, its TLS on
+ * the front's threads (tlsfront.h) with 'tls'; *max_conns: how many
+ * connections it takes at most. */
 int conns_listen_tcp (struct conns *cs,
                       const struct fmb_config *cfg,
+                      const struct tlsfront_files *tls,
                       unsigned *max_conns,
                       struct fmb_error *error);
+/* The TCP listener's TLS front (NULL: no TCP), for its counters. */
+struct tlsfront *conns_front (const struct conns *cs);
 /* The Unix socket's connection limit ([api] max_connections). */
 unsigned conns_max_unix (const struct conns *cs);
 /* The TCP connections per address and their failures (NULL: no TCP). */
@@ -48,8 +54,11 @@ void conns_set_daemon (struct conns *cs, bool tcp, struct MHD_Daemon *d);
  * ('tcp'), closed. */
 void conns_started (struct conns *cs, bool tcp, struct MHD_Connection *mc, void **ctx);
 void conns_closed (struct conns *cs, void **ctx);
-/* A request's deadline starts (the next request on a connection)... */
+/* A request's deadline starts (a new connection's first request)... */
 void conns_arm (struct http_conn *c);
+/* ...or, between requests, the idle time a connection is given: kept
+ * for an authenticated TCP one ([api] tcp_idle_timeout_s). */
+void conns_arm_idle (struct http_conn *c);
 /* ...and ends: the request is read, what remains is the broker's work. */
 void conns_disarm (struct MHD_Connection *mc);
 /* Cut connections whose request is late. */

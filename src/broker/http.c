@@ -23,8 +23,9 @@
 #include "httpconn.h"
 #include "log.h"
 #include "metrics.h"
+#include "tlsfront.h"
 
-#define HTTP_CONN_TIMEOUT_S 30
+#define HTTP_CONN_TIMEOUT_S 30 /* the Unix socket's idle connections */
 /* Our own limits answer 414 and 431 as problem documents; libmicrohttpd's
  * (a larger memory pool per connection) only catch what is far beyond
  * them, with its own HTML page. */
@@ -286,8 +287,8 @@ static void completed_cb (void *cls,
     (void)cls;
     (void)toe;
     struct http_conn *hc = conn_of (c);
-    if (hc && !hc->cut) /* the next request on this connection */
-        conns_arm (hc);
+    if (hc && !hc->cut) /* until the next request on this connection */
+        conns_arm_idle (hc);
     struct http_req *req = *con_cls;
     if (req && req->in_tarpit)
         tarpit_remove (req);
@@ -359,33 +360,16 @@ int http_tls_changed (struct http *h, const struct fmb_config *cfg)
 }
 
 /* Neither listener has a listen socket of MHD's own: accept_unix() and
- * accept_tcp() hand it connections already counted.  The TCP one speaks
- * TLS with [api] tls_priorities (TLS 1.2 and 1.3, forward secrecy) and,
- * with tls_client_ca, asks for client certificates. */
-struct tls_files {
-    const char *cert, *key, *priorities, *trust;
-};
-
-static struct MHD_Daemon *start_daemon (struct listener *l,
-                                        const struct tls_files *tls,
-                                        unsigned max_conns)
+ * accept_tcp() hand it connections already counted.  Both serve plain
+ * HTTP: the TCP one's TLS ([api] tls_priorities, client certificates
+ * with tls_client_ca) is the TLS front's (tlsfront.h), on threads of its
+ * own, which hands MHD the plaintext end of each connection.  MHD's own
+ * idle cut is off there: conns.c times requests, and keeps a node's
+ * authenticated connection open between them. */
+static struct MHD_Daemon *start_daemon (struct listener *l, unsigned max_conns)
 {
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                      MHD_USE_NO_LISTEN_SOCKET;
-    /* Options that only some listeners have; MHD_OPTION_END ends the
-     * array early, so those with a value come first. */
-    static const struct tls_files plain = {NULL, NULL, NULL, NULL};
-    const struct tls_files *f = tls ? tls : &plain;
-    bool t = f->cert != NULL, trust = f->trust != NULL;
-    struct MHD_OptionItem extra[] = {
-        {t ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)f->cert},
-        {t ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *)f->key},
-        {t ? MHD_OPTION_HTTPS_PRIORITIES : MHD_OPTION_END, 0, (void *)f->priorities},
-        {trust ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, (void *)f->trust},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    if (t)
-        flags |= MHD_USE_TLS;
     return MHD_start_daemon (flags,
                              0,
                              NULL,
@@ -405,13 +389,11 @@ static struct MHD_Daemon *start_daemon (struct listener *l,
                              mhd_log,
                              NULL,
                              MHD_OPTION_CONNECTION_TIMEOUT,
-                             (unsigned)HTTP_CONN_TIMEOUT_S,
+                             l->tcp ? 0u : (unsigned)HTTP_CONN_TIMEOUT_S,
                              MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                              (size_t)HTTP_MEMORY_LIMIT,
                              MHD_OPTION_CONNECTION_LIMIT,
                              max_conns + 1, /* our own tables are the real limit */
-                             MHD_OPTION_ARRAY,
-                             extra,
                              MHD_OPTION_END);
 }
 
@@ -432,16 +414,14 @@ static int tcp_start (struct http *h,
          fmb_read_file (
              cfg->tls_client_ca, 1024 * 1024, false, &h->tls_trust, NULL, error) < 0))
         return -1;
-    if (conns_listen_tcp (h->cs, cfg, &max_conns, error) < 0)
+    struct tlsfront_files tls = {
+        h->tls_cert, h->tls_key, cfg->tls_priorities, h->tls_trust};
+    if (conns_listen_tcp (h->cs, cfg, &tls, &max_conns, error) < 0)
         return -1;
     h->sh.guard = conns_guard (h->cs);
-    struct tls_files tls = {h->tls_cert, h->tls_key, cfg->tls_priorities, h->tls_trust};
     h->l[1].tcp = true;
-    if (!(h->l[1].d = start_daemon (&h->l[1], &tls, max_conns)))
-        return fmb_errorf (error,
-                           "[api] tcp = %s: cannot start TLS (certificate, key or "
-                           "tls_priorities)",
-                           cfg->tcp);
+    if (!(h->l[1].d = start_daemon (&h->l[1], max_conns)))
+        return fmb_errorf (error, "[api] tcp = %s: cannot start the HTTP server", cfg->tcp);
     conns_set_daemon (h->cs, true, h->l[1].d);
     return 0;
 }
@@ -470,7 +450,7 @@ int http_create (const struct fmb_config *cfg,
     if (conns_listen_unix (h->cs, cfg->socket, error) < 0)
         goto error;
     h->l[0].tcp = false;
-    if (!(h->l[0].d = start_daemon (&h->l[0], NULL, conns_max_unix (h->cs)))) {
+    if (!(h->l[0].d = start_daemon (&h->l[0], conns_max_unix (h->cs)))) {
         fmb_errorf (
             error, "[api] socket %s: cannot start the HTTP server", cfg->socket);
         goto error;

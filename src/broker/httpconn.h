@@ -15,6 +15,7 @@
 
 #include "httpreq.h"
 #include "tcpguard.h"
+#include "tlsfront.h"
 #include "validate.h"
 #include "waitq.h"
 
@@ -35,7 +36,8 @@ struct http_conn {
     bool authed; /* TCP: a request on it showed a valid credential */
     uid_t uid;
     char addr[TCPGUARD_ADDR_MAX];
-    int64_t deadline_ms; /* 0 while a request is being handled */
+    struct tls_peer tls; /* TCP: what its handshake learned of the peer */
+    int64_t deadline_ms; /* 0 while a request is being handled, or kept idle */
 };
 
 /* What every request of one struct http shares (http.c owns it). */

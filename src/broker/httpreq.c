@@ -267,6 +267,12 @@ json_t *http_body (struct http_req *req)
     return req->json;
 }
 
+const char *http_body_text (struct http_req *req, size_t *len)
+{
+    *len = req->body ? req->len : 0;
+    return req->body;
+}
+
 const char *http_query (struct http_req *req, const char *name)
 {
     const char *raw =

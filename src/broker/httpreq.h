@@ -83,6 +83,8 @@ int http_query_number (struct http_req *req,
                        uint64_t *value);
 /* The decoded JSON body (borrowed), for routes with body = true. */
 json_t *http_body (struct http_req *req);
+/* The body as it came, *len its length (NULL: none). */
+const char *http_body_text (struct http_req *req, size_t *len);
 
 /* Reply with a JSON document (stolen). */
 void http_reply (struct http_req *req, int status, json_t *body);

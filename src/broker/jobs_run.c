@@ -20,10 +20,12 @@
 #include "httpreq.h"
 #include "outbox.h"
 #include "reservations.h"
+#include "runmemo.h"
 #include "store.h"
 #include "jsonutil.h"
 #include "jobs_run.h"
 #include "jobs_view.h"
+#include "hostlist.h"
 #include "log.h"
 
 /* ---- RUN ----------------------------------------------------------- */
@@ -109,6 +111,21 @@ static int check_run_nodes (json_t *nodes, char *why, size_t len)
     return rc;
 }
 
+/* A hostlist ("nid[0001-9999]", as Slurm and Flux give it) in place of
+ * the array it names: what the stored request and the job's nodes are. */
+static int expand_nodes (json_t *body, json_t **nodes, char *why, size_t len)
+{
+    struct fmb_error e;
+    json_t *names = json_array ();
+    if (!names || hostlist_expand (json_string_value (*nodes), names, &e) < 0) {
+        json_decref (names);
+        return refuse (why, len, "nodes: %s", names ? e.text : "out of memory");
+    }
+    json_object_set_new (body, "nodes", names);
+    *nodes = names;
+    return 0;
+}
+
 /* RUN's nodes and node_count: one of them at least; if both, they agree. */
 static int parse_run_nodes (json_t *body, struct run_request *rr, char *why, size_t len)
 {
@@ -116,6 +133,8 @@ static int parse_run_nodes (json_t *body, struct run_request *rr, char *why, siz
     json_t *count = json_object_get (body, "node_count");
     if (!nodes && !count)
         return refuse (why, len, "nodes or node_count is required");
+    if (json_is_string (nodes) && expand_nodes (body, &nodes, why, len) < 0)
+        return -1;
     if (nodes) {
         if (check_run_nodes (nodes, why, len) < 0)
             return -1;
@@ -352,6 +371,37 @@ static int run_again (struct broker *b,
     return 0;
 }
 
+/* The answer to a repeated RUN of live job 'j' (read whole or brief): 1
+ * when answered or waiting for the reservation, -1 with 'p'. */
+static int run_answer (struct broker *b,
+                       struct http_req *req,
+                       const struct store_job *j,
+                       struct http_problem *p)
+{
+    const char *id = j->id;
+    if (reservations_wait (b->rsv, id, req))
+        return 1; /* answered with the reservation in flight */
+    if (j->state == STORE_JOB_ACTIVE && j->hwcoll == STORE_HWCOLL_RESERVING) {
+        /* None runs: its outcome was never recorded (a failed commit).
+         * Started again, or answered as it completed at once. */
+        if (!reservations_start (b->rsv, id, req, false))
+            return jobs_reply (b, req, id, 200, p) < 0 ? -1 : 1;
+        return 1;
+    }
+    http_reply (req, 200, jobs_view (b, j, http_caller (req)));
+    return 1;
+}
+
+/* This request's body matched job 'j''s: the job's other nodes' RUNs,
+ * the same bytes, are answered from the memo. */
+static void remember_run (struct broker *b, struct http_req *req, const struct store_job *j)
+{
+    size_t len;
+    const char *text = http_body_text (req, &len);
+    if (text)
+        runmemo_put (b->runmemo, j->id, j->created_ms, text, len);
+}
+
 /* A RUN for a job the store has: 1 when answered (a repeat: the same
  * answer, or 409 for a different request), 0 when there is none or the
  * RM cleaned it up (run_again). */
@@ -371,19 +421,37 @@ static int run_existing (struct broker *b,
         return rc;
     }
     /* RUN repeated (RM retry, hook re-run): same job, same answer. */
-    int rc = 1;
+    int rc;
     if (strcmp (old->request, canon) != 0)
         rc = http_problemf (p, 409, "job '%s' exists with a different request", id);
-    else if (reservations_wait (b->rsv, id, req))
-        rc = 1; /* answered with the reservation in flight */
-    else if (old->state == STORE_JOB_ACTIVE && old->hwcoll == STORE_HWCOLL_RESERVING) {
-        /* None runs: its outcome was never recorded (a failed commit).
-         * Started again, or answered as it completed at once. */
-        if (!reservations_start (b->rsv, id, req, false))
-            rc = jobs_reply (b, req, id, 200, p) < 0 ? -1 : 1;
-    } else
-        http_reply (req, 200, jobs_view (b, old, http_caller (req)));
+    else {
+        remember_run (b, req, old);
+        rc = run_answer (b, req, old, p);
+    }
     store_job_free (old);
+    return rc;
+}
+
+/* A node's RUN whose body, byte for byte, is one already taken for this
+ * live job (runmemo.h): answered without reading its node list, as
+ * every node but the first of a full-machine job sends it.  1:
+ * answered (or refused: -1); 0: not known, the full check decides. */
+static int run_memoized (struct broker *b, struct http_req *req, struct http_problem *p)
+{
+    size_t len;
+    const char *text = http_body_text (req, &len);
+    struct store_job *j;
+    struct fmb_error e;
+    if (!text || len > RUNMEMO_BODY_MAX ||
+        store_job_get_brief (b->st, http_job (req), &j, &e) < 0)
+        return 0;
+    int rc = 0;
+    if ((j->state == STORE_JOB_ACTIVE || j->state == STORE_JOB_LOST) &&
+        runmemo_has (b->runmemo, j->id, j->created_ms, text, len))
+        rc = jobs_node_member (b, http_caller (req), j)
+                 ? run_answer (b, req, j, p)
+                 : jobs_node_refused (req, p, "may RUN only a job whose node list names it");
+    store_job_free (j);
     return rc;
 }
 
@@ -460,6 +528,8 @@ static int run_new (struct broker *b,
     snprintf (j.id, sizeof (j.id), "%s", id);
     snprintf (j.fm_job_id, sizeof (j.fm_job_id), "%s", fm_job_id);
     int rc = run_write_intent (b, &j, (unsigned)rr->vni_count, &e);
+    if (rc == 0)
+        remember_run (b, req, &j);
     if (rc == 0 && hw != STORE_HWCOLL_RESERVING) /* the job as just written */
         http_reply (req, 201, jobs_view (b, &j, http_caller (req)));
     free (nodes);
@@ -487,13 +557,17 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
     if (!(http_caller (req)->roles & ROLE_RM) && !b->cfg.api_agent_run)
         return http_problemf (
             p, 403, "an agent token may RUN a job only with [api] agent_run = true");
+    if (jobs_node_only (http_caller (req))) {
+        int known = run_memoized (b, req, p);
+        if (known != 0)
+            return known < 0 ? -1 : 0;
+    }
     if (jobs_parse_run (&b->cfg, http_body (req), &rr, why, sizeof (why)) < 0)
         return http_problemf (p, 400, "%s", why);
     /* A node speaks only for itself: it may RUN only a job whose node
      * list names it (never one given only a node count). */
     const struct caller *c = http_caller (req);
-    if (c->node[0] && !(c->roles & (ROLE_RM | ROLE_ADMIN)) &&
-        !run_names_node (&rr, c->node))
+    if (jobs_node_only (c) && !run_names_node (&rr, c->node))
         return jobs_node_refused (
             req, p, "may RUN only a job whose node list names it");
     char *canon = canonical_request (&rr);

@@ -28,7 +28,9 @@ struct run_request {
 };
 
 /* Validate a RUN body strictly (unknown keys, types, ranges); -1 with
- * the reason in 'why'.  Pure: fuzzed and unit-tested on its own. */
+ * the reason in 'why'.  A hostlist string in "nodes" is replaced in
+ * 'body' by the array of names it expands to.  No I/O: fuzzed and
+ * unit-tested on its own. */
 int jobs_parse_run (const struct fmb_config *cfg,
                     json_t *body,
                     struct run_request *rr,

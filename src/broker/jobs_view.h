@@ -20,6 +20,8 @@ int jobs_list (struct broker *b, struct http_req *req, struct http_problem *p);
 int jobs_node_get (struct broker *b, struct http_req *req, struct http_problem *p);
 int jobs_vni_list (struct broker *b, struct http_req *req, struct http_problem *p);
 
+/* A compute node acting with its own credential (not also rm or admin). */
+bool jobs_node_only (const struct caller *c);
 /* Does the job include the calling node?  Callers that are not a node
  * pass; a job RUN with only node_count has no member. */
 bool jobs_node_member (struct broker *b,

@@ -17,6 +17,7 @@
 #include "retention.h"
 #include "roles.h"
 #include "routes.h"
+#include "runmemo.h"
 #include "store.h"
 #include "timer.h"
 
@@ -46,12 +47,16 @@ static void observe_fm (const struct fmc_result *res, void *arg)
     metrics_fm_call (b->metrics, res);
 }
 
+/* Jobs whose nodes' RUNs are remembered at once (runmemo.h): as many
+ * large jobs as start together, with room to spare. */
+#define RUN_MEMO_SLOTS 1024
+
 /* HTTP and the pass that commits what its requests write. */
 static int create_api (struct broker *b, struct fmb_error *error)
 {
     b->cleanups =
         cleanups_create (b->cfg.api_step_cleanup_rate, b->cfg.api_step_cleanup_burst);
-    if (!b->cleanups)
+    if (!b->cleanups || !(b->runmemo = runmemo_create (RUN_MEMO_SLOTS)))
         return fmb_errorf (error, "out of memory");
     struct http_deps deps = {.routes = broker_routes,
                              .nroutes = broker_nroutes,
@@ -130,6 +135,7 @@ void broker_destroy (struct broker *b)
     fmsession_destroy (b->fms);
     store_close (b->st);
     cleanups_destroy (b->cleanups);
+    runmemo_destroy (b->runmemo);
     retention_destroy (b->retention);
     metrics_destroy (b->metrics);
 }

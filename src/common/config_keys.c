@@ -105,6 +105,15 @@ const struct cfg_key cfg_keys[] = {
       F (tcp_max_connections), NULL, NULL },
     { "api",            "tcp_max_unauthenticated", CFG_UINT, 0,   65536,    "0",
       F (tcp_max_unauthenticated), NULL, NULL },
+    /* 0: net.core.somaxconn, the most the kernel takes. */
+    { "api",            "tcp_listen_backlog", CFG_UINT,      0,   1000000,  "0",
+      F (tcp_listen_backlog), NULL, NULL },
+    /* 0: an authenticated connection stays while its peer lives. */
+    { "api",            "tcp_idle_timeout_s", CFG_UINT,      0,   31536000, "0",
+      F (tcp_idle_timeout_s), NULL, NULL },
+    /* 0: one a CPU, at most 8. */
+    { "api",            "tls_threads",        CFG_UINT,      0,   64,       "0",
+      F (tls_threads), NULL, NULL },
     { "api",            "tls_priorities",     CFG_STRING,    0,   0,        FMB_TLS_PRIORITIES_DEFAULT,
       F (tls_priorities), NULL, NULL },
     { "api",            "tls_client_ca",      CFG_STRING,    0,   0,        "",

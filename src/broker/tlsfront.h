@@ -1,0 +1,91 @@
+/* tlsfront.h: the TCP listener's TLS, on threads of its own.
+ *
+ * The loop accepts a TCP connection and counts it (conns.c); the front
+ * does its TLS handshake and, for as long as it lives, its record layer,
+ * on a few threads, and hands the loop the plaintext end of a socketpair
+ * that libmicrohttpd serves like any other connection.  So no handshake
+ * (1-3 ms of CPU each) and no record crypto runs on the thread that
+ * answers the resource manager's RUN on the Unix socket, and a storm of
+ * 10,000 nodes connecting costs the loop one accept and one hand-over
+ * each.  Everything the loop keeps (caps, credentials, the store) stays
+ * on the loop: the front only moves bytes and says what the handshake
+ * learned of the peer's certificate.
+ */
+#ifndef FMB_TLSFRONT_H
+#define FMB_TLSFRONT_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include "error.h"
+#include "tcpguard.h"
+#include "validate.h"
+
+struct tlsfront;
+
+struct tlsfront_files {
+    const char *cert, *key; /* PEM text */
+    const char *priorities; /* a GnuTLS priority string ([api] tls_priorities) */
+    const char *trust;      /* PEM text of [api] tls_client_ca, or NULL: no client certificates asked */
+};
+
+/* What the handshake learned of the peer's client certificate. */
+enum tls_peer_cert {
+    TLS_PEER_CERT_BAD = -1, /* offered, but does not verify or is not for clients */
+    TLS_PEER_CERT_NONE = 0,
+    TLS_PEER_CERT_NAMED = 1, /* verified; 'node' is its CN or first DNS name */
+};
+
+struct tls_peer {
+    enum tls_peer_cert cert;
+    char node[NODE_NAME_MAX + 1];
+    char why[128]; /* for TLS_PEER_CERT_BAD */
+    bool resumed;  /* the handshake resumed an earlier session (a ticket) */
+};
+
+/* A connection the front is done setting up.  fd >= 0: the plaintext
+ * end for the loop's HTTP server; fd < 0: the handshake failed or took
+ * too long, and 'addr' gives its slot back. */
+struct tlsfront_conn {
+    int fd;
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    char addr[TCPGUARD_ADDR_MAX];
+    struct tls_peer peer;
+};
+
+/* Counters the loop reads for /metrics (monotonic). */
+struct tlsfront_stats {
+    unsigned long long handshakes, resumed, failed, timed_out;
+    unsigned long long handshake_us; /* CPU-less wall time is not counted: thread CPU */
+};
+
+/* 'threads' workers (1-64); a handshake not done within 'handshake_ms'
+ * is cut.  The files are copied. */
+int tlsfront_create (const struct tlsfront_files *files,
+                     unsigned threads,
+                     unsigned handshake_ms,
+                     struct tlsfront **ret,
+                     struct fmb_error *error);
+void tlsfront_destroy (struct tlsfront *tf);
+
+/* Take over accepted socket 'fd' (non-blocking), counted by the caller
+ * under 'addr'.  -1 (errno): not taken; the caller closes it. */
+int tlsfront_add (struct tlsfront *tf,
+                  int fd,
+                  const struct sockaddr *sa,
+                  socklen_t salen,
+                  const char *addr);
+
+/* Readable when connections wait in tlsfront_take. */
+int tlsfront_pollfd (const struct tlsfront *tf);
+
+/* Up to 'max' connections the front is done setting up; never blocks. */
+int tlsfront_take (struct tlsfront *tf, struct tlsfront_conn *out, int max);
+
+void tlsfront_stats (struct tlsfront *tf, struct tlsfront_stats *st);
+
+/* Can these files and priorities serve TLS?  (--check-config and start) */
+int tlsfront_check (const struct tlsfront_files *files, struct fmb_error *error);
+
+#endif
