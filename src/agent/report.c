@@ -241,9 +241,9 @@ static unsigned deliver_pending_left (struct agent *ag)
     return pc.left;
 }
 
-void report_deliver_pending (struct agent *ag)
+unsigned report_deliver_pending (struct agent *ag)
 {
-    deliver_pending_left (ag);
+    return deliver_pending_left (ag);
 }
 
 /* report --pending: for a timer or housekeeping. */

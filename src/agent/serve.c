@@ -21,6 +21,7 @@
 #include "nodeservice.h"
 #include "report.h"
 #include "slurmvars.h"
+#include "spool.h"
 #include "validate.h"
 
 #define REQUEST_WAIT_S   2 /* a caller that sends nothing is dropped */
@@ -35,11 +36,28 @@
 #define REASON_MAX sizeof (((struct agent *)0)->final_reason)
 
 /* What the service does between callers. */
+/* Kept reports the broker could not take are tried again within
+ * seconds, not at the next timer: 1 s, doubling to 30 s, each wait
+ * drawn within +-50% so that the nodes of a job that all missed (a
+ * broker restarting) do not come back in step. */
+#define REPORT_RETRY_FIRST_MS 1000
+#define REPORT_RETRY_MAX_MS   30000
+/* The kept connection to the broker is opened at start and again after
+ * the broker closed it (a restart, a fail-over), each node at a moment
+ * of its own within this window: the next job's launch then costs no
+ * node a TLS handshake, and a whole machine's handshakes are spread
+ * over the window rather than all at the next launch. */
+#define WARM_SPREAD_MS 30000
+
 struct deferred {
     bool reports;               /* kept reports to deliver */
     char steps[STEPS_MAX][300]; /* DELETE paths of steps that ended */
     unsigned nsteps;
-    int64_t since_ms; /* when the oldest was deferred; 0: none */
+    int64_t since_ms;        /* when the oldest was deferred; 0: none */
+    int64_t retry_at_ms;     /* kept reports tried again then; 0: none kept */
+    int64_t retry_delay_ms;  /* the last wait, doubled at each miss */
+    int64_t warm_at_ms;      /* the connection to the broker opened then; 0: open */
+    bool local_broker;       /* on its Unix socket: nothing to keep warm */
 };
 
 /* What a prolog takes from Slurm, and a step's end, and nothing else. */
@@ -233,10 +251,14 @@ static void step_end (struct deferred *d, int fd, char *const *env)
     answer (fd, 0, "");
 }
 
-/* The deferred work, on the kept connection; stops at a broker away. */
+static void schedule_retry (struct deferred *d, bool left);
+
+/* The deferred work, on the kept connection; stops at a broker away.
+ * Reports still kept are tried again after a back-off. */
 static void run_deferred (struct agent *ag, struct deferred *d)
 {
     struct fmb_error e;
+    unsigned left = d->reports;
     struct agent *run = calloc (1, sizeof (*run));
     if (!run)
         return;
@@ -251,13 +273,81 @@ static void run_deferred (struct agent *ag, struct deferred *d)
             else
                 fmb_log (LOG_DEBUG, "step cleanup: DELETE %s done", d->steps[i]);
         if (d->reports && !run->broker_down)
-            report_deliver_pending (run);
+            left = report_deliver_pending (run);
+        else
+            left = d->reports;
     }
     api_target_clear (&run->target);
     free (run);
     d->reports = false;
     d->nsteps = 0;
     d->since_ms = 0;
+    schedule_retry (d, left > 0);
+}
+
+/* A wait of about 'ms': somewhere in [ms/2, 3ms/2). */
+static int64_t jittered (int64_t ms)
+{
+    return ms / 2 + (int64_t)(random () % (ms > 0 ? ms : 1));
+}
+
+/* Kept reports left: tried again after a back-off; none: reset. */
+static void schedule_retry (struct deferred *d, bool left)
+{
+    if (!left) {
+        d->retry_at_ms = d->retry_delay_ms = 0;
+        return;
+    }
+    d->retry_delay_ms = d->retry_delay_ms ? d->retry_delay_ms * 2 : REPORT_RETRY_FIRST_MS;
+    if (d->retry_delay_ms > REPORT_RETRY_MAX_MS)
+        d->retry_delay_ms = REPORT_RETRY_MAX_MS;
+    d->retry_at_ms = fmb_monotime_ms () + jittered (d->retry_delay_ms);
+}
+
+/* Is anything kept in the report spool? */
+static int spooled_one (const struct spooled_report *r, void *arg)
+{
+    (void)r;
+    *(bool *)arg = true;
+    return 1;
+}
+
+static bool reports_kept (const struct agent *ag)
+{
+    bool any = false;
+    (void)spool_each (ag->args.state_dir, spooled_one, &any, NULL);
+    return any;
+}
+
+/* The connection to the broker, opened (and authenticated, so that the
+ * broker keeps it: [api] tcp_idle_timeout_s) before a job needs it.
+ * Closed by the broker: opened again at a moment of its own. */
+static void warm (struct agent *ag, struct deferred *d)
+{
+    struct fmb_error e;
+    if (d->local_broker)
+        return;
+    if (!api_keep_is_open (ag->keep)) {
+        if (!d->warm_at_ms)
+            d->warm_at_ms = fmb_monotime_ms () + jittered (WARM_SPREAD_MS);
+        if (fmb_monotime_ms () < d->warm_at_ms)
+            return;
+    }
+    d->warm_at_ms = 0;
+    if (api_keep_is_open (ag->keep))
+        return;
+    struct agent *run = calloc (1, sizeof (*run));
+    if (!run)
+        return;
+    run->in_service = true;
+    run->keep = ag->keep;
+    if (agent_setup (run, &ag->args) == 0 && !run->target.url)
+        d->local_broker = true;
+    else if (run->target.url &&
+             agent_broker_call (run, "GET", "/v1/health", NULL, NULL, &e) < 0)
+        fmb_log (LOG_INFO, "the broker's connection, opened ahead of jobs: %s", e.text);
+    api_target_clear (&run->target);
+    free (run);
 }
 
 /* Has the caller gone (fmbroker-slurm-prolog gave up waiting, or slurmd
@@ -494,14 +584,30 @@ static void drain_callers (struct agent *ag,
         }
 }
 
-/* How long to wait for the next caller before the deferred work: -1
- * (none deferred) forever. */
+/* Until 'at' (0: never): -1, or the ms left (0: due). */
+static int64_t until (int64_t at)
+{
+    if (at == 0)
+        return -1;
+    int64_t left = at - fmb_monotime_ms ();
+    return left < 0 ? 0 : left;
+}
+
+static int64_t sooner (int64_t a, int64_t b)
+{
+    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
+/* How long to wait for the next caller before the deferred work, a
+ * retry of kept reports or opening the broker's connection: -1 (none)
+ * forever. */
 static int64_t wait_ms (const struct deferred *d)
 {
+    int64_t ms = sooner (until (d->retry_at_ms), until (d->warm_at_ms));
     if (d->since_ms == 0)
-        return -1;
+        return ms;
     int64_t left = d->since_ms + DEFER_MAX_MS - fmb_monotime_ms ();
-    return left < 0 ? 0 : left < IDLE_MS ? left : IDLE_MS;
+    return sooner (ms, left < 0 ? 0 : left < IDLE_MS ? left : IDLE_MS);
 }
 
 int cmd_serve (struct agent *ag, serve_run_fn run_hook)
@@ -531,15 +637,25 @@ int cmd_serve (struct agent *ag, serve_run_fn run_hook)
     fmb_log (
         LOG_NOTICE, "serving job setups, prologs, epilogs and step ends on %s", path);
     static struct deferred d; /* large: not on the stack */
+    srandom ((unsigned)(fmb_monotime_ms () ^ (getpid () << 16)));
+    d.warm_at_ms = fmb_monotime_ms () + jittered (WARM_SPREAD_MS / 10);
+    schedule_retry (&d, reports_kept (ag)); /* kept before a restart */
     while (!stopping) {
-        struct pollfd p = {.fd = lfd, .events = POLLIN};
+        /* callers, and the kept connection: readable when the broker
+         * closed it (then opened again, at a moment of this node's) */
+        struct pollfd p[2] = {{.fd = lfd, .events = POLLIN},
+                              {.fd = api_keep_fd (ag->keep), .events = POLLIN}};
         int64_t ms = wait_ms (&d);
         struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-        int n = ppoll (&p, 1, ms < 0 ? NULL : &ts, &waiting);
-        if (n == 0 || (d.since_ms && wait_ms (&d) == 0))
+        int n = ppoll (p, 2, ms < 0 ? NULL : &ts, &waiting);
+        if (d.retry_at_ms && until (d.retry_at_ms) == 0)
+            d.reports = true; /* the kept reports' turn */
+        if ((n == 0 && d.since_ms) || (d.since_ms && wait_ms (&d) == 0) || d.reports)
             run_deferred (ag, &d); /* idle, or waited long enough */
-        if (n <= 0)
-            continue; /* a signal: 'stopping' says which */
+        if (n == 0 || (n > 0 && p[1].revents))
+            warm (ag, &d);
+        if (n <= 0 || !p[0].revents)
+            continue; /* a signal ('stopping' says which), or the broker's side */
         int fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != ECONNABORTED && errno != EINTR) {
@@ -550,6 +666,8 @@ int cmd_serve (struct agent *ag, serve_run_fn run_hook)
         }
         serve_caller (ag, run_hook, fd, &d);
         close (fd);
+        if (!d.retry_at_ms && !d.reports && reports_kept (ag))
+            schedule_retry (&d, true); /* a report the broker did not take */
     }
     fmb_log (LOG_NOTICE, "stopping: serving those in line on %s, then no more", path);
     drain_callers (ag, run_hook, lfd, &d);

@@ -71,6 +71,11 @@ struct api_reply {
 struct api_keep;
 struct api_keep *api_keep_create (void);
 void api_keep_destroy (struct api_keep *k);
+/* Is a connection kept, and not closed by the broker (one that was is
+ * let go here)?  The kept TLS session is resumed by the next one. */
+bool api_keep_is_open (struct api_keep *k);
+/* Its descriptor, for poll() (readable: the broker closed it); -1. */
+int api_keep_fd (const struct api_keep *k);
 
 /* 0 when the broker answered (any status: the caller judges it); -1 with
  * EHOSTUNREACH and a message naming the socket or URL when it could not

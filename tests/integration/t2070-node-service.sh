@@ -196,6 +196,16 @@ expect_ok '... and services still in use: the service reports nothing and says s
     test "$(job_services 5)" = 0 && test "$(n1_report 5)" = destroyed &&
     ! rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\")" >/dev/null
 '
+n1_destroyed () { test "$(n1_report "$1")" = destroyed; }
+vni_services () { jq "[.devices[].services[] | select(.vnis | index($1))] | length" "$T/n1.cxi.json"; }
+expect_ok 'the broker away at a job'"'"'s epilog: the node'"'"'s report is kept, and delivered within seconds of the broker'"'"'s return by the service itself (no timer)' '
+    test "$(step_setup 11)" = "0	" && test "$(job_services 11)" = 2 && v=$(job_field 11 ".vnis[0]") &&
+    stop_broker && service_epilog 11 "$T/epilog-fallback.sh" && test "$(vni_services "$v")" = 0 &&
+    ls "$T/n1.rec/reports" | grep -q . &&
+    start_broker && t0=$(ms_now) && wait_for 100 0.1 n1_destroyed 11 &&
+    echo "delivered $(($(ms_now) - t0)) ms after the broker was back" &&
+    ! ls "$T/n1.rec/reports" | grep -q .
+'
 # A service that answers an epilog "0" and makes nothing (one older than
 # the epilog's hand-over, not yet restarted after an upgrade).
 old_service () {

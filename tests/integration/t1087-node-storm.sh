@@ -1,0 +1,89 @@
+#!/bin/bash
+# t1087-node-storm.sh: issue 49, what a full-machine job's nodes meet,
+# each step as a node does it over TLS with its own token.  A node's RUN
+# names the job's nodes as Slurm gives them (a hostlist, a few bytes for
+# 10,000 nodes) and gets its own view back, not the list of every node;
+# the job's other nodes send the same bytes and get the same job; a node
+# outside it is refused on that path too.  A node's authenticated
+# connection stays open while idle (the resident node service's: no
+# handshake at the next launch), one without a credential does not; a
+# node that reconnects resumes its TLS session, and a client
+# certificate still names its node on a resumed session.  The storm
+# itself (1,000-10,000 nodes) is bench/storm.sh's: no timing here.
+. "$(dirname "$0")/lib.sh"
+skip_unless_root
+tls_and_node_tokens || bail_out "no certificates"
+start_mockfm
+start_broker_for_nodes n1 n2 n3 n4 -- "agent_run = true" "request_timeout_ms = 1000" ||
+    bail_out "no broker"
+probe () { python3 "$FMB_SRC/tests/integration/tlsprobe.py" "$tcp_port" "$T/certs/ca.pem" "$@"; }
+# tcall NODE METHOD PATH [BODY]: "STATUS BODY" over TLS with NODE's token
+tcall () {
+    local tok out
+    tok=$(cat "$T/$1.token")
+    out=$(curl -s --cacert "$T/certs/ca.pem" -H "Authorization: Bearer $tok" -X "$2" \
+        ${4:+--data-binary "$4"} -w '\n%{http_code}' "https://127.0.0.1:$tcp_port$3")
+    echo "${out##*$'\n'} ${out%$'\n'*}"
+}
+run_body='{"uid":1001,"nodes":"n[1-3]","hwcoll":"auto"}'
+
+expect_ok 'a node RUNs the job by its hostlist: the job has every node, the node sees its own view' '
+    tcall n1 PUT /v1/jobs/700 "$run_body" >r && test "$(cut -d" " -f1 r)" = 201 &&
+    cut -d" " -f2- r | jq -e "(has(\"nodes\") | not) and .node_count == 3 and (.vnis | length) == 1" &&
+    test "$(job_field 700 ".nodes | join(\",\")")" = n1,n2,n3 &&
+    test "$(job_field 700 "[.node_reports[].node] | join(\",\")")" = n1,n2,n3
+'
+expect_ok 'the other nodes send the same bytes: the same job, each its own view' '
+    vnis=$(job_field 700 ".vnis | join(\",\")") &&
+    for n in n2 n3; do
+        tcall $n PUT /v1/jobs/700 "$run_body" >r && test "$(cut -d" " -f1 r)" = 200 &&
+        cut -d" " -f2- r | jq -e "(has(\"nodes\") | not) and (.vnis | join(\",\")) == \"$vnis\"" >/dev/null &&
+        cut -d" " -f2- r | jq -e ".hwcoll.session_token | length > 16" >/dev/null || return 1
+    done
+'
+expect_ok 'a node outside the job sending those bytes is refused, and logged' '
+    test "$(tcall n4 PUT /v1/jobs/700 "$run_body" | cut -d" " -f1)" = 403 &&
+    grep -q "refused node n4 (127.0.0.1): job 700: may RUN only a job whose node list names it" "$T/broker.err"
+'
+expect_ok 'a different request for the same job is still a conflict' '
+    test "$(tcall n1 PUT /v1/jobs/700 "{\"uid\":1001,\"nodes\":\"n[1-4]\",\"hwcoll\":\"auto\"}" | cut -d" " -f1)" = 409 &&
+    test "$(tcall n1 PUT /v1/jobs/700 "{\"uid\":1002,\"nodes\":\"n[1-3]\",\"hwcoll\":\"auto\"}" | cut -d" " -f1)" = 409
+'
+expect_ok 'the same job RUN by the RM with the list expanded is the same request' '
+    test "$(api_call PUT /v1/jobs/700 "{\"uid\":1001,\"nodes\":[\"n1\",\"n2\",\"n3\"],\"hwcoll\":\"auto\"}" | cut -d" " -f1)" = 200
+'
+expect_ok 'a hostlist that is not one is refused with why' '
+    tcall n1 PUT /v1/jobs/701 "{\"uid\":1001,\"nodes\":\"n[3-1]\"}" >r && test "$(cut -d" " -f1 r)" = 400 &&
+    cut -d" " -f2- r | jq -r .detail | grep -q "^nodes: "
+'
+expect_ok 'a node'"'"'s authenticated connection stays open while idle, past request_timeout_ms' '
+    test "$(probe idle "$(cat "$T/n1.token")" 2.5)" = kept
+'
+expect_ok 'a connection that showed no credential is closed when idle' '
+    test "$(probe idle - 2.5)" = closed
+'
+expect_ok 'a node that reconnects resumes its TLS session (no certificate signature), and is still itself' '
+    test "$(probe resume "$(cat "$T/n1.token")")" = "resumed 200 200"
+'
+node_cert () { # NAME EKU: $T/certs/NAME.pem and .key, signed by the test CA
+    (cd "$T/certs" && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$1" \
+        -keyout "$1.key" -out "$1.csr" 2>/dev/null &&
+        printf "extendedKeyUsage=%s\n" "$2" >"$1.ext" &&
+        openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+            -extfile "$1.ext" -out "$1.pem" 2>/dev/null && chmod 600 "$1.key")
+}
+expect_ok 'with client certificates required: a resumed session still names its node' '
+    node_cert n1 clientAuth && node_cert n2 serverAuth &&
+    stop_broker &&
+    printf "[api]\ntls_client_ca = %s\ntls_client_cert = required\n" "$T/certs/ca.pem" >>"$T/broker.conf" &&
+    start_broker &&
+    test "$(probe resume - "$T/certs/n1.pem" "$T/certs/n1.key")" = "resumed 200 200"
+'
+expect_ok 'a certificate not meant for TLS clients (serverAuth only) names no node' '
+    probe resume - "$T/certs/n2.pem" "$T/certs/n2.key" | grep -q " 401 401$" &&
+    grep -q "extended key usage does not allow TLS client authentication (clientAuth)" "$T/broker.err"
+'
+expect_ok 'no token reaches the log' '
+    ! grep -F -e "$(cat "$T/n1.token")" -e "$(cat "$T/n4.token")" "$T/broker.err"
+'
+done_testing

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""tlsprobe.py: what a node's resident service does with its broker
+connection, step by step, for the tests (Python's ssl, OpenSSL).
+
+  tlsprobe.py PORT CA idle TOKEN SECONDS
+      one TLS connection: a GET /v1/health (with TOKEN, or none if "-"),
+      then SECONDS idle, then a second request on the same connection.
+      Prints "kept" when the second was answered, "closed" when the
+      broker had closed the connection.
+  tlsprobe.py PORT CA resume TOKEN [CERT KEY]
+      two connections one after the other, the second offering the
+      first's TLS session (a ticket); each makes GET /v1/jobs?limit=1 with
+      TOKEN (or none).  Prints "resumed STATUS1 STATUS2" or
+      "full STATUS1 STATUS2".
+"""
+import socket
+import ssl
+import sys
+import time
+
+
+def context(ca, cert=None, key=None):
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.check_hostname = False  # the test certificate names 127.0.0.1
+    if cert:
+        ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def request(sock, token, path):
+    auth = "Authorization: Bearer %s\r\n" % token if token != "-" else ""
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: fmbroker\r\n%s\r\n" % (path, auth)).encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        body += chunk
+    return int(head.split(b" ")[1])
+
+
+def connect(port, ctx, session=None):
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    return ctx.wrap_socket(raw, server_hostname="127.0.0.1", session=session)
+
+
+def idle(port, ca, token, seconds):
+    s = connect(port, context(ca))
+    if request(s, token, "/v1/health") != 200:
+        return "no-answer"
+    time.sleep(seconds)
+    try:
+        status = request(s, token, "/v1/health")
+    except OSError:
+        status = None
+    return "kept" if status == 200 else "closed"
+
+
+def resume(port, ca, token, cert=None, key=None):
+    ctx = context(ca, cert, key)
+    s = connect(port, ctx)
+    first = request(s, token, "/v1/jobs?limit=1")
+    session = s.session  # the ticket came with the answer (TLS 1.3)
+    s.close()
+    s = connect(port, ctx, session)
+    second = request(s, token, "/v1/jobs?limit=1")
+    how = "resumed" if s.session_reused else "full"
+    s.close()
+    return "%s %s %s" % (how, first, second)
+
+
+def main():
+    port, ca, what = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    if what == "idle":
+        print(idle(port, ca, sys.argv[4], float(sys.argv[5])))
+    elif what == "resume":
+        print(resume(port, ca, sys.argv[4], *sys.argv[5:7]))
+    else:
+        sys.exit("usage: see the head of this file")
+
+
+main()
