@@ -478,6 +478,37 @@ int http_reload_tokens (struct http *h,
     return callerid_reload (h->ids, cfg, error);
 }
 
+void http_print_tls (struct http *h, FILE *f)
+{
+    struct tlsfront *tf = conns_front (h->cs);
+    struct tlsfront_stats st;
+    if (!tf)
+        return;
+    tlsfront_stats (tf, &st);
+    fprintf (f,
+             "# HELP fmbroker_tls_handshakes_total TLS handshakes done on the TCP "
+             "listener, by whether they resumed a session (a ticket).\n"
+             "# TYPE fmbroker_tls_handshakes_total counter\n"
+             "fmbroker_tls_handshakes_total{resumed=\"false\"} %llu\n"
+             "fmbroker_tls_handshakes_total{resumed=\"true\"} %llu\n",
+             st.handshakes - st.resumed,
+             st.resumed);
+    fprintf (f,
+             "# HELP fmbroker_tls_handshakes_failed_total TLS handshakes that failed, "
+             "or took longer than [api] request_timeout_ms.\n"
+             "# TYPE fmbroker_tls_handshakes_failed_total counter\n"
+             "fmbroker_tls_handshakes_failed_total{why=\"error\"} %llu\n"
+             "fmbroker_tls_handshakes_failed_total{why=\"timeout\"} %llu\n",
+             st.failed,
+             st.timed_out);
+    fprintf (f,
+             "# HELP fmbroker_tls_handshake_cpu_seconds_total CPU the TLS threads "
+             "spent in handshakes.\n"
+             "# TYPE fmbroker_tls_handshake_cpu_seconds_total counter\n"
+             "fmbroker_tls_handshake_cpu_seconds_total %.6f\n",
+             (double)st.handshake_us / 1e6);
+}
+
 void http_quiesce (struct http *h)
 {
     h->sh.quiesced = true;

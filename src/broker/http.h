@@ -11,6 +11,7 @@
 
 #include <poll.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "error.h"
@@ -52,6 +53,9 @@ int http_reload_tokens (struct http *h,
 int http_tls_changed (struct http *h, const struct fmb_config *cfg);
 /* Stop accepting connections (shutdown); requests in progress finish. */
 void http_quiesce (struct http *h);
+/* The TCP listener's TLS counters for /metrics, in Prometheus text
+ * (nothing without a TCP listener). */
+void http_print_tls (struct http *h, FILE *f);
 
 /* Group commit: while holding, answers are kept back; http_release sends
  * them once the loop pass's transaction committed (or, if it did not,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "broker.h"
+#include "http.h"
 #include "fmsession.h"
 #include "store.h"
 #include "log.h"
@@ -88,6 +89,7 @@ char *broker_metrics_text (struct broker *b)
              fmsession_state (b->fms) == FM_UP);
     metrics_print_fm (b->metrics, f);
     metrics_print_counters (b->metrics, f);
+    http_print_tls (b->http, f);
     fclose (f);
     return buf;
 }
