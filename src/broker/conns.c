@@ -48,6 +48,14 @@
 #define ACCEPT_PAUSE_MS 1000  /* after EMFILE/ENFILE: the loop does not spin */
 #define ACCEPT_LOG_MS   60000 /* a repeated accept error: one line a minute */
 
+/* Connections with a deadline, in the order it comes: each queue's
+ * deadlines are one fixed time after their arming, so its head is the
+ * earliest, and the loop's look at them is O(1) a pass however many
+ * connections the nodes keep open. */
+struct conn_queue {
+    struct http_conn *head, *tail;
+};
+
 struct conns {
     struct MHD_Daemon *d[2]; /* the Unix socket's, the TCP port's */
     char sock_path[FMB_UNIX_PATH_MAX];
@@ -58,7 +66,8 @@ struct conns {
     struct metrics *metrics; /* TCP connections refused */
     unsigned request_timeout_ms;
     unsigned backlog;
-    struct http_conn *conns;
+    struct conn_queue requests; /* request_timeout_ms: a request being read */
+    struct conn_queue idle;     /* tcp_idle_timeout_s: kept, between requests */
     struct { /* the accepted socket being handed to MHD */
         bool valid;
         int fd;
@@ -138,9 +147,41 @@ void conns_set_daemon (struct conns *h, bool tcp, struct MHD_Daemon *d)
 
 /* ---- connections: fair share and request deadlines ------------------ */
 
+static void queue_del (struct http_conn *c)
+{
+    struct conn_queue *q = c->q;
+    if (!q)
+        return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        q->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        q->tail = c->prev;
+    c->prev = c->next = NULL;
+    c->q = NULL;
+}
+
+/* On 'q' with its deadline 'ms' from now (the queue's own delay). */
+static void queue_add (struct conn_queue *q, struct http_conn *c, unsigned ms)
+{
+    queue_del (c);
+    c->deadline_ms = fmb_monotime_ms () + ms;
+    c->prev = q->tail;
+    c->next = NULL;
+    if (q->tail)
+        q->tail->next = c;
+    else
+        q->head = c;
+    q->tail = c;
+    c->q = q;
+}
+
 void conns_arm (struct http_conn *c)
 {
-    c->deadline_ms = fmb_monotime_ms () + c->cs->request_timeout_ms;
+    queue_add (&c->cs->requests, c, c->cs->request_timeout_ms);
 }
 
 /* Between requests: an authenticated TCP connection (a node service's,
@@ -149,18 +190,24 @@ void conns_arm (struct http_conn *c)
  * dead one); any other gets the request timeout to send its next one. */
 void conns_arm_idle (struct http_conn *c)
 {
-    if (c->tcp && c->authed)
-        c->deadline_ms = c->cs->idle_ms ? fmb_monotime_ms () + c->cs->idle_ms : 0;
-    else
+    if (!(c->tcp && c->authed))
         conns_arm (c);
+    else if (c->cs->idle_ms)
+        queue_add (&c->cs->idle, c, c->cs->idle_ms);
+    else {
+        queue_del (c);
+        c->deadline_ms = 0;
+    }
 }
 
 /* The request is read: what remains is the broker's work, not the peer's. */
 void conns_disarm (struct MHD_Connection *mc)
 {
     struct http_conn *c = conn_of (mc);
-    if (c)
+    if (c) {
+        queue_del (c);
         c->deadline_ms = 0;
+    }
 }
 
 void conns_started (struct conns *h, bool tcp, struct MHD_Connection *mc, void **ctx)
@@ -184,10 +231,6 @@ void conns_started (struct conns *h, bool tcp, struct MHD_Connection *mc, void *
         h->pending.valid = false;
     }
     conns_arm (c);
-    c->next = h->conns;
-    if (h->conns)
-        h->conns->prev = c;
-    h->conns = c;
     *ctx = c;
 }
 
@@ -196,12 +239,7 @@ void conns_closed (struct conns *h, void **ctx)
     struct http_conn *c = *ctx;
     if (!c)
         return;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        h->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    queue_del (c);
     if (c->counted && c->tcp)
         tcpguard_release (h->guard, c->addr, c->authed);
     else if (c->counted)
@@ -215,19 +253,26 @@ void conns_closed (struct conns *h, void **ctx)
 void conns_cut_late (struct conns *h)
 {
     int64_t now = fmb_monotime_ms ();
-    for (struct http_conn *c = h->conns; c; c = c->next)
-        if (c->deadline_ms && !c->cut && now >= c->deadline_ms) {
-            c->cut = true;
-            shutdown (c->fd, SHUT_RDWR);
+    struct conn_queue *qs[] = {&h->requests, &h->idle};
+    for (size_t i = 0; i < sizeof (qs) / sizeof (qs[0]); i++)
+        while (qs[i]->head && qs[i]->head->deadline_ms <= now) {
+            struct http_conn *c = qs[i]->head;
+            queue_del (c);
+            c->deadline_ms = 0;
+            if (!c->cut) {
+                c->cut = true;
+                shutdown (c->fd, SHUT_RDWR);
+            }
         }
 }
 
 int conns_next_deadline_ms (const struct conns *h)
 {
     int64_t best = -1, now = fmb_monotime_ms ();
-    for (const struct http_conn *c = h->conns; c; c = c->next)
-        if (c->deadline_ms && !c->cut && (best < 0 || c->deadline_ms < best))
-            best = c->deadline_ms;
+    const struct http_conn *heads[] = {h->requests.head, h->idle.head};
+    for (size_t i = 0; i < sizeof (heads) / sizeof (heads[0]); i++)
+        if (heads[i] && (best < 0 || heads[i]->deadline_ms < best))
+            best = heads[i]->deadline_ms;
     if (best < 0)
         return -1;
     return best <= now ? 0 : (int)(best - now > 60000 ? 60000 : best - now);

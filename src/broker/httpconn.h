@@ -20,6 +20,7 @@
 #include "waitq.h"
 
 struct metrics;
+struct conn_queue;
 
 /* One connection, from libmicrohttpd's "started" to its "closed".  Its
  * deadline bounds how long the request being read may take in total: a
@@ -27,6 +28,7 @@ struct metrics;
  * would). */
 struct http_conn {
     struct conns *cs;
+    struct conn_queue *q; /* the deadline queue it is on (conns.c); NULL: none */
     struct http_conn *prev, *next;
     int fd;
     bool counted; /* holds a slot in peers for uid (or the tcpguard for addr) */
