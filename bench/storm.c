@@ -513,6 +513,9 @@ struct phase {
     struct dvec rm_lat, rm_clean;
     unsigned rm_fail, rm_cycles;
     char rm_err[400];
+    /* launch only: the job as the broker recorded it */
+    double job_created_s, job_updated_s; /* after the phase began */
+    char hwcoll[32];
     /* end only */
     double cleanup_ms;
     int cleanup_status;
@@ -1287,7 +1290,39 @@ static bool rm_on;
 static unsigned rm_k;
 static double rm_run_t0;
 static char rm_body[256], rm_path[160];
-static struct phase *rm_phase; /* where the RUN in flight started */
+static struct phase *rm_phase;       /* where the RUN in flight started */
+static struct phase *rm_clean_phase; /* where the CLEANUP in flight started */
+/* every RM call, for the longest one overlapping each phase */
+static struct rmrec {
+    double t0, t1;
+    bool run;
+} *rmrecs;
+static unsigned rmrec_n, rmrec_cap;
+
+static void rmrec_add (double t0, double t1, bool run)
+{
+    if (rmrec_n == rmrec_cap) {
+        rmrec_cap = rmrec_cap ? rmrec_cap * 2 : 1024;
+        rmrecs = realloc (rmrecs, rmrec_cap * sizeof (*rmrecs));
+        if (!rmrecs)
+            die ("out of memory");
+    }
+    rmrecs[rmrec_n++] = (struct rmrec){t0, t1, run};
+}
+
+/* The longest RM call (RUN or CLEANUP) that overlapped the phase, ms. */
+static double rm_longest (const struct phase *p, bool *run)
+{
+    double best = 0;
+    *run = true;
+    for (unsigned i = 0; i < rmrec_n; i++)
+        if (rmrecs[i].t0 < p->t1 && rmrecs[i].t1 > p->t0 &&
+            (rmrecs[i].t1 - rmrecs[i].t0) * 1000 > best) {
+            best = (rmrecs[i].t1 - rmrecs[i].t0) * 1000;
+            *run = rmrecs[i].run;
+        }
+    return best;
+}
 
 static void rm_start (void)
 {
@@ -1302,6 +1337,7 @@ static void rm_start (void)
 
 static void rm_cycle_done (bool was_run)
 {
+    rmrec_add (rm->call_t0, now_s (), was_run);
     if (was_run) {
         struct phase *ph = rm_phase;
         if (ph && ph->on) {
@@ -1315,14 +1351,14 @@ static void rm_cycle_done (bool was_run)
             }
         }
         /* its CLEANUP at once, whatever the RUN got */
+        rm_clean_phase = cur;
         unix_call (rm, "DELETE", rm_path, NULL);
         return;
     }
-    if (rm_phase && rm_phase->on) {
+    if (rm_phase && rm_phase->on)
         rm_phase->rm_cycles++;
-        if (rm->ok)
-            dvec_push (&rm_phase->rm_clean, rm->lat_ms);
-    }
+    if (rm_clean_phase && rm_clean_phase->on && rm->ok)
+        dvec_push (&rm_clean_phase->rm_clean, rm->lat_ms);
     double next = rm_run_t0 + opt.rm_interval_ms / 1000.0;
     if (rm_on)
         timer_add (next, pidx (rm), 0, T_RM_NEXT);
@@ -1755,6 +1791,8 @@ static void report (struct phase *p, unsigned handshakes_for_cpu)
     double r50 = quantile (p->rm_lat.v, rn, 0.5, true),
            r99 = quantile (p->rm_lat.v, rn, 0.99, true), rmx = rn ? p->rm_lat.v[rn - 1] : 0;
     double c99 = quantile (p->rm_clean.v, p->rm_clean.n, 0.99, false);
+    bool lrun;
+    double longest = rm_longest (p, &lrun);
     bool nodes = p != &ph_base;
     double per_call = nodes && bn >= 0 && opt.nodes ? bn * 1000 / opt.nodes : -1;
     double per_hs = handshakes_for_cpu && bn >= 0 ? bn * 1000 / handshakes_for_cpu : -1;
@@ -1786,6 +1824,10 @@ static void report (struct phase *p, unsigned handshakes_for_cpu)
                 "closed %u, cut while idle %u\n",
                 p->attempts, p->retried, p->handshakes, p->stale, p->idle_cut);
     }
+    if (p == &ph_launch && p->hwcoll[0])
+        printf ("   the job: created %.3f s after the launch began, last updated (its "
+                "reservation's outcome, hwcoll %s) at %.3f s\n",
+                p->job_created_s, p->hwcoll, p->job_updated_s);
     if (p == &ph_end) {
         printf ("   CLEANUP on the socket: HTTP %d in %.1f ms\n", p->cleanup_status,
                 p->cleanup_ms);
@@ -1800,9 +1842,10 @@ static void report (struct phase *p, unsigned handshakes_for_cpu)
                     p->release_why[0] ? p->release_why : "no vni_released event");
     }
     printf ("   RM on the socket: %u RUNs, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %u "
-            "failed; CLEANUP p99 %.1f ms%s%s\n",
-            rn, r50, r99, rmx, p->rm_fail, c99, p->rm_err[0] ? "; first failure: " : "",
-            p->rm_err);
+            "failed; CLEANUP p99 %.1f ms; its longest call overlapping the phase %.1f ms (a "
+            "%s)%s%s\n",
+            rn, r50, r99, rmx, p->rm_fail, c99, longest, lrun ? "RUN" : "CLEANUP",
+            p->rm_err[0] ? "; first failure: " : "", p->rm_err);
     if (b >= 0)
         printf ("   broker CPU %.2f s (%.2f s net of the RM's %u cycles); peak RSS %.1f "
                 "MiB, RSS after %.1f MiB\n",
@@ -1828,13 +1871,13 @@ static void report (struct phase *p, unsigned handshakes_for_cpu)
     printf (" http=%s tmo_connect=%u tmo_tls=%u tmo_answer=%u t_last_ok_s=%.3f "
             "t_last_s=%.3f p50_ms=%.1f p99_ms=%.1f max_ms=%.1f attempts=%u retries=%u "
             "handshakes=%u stale=%u idle_cut=%u rm_runs=%u rm_failed=%u rm_p50_ms=%.1f "
-            "rm_p99_ms=%.1f rm_max_ms=%.1f rm_clean_p99_ms=%.1f rm_cycles=%u "
+            "rm_p99_ms=%.1f rm_max_ms=%.1f rm_clean_p99_ms=%.1f rm_longest_ms=%.1f rm_cycles=%u "
             "broker_cpu_s=%.3f broker_cpu_net_s=%.3f cpu_per_call_ms=%.3f "
             "cpu_per_handshake_ms=%.3f hwm_kib=%ld rss_kib=%ld gen_cpu_s=%.3f gen_busy_pct=%.0f "
             "steal_pct=%.1f",
             hl, p->tmo_stage[0], p->tmo_stage[1], p->tmo_stage[2], p->t_last_ok, p->t_last,
             p50, p99, mx, p->attempts, p->retried, p->handshakes, p->stale, p->idle_cut, rn,
-            p->rm_fail, r50, r99, rmx, c99, p->rm_cycles, b, bn, per_call, per_hs, p->hwm,
+            p->rm_fail, r50, r99, rmx, c99, longest, p->rm_cycles, b, bn, per_call, per_hs, p->hwm,
             p->rss, g, wall > 0 ? 100 * g / wall : 0, steal_pct (p));
     if (p == &ph_end)
         printf (" cleanup_ms=%.1f cleanup_status=%d released=%d release_s=%.3f "
@@ -1843,6 +1886,9 @@ static void report (struct phase *p, unsigned handshakes_for_cpu)
                 p->release_event_s, p->release_after_last_s, p->waiting_left);
     if (p == &ph_base)
         printf (" rm_cycle_cpu_ms=%.3f", rm_cycle_cpu * 1000);
+    if (p == &ph_launch)
+        printf (" job_created_s=%.3f job_updated_s=%.3f hwcoll=%s", p->job_created_s,
+                p->job_updated_s, p->hwcoll[0] ? p->hwcoll : "-");
     printf ("\n");
 }
 
@@ -2171,6 +2217,23 @@ int main (int argc, char **argv)
     }
     phase_nodes (&ph_launch, CALL_RUN);
     cur = NULL;
+    /* when the broker made the job and recorded its reservation's outcome
+     * (the nodes' RUNs wait for it): one node's view, constant in size */
+    if (!deadline_hit) {
+        char path[256], name[96], hw[32] = "";
+        node_name (0, name, sizeof (name));
+        snprintf (path, sizeof (path), "/v1/jobs/%s/nodes/%s", opt.job, name);
+        if (ctl_sync ("GET", path, NULL) && ctl->out) {
+            long long c = json_num (ctl->out, "created_ms", 0),
+                      u = json_num (ctl->out, "updated_ms", 0);
+            const char *h = json_at (ctl->out, "hwcoll");
+            if (h && json_str (h, "state", hw, sizeof (hw)) && c && u) {
+                snprintf (ph_launch.hwcoll, sizeof (ph_launch.hwcoll), "%s", hw);
+                ph_launch.job_created_s = (c - ph_launch.wall0) / 1000;
+                ph_launch.job_updated_s = (u - ph_launch.wall0) / 1000;
+            }
+        }
+    }
     if (ph_launch.ok == 0) {
         ph_end.on = true;
         ph_end.skipped = true;
@@ -2198,6 +2261,7 @@ int main (int argc, char **argv)
     if (rm->busy && !strncmp (rm->path, "PUT", 3) && rm_phase && rm_phase->on) {
         double waited = (now_s () - rm->call_t0) * 1000;
         dvec_push (&rm_phase->rm_lat, waited);
+        rmrec_add (rm->call_t0, now_s (), true);
         if (!rm_phase->rm_err[0])
             snprintf (rm_phase->rm_err, sizeof (rm_phase->rm_err),
                       "a RUN still unanswered at the deadline after %.0f ms (counted so)",

@@ -22,7 +22,7 @@
 #   STORM_DEADLINE_S fmb-storm's --deadline-s (default: 120, or N/40 above 4800 nodes)
 #   STORM_WARM_SHIPPED=1  warm mode with the shipped [api] request_timeout_ms
 #                    (10 s from a connection's accept: kept connections are cut
-#                    before their first request; see below)
+#                    before their first request)
 #   STORM_KEEP=1     keep the temporary directory (logs, configurations)
 # Needs root (the RM's calls on the socket are root's) and curl, openssl,
 # python3.  Stops what it started, also on failure and Ctrl-C.
@@ -253,13 +253,13 @@ row () { # N MODE
     p50=$(fmt '%.0f' "$(kv "$f" launch p50_ms)") p99=$(fmt '%.0f' "$(kv "$f" launch p99_ms)")
     mx=$(fmt '%.0f' "$(kv "$f" launch max_ms)")
     local rmrun
-    rmrun="$(fmt '%.0f' "$(kv "$f" launch rm_p99_ms)") ms ($(kv "$f" launch rm_runs) RUNs$( [ "$(kv "$f" launch rm_failed)" = 0 ] || echo ", $(kv "$f" launch rm_failed) failed"); at rest $(fmt '%.1f' "$(kv "$f" baseline rm_p99_ms)"))"
+    rmrun="$(fmt '%.0f' "$(kv "$f" launch rm_p99_ms)") ms ($(kv "$f" launch rm_runs) RUNs$( [ "$(kv "$f" launch rm_failed)" = 0 ] || echo ", $(kv "$f" launch rm_failed) failed"); longest RM call then $(fmt '%.0f' "$(kv "$f" launch rm_longest_ms)") ms; at rest $(fmt '%.1f' "$(kv "$f" baseline rm_p99_ms)"))"
     if [ "$(kv "$f" end skipped)" = 1 ] || [ -z "$(kv "$f" end calls)" ]; then
         end="skipped: $(sed -n 's/^   skipped: //p' "$f" | head -1)"
         end="${end:-skipped}"
         vni="-"
     else
-        end="$(kv "$f" end answered) / $(failed_text "$f" end) | $(fmt '%.0f' "$(kv "$f" end p99_ms)") ms"
+        end="$(kv "$f" end answered) / $(failed_text "$f" end) | $(fmt '%.0f' "$(kv "$f" end p99_ms)") ms (RM RUN p99 then $(fmt '%.0f' "$(kv "$f" end rm_p99_ms)") ms, longest RM call $(fmt '%.0f' "$(kv "$f" end rm_longest_ms)") ms)"
         if [ "$(kv "$f" end released)" = 1 ]; then
             vni="$(fmt '%.2f s' "$(kv "$f" end release_event_s)") (seen $(fmt '%.2f' "$(kv "$f" end release_s)"))"
             [ "$(kv "$f" end release_s)" = "-1.000" ] && vni="free when checked after"
@@ -312,7 +312,7 @@ for mode in $modes; do
     echo
     echo "load average before ${load0[$mode]}, after ${load1[$mode]}; CPU steal over these runs $(steal_between "${cpu0[$mode]}" "${cpu1[$mode]}")% (/proc/stat)"
     echo
-    echo "| nodes | launch: answered / failed | time to last answer | per node p50 / p99 / max | RM RUN p99 during launch | end: reports answered / failed | end p99 | VNIs out of quarantine after CLEANUP | broker CPU per node call, launch / end (ms) | broker CPU per handshake (ms) | broker peak RSS / after | generator CPU |"
+    echo "| nodes | launch: answered / failed | time to last answer | per node p50 / p99 / max | RM RUN p99 during launch | end: reports answered / failed | end p99 (RM meanwhile) | VNIs out of quarantine after CLEANUP | broker CPU per node call, launch / end (ms) | broker CPU per handshake (ms) | broker peak RSS / after | generator CPU |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
     for n in "${counts[@]}"; do row "$n" "$mode"; done
 done
