@@ -1,0 +1,2300 @@
+/* storm.c: fmb-storm, the full-machine storm benchmark (issue 49).
+ *
+ * Emulates N compute nodes, each with its own loopback source address
+ * (127.x.y.z, bound before connect with IP_BIND_ADDRESS_NO_PORT) and its
+ * own node token (node:NAME:HMAC-SHA256("fmbroker-node:NAME") under the
+ * broker's node.key, as nodeauth.c makes it), doing what doc/slurm.md's
+ * launch setup makes each node's service do over HTTPS: the job's RUN
+ * when its first step starts there ([api] agent_run on the broker,
+ * node_run on the nodes), and at the job's end its report
+ * {"cxi":"destroyed"}.  Meanwhile an RM on the broker's Unix socket (as
+ * root, the rm role) RUNs and CLEANs UP small jobs of its own, one after
+ * another, and its RUN's latency is recorded.
+ *
+ * Phases, each timed, with the broker's CPU (/proc/PID/stat), peak and
+ * current RSS (/proc/PID/status), and this program's own CPU beside:
+ *   baseline  the RM alone (its RUN latency at rest; the broker's CPU per
+ *             RM cycle, taken off the node figures of the later phases)
+ *   warmup    (--mode warm) every node's connection opened and kept
+ *   launch    every node's RUN of the job
+ *   end       the RM's CLEANUP of the job, then every node's report, and
+ *             the time until the job's VNIs leave quarantine (the
+ *             vni_released event, polled on the socket every 50 ms)
+ * Output: a readable summary and one "STORM phase=... key=value ..." line
+ * per phase (bench/storm.sh makes its tables from those).
+ *
+ * One epoll loop, every socket non-blocking, OpenSSL and libc only; every
+ * loop bounded in count and by the global --deadline-s. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#ifndef IP_BIND_ADDRESS_NO_PORT
+#define IP_BIND_ADDRESS_NO_PORT 24
+#endif
+
+#define NODES_MAX     1000000
+#define HEAD_MAX      2048             /* an answer's header */
+#define NODE_BODY_MAX 600              /* what a node keeps of an answer's body */
+#define CTL_BODY_MAX  (32 * 1024 * 1024)
+#define WRITE_PIECE   16384            /* one TLS record, as apiclient.c writes */
+#define START_BATCH   256              /* calls started per loop turn */
+#define POLL_MS       50               /* the quarantine poll */
+#define RM_TIMEOUT_MS 30000
+#define UNIX_RETRY_MS 2                /* a full Unix listen queue: connect again */
+
+/* ---- options ------------------------------------------------------- */
+
+enum mode { MODE_COLD, MODE_WARM };
+enum form { FORM_ARRAY, FORM_HOSTLIST };
+
+static struct {
+    char url[256], host[128], hostport[160];
+    int port;
+    const char *ca, *node_key, *sock, *prefix, *job;
+    unsigned nodes, width, concurrency;
+    unsigned long uid;
+    enum mode mode;
+    enum form form;
+    int timeout_ms, retries, backoff_ms, rm_interval_ms, deadline_s, baseline_ms;
+    int gap_ms, release_wait_ms, spread_ms;
+    pid_t broker_pid;
+} opt = {
+    .prefix = "nid",
+    .job = "storm1",
+    .width = 5,
+    .uid = 1000,
+    .timeout_ms = 5000,
+    .backoff_ms = 250,
+    .rm_interval_ms = 20,
+    .deadline_s = 120,
+    .baseline_ms = 2000,
+    .gap_ms = 1000,
+    .release_wait_ms = 10000,
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static double now_s (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double wall_ms (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_REALTIME, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void die (const char *fmt, ...) __attribute__ ((format (printf, 1, 2), noreturn));
+static void die (const char *fmt, ...)
+{
+    va_list ap;
+    va_start (ap, fmt);
+    fputs ("fmb-storm: ", stderr);
+    vfprintf (stderr, fmt, ap);
+    fputc ('\n', stderr);
+    va_end (ap);
+    exit (1);
+}
+
+static void *xcalloc (size_t n, size_t s)
+{
+    void *p = calloc (n ? n : 1, s ? s : 1);
+    if (!p)
+        die ("out of memory");
+    return p;
+}
+
+static int cmp_double (const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The q-quantile (nearest rank) of v[0..n), sorted in place; 0 if none. */
+static double quantile (double *v, unsigned n, double q, bool sorted)
+{
+    if (!n)
+        return 0;
+    if (!sorted)
+        qsort (v, n, sizeof (*v), cmp_double);
+    unsigned k = (unsigned)ceil (q * n);
+    return v[k ? k - 1 : 0];
+}
+
+struct dvec {
+    double *v;
+    unsigned n, cap;
+};
+
+static void dvec_push (struct dvec *d, double x)
+{
+    if (d->n == d->cap) {
+        d->cap = d->cap ? d->cap * 2 : 256;
+        d->v = realloc (d->v, d->cap * sizeof (*d->v));
+        if (!d->v)
+            die ("out of memory");
+    }
+    d->v[d->n++] = x;
+}
+
+/* ---- the broker process: CPU, memory; this host's steal --------------- */
+
+static long clk_tck;
+
+static double broker_cpu_s (void)
+{
+    char path[64], buf[1024];
+    if (!opt.broker_pid)
+        return -1;
+    snprintf (path, sizeof (path), "/proc/%d/stat", (int)opt.broker_pid);
+    FILE *f = fopen (path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread (buf, 1, sizeof (buf) - 1, f);
+    fclose (f);
+    buf[n] = '\0';
+    char *p = strrchr (buf, ')');
+    unsigned long ut = 0, st = 0;
+    /* after "pid (comm)": state, then fields 4..13, utime (14), stime (15) */
+    if (!p || sscanf (p + 2,
+                      "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+                      &ut,
+                      &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)clk_tck;
+}
+
+/* VmHWM and VmRSS of the broker, KiB (-1: unknown). */
+static void broker_mem (long *hwm, long *rss)
+{
+    char path[64], line[256];
+    *hwm = *rss = -1;
+    if (!opt.broker_pid)
+        return;
+    snprintf (path, sizeof (path), "/proc/%d/status", (int)opt.broker_pid);
+    FILE *f = fopen (path, "r");
+    if (!f)
+        return;
+    while (fgets (line, sizeof (line), f)) {
+        if (!strncmp (line, "VmHWM:", 6))
+            *hwm = strtol (line + 6, NULL, 10);
+        else if (!strncmp (line, "VmRSS:", 6))
+            *rss = strtol (line + 6, NULL, 10);
+    }
+    fclose (f);
+}
+
+static double self_cpu_s (void)
+{
+    struct rusage ru;
+    getrusage (RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
+
+struct cpustat {
+    unsigned long long total, steal;
+};
+
+static struct cpustat host_cpu (void)
+{
+    struct cpustat c = {0, 0};
+    unsigned long long v[10] = {0};
+    FILE *f = fopen ("/proc/stat", "r");
+    if (!f)
+        return c;
+    if (fscanf (f,
+                "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+                &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8],
+                &v[9]) >= 8) {
+        for (int i = 0; i < 8; i++) /* guest time is inside user time */
+            c.total += v[i];
+        c.steal = v[7];
+    }
+    fclose (f);
+    return c;
+}
+
+/* ---- node names, addresses and tokens ---------------------------------- */
+
+static char node_key[65];
+
+static void node_name (unsigned i, char *out, size_t len)
+{
+    snprintf (out, len, "%s%0*u", opt.prefix, (int)opt.width, i + 1);
+}
+
+/* node i's source address: 127.(1 + b/256).(b%256).(1 + i%254), b = i/254:
+ * no .0 or .255 host, never 127.0.0.x (the broker's own). */
+static struct in_addr node_addr (unsigned i)
+{
+    unsigned b = i / 254, h = 1 + i % 254;
+    struct in_addr a;
+    a.s_addr = htonl ((127u << 24) | ((1 + b / 256) << 16) | ((b % 256) << 8) | h);
+    return a;
+}
+
+static void load_node_key (const char *path)
+{
+    FILE *f = fopen (path, "r");
+    char buf[128];
+    if (!f)
+        die ("--node-key %s: %s", path, strerror (errno));
+    size_t n = fread (buf, 1, sizeof (buf) - 1, f);
+    fclose (f);
+    buf[n] = '\0';
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    if (n != 64 || strspn (buf, "0123456789abcdefABCDEF") != 64)
+        die ("--node-key %s: expected 64 hexadecimal characters (the broker's "
+             "node.key)",
+             path);
+    memcpy (node_key, buf, 65);
+}
+
+/* "node:NAME:HMAC", as nodeauth_token() makes it (the key is the file's
+ * hex text, not the bytes it spells). */
+static void node_token (const char *name, char *out, size_t len)
+{
+    char msg[128], hex[65];
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned maclen = 0;
+    int n = snprintf (msg, sizeof (msg), "fmbroker-node:%s", name);
+    HMAC (EVP_sha256 (), node_key, 64, (unsigned char *)msg, (size_t)n, mac, &maclen);
+    for (unsigned i = 0; i < maclen && i < 32; i++)
+        snprintf (hex + 2 * i, 3, "%02x", mac[i]);
+    hex[64] = '\0';
+    snprintf (out, len, "node:%s:%s", name, hex);
+}
+
+/* ---- HTTP answers --------------------------------------------------- */
+
+struct rx {
+    char head[HEAD_MAX];
+    unsigned hn;
+    bool head_done, chunked, close, done;
+    int status;
+    long long clen; /* -1: none given */
+    long long got;  /* body bytes (decoded) */
+    int cst;        /* chunked: 0 size line, 1 data, 2 CRLF after data, 3 trailer */
+    long long cleft;
+    char cline[40];
+    unsigned cll;
+    char *body;
+    size_t bn, bmax, bcap;
+    unsigned long long raw; /* bytes received at all */
+};
+
+static void rx_keep (struct rx *r, const char *p, size_t n)
+{
+    r->got += (long long)n;
+    if (!r->bmax || r->bn >= r->bmax)
+        return;
+    size_t take = n < r->bmax - r->bn ? n : r->bmax - r->bn;
+    memcpy (r->body + r->bn, p, take);
+    r->bn += take;
+    r->body[r->bn] = '\0';
+}
+
+static int rx_head (struct rx *r)
+{
+    char *end = strstr (r->head, "\r\n\r\n");
+    int maj, min;
+    if (sscanf (r->head, "HTTP/%d.%d %d", &maj, &min, &r->status) != 3)
+        return -1;
+    r->clen = -1;
+    r->close = maj == 1 && min == 0;
+    for (char *h = strstr (r->head, "\r\n"); h && h < end; h = strstr (h + 2, "\r\n")) {
+        const char *v = h + 2;
+        if (!strncasecmp (v, "content-length:", 15))
+            r->clen = strtoll (v + 15, NULL, 10);
+        else if (!strncasecmp (v, "transfer-encoding:", 18)) {
+            v += 18 + strspn (v + 18, " \t");
+            r->chunked = !strncasecmp (v, "chunked", 7);
+        } else if (!strncasecmp (v, "connection:", 11)) {
+            v += 11 + strspn (v + 11, " \t");
+            if (!strncasecmp (v, "close", 5))
+                r->close = true;
+            else if (!strncasecmp (v, "keep-alive", 10))
+                r->close = false;
+        }
+    }
+    if (r->status == 204 || r->status == 304 || r->status / 100 == 1)
+        r->clen = 0, r->chunked = false;
+    return 0;
+}
+
+/* Feed received bytes; -1 for an answer that is not HTTP. */
+static int rx_feed (struct rx *r, const char *p, size_t n)
+{
+    r->raw += n;
+    while (n && !r->done) {
+        if (!r->head_done) {
+            /* the header, byte by byte into head[] until its blank line */
+            while (n && !r->head_done) {
+                if (r->hn >= sizeof (r->head) - 1)
+                    return -1;
+                r->head[r->hn++] = *p++;
+                n--;
+                r->head[r->hn] = '\0';
+                if (r->hn >= 4 && !memcmp (r->head + r->hn - 4, "\r\n\r\n", 4)) {
+                    r->head_done = true;
+                    if (rx_head (r) < 0)
+                        return -1;
+                    if (!r->chunked && r->clen == 0)
+                        r->done = true;
+                    else if (!r->chunked && r->clen < 0)
+                        r->close = true; /* delimited by the close */
+                }
+            }
+            continue;
+        }
+        if (!r->chunked) {
+            size_t take = n;
+            if (r->clen >= 0 && (long long)take > r->clen - r->got)
+                take = (size_t)(r->clen - r->got);
+            rx_keep (r, p, take);
+            p += take;
+            n -= take;
+            if (r->clen >= 0 && r->got >= r->clen)
+                r->done = true;
+            if (n && r->done)
+                r->close = true; /* bytes past the answer: not reusable */
+            continue;
+        }
+        switch (r->cst) {
+        case 0:
+        case 2:
+        case 3: { /* a line */
+            char c = *p++;
+            n--;
+            if (c != '\n') {
+                if (r->cll < sizeof (r->cline) - 1)
+                    r->cline[r->cll++] = c;
+                break;
+            }
+            r->cline[r->cll] = '\0';
+            if (r->cll && r->cline[r->cll - 1] == '\r')
+                r->cline[--r->cll] = '\0';
+            if (r->cst == 0) {
+                r->cleft = strtoll (r->cline, NULL, 16);
+                r->cst = r->cleft > 0 ? 1 : 3;
+            } else if (r->cst == 2)
+                r->cst = 0;
+            else if (r->cll == 0)
+                r->done = true;
+            r->cll = 0;
+            break;
+        }
+        case 1: {
+            size_t take = (long long)n < r->cleft ? n : (size_t)r->cleft;
+            rx_keep (r, p, take);
+            p += take;
+            n -= take;
+            r->cleft -= (long long)take;
+            if (!r->cleft)
+                r->cst = 2;
+            break;
+        }
+        }
+    }
+    return 0;
+}
+
+/* ---- peers: the nodes, the RM and the control client --------------------- */
+
+enum kind { K_NODE, K_RM, K_CTL };
+enum cstate { CS_NONE, CS_CONNECTING, CS_HANDSHAKE, CS_IDLE, CS_WRITE, CS_READ };
+enum call { CALL_NONE, CALL_HANDSHAKE, CALL_RUN, CALL_REPORT, CALL_PROBE, CALL_UNIX };
+
+/* Why a call failed. */
+enum fail {
+    F_TIMEOUT,
+    F_REFUSED,
+    F_RESET,
+    F_CLOSED,
+    F_TLS,
+    F_OTHER,
+    F_HTTP,
+    F_DEADLINE,
+    F_COUNT
+};
+static const char *const fail_name[F_COUNT] =
+    {"timeout", "refused", "reset", "closed", "tls", "other", "http", "deadline"};
+
+struct peer {
+    uint8_t kind, cs, call, tries, reused, stale_used, busy, active, waiting;
+    int fd;
+    uint32_t evmask, gen, cseq; /* cseq: which socket of the peer an event is for */
+    SSL *ssl;
+    double call_t0, try_t0;
+    char *hdr;
+    size_t hlen, wpos;
+    const char *body;
+    size_t blen;
+    struct rx *rx;
+    int err; /* errno of the last failure */
+    /* unix calls: the result */
+    int status;
+    bool ok, done;
+    char *out;
+    size_t outlen;
+    double lat_ms;
+    char path[256];
+};
+
+static struct peer *peers; /* nodes 0..N-1, then the RM, then the control client */
+static struct peer *rm, *ctl;
+static int ep = -1;
+static SSL_CTX *tls;
+static struct sockaddr_in dst;
+static char scratch[65536];
+static double g_deadline;
+static bool deadline_hit;
+static unsigned inflight;   /* node attempts running */
+static unsigned nodes_busy; /* node calls not over */
+static unsigned *waitq;   /* nodes waiting for a slot (--concurrency) */
+static unsigned wq_head, wq_tail, wq_cap;
+static unsigned *startq; /* calls to start in batches this phase */
+static unsigned sq_next, sq_len;
+static double sq_t0;
+static enum call sq_call;
+
+static const char *run_body, *report_body = "{\"cxi\":\"destroyed\"}";
+static size_t run_body_len, report_body_len;
+
+/* ---- per-phase figures ------------------------------------------------- */
+
+struct phase {
+    const char *name;
+    bool on, skipped;
+    char skip_why[160];
+    double t0, t1, wall0;
+    double bcpu0, bcpu1, gcpu0, gcpu1;
+    struct cpustat hc0, hc1;
+    long hwm, rss;
+    unsigned calls, ok, failed, attempts, retried, handshakes, stale, idle_cut;
+    unsigned fail[F_COUNT], tmo_stage[3], http[600];
+    double t_last_ok, t_last;
+    struct dvec lat;
+    /* the RM's RUNs started in this phase, and its CLEANUPs */
+    struct dvec rm_lat, rm_clean;
+    unsigned rm_fail, rm_cycles;
+    char rm_err[400];
+    /* launch only: the job as the broker recorded it */
+    double job_created_s, job_updated_s; /* after the phase began */
+    char hwcoll[32];
+    /* end only */
+    double cleanup_ms;
+    int cleanup_status;
+    int released; /* 1 yes, 0 not seen */
+    double release_s, release_event_s, release_after_last_s;
+    long waiting_left;
+    char release_why[200];
+};
+
+static struct phase ph_base = {.name = "baseline"}, ph_warm = {.name = "warmup"},
+                    ph_launch = {.name = "launch"}, ph_end = {.name = "end"};
+static struct phase *cur; /* where completions are counted */
+static char *http_samples[600];
+static unsigned idle_cut_total; /* kept connections the broker closed, in a phase or not */
+static char fail_sample[F_COUNT][200];
+static double rm_cycle_cpu = -1; /* the broker's CPU per RM RUN+CLEANUP, baseline */
+
+static void phase_begin (struct phase *p)
+{
+    memset (&p->calls, 0, sizeof (*p) - offsetof (struct phase, calls));
+    p->on = true;
+    p->t0 = now_s ();
+    p->wall0 = wall_ms ();
+    p->bcpu0 = broker_cpu_s ();
+    p->gcpu0 = self_cpu_s ();
+    p->hc0 = host_cpu ();
+    p->waiting_left = -1;
+    cur = p;
+}
+
+static void phase_finish (struct phase *p)
+{
+    p->t1 = now_s ();
+    p->bcpu1 = broker_cpu_s ();
+    p->gcpu1 = self_cpu_s ();
+    p->hc1 = host_cpu ();
+    broker_mem (&p->hwm, &p->rss);
+}
+
+/* ---- the timer heap ---------------------------------------------------- */
+
+enum tkind { T_TIMEOUT, T_RETRY, T_UNIX_AGAIN, T_RM_NEXT };
+struct timer {
+    double at;
+    uint32_t peer, gen;
+    uint8_t kind;
+};
+static struct timer *heap;
+static unsigned hn, hcap;
+
+static void timer_add (double at, uint32_t peer, uint32_t gen, uint8_t kind)
+{
+    if (hn == hcap) {
+        hcap = hcap ? hcap * 2 : 1024;
+        heap = realloc (heap, hcap * sizeof (*heap));
+        if (!heap)
+            die ("out of memory");
+    }
+    unsigned i = hn++;
+    while (i && heap[(i - 1) / 2].at > at) {
+        heap[i] = heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    heap[i] = (struct timer){at, peer, gen, kind};
+}
+
+static struct timer timer_pop (void)
+{
+    struct timer top = heap[0], last = heap[--hn];
+    unsigned i = 0;
+    for (;;) {
+        unsigned c = 2 * i + 1;
+        if (c >= hn)
+            break;
+        if (c + 1 < hn && heap[c + 1].at < heap[c].at)
+            c++;
+        if (heap[c].at >= last.at)
+            break;
+        heap[i] = heap[c];
+        i = c;
+    }
+    if (hn)
+        heap[i] = last;
+    return top;
+}
+
+/* ---- connections ---------------------------------------------------------- */
+
+static uint32_t pidx (const struct peer *p)
+{
+    return (uint32_t)(p - peers);
+}
+
+static void set_mask (struct peer *p, uint32_t m)
+{
+    if (p->evmask == m || p->fd < 0)
+        return;
+    struct epoll_event e = {.events = m, .data.u64 = (uint64_t)p->cseq << 32 | pidx (p)};
+    int op = !m ? EPOLL_CTL_DEL : p->evmask ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl (ep, op, p->fd, &e) < 0 && op != EPOLL_CTL_DEL)
+        die ("epoll_ctl: %s", strerror (errno));
+    p->evmask = m;
+}
+
+static void conn_close (struct peer *p)
+{
+    if (p->ssl) {
+        SSL_free (p->ssl);
+        p->ssl = NULL;
+    }
+    if (p->fd >= 0)
+        close (p->fd); /* leaves the epoll set with it */
+    p->fd = -1;
+    p->evmask = 0;
+    p->cs = CS_NONE;
+}
+
+static void rx_free (struct peer *p)
+{
+    if (p->rx) {
+        free (p->rx->body);
+        free (p->rx);
+        p->rx = NULL;
+    }
+}
+
+static void call_clear (struct peer *p)
+{
+    free (p->hdr);
+    p->hdr = NULL;
+    rx_free (p);
+}
+
+/* errno -> a failure kind */
+static enum fail fail_of_errno (int e)
+{
+    switch (e) {
+    case ECONNREFUSED:
+        return F_REFUSED;
+    case ECONNRESET:
+    case EPIPE:
+    case ECONNABORTED:
+        return F_RESET;
+    case ETIMEDOUT:
+        return F_TIMEOUT;
+    default:
+        return F_OTHER;
+    }
+}
+
+static void note_fail (enum fail f, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+static void note_fail (enum fail f, const char *fmt, ...)
+{
+    if (fail_sample[f][0])
+        return;
+    va_list ap;
+    va_start (ap, fmt);
+    vsnprintf (fail_sample[f], sizeof (fail_sample[f]), fmt, ap);
+    va_end (ap);
+}
+
+static void start_attempt (struct peer *p);
+static void rm_cycle_done (bool was_run);
+
+/* A node's call is over: count it in the current phase. */
+static void node_done (struct peer *p, bool ok, enum fail f, int status)
+{
+    struct phase *ph = cur;
+    double t = now_s ();
+    if (p->busy)
+        nodes_busy--;
+    p->busy = 0;
+    call_clear (p);
+    if (!ph)
+        return;
+    ph->calls++;
+    ph->t_last = t - ph->t0;
+    if (ok) {
+        ph->ok++;
+        ph->t_last_ok = t - ph->t0;
+        dvec_push (&ph->lat, (t - p->call_t0) * 1000);
+        return;
+    }
+    ph->failed++;
+    ph->fail[f]++;
+    if (f == F_HTTP && status >= 100 && status < 600)
+        ph->http[status]++;
+}
+
+/* A Unix call (RM or control) is over. */
+static void unix_done (struct peer *p, bool ok, enum fail f, int status)
+{
+    p->busy = 0;
+    p->done = true;
+    p->ok = ok;
+    p->status = status;
+    p->lat_ms = (now_s () - p->call_t0) * 1000;
+    free (p->out);
+    p->out = NULL;
+    p->outlen = 0;
+    if (p->rx && p->rx->body) {
+        p->out = p->rx->body;
+        p->outlen = p->rx->bn;
+        p->rx->body = NULL;
+    }
+    if (!ok && f != F_HTTP)
+        note_fail (f, "%s on the socket: %s", p->kind == K_RM ? "RM" : "control",
+                   p->err ? strerror (p->err) : fail_name[f]);
+    call_clear (p);
+    if (p->kind == K_RM)
+        rm_cycle_done (p->call == CALL_UNIX && !strncmp (p->path, "PUT", 3));
+}
+
+static void slot_free (struct peer *p)
+{
+    if (p->kind != K_NODE || !p->active)
+        return;
+    p->active = 0;
+    inflight--;
+    /* a waiting node takes the slot */
+    while (wq_head != wq_tail && (!opt.concurrency || inflight < opt.concurrency)) {
+        struct peer *w = &peers[waitq[wq_head++ % wq_cap]];
+        w->waiting = 0;
+        start_attempt (w);
+    }
+}
+
+static bool retryable (enum fail f, int status)
+{
+    return f != F_HTTP || status >= 500 || status == 429 || status == 408;
+}
+
+/* The attempt failed: retry after a back-off with jitter, or end the call. */
+static void attempt_fail (struct peer *p, enum fail f, int status)
+{
+    if (p->kind == K_NODE && p->call != CALL_PROBE) {
+        if (f == F_TIMEOUT && cur) {
+            int st = p->cs == CS_CONNECTING ? 0 : p->cs == CS_HANDSHAKE ? 1 : 2;
+            cur->tmo_stage[st]++;
+        }
+    }
+    if (f != F_HTTP)
+        conn_close (p);
+    p->gen++;
+    slot_free (p);
+    rx_free (p);
+    if (p->kind == K_NODE && p->tries <= opt.retries && retryable (f, status) &&
+        !deadline_hit) {
+        double d = opt.backoff_ms * pow (2, p->tries - 1);
+        if (d > 5000)
+            d = 5000;
+        d *= 0.5 + drand48 (); /* jitter: 0.5-1.5x */
+        if (cur)
+            cur->retried++;
+        timer_add (now_s () + d / 1000, pidx (p), p->gen, T_RETRY);
+        return;
+    }
+    if (p->kind == K_NODE)
+        node_done (p, false, f, status);
+    else
+        unix_done (p, false, f, status);
+}
+
+/* The answer is complete. */
+static void attempt_answered (struct peer *p)
+{
+    struct rx *r = p->rx;
+    int st = r->status;
+    p->gen++;
+    if (p->kind != K_NODE) {
+        conn_close (p);
+        slot_free (p);
+        if (st / 100 == 2)
+            unix_done (p, true, F_HTTP, st);
+        else
+            unix_done (p, false, F_HTTP, st);
+        return;
+    }
+    /* the node keeps its connection as the node service does, unless the
+     * broker said it closes */
+    if (r->close)
+        conn_close (p);
+    else {
+        p->cs = CS_IDLE;
+        set_mask (p, EPOLLIN | EPOLLRDHUP);
+    }
+    if (st / 100 != 2 && st >= 100 && st < 600 && !http_samples[st]) {
+        http_samples[st] = strdup (r->body ? r->body : "");
+    }
+    slot_free (p);
+    if (st / 100 == 2) {
+        node_done (p, true, F_HTTP, st);
+        return;
+    }
+    rx_free (p);
+    attempt_fail (p, F_HTTP, st);
+}
+
+static void do_write (struct peer *p);
+static void do_read (struct peer *p);
+static void do_handshake (struct peer *p);
+
+/* A kept connection that failed before any answer byte: the broker may
+ * have closed it as it went idle; a new one, once, within the same
+ * attempt (what apiclient.c does). */
+static bool stale_again (struct peer *p)
+{
+    if (!p->reused || p->stale_used || (p->rx && p->rx->raw))
+        return false;
+    p->stale_used = 1;
+    p->reused = 0;
+    if (cur)
+        cur->stale++;
+    conn_close (p);
+    rx_free (p);
+    return true;
+}
+
+static void open_conn (struct peer *p);
+
+static void io_failed (struct peer *p, enum fail f)
+{
+    if (stale_again (p)) {
+        open_conn (p);
+        return;
+    }
+    attempt_fail (p, f, 0);
+}
+
+enum { IO_WANT_READ = -1, IO_WANT_WRITE = -2, IO_EOF = -3, IO_ERR = -4 };
+
+static long io_xfer (struct peer *p, bool wr, void *buf, size_t n)
+{
+    if (p->ssl) {
+        ERR_clear_error ();
+        errno = 0;
+        int r = wr ? SSL_write (p->ssl, buf, (int)n) : SSL_read (p->ssl, buf, (int)n);
+        if (r > 0)
+            return r;
+        int e = SSL_get_error (p->ssl, r);
+        if (e == SSL_ERROR_WANT_READ)
+            return IO_WANT_READ;
+        if (e == SSL_ERROR_WANT_WRITE)
+            return IO_WANT_WRITE;
+        if (e == SSL_ERROR_ZERO_RETURN)
+            return IO_EOF;
+        if (e == SSL_ERROR_SYSCALL) {
+            if (!errno)
+                return IO_EOF;
+            p->err = errno;
+            return IO_ERR;
+        }
+        unsigned long le = ERR_peek_error ();
+        if (ERR_GET_REASON (le) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+            return IO_EOF;
+        p->err = EPROTO;
+        note_fail (F_TLS, "TLS: %s", ERR_error_string (le, NULL));
+        return IO_ERR;
+    }
+    ssize_t r = wr ? send (p->fd, buf, n, MSG_NOSIGNAL) : recv (p->fd, buf, n, 0);
+    if (r > 0)
+        return r;
+    if (r == 0)
+        return IO_EOF;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        return wr ? IO_WANT_WRITE : IO_WANT_READ;
+    p->err = errno;
+    return IO_ERR;
+}
+
+static enum fail fail_of_io (struct peer *p, long r)
+{
+    if (r == IO_EOF)
+        return F_CLOSED;
+    if (p->err == EPROTO)
+        return F_TLS;
+    return fail_of_errno (p->err);
+}
+
+static void begin_write (struct peer *p)
+{
+    p->wpos = 0;
+    p->cs = CS_WRITE;
+    do_write (p);
+}
+
+static void do_handshake (struct peer *p)
+{
+    ERR_clear_error ();
+    errno = 0;
+    int r = SSL_connect (p->ssl);
+    if (r == 1) {
+        if (cur)
+            cur->handshakes++;
+        if (p->call == CALL_HANDSHAKE) {
+            p->gen++;
+            p->cs = CS_IDLE;
+            set_mask (p, EPOLLIN | EPOLLRDHUP);
+            slot_free (p);
+            node_done (p, true, F_HTTP, 0);
+            return;
+        }
+        begin_write (p);
+        return;
+    }
+    int e = SSL_get_error (p->ssl, r);
+    if (e == SSL_ERROR_WANT_READ) {
+        set_mask (p, EPOLLIN);
+        return;
+    }
+    if (e == SSL_ERROR_WANT_WRITE) {
+        set_mask (p, EPOLLOUT);
+        return;
+    }
+    unsigned long le = ERR_peek_error ();
+    long vr = SSL_get_verify_result (p->ssl);
+    if (e == SSL_ERROR_SYSCALL && errno) {
+        p->err = errno;
+        io_failed (p, fail_of_errno (errno));
+    } else if ((e == SSL_ERROR_SYSCALL && !errno) || e == SSL_ERROR_ZERO_RETURN ||
+               ERR_GET_REASON (le) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+        note_fail (F_CLOSED, "the broker closed the connection during the TLS handshake");
+        io_failed (p, F_CLOSED);
+    } else {
+        note_fail (F_TLS,
+                   "TLS handshake: %s%s%s",
+                   le ? ERR_error_string (le, NULL) : "failed",
+                   vr != X509_V_OK ? "; certificate: " : "",
+                   vr != X509_V_OK ? X509_verify_cert_error_string (vr) : "");
+        io_failed (p, F_TLS);
+    }
+}
+
+static void connected (struct peer *p)
+{
+    int err = 0;
+    socklen_t len = sizeof (err);
+    if (getsockopt (p->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+        err = errno;
+    if (err) {
+        p->err = err;
+        note_fail (fail_of_errno (err), "connect: %s", strerror (err));
+        io_failed (p, fail_of_errno (err));
+        return;
+    }
+    if (p->kind != K_NODE) {
+        begin_write (p);
+        return;
+    }
+    p->ssl = SSL_new (tls);
+    if (!p->ssl || SSL_set_fd (p->ssl, p->fd) != 1)
+        die ("SSL_new: out of memory");
+    X509_VERIFY_PARAM_set1_ip_asc (SSL_get0_param (p->ssl), opt.host);
+    p->cs = CS_HANDSHAKE;
+    do_handshake (p);
+}
+
+static void open_conn (struct peer *p)
+{
+    int one = 1;
+    p->err = 0;
+    p->cseq++;
+    if (p->kind == K_NODE) {
+        struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr = node_addr (pidx (p))};
+        p->fd = socket (AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (p->fd < 0) {
+            p->err = errno;
+            note_fail (F_OTHER, "socket: %s (raise ulimit -n)", strerror (errno));
+            attempt_fail (p, F_OTHER, 0);
+            return;
+        }
+        setsockopt (p->fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof (one));
+        setsockopt (p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one));
+        if (bind (p->fd, (struct sockaddr *)&src, sizeof (src)) < 0 ||
+            (connect (p->fd, (struct sockaddr *)&dst, sizeof (dst)) < 0 &&
+             errno != EINPROGRESS)) {
+            p->err = errno;
+            note_fail (fail_of_errno (errno), "connect: %s", strerror (errno));
+            attempt_fail (p, fail_of_errno (errno), 0);
+            return;
+        }
+        p->cs = CS_CONNECTING;
+        set_mask (p, EPOLLOUT);
+        return;
+    }
+    struct sockaddr_un su = {.sun_family = AF_UNIX};
+    snprintf (su.sun_path, sizeof (su.sun_path), "%s", opt.sock);
+    p->fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (p->fd < 0) {
+        p->err = errno;
+        attempt_fail (p, F_OTHER, 0);
+        return;
+    }
+    if (connect (p->fd, (struct sockaddr *)&su, sizeof (su)) < 0) {
+        if (errno == EAGAIN) { /* the socket's queue is full: again shortly */
+            close (p->fd);
+            p->fd = -1;
+            p->cs = CS_NONE;
+            timer_add (now_s () + UNIX_RETRY_MS / 1000.0, pidx (p), p->gen, T_UNIX_AGAIN);
+            return;
+        }
+        if (errno != EINPROGRESS) {
+            p->err = errno;
+            attempt_fail (p, fail_of_errno (errno), 0);
+            return;
+        }
+        p->cs = CS_CONNECTING;
+        set_mask (p, EPOLLOUT);
+        return;
+    }
+    begin_write (p);
+}
+
+static void do_write (struct peer *p)
+{
+    size_t total = p->hlen + p->blen;
+    for (int turn = 0; turn < 64 && p->wpos < total; turn++) {
+        /* the next piece of header+body, rebuilt from wpos each time (the
+         * same bytes when a write is repeated) */
+        size_t n = 0, pos = p->wpos;
+        while (n < WRITE_PIECE && pos < total) {
+            const char *src = pos < p->hlen ? p->hdr + pos : p->body + (pos - p->hlen);
+            size_t avail = pos < p->hlen ? p->hlen - pos : total - pos;
+            size_t take = avail < WRITE_PIECE - n ? avail : WRITE_PIECE - n;
+            memcpy (scratch + n, src, take);
+            n += take;
+            pos += take;
+        }
+        long r = io_xfer (p, true, scratch, n);
+        if (r > 0) {
+            p->wpos += (size_t)r;
+            continue;
+        }
+        if (r == IO_WANT_WRITE) {
+            set_mask (p, EPOLLOUT);
+            return;
+        }
+        if (r == IO_WANT_READ) {
+            set_mask (p, EPOLLIN);
+            return;
+        }
+        io_failed (p, fail_of_io (p, r));
+        return;
+    }
+    if (p->wpos < total) { /* more next turn: others get theirs first */
+        set_mask (p, EPOLLOUT);
+        return;
+    }
+    p->cs = CS_READ;
+    p->rx = xcalloc (1, sizeof (*p->rx));
+    p->rx->bmax = p->kind == K_CTL ? CTL_BODY_MAX : NODE_BODY_MAX;
+    p->rx->bcap = p->kind == K_CTL ? 65536 : NODE_BODY_MAX + 1;
+    p->rx->body = malloc (p->rx->bcap);
+    if (!p->rx->body)
+        die ("out of memory");
+    p->rx->body[0] = '\0';
+    set_mask (p, EPOLLIN | EPOLLRDHUP);
+    do_read (p);
+}
+
+/* The control client keeps whole answers (events, the job): grow its buffer. */
+static void ctl_grow (struct rx *r, size_t more)
+{
+    size_t cap = r->bcap;
+    if (r->bn + more + 1 <= cap)
+        return;
+    while (cap < r->bn + more + 1 && cap < CTL_BODY_MAX + 1)
+        cap *= 2;
+    char *nb = realloc (r->body, cap);
+    if (!nb)
+        die ("out of memory");
+    r->body = nb;
+    r->bcap = cap;
+}
+
+static void do_read (struct peer *p)
+{
+    for (int turn = 0; turn < 256; turn++) {
+        long r = io_xfer (p, false, scratch, sizeof (scratch));
+        if (r > 0) {
+            if (p->kind == K_CTL) {
+                ctl_grow (p->rx, (size_t)r);
+            }
+            if (rx_feed (p->rx, scratch, (size_t)r) < 0) {
+                note_fail (F_OTHER, "an answer that is not HTTP");
+                p->err = EBADMSG;
+                attempt_fail (p, F_OTHER, 0);
+                return;
+            }
+            if (p->rx->done) {
+                attempt_answered (p);
+                return;
+            }
+            continue;
+        }
+        if (r == IO_WANT_READ) {
+            set_mask (p, EPOLLIN | EPOLLRDHUP);
+            return;
+        }
+        if (r == IO_WANT_WRITE) {
+            set_mask (p, EPOLLOUT);
+            return;
+        }
+        if (r == IO_EOF && p->rx->head_done && !p->rx->chunked && p->rx->clen < 0) {
+            p->rx->done = true; /* an answer delimited by the close */
+            attempt_answered (p);
+            return;
+        }
+        if (r == IO_EOF)
+            note_fail (F_CLOSED, "the broker closed the connection before its answer");
+        io_failed (p, fail_of_io (p, r));
+        return;
+    }
+    /* more to read: level-triggered epoll comes back */
+}
+
+/* A kept connection with no call on it: the broker may close it (its
+ * request timeout, libmicrohttpd's idle cut); TLS 1.3 tickets are read. */
+static void idle_event (struct peer *p)
+{
+    for (int turn = 0; turn < 8; turn++) {
+        long r = io_xfer (p, false, scratch, sizeof (scratch));
+        if (r > 0)
+            continue;
+        if (r == IO_WANT_READ || r == IO_WANT_WRITE)
+            return;
+        if (cur)
+            cur->idle_cut++;
+        idle_cut_total++;
+        conn_close (p);
+        return;
+    }
+}
+
+static void on_event (struct peer *p, uint32_t ev)
+{
+    (void)ev;
+    switch (p->cs) {
+    case CS_CONNECTING:
+        p->cs = CS_NONE;
+        connected (p);
+        break;
+    case CS_HANDSHAKE:
+        do_handshake (p);
+        break;
+    case CS_WRITE:
+        do_write (p);
+        break;
+    case CS_READ:
+        do_read (p);
+        break;
+    case CS_IDLE:
+        idle_event (p);
+        break;
+    default:
+        set_mask (p, 0);
+    }
+}
+
+/* ---- calls ---------------------------------------------------------------- */
+
+static void build_node_request (struct peer *p)
+{
+    char name[96], tok[200], path[256];
+    unsigned i = pidx (p);
+    node_name (i, name, sizeof (name));
+    node_token (name, tok, sizeof (tok));
+    const char *method = "GET";
+    p->body = "";
+    p->blen = 0;
+    if (p->call == CALL_RUN) {
+        method = "PUT";
+        snprintf (path, sizeof (path), "/v1/jobs/%s", opt.job);
+        p->body = run_body;
+        p->blen = run_body_len;
+    } else if (p->call == CALL_REPORT) {
+        method = "PUT";
+        snprintf (path, sizeof (path), "/v1/jobs/%s/nodes/%s", opt.job, name);
+        p->body = report_body;
+        p->blen = report_body_len;
+    } else
+        snprintf (path, sizeof (path), "/v1/health");
+    free (p->hdr);
+    p->hdr = malloc (768);
+    if (!p->hdr)
+        die ("out of memory");
+    int n = snprintf (p->hdr,
+                      768,
+                      "%s %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n"
+                      "Content-Type: application/json\r\nAuthorization: Bearer %s\r\n"
+                      "Content-Length: %zu\r\n\r\n",
+                      method,
+                      path,
+                      opt.hostport,
+                      tok,
+                      p->blen);
+    p->hlen = (size_t)n;
+}
+
+static void start_attempt (struct peer *p)
+{
+    if (p->kind == K_NODE) {
+        if (opt.concurrency && inflight >= opt.concurrency) {
+            if (!p->waiting) {
+                p->waiting = 1;
+                waitq[wq_tail++ % wq_cap] = pidx (p);
+            }
+            return;
+        }
+        inflight++;
+        p->active = 1;
+    }
+    p->tries++;
+    p->gen++;
+    p->try_t0 = now_s ();
+    if (p->tries == 1)
+        p->call_t0 = p->try_t0;
+    if (cur && p->kind == K_NODE)
+        cur->attempts++;
+    p->stale_used = 0;
+    int tmo = p->kind == K_NODE ? opt.timeout_ms : RM_TIMEOUT_MS;
+    timer_add (p->try_t0 + tmo / 1000.0, pidx (p), p->gen, T_TIMEOUT);
+    if (p->cs == CS_IDLE && p->fd >= 0 && p->call != CALL_HANDSHAKE) {
+        p->reused = 1;
+        begin_write (p);
+        return;
+    }
+    p->reused = 0;
+    if (p->fd >= 0)
+        conn_close (p);
+    open_conn (p);
+}
+
+static void node_call (struct peer *p, enum call c)
+{
+    p->call = (uint8_t)c;
+    if (!p->busy)
+        nodes_busy++;
+    p->busy = 1;
+    p->tries = 0;
+    if (c != CALL_HANDSHAKE)
+        build_node_request (p);
+    start_attempt (p);
+}
+
+static void unix_call (struct peer *p, const char *method, const char *path, const char *body)
+{
+    p->call = CALL_UNIX;
+    p->busy = 1;
+    p->done = false;
+    p->tries = 0;
+    snprintf (p->path, sizeof (p->path), "%s %s", method, path);
+    p->body = body ? body : "";
+    p->blen = strlen (p->body);
+    free (p->hdr);
+    p->hdr = malloc (512 + strlen (path));
+    if (!p->hdr)
+        die ("out of memory");
+    p->hlen = (size_t)sprintf (p->hdr,
+                               "%s %s HTTP/1.1\r\nHost: fmbroker\r\nConnection: close\r\n"
+                               "Accept: application/json\r\nContent-Type: "
+                               "application/json\r\nContent-Length: %zu\r\n\r\n",
+                               method,
+                               path,
+                               p->blen);
+    start_attempt (p);
+}
+
+/* ---- the RM: a small job's RUN and CLEANUP, one after another ------------- */
+
+static bool rm_on;
+static unsigned rm_k;
+static double rm_run_t0;
+static char rm_body[256], rm_path[160];
+static struct phase *rm_phase;       /* where the RUN in flight started */
+static struct phase *rm_clean_phase; /* where the CLEANUP in flight started */
+/* every RM call, for the longest one overlapping each phase */
+static struct rmrec {
+    double t0, t1;
+    bool run;
+} *rmrecs;
+static unsigned rmrec_n, rmrec_cap;
+
+static void rmrec_add (double t0, double t1, bool run)
+{
+    if (rmrec_n == rmrec_cap) {
+        rmrec_cap = rmrec_cap ? rmrec_cap * 2 : 1024;
+        rmrecs = realloc (rmrecs, rmrec_cap * sizeof (*rmrecs));
+        if (!rmrecs)
+            die ("out of memory");
+    }
+    rmrecs[rmrec_n++] = (struct rmrec){t0, t1, run};
+}
+
+/* The longest RM call (RUN or CLEANUP) that overlapped the phase, ms. */
+static double rm_longest (const struct phase *p, bool *run)
+{
+    double best = 0;
+    *run = true;
+    for (unsigned i = 0; i < rmrec_n; i++)
+        if (rmrecs[i].t0 < p->t1 && rmrecs[i].t1 > p->t0 &&
+            (rmrecs[i].t1 - rmrecs[i].t0) * 1000 > best) {
+            best = (rmrecs[i].t1 - rmrecs[i].t0) * 1000;
+            *run = rmrecs[i].run;
+        }
+    return best;
+}
+
+static void rm_start (void)
+{
+    if (!rm_on || rm->busy || deadline_hit)
+        return;
+    rm_k++;
+    snprintf (rm_path, sizeof (rm_path), "/v1/jobs/rm-%s-%u", opt.job, rm_k);
+    rm_run_t0 = now_s ();
+    rm_phase = cur;
+    unix_call (rm, "PUT", rm_path, rm_body);
+}
+
+static void rm_cycle_done (bool was_run)
+{
+    rmrec_add (rm->call_t0, now_s (), was_run);
+    if (was_run) {
+        struct phase *ph = rm_phase;
+        if (ph && ph->on) {
+            if (rm->ok)
+                dvec_push (&ph->rm_lat, rm->lat_ms);
+            else {
+                ph->rm_fail++;
+                if (!ph->rm_err[0])
+                    snprintf (ph->rm_err, sizeof (ph->rm_err), "RUN %.150s: HTTP %d %.100s",
+                              rm_path, rm->status, rm->out ? rm->out : "(no answer)");
+            }
+        }
+        /* its CLEANUP at once, whatever the RUN got */
+        rm_clean_phase = cur;
+        unix_call (rm, "DELETE", rm_path, NULL);
+        return;
+    }
+    if (rm_phase && rm_phase->on)
+        rm_phase->rm_cycles++;
+    if (rm_clean_phase && rm_clean_phase->on && rm->ok)
+        dvec_push (&rm_clean_phase->rm_clean, rm->lat_ms);
+    double next = rm_run_t0 + opt.rm_interval_ms / 1000.0;
+    if (rm_on)
+        timer_add (next, pidx (rm), 0, T_RM_NEXT);
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+static void fire_timers (void)
+{
+    double t = now_s ();
+    unsigned fired = 0;
+    while (hn && heap[0].at <= t && fired++ < 100000) {
+        struct timer tm = timer_pop ();
+        struct peer *p = &peers[tm.peer];
+        switch (tm.kind) {
+        case T_TIMEOUT:
+            if (p->gen == tm.gen && (p->busy)) {
+                if (p->kind == K_NODE)
+                    note_fail (F_TIMEOUT, "no answer within --timeout-ms %d", opt.timeout_ms);
+                p->err = ETIMEDOUT;
+                attempt_fail (p, F_TIMEOUT, 0);
+            }
+            break;
+        case T_RETRY:
+            if (p->gen == tm.gen && p->busy)
+                start_attempt (p);
+            break;
+        case T_UNIX_AGAIN:
+            if (p->gen == tm.gen && p->busy && p->fd < 0)
+                open_conn (p);
+            break;
+        case T_RM_NEXT:
+            rm_start ();
+            break;
+        }
+    }
+}
+
+/* Start the phase's calls in batches, so that the first answers are read
+ * while the last calls start. */
+static void start_batch (void)
+{
+    unsigned n = 0;
+    double t = now_s ();
+    while (sq_next < sq_len && n < START_BATCH) {
+        unsigned i = sq_next;
+        if (opt.spread_ms && t < sq_t0 + (double)opt.spread_ms / 1000 * i / sq_len)
+            break;
+        node_call (&peers[startq[i]], sq_call);
+        sq_next++;
+        n++;
+    }
+}
+
+/* One turn: start calls, wait for events up to max_ms, handle them and
+ * the timers that are due. */
+static void loop_once (double max_ms)
+{
+    static struct epoll_event evs[1024];
+    start_batch ();
+    double t = now_s ();
+    double wait = max_ms;
+    if (hn && (heap[0].at - t) * 1000 < wait)
+        wait = (heap[0].at - t) * 1000;
+    if ((g_deadline - t) * 1000 < wait)
+        wait = (g_deadline - t) * 1000;
+    if (sq_next < sq_len)
+        wait = opt.spread_ms ? (wait < 1 ? wait : 1) : 0;
+    if (wait < 0)
+        wait = 0;
+    int n = epoll_wait (ep, evs, 1024, (int)ceil (wait));
+    if (n < 0 && errno != EINTR)
+        die ("epoll_wait: %s", strerror (errno));
+    for (int i = 0; i < n; i++) {
+        struct peer *p = &peers[(uint32_t)evs[i].data.u64];
+        /* an event of a socket closed earlier in this batch is stale */
+        if (p->fd >= 0 && p->cseq == (uint32_t)(evs[i].data.u64 >> 32))
+            on_event (p, evs[i].events);
+    }
+    fire_timers ();
+    if (now_s () >= g_deadline)
+        deadline_hit = true;
+}
+
+/* Run until every node call of the phase is over (or the deadline). */
+static void abort_node_calls (void)
+{
+    for (unsigned i = 0; i < opt.nodes; i++) {
+        struct peer *p = &peers[i];
+        if (p->busy) {
+            p->gen++;
+            conn_close (p);
+            slot_free (p);
+            if (p->waiting)
+                p->waiting = 0;
+            node_done (p, false, F_DEADLINE, 0);
+        }
+    }
+    for (unsigned i = sq_next; i < sq_len; i++)
+        if (cur) {
+            cur->calls++;
+            cur->failed++;
+            cur->fail[F_DEADLINE]++;
+        }
+    sq_next = sq_len;
+    wq_head = wq_tail;
+}
+
+static void run_nodes (enum call c)
+{
+    sq_call = c;
+    sq_next = 0;
+    sq_len = opt.nodes;
+    sq_t0 = now_s ();
+    for (unsigned long turn = 0; (sq_next < sq_len || nodes_busy) && turn < 100000000UL;
+         turn++) {
+        loop_once (100);
+        if (deadline_hit) {
+            abort_node_calls ();
+            break;
+        }
+    }
+}
+
+/* A control call on the socket, waited for while everything else runs. */
+static bool ctl_sync (const char *method, const char *path, const char *body)
+{
+    unix_call (ctl, method, path, body);
+    for (unsigned long turn = 0; ctl->busy && turn < 10000000UL; turn++) {
+        loop_once (50);
+        if (deadline_hit)
+            break;
+    }
+    return !ctl->busy && ctl->ok;
+}
+
+/* Idle for ms while the RM goes on. */
+static void idle_for (double ms)
+{
+    double until = now_s () + ms / 1000;
+    for (unsigned long turn = 0; now_s () < until && turn < 10000000UL && !deadline_hit;
+         turn++)
+        loop_once ((until - now_s ()) * 1000);
+}
+
+static void close_node_conns (void)
+{
+    for (unsigned i = 0; i < opt.nodes; i++)
+        if (!peers[i].busy && peers[i].fd >= 0)
+            conn_close (&peers[i]);
+}
+
+/* ---- a little JSON reading (fields of the broker's own answers) ---------- */
+
+/* The text after "key": (whitespace skipped), or NULL. */
+static const char *json_at (const char *s, const char *key)
+{
+    char pat[80];
+    snprintf (pat, sizeof (pat), "\"%s\"", key);
+    for (const char *p = s ? strstr (s, pat) : NULL; p; p = strstr (p + 1, pat)) {
+        const char *q = p + strlen (pat);
+        q += strspn (q, " \t\r\n");
+        if (*q == ':')
+            return q + 1 + strspn (q + 1, " \t\r\n");
+    }
+    return NULL;
+}
+
+static long long json_num (const char *s, const char *key, long long dflt)
+{
+    const char *p = json_at (s, key);
+    return p && (*p == '-' || (*p >= '0' && *p <= '9')) ? strtoll (p, NULL, 10) : dflt;
+}
+
+static bool json_str (const char *s, const char *key, char *out, size_t len)
+{
+    const char *p = json_at (s, key);
+    if (!p || *p != '"')
+        return false;
+    size_t n = 0;
+    for (p++; *p && *p != '"' && n + 1 < len; p++)
+        out[n++] = *p == '\\' && p[1] ? *++p : *p;
+    out[n] = '\0';
+    return true;
+}
+
+/* The end of the JSON value at s (an object or array, strings skipped). */
+static const char *json_skip (const char *s)
+{
+    int depth = 0;
+    bool str = false;
+    for (const char *p = s; *p; p++) {
+        if (str) {
+            if (*p == '\\' && p[1])
+                p++;
+            else if (*p == '"')
+                str = false;
+        } else if (*p == '"')
+            str = true;
+        else if (*p == '{' || *p == '[')
+            depth++;
+        else if (*p == '}' || *p == ']') {
+            if (--depth == 0)
+                return p + 1;
+        }
+    }
+    return NULL;
+}
+
+/* Does the events page have vni_released for the job?  Its time_ms. */
+static bool events_released (const char *page, double *time_ms)
+{
+    const char *a = json_at (page, "events");
+    if (!a || *a != '[')
+        return false;
+    const char *end = json_skip (a);
+    for (const char *o = strchr (a + 1, '{'); o && end && o < end;) {
+        const char *oe = json_skip (o);
+        if (!oe)
+            break;
+        size_t n = (size_t)(oe - o);
+        char *ev = strndup (o, n);
+        char type[64] = "", job[160] = "";
+        json_str (ev, "type", type, sizeof (type));
+        json_str (ev, "job", job, sizeof (job));
+        bool hit = !strcmp (type, "vni_released") && !strcmp (job, opt.job);
+        if (hit)
+            *time_ms = (double)json_num (ev, "time_ms", 0);
+        free (ev);
+        if (hit)
+            return true;
+        o = strchr (oe, '{');
+    }
+    return false;
+}
+
+/* ---- phases ------------------------------------------------------------- */
+
+static void phase_nodes (struct phase *ph, enum call c)
+{
+    phase_begin (ph);
+    run_nodes (c);
+    phase_finish (ph);
+}
+
+static void phase_end (void)
+{
+    struct phase *ph = &ph_end;
+    char path[256];
+    long long seq = 0;
+    /* the event cursor before the CLEANUP, outside the phase's figures */
+    if (ctl_sync ("GET", "/v1/status", NULL)) {
+        const char *ev = json_at (ctl->out, "events");
+        seq = ev ? json_num (ev, "last_seq", 0) : 0;
+    }
+    phase_begin (ph);
+    double wall0 = wall_ms ();
+    snprintf (path, sizeof (path), "/v1/jobs/%s", opt.job);
+    ctl_sync ("DELETE", path, NULL);
+    ph->cleanup_ms = ctl->lat_ms;
+    ph->cleanup_status = ctl->status;
+    long vni = -1;
+    if (ctl->ok && ctl->out) {
+        const char *v = json_at (ctl->out, "vnis");
+        if (v && *v == '[')
+            vni = strtol (v + 1, NULL, 10);
+    }
+    if (!ctl->ok) {
+        snprintf (ph->release_why, sizeof (ph->release_why), "CLEANUP answered %d: %.120s",
+                  ctl->status, ctl->out ? ctl->out : "(no answer)");
+    }
+    /* every node's report, while the socket is polled for the release */
+    sq_call = CALL_REPORT;
+    sq_next = 0;
+    sq_len = opt.nodes;
+    sq_t0 = now_s ();
+    double next_poll = now_s (), nodes_over = 0;
+    bool polling = ctl->ok && vni > 0;
+    if (ctl->ok && vni <= 0)
+        snprintf (ph->release_why, sizeof (ph->release_why), "the job holds no VNI");
+    bool left = true;
+    for (unsigned long turn = 0; turn < 100000000UL; turn++) {
+        double t = now_s ();
+        if (polling && !ctl->busy && t >= next_poll) {
+            snprintf (path, sizeof (path), "/v1/events?after=%lld&limit=1000", seq);
+            unix_call (ctl, "GET", path, NULL);
+            next_poll = t + POLL_MS / 1000.0;
+        }
+        if (ctl->done && ctl->call == CALL_UNIX && !strncmp (ctl->path, "GET /v1/events", 14)) {
+            ctl->done = false;
+            double tm = 0;
+            if (ctl->ok && ctl->out) {
+                if (events_released (ctl->out, &tm)) {
+                    ph->released = 1;
+                    ph->release_s = now_s () - ph->t0;
+                    ph->release_event_s = (tm - wall0) / 1000;
+                    polling = false;
+                } else {
+                    long long last = json_num (ctl->out, "last_seq", seq);
+                    /* a full page: read on from its last event */
+                    if (last > seq && strstr (ctl->out, "\"seq\"")) {
+                        const char *lastev = ctl->out, *q;
+                        while ((q = strstr (lastev + 1, "\"seq\"")))
+                            lastev = q;
+                        long long s = json_num (lastev, "seq", seq);
+                        seq = s > seq ? s : seq;
+                        if (seq < last)
+                            next_poll = now_s ();
+                    }
+                }
+            }
+        }
+        if (left && sq_next == sq_len && !nodes_busy) {
+            left = false;
+            nodes_over = now_s ();
+        }
+        if (!left && (!polling || now_s () > nodes_over + opt.release_wait_ms / 1000.0))
+            break;
+        if (deadline_hit) {
+            abort_node_calls ();
+            break;
+        }
+        double w = polling ? (next_poll - now_s ()) * 1000 : 100;
+        loop_once (w < 1 ? 1 : w > 100 ? 100 : w);
+    }
+    /* let a poll in flight end */
+    for (unsigned long turn = 0; ctl->busy && turn < 1000000UL && !deadline_hit; turn++)
+        loop_once (50);
+    if (ph->released)
+        ph->release_after_last_s = ph->release_s - ph->t_last;
+    phase_finish (ph);
+    /* who still holds the VNIs, if anyone (one page of /v1/vnis) */
+    if (!ph->released && vni > 0) {
+        snprintf (path, sizeof (path), "/v1/vnis?after=%ld&limit=1", vni - 1);
+        if (ctl_sync ("GET", path, NULL) && ctl->out) {
+            char job[160] = "", state[32] = "";
+            long long v = json_num (ctl->out, "vni", -1);
+            json_str (ctl->out, "job", job, sizeof (job));
+            json_str (ctl->out, "state", state, sizeof (state));
+            if (v == vni && !strcmp (job, opt.job)) {
+                const char *w = json_at (ctl->out, "waiting_for");
+                long cnt = 0;
+                if (w && *w == '[') {
+                    const char *we = json_skip (w);
+                    for (const char *q = w; we && q < we; q++)
+                        cnt += *q == '"';
+                    cnt /= 2;
+                }
+                ph->waiting_left = cnt;
+                snprintf (ph->release_why, sizeof (ph->release_why),
+                          "VNI %ld still %s, waiting for %ld node(s)", vni, state, cnt);
+            } else {
+                ph->released = 1; /* free, and the event missed by the poll */
+                ph->release_s = -1;
+                snprintf (ph->release_why, sizeof (ph->release_why),
+                          "VNI %ld free when checked after the phase", vni);
+            }
+        }
+    }
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static double bcpu (const struct phase *p)
+{
+    return p->bcpu0 >= 0 && p->bcpu1 >= 0 ? p->bcpu1 - p->bcpu0 : -1;
+}
+
+/* the broker's CPU less what the RM's cycles cost it (baseline) */
+static double bcpu_net (const struct phase *p)
+{
+    double b = bcpu (p);
+    if (b < 0)
+        return -1;
+    if (rm_cycle_cpu > 0)
+        b -= rm_cycle_cpu * p->rm_cycles;
+    return b < 0 ? 0 : b;
+}
+
+static double steal_pct (const struct phase *p)
+{
+    unsigned long long dt = p->hc1.total - p->hc0.total;
+    return dt ? 100.0 * (double)(p->hc1.steal - p->hc0.steal) / (double)dt : 0;
+}
+
+static void http_list (const struct phase *p, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int s = 100; s < 600; s++)
+        if (p->http[s])
+            n += (size_t)snprintf (out + n, n < len ? len - n : 0, "%s%d:%u", n ? "," : "",
+                                   s, p->http[s]);
+    if (!n)
+        snprintf (out, len, "-");
+}
+
+static void fails_text (const struct phase *p, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int f = 0; f < F_COUNT; f++) {
+        if (!p->fail[f] || f == F_HTTP)
+            continue;
+        n += (size_t)snprintf (out + n, n < len ? len - n : 0, "%s%s %u", n ? ", " : "",
+                               fail_name[f], p->fail[f]);
+    }
+    if (p->fail[F_HTTP]) {
+        for (int s = 100; s < 600; s++)
+            if (p->http[s])
+                n += (size_t)snprintf (out + n, n < len ? len - n : 0, "%sHTTP %d x%u",
+                                       n ? ", " : "", s, p->http[s]);
+    }
+    if (!n)
+        snprintf (out, len, "none");
+}
+
+static void report (struct phase *p, unsigned handshakes_for_cpu)
+{
+    if (!p->on)
+        return;
+    double wall = p->t1 - p->t0, b = bcpu (p), bn = bcpu_net (p);
+    double g = p->gcpu1 - p->gcpu0;
+    unsigned n = p->lat.n;
+    qsort (p->lat.v, n, sizeof (double), cmp_double);
+    double p50 = quantile (p->lat.v, n, 0.5, true), p99 = quantile (p->lat.v, n, 0.99, true),
+           mx = n ? p->lat.v[n - 1] : 0;
+    unsigned rn = p->rm_lat.n;
+    qsort (p->rm_lat.v, rn, sizeof (double), cmp_double);
+    double r50 = quantile (p->rm_lat.v, rn, 0.5, true),
+           r99 = quantile (p->rm_lat.v, rn, 0.99, true), rmx = rn ? p->rm_lat.v[rn - 1] : 0;
+    double c99 = quantile (p->rm_clean.v, p->rm_clean.n, 0.99, false);
+    bool lrun;
+    double longest = rm_longest (p, &lrun);
+    bool nodes = p != &ph_base;
+    double per_call = nodes && bn >= 0 && opt.nodes ? bn * 1000 / opt.nodes : -1;
+    double per_hs = handshakes_for_cpu && bn >= 0 ? bn * 1000 / handshakes_for_cpu : -1;
+    char fl[512], hl[256];
+    fails_text (p, fl, sizeof (fl));
+    http_list (p, hl, sizeof (hl));
+
+    printf ("\n== %s: %.2f s%s\n", p->name, wall, p->skipped ? " (skipped)" : "");
+    if (p->skipped) {
+        printf ("   skipped: %s\n", p->skip_why);
+        printf ("STORM phase=%s mode=%s form=%s nodes=%u skipped=1\n", p->name,
+                opt.mode == MODE_WARM ? "warm" : "cold",
+                opt.form == FORM_ARRAY ? "array" : "hostlist", opt.nodes);
+        return;
+    }
+    if (nodes && !p->skipped) {
+        printf ("   nodes: %u of %u answered (2xx), %u failed: %s\n", p->ok, opt.nodes,
+                p->failed, fl);
+        if (p->tmo_stage[0] + p->tmo_stage[1] + p->tmo_stage[2])
+            printf ("   attempts that timed out: while connecting %u, in the TLS handshake %u, "
+                    "waiting for the answer %u\n",
+                    p->tmo_stage[0], p->tmo_stage[1], p->tmo_stage[2]);
+        printf ("   time to the last answer %.3f s%s; per node p50 %.1f ms, p99 %.1f ms, "
+                "max %.1f ms\n",
+                p->t_last_ok,
+                p->ok == opt.nodes ? " (every node answered)" : " (not every node answered)",
+                p50, p99, mx);
+        printf ("   attempts %u (retries %u), TLS handshakes %u, kept connections found "
+                "closed %u, cut while idle %u\n",
+                p->attempts, p->retried, p->handshakes, p->stale, p->idle_cut);
+    }
+    if (p == &ph_launch && p->hwcoll[0])
+        printf ("   the job: created %.3f s after the launch began, last updated (its "
+                "reservation's outcome, hwcoll %s) at %.3f s\n",
+                p->job_created_s, p->hwcoll, p->job_updated_s);
+    if (p == &ph_end) {
+        printf ("   CLEANUP on the socket: HTTP %d in %.1f ms\n", p->cleanup_status,
+                p->cleanup_ms);
+        if (p->released == 1 && p->release_s >= 0)
+            printf ("   VNIs out of quarantine %.3f s after the CLEANUP began (seen by the "
+                    "50 ms poll; the broker's event %.3f s), %.3f s after the last report\n",
+                    p->release_s, p->release_event_s, p->release_after_last_s);
+        else if (p->released == 1)
+            printf ("   VNIs out of quarantine: %s\n", p->release_why);
+        else
+            printf ("   VNIs NOT out of quarantine %.1f s after the CLEANUP: %s\n", wall,
+                    p->release_why[0] ? p->release_why : "no vni_released event");
+    }
+    printf ("   RM on the socket: %u RUNs, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %u "
+            "failed; CLEANUP p99 %.1f ms; its longest call overlapping the phase %.1f ms (a "
+            "%s)%s%s\n",
+            rn, r50, r99, rmx, p->rm_fail, c99, longest, lrun ? "RUN" : "CLEANUP",
+            p->rm_err[0] ? "; first failure: " : "", p->rm_err);
+    if (b >= 0)
+        printf ("   broker CPU %.2f s (%.2f s net of the RM's %u cycles); peak RSS %.1f "
+                "MiB, RSS after %.1f MiB\n",
+                b, bn, p->rm_cycles, p->hwm / 1024.0, p->rss / 1024.0);
+    if (per_call >= 0 && p != &ph_warm)
+        printf ("   broker CPU per node call %.3f ms%s\n", per_call,
+                p->handshakes && p != &ph_warm ? " (its TLS handshake included)" : "");
+    if (per_hs >= 0)
+        printf ("   broker CPU per TLS handshake %.3f ms\n", per_hs);
+    printf ("   generator CPU %.2f s (%.0f%% of one core: near 100%% it is the bottleneck); "
+            "host steal %.1f%%\n",
+            g, wall > 0 ? 100 * g / wall : 0, steal_pct (p));
+    if (p == &ph_base && rm_cycle_cpu >= 0)
+        printf ("   broker CPU per RM cycle (RUN + CLEANUP) %.3f ms\n", rm_cycle_cpu * 1000);
+
+    printf ("STORM phase=%s mode=%s form=%s nodes=%u skipped=%d wall_s=%.3f calls=%u "
+            "answered=%u failed=%u",
+            p->name, opt.mode == MODE_WARM ? "warm" : "cold",
+            opt.form == FORM_ARRAY ? "array" : "hostlist", opt.nodes, p->skipped, wall,
+            p->calls, p->ok, p->failed);
+    for (int f = 0; f < F_COUNT; f++)
+        printf (" f_%s=%u", fail_name[f], p->fail[f]);
+    printf (" http=%s tmo_connect=%u tmo_tls=%u tmo_answer=%u t_last_ok_s=%.3f "
+            "t_last_s=%.3f p50_ms=%.1f p99_ms=%.1f max_ms=%.1f attempts=%u retries=%u "
+            "handshakes=%u stale=%u idle_cut=%u rm_runs=%u rm_failed=%u rm_p50_ms=%.1f "
+            "rm_p99_ms=%.1f rm_max_ms=%.1f rm_clean_p99_ms=%.1f rm_longest_ms=%.1f rm_cycles=%u "
+            "broker_cpu_s=%.3f broker_cpu_net_s=%.3f cpu_per_call_ms=%.3f "
+            "cpu_per_handshake_ms=%.3f hwm_kib=%ld rss_kib=%ld gen_cpu_s=%.3f gen_busy_pct=%.0f "
+            "steal_pct=%.1f",
+            hl, p->tmo_stage[0], p->tmo_stage[1], p->tmo_stage[2], p->t_last_ok, p->t_last,
+            p50, p99, mx, p->attempts, p->retried, p->handshakes, p->stale, p->idle_cut, rn,
+            p->rm_fail, r50, r99, rmx, c99, longest, p->rm_cycles, b, bn, per_call, per_hs, p->hwm,
+            p->rss, g, wall > 0 ? 100 * g / wall : 0, steal_pct (p));
+    if (p == &ph_end)
+        printf (" cleanup_ms=%.1f cleanup_status=%d released=%d release_s=%.3f "
+                "release_event_s=%.3f release_after_last_s=%.3f waiting_left=%ld",
+                p->cleanup_ms, p->cleanup_status, p->released, p->release_s,
+                p->release_event_s, p->release_after_last_s, p->waiting_left);
+    if (p == &ph_base)
+        printf (" rm_cycle_cpu_ms=%.3f", rm_cycle_cpu * 1000);
+    if (p == &ph_launch)
+        printf (" job_created_s=%.3f job_updated_s=%.3f hwcoll=%s", p->job_created_s,
+                p->job_updated_s, p->hwcoll[0] ? p->hwcoll : "-");
+    printf ("\n");
+}
+
+/* ---- set-up ------------------------------------------------------------- */
+
+static void usage (int st)
+{
+    fputs (
+        "Usage: fmb-storm --url https://127.0.0.1:PORT --ca FILE --node-key FILE --socket "
+        "PATH\n"
+        "                 [--nodes N] [--name-prefix nid] [--name-width 5] [--job ID] "
+        "[--uid U]\n"
+        "                 [--mode cold|warm] [--nodes-form array|hostlist] [--timeout-ms "
+        "5000]\n"
+        "                 [--retries 0] [--backoff-ms 250] [--concurrency 0 (all)]\n"
+        "                 [--rm-interval-ms 20] [--broker-pid PID] [--deadline-s 120]\n"
+        "                 [--baseline-ms 2000] [--gap-ms 1000] [--release-wait-ms 10000]\n"
+        "                 [--spread-ms 0]\n"
+        "N emulated compute nodes, each with its own 127.x.y.z address and node token,\n"
+        "RUN a job over TLS and report its end, while an RM RUNs small jobs on the\n"
+        "socket; see the head of bench/storm.c.\n",
+        st ? stderr : stdout);
+    exit (st);
+}
+
+static long num_arg (const char *name, const char *v, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long n = strtol (v, &end, 10);
+    if (errno || *end || end == v || n < lo || n > hi) {
+        fprintf (stderr, "fmb-storm: %s: expected a number from %ld to %ld\n", name, lo, hi);
+        exit (2);
+    }
+    return n;
+}
+
+static void parse_args (int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"url", required_argument, NULL, 'u'},
+        {"ca", required_argument, NULL, 'c'},
+        {"node-key", required_argument, NULL, 'k'},
+        {"socket", required_argument, NULL, 's'},
+        {"nodes", required_argument, NULL, 'n'},
+        {"name-prefix", required_argument, NULL, 'P'},
+        {"name-width", required_argument, NULL, 'W'},
+        {"job", required_argument, NULL, 'j'},
+        {"uid", required_argument, NULL, 'U'},
+        {"mode", required_argument, NULL, 'm'},
+        {"nodes-form", required_argument, NULL, 'f'},
+        {"timeout-ms", required_argument, NULL, 't'},
+        {"retries", required_argument, NULL, 'r'},
+        {"backoff-ms", required_argument, NULL, 'b'},
+        {"concurrency", required_argument, NULL, 'C'},
+        {"rm-interval-ms", required_argument, NULL, 'i'},
+        {"broker-pid", required_argument, NULL, 'p'},
+        {"deadline-s", required_argument, NULL, 'd'},
+        {"baseline-ms", required_argument, NULL, 'B'},
+        {"gap-ms", required_argument, NULL, 'G'},
+        {"release-wait-ms", required_argument, NULL, 'R'},
+        {"spread-ms", required_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    bool width_given = false;
+    opt.nodes = 1000;
+    while ((c = getopt_long (argc, argv, "h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'u':
+            snprintf (opt.url, sizeof (opt.url), "%s", optarg);
+            break;
+        case 'c':
+            opt.ca = optarg;
+            break;
+        case 'k':
+            opt.node_key = optarg;
+            break;
+        case 's':
+            opt.sock = optarg;
+            break;
+        case 'n':
+            opt.nodes = (unsigned)num_arg ("--nodes", optarg, 1, NODES_MAX);
+            break;
+        case 'P':
+            opt.prefix = optarg;
+            break;
+        case 'W':
+            opt.width = (unsigned)num_arg ("--name-width", optarg, 1, 12);
+            width_given = true;
+            break;
+        case 'j':
+            opt.job = optarg;
+            break;
+        case 'U':
+            opt.uid = (unsigned long)num_arg ("--uid", optarg, 0, 2147483647L);
+            break;
+        case 'm':
+            if (!strcmp (optarg, "cold"))
+                opt.mode = MODE_COLD;
+            else if (!strcmp (optarg, "warm"))
+                opt.mode = MODE_WARM;
+            else
+                usage (2);
+            break;
+        case 'f':
+            if (!strcmp (optarg, "array"))
+                opt.form = FORM_ARRAY;
+            else if (!strcmp (optarg, "hostlist"))
+                opt.form = FORM_HOSTLIST;
+            else
+                usage (2);
+            break;
+        case 't':
+            opt.timeout_ms = (int)num_arg ("--timeout-ms", optarg, 1, 600000);
+            break;
+        case 'r':
+            opt.retries = (int)num_arg ("--retries", optarg, 0, 20);
+            break;
+        case 'b':
+            opt.backoff_ms = (int)num_arg ("--backoff-ms", optarg, 1, 60000);
+            break;
+        case 'C':
+            opt.concurrency = (unsigned)num_arg ("--concurrency", optarg, 0, NODES_MAX);
+            break;
+        case 'i':
+            opt.rm_interval_ms = (int)num_arg ("--rm-interval-ms", optarg, 0, 600000);
+            break;
+        case 'p':
+            opt.broker_pid = (pid_t)num_arg ("--broker-pid", optarg, 1, 1L << 30);
+            break;
+        case 'd':
+            opt.deadline_s = (int)num_arg ("--deadline-s", optarg, 1, 86400);
+            break;
+        case 'B':
+            opt.baseline_ms = (int)num_arg ("--baseline-ms", optarg, 0, 600000);
+            break;
+        case 'G':
+            opt.gap_ms = (int)num_arg ("--gap-ms", optarg, 0, 600000);
+            break;
+        case 'R':
+            opt.release_wait_ms = (int)num_arg ("--release-wait-ms", optarg, 0, 600000);
+            break;
+        case 'S':
+            opt.spread_ms = (int)num_arg ("--spread-ms", optarg, 0, 600000);
+            break;
+        case 'h':
+            usage (0);
+            break;
+        default:
+            usage (2);
+        }
+    }
+    if (optind < argc || !opt.url[0] || !opt.ca || !opt.node_key || !opt.sock)
+        usage (2);
+    /* the width grows to fit the last name */
+    unsigned digits = 1;
+    for (unsigned v = opt.nodes; v >= 10; v /= 10)
+        digits++;
+    if (digits > opt.width) {
+        if (width_given)
+            fprintf (stderr, "fmb-storm: --name-width %u is too small for %u nodes: %u\n",
+                     opt.width, opt.nodes, digits);
+        opt.width = digits;
+    }
+    if (strlen (opt.job) > 100 || strspn (opt.job,
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw"
+                                          "xyz0123456789._-") != strlen (opt.job))
+        die ("--job: [A-Za-z0-9._-], at most 100 characters");
+    /* https://HOST:PORT */
+    const char *h = !strncmp (opt.url, "https://", 8) ? opt.url + 8 : NULL;
+    const char *colon = h ? strrchr (h, ':') : NULL;
+    if (!h || !colon || colon == h || (size_t)(colon - h) >= sizeof (opt.host))
+        die ("--url: expected https://HOST:PORT");
+    memcpy (opt.host, h, (size_t)(colon - h));
+    opt.host[colon - h] = '\0';
+    opt.port = (int)num_arg ("--url's port", strtok (strdup (colon + 1), "/"), 1, 65535);
+    snprintf (opt.hostport, sizeof (opt.hostport), "%s:%d", opt.host, opt.port);
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons ((uint16_t)opt.port);
+    if (inet_pton (AF_INET, opt.host, &dst.sin_addr) != 1)
+        die ("--url: the host must be an IPv4 address (the nodes bind 127.x.y.z)");
+}
+
+static void build_bodies (void)
+{
+    char name[96];
+    size_t cap = (size_t)opt.nodes * (strlen (opt.prefix) + opt.width + 4) + 256, n = 0;
+    char *b = xcalloc (1, cap);
+    n += (size_t)snprintf (b + n, cap - n, "{\"uid\":%lu,\"nodes\":", opt.uid);
+    if (opt.form == FORM_ARRAY) {
+        b[n++] = '[';
+        for (unsigned i = 0; i < opt.nodes; i++) {
+            node_name (i, name, sizeof (name));
+            n += (size_t)snprintf (b + n, cap - n, "%s\"%s\"", i ? "," : "", name);
+        }
+        b[n++] = ']';
+    } else if (opt.nodes == 1) {
+        node_name (0, name, sizeof (name));
+        n += (size_t)snprintf (b + n, cap - n, "\"%s\"", name);
+    } else
+        n += (size_t)snprintf (b + n, cap - n, "\"%s[%0*u-%0*u]\"", opt.prefix,
+                               (int)opt.width, 1u, (int)opt.width, opt.nodes);
+    n += (size_t)snprintf (b + n, cap - n, ",\"hwcoll\":\"auto\"}");
+    run_body = b;
+    run_body_len = n;
+    report_body_len = strlen (report_body);
+    snprintf (rm_body, sizeof (rm_body),
+              "{\"uid\":%lu,\"nodes\":[\"rmnode\"],\"hwcoll\":\"off\",\"vni_count\":1}",
+              opt.uid);
+}
+
+static void setup_tls (void)
+{
+    tls = SSL_CTX_new (TLS_client_method ());
+    if (!tls)
+        die ("SSL_CTX_new failed");
+    SSL_CTX_set_min_proto_version (tls, TLS1_2_VERSION);
+    SSL_CTX_set_verify (tls, SSL_VERIFY_PEER, NULL);
+    /* each node its own process in reality: no session is resumed */
+    SSL_CTX_set_session_cache_mode (tls, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_mode (tls, SSL_MODE_ENABLE_PARTIAL_WRITE |
+                               SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                               SSL_MODE_RELEASE_BUFFERS);
+    if (SSL_CTX_load_verify_locations (tls, opt.ca, NULL) != 1)
+        die ("--ca %s: %s", opt.ca, ERR_error_string (ERR_get_error (), NULL));
+}
+
+int main (int argc, char **argv)
+{
+    setvbuf (stdout, NULL, _IOLBF, 0);
+    signal (SIGPIPE, SIG_IGN);
+    clk_tck = sysconf (_SC_CLK_TCK);
+    parse_args (argc, argv);
+    double t_start = now_s ();
+    g_deadline = t_start + opt.deadline_s;
+    srand48 ((long)getpid () ^ (long)wall_ms ());
+    struct rlimit rl;
+    if (getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit (RLIMIT_NOFILE, &rl);
+    }
+    if (getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < opt.nodes + 64)
+        fprintf (stderr,
+                 "fmb-storm: warning: the file limit (%lu) is below the nodes' %u "
+                 "connections: raise ulimit -n\n",
+                 (unsigned long)rl.rlim_cur, opt.nodes);
+    load_node_key (opt.node_key);
+    build_bodies ();
+    setup_tls ();
+    ep = epoll_create1 (EPOLL_CLOEXEC);
+    if (ep < 0)
+        die ("epoll_create1: %s", strerror (errno));
+    peers = xcalloc (opt.nodes + 2, sizeof (*peers));
+    for (unsigned i = 0; i < opt.nodes + 2; i++) {
+        peers[i].fd = -1;
+        peers[i].kind = i < opt.nodes ? K_NODE : i == opt.nodes ? K_RM : K_CTL;
+    }
+    rm = &peers[opt.nodes];
+    ctl = &peers[opt.nodes + 1];
+    wq_cap = opt.nodes + 1;
+    waitq = xcalloc (wq_cap, sizeof (*waitq));
+    startq = xcalloc (opt.nodes, sizeof (*startq));
+    for (unsigned i = 0; i < opt.nodes; i++)
+        startq[i] = i;
+
+    char first[96], last[96];
+    node_name (0, first, sizeof (first));
+    node_name (opt.nodes - 1, last, sizeof (last));
+    printf ("fmb-storm: %u nodes (%s..%s, 127.1.0.1..), job %s, uid %lu, %s mode, nodes "
+            "as %s (RUN body %zu bytes), timeout %d ms, retries %d, concurrency %s, RM "
+            "every %d ms, deadline %d s\n",
+            opt.nodes, first, last, opt.job, opt.uid,
+            opt.mode == MODE_WARM ? "warm" : "cold",
+            opt.form == FORM_ARRAY ? "a JSON array" : "a hostlist string", run_body_len,
+            opt.timeout_ms, opt.retries,
+            opt.concurrency ? "capped" : "all", opt.rm_interval_ms, opt.deadline_s);
+    if (!opt.broker_pid)
+        printf ("fmb-storm: no --broker-pid: no broker CPU or memory figures\n");
+
+    /* the socket answers, and one node's TLS call does */
+    if (!ctl_sync ("GET", "/v1/health", NULL) && ctl->status != 503)
+        die ("the broker's socket %s does not answer GET /v1/health (%s)", opt.sock,
+             ctl->status ? "an HTTP error" : fail_sample[F_OTHER]);
+    node_call (&peers[0], CALL_PROBE);
+    for (unsigned long turn = 0; peers[0].busy && turn < 1000000UL && !deadline_hit; turn++)
+        loop_once (50);
+    conn_close (&peers[0]);
+    if (!cur) { /* the probe counted nowhere; its outcome from the samples */
+        bool bad = false;
+        for (int f = 0; f < F_COUNT; f++)
+            if (fail_sample[f][0]) {
+                fprintf (stderr, "fmb-storm: a node's TLS call to %s failed: %s\n",
+                         opt.url, fail_sample[f]);
+                bad = true;
+            }
+        for (int s = 400; s < 600; s++)
+            if (http_samples[s] && s != 503) {
+                fprintf (stderr, "fmb-storm: a node's GET /v1/health over TLS: HTTP %d %s\n",
+                         s, http_samples[s]);
+                bad = true;
+            }
+        if (bad)
+            exit (1);
+        memset (fail_sample, 0, sizeof (fail_sample));
+        for (int s = 0; s < 600; s++) {
+            free (http_samples[s]);
+            http_samples[s] = NULL;
+        }
+    }
+
+    /* baseline: the RM alone */
+    rm_on = opt.rm_interval_ms >= 0;
+    phase_begin (&ph_base);
+    rm_start ();
+    idle_for (opt.baseline_ms);
+    phase_finish (&ph_base);
+    if (ph_base.rm_cycles && bcpu (&ph_base) >= 0)
+        rm_cycle_cpu = bcpu (&ph_base) / ph_base.rm_cycles;
+    cur = NULL;
+
+    if (opt.mode == MODE_WARM) {
+        phase_nodes (&ph_warm, CALL_HANDSHAKE);
+        cur = NULL;
+    }
+    phase_nodes (&ph_launch, CALL_RUN);
+    cur = NULL;
+    /* when the broker made the job and recorded its reservation's outcome
+     * (the nodes' RUNs wait for it): one node's view, constant in size */
+    if (!deadline_hit) {
+        char path[256], name[96], hw[32] = "";
+        node_name (0, name, sizeof (name));
+        snprintf (path, sizeof (path), "/v1/jobs/%s/nodes/%s", opt.job, name);
+        if (ctl_sync ("GET", path, NULL) && ctl->out) {
+            long long c = json_num (ctl->out, "created_ms", 0),
+                      u = json_num (ctl->out, "updated_ms", 0);
+            const char *h = json_at (ctl->out, "hwcoll");
+            if (h && json_str (h, "state", hw, sizeof (hw)) && c && u) {
+                snprintf (ph_launch.hwcoll, sizeof (ph_launch.hwcoll), "%s", hw);
+                ph_launch.job_created_s = (c - ph_launch.wall0) / 1000;
+                ph_launch.job_updated_s = (u - ph_launch.wall0) / 1000;
+            }
+        }
+    }
+    if (ph_launch.ok == 0) {
+        ph_end.on = true;
+        ph_end.skipped = true;
+        snprintf (ph_end.skip_why, sizeof (ph_end.skip_why),
+                  "no node's RUN succeeded, so there is no job to end");
+    } else if (deadline_hit) {
+        ph_end.on = true;
+        ph_end.skipped = true;
+        snprintf (ph_end.skip_why, sizeof (ph_end.skip_why),
+                  "the --deadline-s was reached during the launch");
+    } else {
+        /* the job runs: a cold node's connection is gone by its end (the
+         * broker's idle cut); a warm one keeps it */
+        if (opt.mode == MODE_COLD)
+            close_node_conns ();
+        idle_for (opt.gap_ms);
+        phase_end ();
+        cur = NULL;
+    }
+    rm_on = false;
+    /* the RM's last cycle ends (its job cleaned up) */
+    for (unsigned long turn = 0; rm->busy && turn < 1000000UL && !deadline_hit; turn++)
+        loop_once (50);
+    /* a RUN still unanswered at the deadline counts with what it waited so far */
+    if (rm->busy && !strncmp (rm->path, "PUT", 3) && rm_phase && rm_phase->on) {
+        double waited = (now_s () - rm->call_t0) * 1000;
+        dvec_push (&rm_phase->rm_lat, waited);
+        rmrec_add (rm->call_t0, now_s (), true);
+        if (!rm_phase->rm_err[0])
+            snprintf (rm_phase->rm_err, sizeof (rm_phase->rm_err),
+                      "a RUN still unanswered at the deadline after %.0f ms (counted so)",
+                      waited);
+    }
+
+    printf ("\nfmb-storm: %u nodes, %s, nodes as %s%s\n", opt.nodes,
+            opt.mode == MODE_WARM ? "warm" : "cold",
+            opt.form == FORM_ARRAY ? "a JSON array" : "a hostlist string",
+            deadline_hit ? " -- the --deadline-s was reached: calls still open were "
+                           "counted as failed (deadline)"
+                         : "");
+    report (&ph_base, 0);
+    if (opt.mode == MODE_WARM)
+        report (&ph_warm, ph_warm.handshakes);
+    report (&ph_launch, 0);
+    report (&ph_end, 0);
+    for (int f = 0; f < F_COUNT; f++)
+        if (fail_sample[f][0])
+            printf ("first %s failure: %s\n", fail_name[f], fail_sample[f]);
+    for (int s = 100; s < 600; s++)
+        if (http_samples[s])
+            printf ("first HTTP %d answer: %.300s\n", s, http_samples[s]);
+    if (opt.form == FORM_HOSTLIST && ph_launch.http[400])
+        printf ("NOTE: the broker refused the RUN with the node list as a hostlist string "
+                "(HTTP 400 x%u): this broker takes \"nodes\" only as a JSON array; the "
+                "hostlist form needs the broker change that accepts it\n",
+                ph_launch.http[400]);
+    struct rusage ru;
+    getrusage (RUSAGE_SELF, &ru);
+    printf ("STORM phase=total nodes=%u mode=%s wall_s=%.3f gen_cpu_s=%.3f gen_maxrss_kib=%ld "
+            "deadline_hit=%d idle_cut_total=%u\n",
+            opt.nodes, opt.mode == MODE_WARM ? "warm" : "cold", now_s () - t_start,
+            self_cpu_s (), ru.ru_maxrss, deadline_hit, idle_cut_total);
+    return 0;
+}
