@@ -15,7 +15,10 @@
  * current RSS (/proc/PID/status), and this program's own CPU beside:
  *   baseline  the RM alone (its RUN latency at rest; the broker's CPU per
  *             RM cycle, taken off the node figures of the later phases)
- *   warmup    (--mode warm) every node's connection opened and kept
+ *   warmup    (--mode warm) every node's connection opened and kept, as
+ *             the resident node service opens it: the TLS handshake, then
+ *             an authenticated GET /v1/health, so that the broker keeps it
+ *             ([api] tcp_idle_timeout_s) with the shipped limits
  *   launch    every node's RUN of the job
  *   end       the RM's CLEANUP of the job, then every node's report, and
  *             the time until the job's VNIs leave quarantine (the
@@ -910,15 +913,7 @@ static void do_handshake (struct peer *p)
     if (r == 1) {
         if (cur)
             cur->handshakes++;
-        if (p->call == CALL_HANDSHAKE) {
-            p->gen++;
-            p->cs = CS_IDLE;
-            set_mask (p, EPOLLIN | EPOLLRDHUP);
-            slot_free (p);
-            node_done (p, true, F_HTTP, 0);
-            return;
-        }
-        begin_write (p);
+        begin_write (p); /* warm-up: the service's first, authenticated, GET */
         return;
     }
     int e = SSL_get_error (p->ssl, r);
@@ -1256,8 +1251,7 @@ static void node_call (struct peer *p, enum call c)
         nodes_busy++;
     p->busy = 1;
     p->tries = 0;
-    if (c != CALL_HANDSHAKE)
-        build_node_request (p);
+    build_node_request (p);
     start_attempt (p);
 }
 

@@ -20,9 +20,6 @@
 #                    current directory or the source tree
 #   STORM_ARGS       more fmb-storm options, e.g. "--retries 3 --timeout-ms 5000"
 #   STORM_DEADLINE_S fmb-storm's --deadline-s (default: 120, or N/40 above 4800 nodes)
-#   STORM_WARM_SHIPPED=1  warm mode with the shipped [api] request_timeout_ms
-#                    (10 s from a connection's accept: kept connections are cut
-#                    before their first request)
 #   STORM_KEEP=1     keep the temporary directory (logs, configurations)
 # Needs root (the RM's calls on the socket are root's) and curl, openssl,
 # python3.  Stops what it started, also on failure and Ctrl-C.
@@ -143,17 +140,7 @@ run_one () {
     for _ in $(seq 100); do [ -s "$R/fm.port" ] && break; sleep 0.05; done
     [ -s "$R/fm.port" ] || { echo "storm.sh: mockfm did not start: $(tail -3 "$R/fm.err")" >&2; return 1; }
     # The shipped limits, except where one stops the test itself:
-    local extra=() sysnodes=$((n > 64 ? n : 64)) tcpmax=$((nofile - 1024 - 16 - 64))
-    if [ "$mode" = warm ] && [ -z "${STORM_WARM_SHIPPED:-}" ]; then
-        # accept + 10 s cuts a kept connection before its first request
-        extra+=("request_timeout_ms = 120000")
-        notes="$notes [api] request_timeout_ms = 120000 (shipped 10000 cuts a connection 10 s after its accept, before a kept one's first request);"
-    fi
-    if [ "$mode" = warm ] && [ "$n" -gt $((tcpmax / 2 - 64)) ]; then
-        # every kept connection is unauthenticated until its first request
-        extra+=("tcp_max_unauthenticated = $tcpmax")
-        notes="$notes [api] tcp_max_unauthenticated = $tcpmax (default half of $tcpmax: kept connections have shown no credential yet);"
-    fi
+    local extra=() sysnodes=$((n > 64 ? n : 64)) tcpmax=$(((nofile - 1024 - 16 - 64) / 3))
     [ "$n" -gt "$tcpmax" ] && notes="$notes WARNING: ulimit -n $nofile leaves the broker $tcpmax TCP connections, fewer than $n nodes;"
     local up=
     for _ in 1 2 3 4 5; do

@@ -57,7 +57,9 @@ struct conn_queue {
 };
 
 struct conns {
-    struct MHD_Daemon *d[2]; /* the Unix socket's, the TCP port's */
+    struct MHD_Daemon *unix_d;
+    struct MHD_Daemon *tcp_d[64]; /* the TCP port's shards (http.c) */
+    unsigned ntcp_d, next_tcp_d;
     char sock_path[FMB_UNIX_PATH_MAX];
     int unix_fd;         /* accepted here, so SO_PEERCRED decides first */
     struct peers *peers; /* the Unix socket's connections per uid */
@@ -140,9 +142,12 @@ struct tcpguard *conns_guard (const struct conns *h)
     return h->guard;
 }
 
-void conns_set_daemon (struct conns *h, bool tcp, struct MHD_Daemon *d)
+void conns_add_daemon (struct conns *h, bool tcp, struct MHD_Daemon *d)
 {
-    h->d[tcp] = d;
+    if (!tcp)
+        h->unix_d = d;
+    else if (h->ntcp_d < sizeof (h->tcp_d) / sizeof (h->tcp_d[0]))
+        h->tcp_d[h->ntcp_d++] = d;
 }
 
 /* ---- connections: fair share and request deadlines ------------------ */
@@ -347,7 +352,10 @@ static void hand_over (
     h->pending.valid = true;
     h->pending.fd = fd;
     h->pending.tcp = tcp;
-    MHD_add_connection (h->d[tcp], fd, sa, salen);
+    struct MHD_Daemon *d = h->unix_d;
+    if (tcp) /* round-robin over the shards */
+        d = h->tcp_d[h->next_tcp_d++ % h->ntcp_d];
+    MHD_add_connection (d, fd, sa, salen);
 }
 
 /* Accept on the Unix socket ourselves: the peer's uid is known before the

@@ -47,8 +47,9 @@ struct tlsfront *conns_front (const struct conns *cs);
 unsigned conns_max_unix (const struct conns *cs);
 /* The TCP connections per address and their failures (NULL: no TCP). */
 struct tcpguard *conns_guard (const struct conns *cs);
-/* The daemon the listener's connections go to ('tcp': the TCP one). */
-void conns_set_daemon (struct conns *cs, bool tcp, struct MHD_Daemon *d);
+/* A daemon the listener's connections go to: the Unix socket's, or
+ * ('tcp') one of the TCP port's shards, handed connections in turn. */
+void conns_add_daemon (struct conns *cs, bool tcp, struct MHD_Daemon *d);
 
 /* libmicrohttpd's connection notifications: started on the listener
  * ('tcp'), closed. */

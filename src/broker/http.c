@@ -39,10 +39,22 @@ struct listener {
     bool tcp;
 };
 
+/* The TCP listener's connections are spread over this many libmicrohttpd
+ * daemons, so that a loop pass can serve some of them and leave the rest
+ * to the next: one MHD_run serves every ready connection of its daemon,
+ * and a full machine's nodes all ready at once would hold the pass (and
+ * the RM's answer on the socket, which goes at the pass's end) for
+ * 10,000 requests' worth. */
+#define TCP_SHARDS 32
+/* A pass serves TCP shards for at most this long, the Unix socket's
+ * daemon first in every pass. */
+#define TCP_PASS_BUDGET_MS 10
+
 struct http {
     struct http_shared sh; /* what its requests share: held answers, ... */
-    struct listener l[2];
+    struct listener l[1 + TCP_SHARDS]; /* the Unix socket's, then TCP's shards */
     int n;
+    int next_shard; /* the TCP shard the next pass begins with */
     struct conns *cs;        /* listening sockets, connections, their caps */
     struct callerid *ids;    /* tokens, node keys: who a caller is */
     struct dispatch *disp;   /* the route table and its checks */
@@ -419,10 +431,14 @@ static int tcp_start (struct http *h,
     if (conns_listen_tcp (h->cs, cfg, &tls, &max_conns, error) < 0)
         return -1;
     h->sh.guard = conns_guard (h->cs);
-    h->l[1].tcp = true;
-    if (!(h->l[1].d = start_daemon (&h->l[1], max_conns)))
-        return fmb_errorf (error, "[api] tcp = %s: cannot start the HTTP server", cfg->tcp);
-    conns_set_daemon (h->cs, true, h->l[1].d);
+    for (int i = 1; i <= TCP_SHARDS; i++) {
+        h->l[i].tcp = true;
+        if (!(h->l[i].d = start_daemon (&h->l[i], max_conns)))
+            return fmb_errorf (
+                error, "[api] tcp = %s: cannot start the HTTP server", cfg->tcp);
+        conns_add_daemon (h->cs, true, h->l[i].d);
+        h->n = i + 1;
+    }
     return 0;
 }
 
@@ -434,7 +450,8 @@ int http_create (const struct fmb_config *cfg,
     struct http *h = calloc (1, sizeof (*h));
     if (!h)
         return fmb_errorf (error, "out of memory");
-    h->l[0].h = h->l[1].h = h;
+    for (int i = 0; i <= TCP_SHARDS; i++)
+        h->l[i].h = h;
     h->sh.metrics = deps->metrics;
     if (!(h->cs = conns_create (cfg, deps->roles, deps->metrics)) ||
         !(h->ids = callerid_create (cfg, deps->roles)) ||
@@ -455,13 +472,10 @@ int http_create (const struct fmb_config *cfg,
             error, "[api] socket %s: cannot start the HTTP server", cfg->socket);
         goto error;
     }
-    conns_set_daemon (h->cs, false, h->l[0].d);
+    conns_add_daemon (h->cs, false, h->l[0].d);
     h->n = 1;
-    if (cfg->tcp[0]) {
-        if (tcp_start (h, cfg, error) < 0)
-            goto error;
-        h->n = 2;
-    }
+    if (cfg->tcp[0] && tcp_start (h, cfg, error) < 0)
+        goto error;
     *ret = h;
     return 0;
 error:
@@ -523,7 +537,7 @@ void http_quiesce (struct http *h)
 void http_destroy (struct http *h)
 {
     if (h) {
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i <= TCP_SHARDS; i++)
             if (h->l[i].d)
                 MHD_stop_daemon (h->l[i].d);
         conns_destroy (h->cs);
@@ -579,6 +593,18 @@ void http_process (struct http *h, const struct pollfd *fds, int n)
     conns_accept (h->cs, fds, n);
     conns_cut_late (h->cs);
     tarpit_run (h);
-    for (int i = 0; i < h->n; i++)
+    MHD_run (h->l[0].d); /* the Unix socket: the RM and admins */
+    /* then TCP's shards, each its ready connections, within the budget;
+     * the next pass goes on from where this one stopped (the shards'
+     * epoll fds still readable make it come at once) */
+    int shards = h->n - 1;
+    int64_t until = fmb_monotime_ms () + TCP_PASS_BUDGET_MS;
+    for (int k = 0; k < shards; k++) {
+        int i = 1 + (h->next_shard + k) % shards;
         MHD_run (h->l[i].d);
+        if (fmb_monotime_ms () >= until) {
+            h->next_shard = (h->next_shard + k + 1) % shards;
+            return;
+        }
+    }
 }
