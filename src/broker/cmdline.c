@@ -425,5 +425,8 @@ int cmdline_configure (int argc, char **argv, struct fmb_config *cfg)
         fmb_log (LOG_WARNING,
                  "[fabric_manager] insecure = true: the FM's TLS certificate is not "
                  "verified");
+    char root_state[FMB_CFG_PATH_MAX * 3 + 512];
+    if (svccheck_root_over_state (cfg, root_state, sizeof (root_state)))
+        fmb_log (LOG_WARNING, "%s", root_state);
     return -1;
 }

@@ -29,6 +29,11 @@ int svccheck_run_as (const char *user,
                      void *arg,
                      struct fmb_error *error);
 
+/* The broker running as root over a state directory another user (the
+ * service user) owns: what it creates there is root's and the service
+ * then fails.  1 with the warning (and the chown line) in 'buf', else 0. */
+int svccheck_root_over_state (const struct fmb_config *cfg, char *buf, size_t size);
+
 /* "user NAME (uid N)" for this process's effective uid. */
 void svccheck_whoami (char *buf, size_t size);
 
