@@ -19,8 +19,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -209,7 +211,10 @@ int svccheck_root_over_state (const struct fmb_config *cfg, char *buf, size_t si
     return 1;
 }
 
-int svccheck_paths (const struct fmb_config *cfg, svccheck_report_f report, void *arg)
+int svccheck_paths (const struct fmb_config *cfg,
+                    unsigned flags,
+                    svccheck_report_f report,
+                    void *arg)
 {
     int n = check_dir (
         cfg, "broker", "state_dir", cfg->state_dir, R_OK | W_OK | X_OK, report, arg);
@@ -229,9 +234,36 @@ int svccheck_paths (const struct fmb_config *cfg, svccheck_report_f report, void
     char *slash = strrchr (dir, '/');
     if (slash && slash != dir) {
         *slash = '\0';
-        n += check_dir (cfg, "api", "socket", dir, W_OK | X_OK, report, arg);
+        struct stat st;
+        if ((flags & SVCCHECK_UNIT_DIRS) &&
+            strcmp (dir, SVCCHECK_UNIT_RUNTIME_DIR) == 0 && stat (dir, &st) < 0 &&
+            errno == ENOENT)
+            printf (
+                "[api] socket: %s does not exist; the unit's "
+                "RuntimeDirectory=fmbroker makes it when systemd starts "
+                "fmbrokerd (started by hand as the service user, make it "
+                "first: install -d -o %s -m 755 %s)\n",
+                dir,
+                FMB_SERVICE_USER,
+                dir);
+        else
+            n += check_dir (cfg, "api", "socket", dir, W_OK | X_OK, report, arg);
     }
     return n;
+}
+
+bool svccheck_socket_listening (const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen (path) >= sizeof (sa.sun_path))
+        return false;
+    memcpy (sa.sun_path, path, strlen (path) + 1);
+    int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    bool listening = connect (fd, (struct sockaddr *)&sa, sizeof (sa)) == 0;
+    close (fd);
+    return listening;
 }
 
 int svccheck_config_file (const struct fmb_config *cfg,

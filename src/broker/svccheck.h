@@ -3,17 +3,36 @@
 #ifndef FMB_SVCCHECK_H
 #define FMB_SVCCHECK_H
 
+#include <stdbool.h>
+
 #include "config.h"
 #include "error.h"
 
 /* One problem found, as a whole message naming the thing. */
 typedef void (*svccheck_report_f) (const char *problem, void *arg);
 
+/* svccheck_paths' flags. */
+enum {
+    /* --check-config: a socket directory the unit makes (its
+     * RuntimeDirectory=, SVCCHECK_UNIT_RUNTIME_DIR) is no problem when
+     * it is missing: said on stdout instead (start as the service user
+     * by hand, without it, still fails, naming it). */
+    SVCCHECK_UNIT_DIRS = 1 << 0,
+};
+/* deploy/fmbrokerd.service's RuntimeDirectory=fmbroker */
+#define SVCCHECK_UNIT_RUNTIME_DIR "/run/fmbroker"
+
 /* The state directory (and its files) and the socket's directory, as
  * this process's uid and groups: each must exist and be usable, or be
  * creatable, since start creates them.  Every problem is reported, with
  * the key's file and line; returns how many. */
-int svccheck_paths (const struct fmb_config *cfg, svccheck_report_f report, void *arg);
+int svccheck_paths (const struct fmb_config *cfg,
+                    unsigned flags,
+                    svccheck_report_f report,
+                    void *arg);
+
+/* Does something accept connections on the Unix socket 'path'? */
+bool svccheck_socket_listening (const char *path);
 
 /* That the configuration file itself is readable (the service re-reads
  * it on reload): 0, or 1 after reporting. */

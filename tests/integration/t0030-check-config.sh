@@ -208,6 +208,30 @@ expect_ok '... and the service user'"'"'s check then fails (exit 2) naming that 
     chown -R nobody: own/state && as_user 65534 "$fmbrokerd" -c own/b.conf --check-config >out &&
     grep -q "configuration OK" out
 '
+# Issue 52: under the unit, RuntimeDirectory=fmbroker makes /run/fmbroker;
+# a check made before the first start must not fail for its absence.
+# (A private mount namespace with an empty /run: nothing outside changes.)
+expect_ok 'the default socket directory missing: the check says the unit makes it (exit 0)' '
+    eval "$needs_root"; command -v unshare >/dev/null || { echo "skipped: no unshare"; return 0; }
+    chmod 755 "$T" && rm -rf rt && mkdir -p rt/state && chown 65534 rt/state &&
+    printf "[broker]\nstate_dir = $T/rt/state\n" >rt/b.conf && chmod 644 rt/b.conf &&
+    unshare -m sh -c "mount -t tmpfs tmpfs /run && exec \"$fmbrokerd\" -c rt/b.conf --check-config --user nobody" >out 2>err;
+    rc=$?; cat out err; test $rc = 0 &&
+    grep -q "^\[api\] socket: /run/fmbroker does not exist; the unit.s RuntimeDirectory=fmbroker makes it when systemd starts fmbrokerd" out &&
+    grep -q "configuration OK" out
+'
+# Issue 52: a second broker on a socket another one serves exits at start
+# (under the unit, a restart every few seconds): the check says so first.
+# The running broker checked against its own configuration is fine.
+expect_ok 'a socket another broker listens on: the check names it (exit 2); the running one'"'"'s own check is OK' '
+    start_broker &&
+    cp broker.conf second.conf && sed -i "s|^state_dir = .*|state_dir = $T/second-state|" second.conf &&
+    { "$fmbrokerd" -c second.conf --check-config --user root >out 2>err; test $? = 2; } && cat out err &&
+    grep -q "\[api\] socket $T/api.sock: another broker is listening there (it does not hold state directory $T/second-state)" err &&
+    ! grep -q "configuration OK" out &&
+    "$fmbrokerd" -c broker.conf --check-config --user root >out && grep -q "locked by a running broker" out;
+    rc=$?; stop_broker; rm -rf state; return $rc
+'
 expect_ok 'every problem of a file in one run, at check and at start (exit 2)' '
     cp broker.conf many.conf &&
     printf "[vni]\nmni_nodes = 5\nper_job = 9\n[broker]\ncluster_name = a b\n[bogus]\nx = 1\ny = 2\n" >>many.conf &&
