@@ -58,6 +58,10 @@ struct broker {
     struct retention *retention; /* quarantine expiry, retention (retention.c) */
     int64_t started_ms;
     bool stopping;
+    /* why the last reload failed ("": it did not, or a later one or the
+     * start succeeded): health is degraded while it is set, since a
+     * restart would fail on the same file */
+    char reload_error[256];
 
     struct metrics *metrics; /* the counters (metrics.h) */
 };

@@ -14,6 +14,7 @@
 
 #include "cmdline.h"
 #include "config_apply.h"
+#include "fmcheck.h"
 #include "log.h"
 #include "nodeauth.h"
 #include "slurmconf.h"
@@ -41,6 +42,11 @@ static const char usage_text[] =
     "                         start would); warns when slurm.conf ($SLURM_CONF or\n"
     "                         /etc/slurm/slurm.conf) lets switch/hpe_slingshot\n"
     "                         hand out VNIs from [vni] pool too\n"
+    "      --fm               with --check-config: also make the FM session and\n"
+    "                         one call on its collectives API (GET of the jobs\n"
+    "                         listing, which changes nothing), as the service\n"
+    "                         user, and name what is wrong: the URL's path or\n"
+    "                         port, the credentials, the CA (exit 2)\n"
     "      --user NAME        the service user --check-config checks as when run\n"
     "                         as root (default " FMB_SERVICE_USER
     ", the unit's User=)\n"
@@ -90,9 +96,36 @@ static struct {
     bool recount;
     const char *user; /* --check-config as root checks as this user */
     bool user_given;
+    bool check_fm; /* --check-config --fm */
     const char *node_token;
     bool rotate_node_key;
 } arg_ = {.user = FMB_SERVICE_USER};
+
+/* The modes and the options that go with one: 0, or -1 (said). */
+static int check_modes (void)
+{
+    /* Two of them would do only one, silently: an admin asking for a check
+     * and a dump must not read the dump as "checked". */
+    if (arg_.check_config + arg_.dump_config + arg_.check_db + arg_.recount +
+            (arg_.node_token != NULL) + arg_.rotate_node_key >
+        1) {
+        fprintf (stderr,
+                 "fmbrokerd: --check-config, --dump-config, --check-db, --recount, "
+                 "--node-token and --rotate-node-key go one at a time\n");
+        return -1;
+    }
+    /* Without --check-config it would change nothing, and the admin would
+     * believe the check ran as that user. */
+    if (arg_.user_given && !arg_.check_config) {
+        fprintf (stderr, "fmbrokerd: --user goes with --check-config\n");
+        return -1;
+    }
+    if (arg_.check_fm && !arg_.check_config) {
+        fprintf (stderr, "fmbrokerd: --fm goes with --check-config\n");
+        return -1;
+    }
+    return 0;
+}
 
 /* 0: go on; 1: done (--help, --version printed); -1: bad usage (said). */
 static int parse_args (int argc, char **argv)
@@ -103,6 +136,7 @@ static int parse_args (int argc, char **argv)
         OPT_CHECK_DB,
         OPT_RECOUNT,
         OPT_USER,
+        OPT_FM,
         OPT_NODE_TOKEN,
         OPT_ROTATE
     };
@@ -115,6 +149,7 @@ static int parse_args (int argc, char **argv)
         {"check-db", no_argument, NULL, OPT_CHECK_DB},
         {"recount", no_argument, NULL, OPT_RECOUNT},
         {"user", required_argument, NULL, OPT_USER},
+        {"fm", no_argument, NULL, OPT_FM},
         {"node-token", required_argument, NULL, OPT_NODE_TOKEN},
         {"rotate-node-key", no_argument, NULL, OPT_ROTATE},
         {"version", no_argument, NULL, 'V'},
@@ -152,6 +187,9 @@ static int parse_args (int argc, char **argv)
             arg_.user = optarg;
             arg_.user_given = true;
             break;
+        case OPT_FM:
+            arg_.check_fm = true;
+            break;
         case OPT_NODE_TOKEN:
             arg_.node_token = optarg;
             break;
@@ -173,23 +211,7 @@ static int parse_args (int argc, char **argv)
         fprintf (stderr, "fmbrokerd: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
-    /* Two of them would do only one, silently: an admin asking for a check
-     * and a dump must not read the dump as "checked". */
-    if (arg_.check_config + arg_.dump_config + arg_.check_db + arg_.recount +
-            (arg_.node_token != NULL) + arg_.rotate_node_key >
-        1) {
-        fprintf (stderr,
-                 "fmbrokerd: --check-config, --dump-config, --check-db, --recount, "
-                 "--node-token and --rotate-node-key go one at a time\n");
-        return -1;
-    }
-    /* Without --check-config it would change nothing, and the admin would
-     * believe the check ran as that user. */
-    if (arg_.user_given && !arg_.check_config) {
-        fprintf (stderr, "fmbrokerd: --user goes with --check-config\n");
-        return -1;
-    }
-    return 0;
+    return check_modes ();
 }
 
 static void log_problem (const char *problem, void *arg)
@@ -218,8 +240,11 @@ static int check_as_me (void *arg)
     const struct fmb_config *cfg = arg;
     char who[128];
     svccheck_whoami (who, sizeof (who));
-    int n = broker_check_all (cfg, log_problem, NULL) +
+    int n = broker_check_all (cfg, SVCCHECK_UNIT_DIRS, log_problem, NULL) +
             svccheck_config_file (cfg, log_problem, NULL);
+    /* the FM with the credentials just checked (as this user) */
+    if (n == 0 && arg_.check_fm)
+        n = fmcheck_run (cfg, log_problem, NULL);
     if (n)
         fmb_log (
             LOG_ERR, "%d problem%s found, checking as %s", n, n > 1 ? "s" : "", who);
@@ -251,10 +276,34 @@ static int check_as_service (const struct fmb_config *cfg)
 static int check_config (const struct fmb_config *cfg)
 {
     struct fmb_error e;
-    char holder[STATELOCK_HOST_MAX + 64];
-    bool held;
+    char holder[STATELOCK_HOST_MAX + 64] = "";
+    bool held = false;
     if (check_as_service (cfg) != 0)
         return 2;
+    /* A state directory start would create does not exist yet: no lock. */
+    bool state_exists = access (cfg->state_dir, F_OK) == 0;
+    if (state_exists &&
+        statelock_probe (cfg->state_dir, &held, holder, sizeof (holder), &e) < 0) {
+        fprintf (stderr,
+                 "state directory %s: %s (as uid %u): a broker started so cannot "
+                 "use it\n",
+                 cfg->state_dir,
+                 e.text,
+                 (unsigned)getuid ());
+        return 2;
+    }
+    /* Start would exit 1 ("another broker is listening"), and under the
+     * unit be restarted every few seconds: a broker that does not hold
+     * this state directory answers on this socket. */
+    if (!held && svccheck_socket_listening (cfg->socket)) {
+        fmb_log (LOG_ERR,
+                 "[api] socket %s: another broker is listening there (it does not "
+                 "hold state directory %s): this one would exit at start; stop "
+                 "that one, or give each its own socket",
+                 cfg->socket,
+                 cfg->state_dir);
+        return 2;
+    }
     printf ("%s: configuration OK\n",
             cfg->source[0] ? cfg->source : "built-in defaults");
     const char *slurm_conf = getenv ("SLURM_CONF");
@@ -266,21 +315,9 @@ static int check_config (const struct fmb_config *cfg)
             warning,
             sizeof (warning)) == 1)
         printf ("warning: %s\n", warning);
-    /* A state directory start would create does not exist yet: no lock. */
-    if (access (cfg->state_dir, F_OK) < 0) {
+    if (!state_exists)
         printf ("state directory %s: start creates it\n", cfg->state_dir);
-        return 0;
-    }
-    if (statelock_probe (cfg->state_dir, &held, holder, sizeof (holder), &e) < 0) {
-        fprintf (stderr,
-                 "state directory %s: %s (as uid %u): a broker started so cannot "
-                 "use it\n",
-                 cfg->state_dir,
-                 e.text,
-                 (unsigned)getuid ());
-        return 2;
-    }
-    if (held)
+    else if (held)
         printf ("state directory %s: locked by a running broker (%s)\n",
                 cfg->state_dir,
                 holder);
@@ -407,7 +444,7 @@ int cmdline_configure (int argc, char **argv, struct fmb_config *cfg)
      * start (as itself), every problem reported. */
     if (arg_.check_config)
         return check_config (cfg);
-    if (broker_check_all (cfg, log_problem, NULL) > 0)
+    if (broker_check_all (cfg, 0, log_problem, NULL) > 0)
         return 2;
     if (arg_.check_db)
         return check_db (cfg);
@@ -425,5 +462,8 @@ int cmdline_configure (int argc, char **argv, struct fmb_config *cfg)
         fmb_log (LOG_WARNING,
                  "[fabric_manager] insecure = true: the FM's TLS certificate is not "
                  "verified");
+    char root_state[FMB_CFG_PATH_MAX * 3 + 512];
+    if (svccheck_root_over_state (cfg, root_state, sizeof (root_state)))
+        fmb_log (LOG_WARNING, "%s", root_state);
     return -1;
 }

@@ -86,10 +86,13 @@ static int check_fm (const struct fmb_config *cfg, svccheck_report_f report, voi
     return n;
 }
 
-int broker_check_all (const struct fmb_config *cfg, svccheck_report_f report, void *arg)
+int broker_check_all (const struct fmb_config *cfg,
+                      unsigned flags,
+                      svccheck_report_f report,
+                      void *arg)
 {
     return check_fm (cfg, report, arg) + callerid_check_files (cfg, report, arg) +
-           svccheck_paths (cfg, report, arg);
+           svccheck_paths (cfg, flags, report, arg);
 }
 
 struct first_problem {
@@ -107,7 +110,7 @@ static void keep_first (const char *problem, void *arg)
 int broker_check_config (const struct fmb_config *cfg, struct fmb_error *error)
 {
     struct first_problem f = {.error = error};
-    if (broker_check_all (cfg, keep_first, &f) == 0)
+    if (broker_check_all (cfg, 0, keep_first, &f) == 0)
         return 0;
     if (f.count > 1) {
         char first[sizeof (error->text)];

@@ -15,8 +15,9 @@ struct broker;
 int broker_check_config (const struct fmb_config *cfg, struct fmb_error *error);
 /* The same checks, every problem reported (not only the first), with the
  * state directory and the socket's directory as this process's user;
- * returns how many there were. */
+ * returns how many there were.  'flags': SVCCHECK_* (svccheck.h). */
 int broker_check_all (const struct fmb_config *cfg,
+                      unsigned flags,
                       svccheck_report_f report,
                       void *arg);
 /* Reload: take 'next' (loaded and checked) as the running configuration.

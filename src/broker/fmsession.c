@@ -21,9 +21,11 @@ struct fmsession {
     struct events *events;        /* ups and downs are events */
     bool stopping;                /* shutting down: no more probes */
     enum fm_state state;
-    int64_t since_ms;  /* wall clock of the last state change */
-    char error[256];   /* why it is down */
-    char refused[256]; /* why the FM refuses our credentials ("": it does not) */
+    int64_t since_ms;      /* wall clock of the last state change */
+    char error[256];       /* why it is down */
+    char refused[256];     /* why the FM refuses our credentials ("": it does not) */
+    unsigned refusals;     /* calls refused since refused[] was set */
+    int64_t refused_since; /* wall clock of the first of them */
     unsigned backoff_ms;
     bool probe_started; /* since the last back-off was set */
     bool probe_inflight;
@@ -188,12 +190,19 @@ static void changed (struct fmsession *s, enum fm_state old)
             log_event_error (&e);
         return;
     }
-    fmb_log (LOG_WARNING,
-             "fabric manager %s: %s (%s); FM work waits, retrying in %u ms",
-             url,
-             s->no_api ? "no collectives API there" : "unreachable",
-             s->error,
-             s->backoff_ms);
+    if (s->refused[0]) /* the refusal itself was logged just before */
+        fmb_log (LOG_WARNING,
+                 "fabric manager %s: down until it accepts fmbroker's credentials; FM "
+                 "work waits, retrying in %u ms",
+                 url,
+                 s->backoff_ms);
+    else
+        fmb_log (LOG_WARNING,
+                 "fabric manager %s: %s (%s); FM work waits, retrying in %u ms",
+                 url,
+                 s->no_api ? "no collectives API there" : "unreachable",
+                 s->error,
+                 s->backoff_ms);
     if (events_append (s->events,
                        "fm_disconnected",
                        NULL,
@@ -228,25 +237,39 @@ static void set_state (struct fmsession *s, enum fm_state to, const char *why)
 }
 
 /* An FM that answers but refuses our credentials (a client secret
- * rotated at the FM only, a certificate it no longer trusts) is up, yet
- * nothing the broker asks of it gets done: said once in the log, and in
- * health until a call succeeds. */
+ * rotated at the FM only, a certificate it no longer trusts) gets
+ * nothing the broker asks of it done: the session is down with that
+ * reason (RUNs answer "unavailable" at once, the outbox waits, probes
+ * back off) until a call succeeds.  The first refusal is logged; the
+ * ones after it are counted (health shows the count, and the line
+ * saying it is accepted again), so that every probe and listing does
+ * not log the same line again. */
 static void note_credentials (struct fmsession *s, const struct fmc_result *res)
 {
     const char *url = s->cfg->fm_url;
     if (res->status == FMC_UNAUTHORIZED) {
-        if (!s->refused[0])
+        if (!s->refused[0]) {
             fmb_log (
                 LOG_ERR,
                 "fabric manager %s refuses fmbroker's credentials ([fabric_manager] "
-                "auth): %s",
+                "auth): %s; further refusals are counted, not logged",
                 url,
                 res->error);
+            s->refusals = 0;
+            s->refused_since = now_wall ();
+        }
+        s->refusals++;
         snprintf (s->refused, sizeof (s->refused), "%s", res->error);
     } else if (res->status == FMC_OK && s->refused[0]) {
-        fmb_log (
-            LOG_NOTICE, "fabric manager %s accepts fmbroker's credentials again", url);
+        fmb_log (LOG_NOTICE,
+                 "fabric manager %s accepts fmbroker's credentials again (%u call%s "
+                 "refused over %lld s)",
+                 url,
+                 s->refusals,
+                 s->refusals == 1 ? "" : "s",
+                 (long long)((now_wall () - s->refused_since) / 1000));
         s->refused[0] = '\0';
+        s->refusals = 0;
     }
 }
 
@@ -258,6 +281,15 @@ void fmsession_note (struct fmsession *s, const struct fmc_result *res)
     if (res->no_api) {
         s->no_api = true;
         set_state (s, FM_DOWN, res->error);
+        return;
+    }
+    if (s->refused[0]) { /* answered, but nothing it is asked gets done */
+        char why[sizeof (s->error)];
+        snprintf (why,
+                  sizeof (why),
+                  "refuses fmbroker's credentials ([fabric_manager] auth): %.190s",
+                  s->refused);
+        set_state (s, FM_DOWN, why);
         return;
     }
     if (s->no_api && res->status == FMC_OK && res->op != FMC_OP_PROBE)
@@ -292,6 +324,13 @@ const char *fmsession_error (const struct fmsession *s)
 const char *fmsession_refused (const struct fmsession *s)
 {
     return s->refused;
+}
+
+unsigned fmsession_refusals (const struct fmsession *s, int64_t *since_ms)
+{
+    if (since_ms)
+        *since_ms = s->refused_since;
+    return s->refused[0] ? s->refusals : 0;
 }
 
 int64_t fmsession_since (const struct fmsession *s)

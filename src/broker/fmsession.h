@@ -8,6 +8,10 @@
  * wakes the timers registered with fmsession_wake_on_up (a new listing,
  * the outbox).  Every change is logged and an event.
  *
+ * An FM that answers but refuses the broker's credentials (401/403 even
+ * with a fresh token, or its token endpoint refuses them) is down too,
+ * with that reason, until a call succeeds: logged once, then counted.
+ *
  * An FM that answers, but 404 where every collectives API answers (the
  * listing, the POST of a new job: the url's path is wrong), is down
  * too, with that reason, until a call proves the API there.  While up,
@@ -32,7 +36,8 @@ enum fm_state {
     FM_DISABLED,   /* no [fabric_manager] url: VNI-only */
     FM_CONNECTING, /* first contact not made yet */
     FM_UP,
-    FM_DOWN, /* unreachable: FM work waits, reconnect is retried */
+    FM_DOWN, /* unreachable, or refusing our credentials: FM work waits,
+              * reconnect is retried */
 };
 
 struct events;
@@ -77,6 +82,9 @@ const char *fmsession_error (const struct fmsession *s);
  * token, or from its token endpoint), since the last such answer and
  * until a call succeeds; "" otherwise. */
 const char *fmsession_refused (const struct fmsession *s);
+/* How many calls the FM refused since it began to (0 when it does not),
+ * and the wall clock ms of the first in *since_ms (if not NULL). */
+unsigned fmsession_refusals (const struct fmsession *s, int64_t *since_ms);
 /* Wall clock ms of the last change. */
 int64_t fmsession_since (const struct fmsession *s);
 const char *fm_state_name (enum fm_state s);

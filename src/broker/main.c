@@ -56,21 +56,21 @@ static void reload_config (struct broker *b)
     struct fmb_config *next = malloc (sizeof (*next));
     struct fmb_error error;
     sd_notify (0, "RELOADING=1\nSTATUS=reloading the configuration");
+    int rc = -1; /* <0 failed, else how many changes wait for a restart */
     if (!next)
-        fmb_log (LOG_ERR, "reload: out of memory; the configuration is unchanged");
-    else if (cmdline_load_config (next, NULL, &error) < 0 ||
-             broker_check_config (next, &error) < 0)
+        fmb_errorf (&error, "out of memory");
+    else if (cmdline_load_config (next, NULL, &error) == 0 &&
+             broker_check_config (next, &error) == 0)
+        rc = broker_apply_config (b, next, &error);
+    if (rc < 0) {
         fmb_log (LOG_ERR, "reload: %s; keeping the running configuration", error.text);
-    else {
-        int restart = broker_apply_config (b, next, &error);
-        if (restart < 0)
-            fmb_log (
-                LOG_ERR, "reload: %s; keeping the running configuration", error.text);
-        else
-            fmb_log (LOG_NOTICE,
-                     "reload: configuration %s applied%s",
-                     b->cfg.source[0] ? b->cfg.source : "(built-in defaults)",
-                     restart ? "; some changes wait for a restart (see above)" : "");
+        snprintf (b->reload_error, sizeof (b->reload_error), "%s", error.text);
+    } else {
+        b->reload_error[0] = '\0';
+        fmb_log (LOG_NOTICE,
+                 "reload: configuration %s applied%s",
+                 b->cfg.source[0] ? b->cfg.source : "(built-in defaults)",
+                 rc ? "; some changes wait for a restart (see above)" : "");
     }
     free (next);
     sd_notify (0, "READY=1\nSTATUS=serving");

@@ -496,7 +496,8 @@ static void listing_done (const struct fmc_result *res, void *arg)
         }
         rc->reap_wanted = rc->reap_wanted || l->reap_foreign;
         timer_set (rc->listing_timer, retry_ms);
-        if (res->http_status != 0)
+        /* (a refusal of our credentials is the session's to log, once) */
+        if (res->http_status != 0 && res->status != FMC_UNAUTHORIZED)
             fmb_log (LOG_ERR, "reconcile: %s", res->error);
     }
     free (l);

@@ -1,5 +1,6 @@
 /* routes.c: the REST API's routes (api/openapi.yaml describes each one;
  * a test checks the two agree) and the handlers that need no job logic. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,19 +44,32 @@ static int health_cb (struct broker *b, struct http_req *req, struct http_proble
     if (pass_commits_failing (b->pass, &commit_error))
         json_array_append_new (
             reasons, json_sprintf ("store: changes do not commit: %s", commit_error));
-    if (b->fmc && fmsession_state (b->fms) != FM_UP)
+    if (b->fmc && fmsession_state (b->fms) != FM_UP) {
+        /* a refusing FM is down with that reason; how long it has been */
+        int64_t since = 0;
+        unsigned refused = fmsession_refusals (b->fms, &since);
+        char count[96] = "";
+        if (refused)
+            snprintf (count,
+                      sizeof (count),
+                      " (%u call%s refused over %lld s)",
+                      refused,
+                      refused == 1 ? "" : "s",
+                      (long long)((now_wall () - since) / 1000));
         json_array_append_new (reasons,
-                               json_sprintf ("fabric manager %s%s%s",
+                               json_sprintf ("fabric manager %s%s%s%s",
                                              fm_state_name (fmsession_state (b->fms)),
                                              fmsession_error (b->fms)[0] ? ": " : "",
-                                             fmsession_error (b->fms)));
-    /* (when it is down, the reason above says why) */
-    if (b->fmc && fmsession_state (b->fms) == FM_UP && fmsession_refused (b->fms)[0])
+                                             fmsession_error (b->fms),
+                                             count));
+    }
+    if (b->reload_error[0])
         json_array_append_new (reasons,
-                               json_sprintf ("fabric manager refuses fmbroker's "
-                                             "credentials: %s; reservations and "
-                                             "releases wait",
-                                             fmsession_refused (b->fms)));
+                               json_sprintf ("configuration reload failed: %s; the "
+                                             "broker runs the configuration it had, "
+                                             "and a restart would fail until this is "
+                                             "fixed and reloaded",
+                                             b->reload_error));
     /* a job takes [vni] per_job VNIs unless its RUN asks otherwise */
     if (free_vnis < (b->cfg.vni_per_job ? b->cfg.vni_per_job : 1))
         json_array_append_new (reasons,

@@ -19,8 +19,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +54,27 @@ __attribute__ ((format (printf, 6, 7))) static void problem (
     fmb_config_where (cfg, section, key, value, where, sizeof (where));
     snprintf (text, sizeof (text), "%s: %s", where, why);
     report (text, arg);
+}
+
+/* When 'path' (which this user may not use) is root's and this user is
+ * not root, the likely cause and its fix: root ran the broker there
+ * once.  "" otherwise. */
+static void root_owned_hint (const struct fmb_config *cfg,
+                             const char *path,
+                             char *buf,
+                             size_t size)
+{
+    struct stat st;
+    struct passwd *pw = getpwuid (geteuid ());
+    buf[0] = '\0';
+    if (geteuid () == 0 || !pw || stat (path, &st) < 0 || st.st_uid != 0)
+        return;
+    snprintf (buf,
+              size,
+              "; it is root's (was fmbrokerd run as root?): give the state back with "
+              "chown -R %s: %s",
+              pw->pw_name,
+              cfg->state_dir);
 }
 
 /* The nearest ancestor of 'path' that exists, into 'out'. */
@@ -89,15 +112,20 @@ static int check_dir (const struct fmb_config *cfg,
             return 1;
         }
         if (access (dir, mode) < 0) {
+            int err = errno;
+            char hint[FMB_CFG_PATH_MAX + 128] = "";
+            if (strcmp (key, "state_dir") == 0)
+                root_owned_hint (cfg, dir, hint, sizeof (hint));
             problem (cfg,
                      section,
                      key,
                      report,
                      arg,
-                     "%s cannot %s it: %s",
+                     "%s cannot %s it: %s%s",
                      who,
                      mode & R_OK ? "read, write and enter" : "create files in",
-                     strerror (errno));
+                     strerror (err),
+                     hint);
             return 1;
         }
         return 0;
@@ -141,26 +169,63 @@ static int check_state_file (const struct fmb_config *cfg,
     if (access (path, F_OK) < 0 || access (path, R_OK | W_OK) == 0)
         return 0;
     int err = errno;
+    char hint[FMB_CFG_PATH_MAX + 128];
     svccheck_whoami (who, sizeof (who));
+    root_owned_hint (cfg, path, hint, sizeof (hint));
     problem (cfg,
              "broker",
              "state_dir",
              report,
              arg,
-             "%s cannot read and write %s: %s",
+             "%s cannot read and write %s: %s%s",
              who,
              path,
-             strerror (err));
+             strerror (err),
+             hint);
     return 1;
 }
 
-int svccheck_paths (const struct fmb_config *cfg, svccheck_report_f report, void *arg)
+int svccheck_root_over_state (const struct fmb_config *cfg, char *buf, size_t size)
+{
+    struct stat st;
+    if (geteuid () != 0 || stat (cfg->state_dir, &st) < 0 || st.st_uid == 0)
+        return 0;
+    struct passwd *pw = getpwuid (st.st_uid);
+    char owner[64];
+    if (pw)
+        snprintf (owner, sizeof (owner), "%s", pw->pw_name);
+    else
+        snprintf (owner, sizeof (owner), "%u", (unsigned)st.st_uid);
+    snprintf (buf,
+              size,
+              "running as root over [broker] state_dir %s, which belongs to user %s "
+              "(uid %u): what this run creates there is root's, and the service "
+              "(as %s) then cannot open it; run the broker as the service "
+              "(systemctl start fmbrokerd), or after this run: chown -R %s: %s",
+              cfg->state_dir,
+              owner,
+              (unsigned)st.st_uid,
+              owner,
+              owner,
+              cfg->state_dir);
+    return 1;
+}
+
+int svccheck_paths (const struct fmb_config *cfg,
+                    unsigned flags,
+                    svccheck_report_f report,
+                    void *arg)
 {
     int n = check_dir (
         cfg, "broker", "state_dir", cfg->state_dir, R_OK | W_OK | X_OK, report, arg);
     if (n == 0) {
-        static const char *const files[] = {
-            "fmbroker.db", "token.key", "fmbrokerd.lock"};
+        /* (SQLite's -wal and -shm too: a root run that was killed leaves
+         * them, and the database does not open without them) */
+        static const char *const files[] = {"fmbroker.db",
+                                            "fmbroker.db-wal",
+                                            "fmbroker.db-shm",
+                                            "token.key",
+                                            "fmbrokerd.lock"};
         for (size_t i = 0; i < sizeof (files) / sizeof (files[0]); i++)
             n += check_state_file (cfg, files[i], report, arg);
     }
@@ -169,9 +234,36 @@ int svccheck_paths (const struct fmb_config *cfg, svccheck_report_f report, void
     char *slash = strrchr (dir, '/');
     if (slash && slash != dir) {
         *slash = '\0';
-        n += check_dir (cfg, "api", "socket", dir, W_OK | X_OK, report, arg);
+        struct stat st;
+        if ((flags & SVCCHECK_UNIT_DIRS) &&
+            strcmp (dir, SVCCHECK_UNIT_RUNTIME_DIR) == 0 && stat (dir, &st) < 0 &&
+            errno == ENOENT)
+            printf (
+                "[api] socket: %s does not exist; the unit's "
+                "RuntimeDirectory=fmbroker makes it when systemd starts "
+                "fmbrokerd (started by hand as the service user, make it "
+                "first: install -d -o %s -m 755 %s)\n",
+                dir,
+                FMB_SERVICE_USER,
+                dir);
+        else
+            n += check_dir (cfg, "api", "socket", dir, W_OK | X_OK, report, arg);
     }
     return n;
+}
+
+bool svccheck_socket_listening (const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen (path) >= sizeof (sa.sun_path))
+        return false;
+    memcpy (sa.sun_path, path, strlen (path) + 1);
+    int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    bool listening = connect (fd, (struct sockaddr *)&sa, sizeof (sa)) == 0;
+    close (fd);
+    return listening;
 }
 
 int svccheck_config_file (const struct fmb_config *cfg,

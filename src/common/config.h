@@ -137,6 +137,7 @@ struct fmb_config {
     unsigned vni_per_job;
     unsigned vni_max_per_job;
     unsigned vni_quarantine_s;
+    char vni_reserved[FMB_CFG_LIST_MAX]; /* "N,N-M": not in the pool, as 1 and 10 */
 
     /* [cxi] */
     unsigned cxi_tcs;         /* FMB_TC_* mask */

@@ -171,6 +171,10 @@ const struct cfg_key cfg_keys[] = {
       F (vni_max_per_job), NULL, NULL },
     { "vni",            "quarantine_s",       CFG_UINT,      0,   604800,   "300",
       F (vni_quarantine_s), NULL, NULL },
+    /* VNIs the site keeps out of the pool (system services), beside 1
+     * and 10, which the pool may never hold (config_rules.c). */
+    { "vni",            "reserved",           CFG_STRING,    0,   0,        "",
+      F (vni_reserved), cfg_check_vni_list, NULL },
 
     { "cxi",            "tcs",                CFG_TCS,       0,   0,        "LOW_LATENCY,BEST_EFFORT",
       F (cxi_tcs), NULL, NULL },

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "config_keys.h"
+#include "config_values.h"
 
 /* The rules between a client's own keys, all a client checks: the
  * others involve keys it leaves at their defaults (a small [vni] pool
@@ -22,10 +23,55 @@ int cfg_client_validate (struct parse_ctx *ctx)
     return 0;
 }
 
+/* VNIs 1 and 10 are the NICs' default CXI service's (the driver makes
+ * it on every NIC): a job service given either fails to be made
+ * (cxil_alloc_svc: EEXIST), so a pool holding one cannot work. */
+static const unsigned default_service_vnis[] = {1, 10};
+
+/* The pool holds none of the default service's VNIs nor [vni] reserved. */
+static void validate_vni_pool (struct parse_ctx *ctx)
+{
+    const struct fmb_config *c = &ctx->cfg;
+    for (size_t i = 0; i < sizeof (default_service_vnis) / sizeof (unsigned); i++) {
+        unsigned v = default_service_vnis[i];
+        if (v >= c->vni_min && v <= c->vni_max) {
+            cfg_fail (ctx,
+                      "vni",
+                      "pool",
+                      "%u-%u holds VNI %u, which belongs to the NICs' default CXI "
+                      "service (VNIs 1 and 10): a job given it cannot get its CXI "
+                      "services; start the pool above 10 (the default is 1024-65535)",
+                      c->vni_min,
+                      c->vni_max,
+                      v);
+            return;
+        }
+    }
+    const char *cursor = c->vni_reserved;
+    unsigned lo, hi;
+    struct fmb_error e;
+    while (cfg_vni_list_next (&cursor, &lo, &hi, &e) > 0) {
+        if (hi < c->vni_min || lo > c->vni_max)
+            continue;
+        unsigned first = lo > c->vni_min ? lo : c->vni_min;
+        cfg_fail (ctx,
+                  "vni",
+                  "pool",
+                  "%u-%u holds VNI %u, which [vni] reserved (%s) keeps for the "
+                  "site; choose a pool that leaves out every reserved VNI",
+                  c->vni_min,
+                  c->vni_max,
+                  first,
+                  c->vni_reserved);
+        return;
+    }
+}
+
 /* [vni]: a job's VNIs within its maximum, the pool large enough. */
 static void validate_vni (struct parse_ctx *ctx)
 {
     const struct fmb_config *c = &ctx->cfg;
+    validate_vni_pool (ctx);
     if (c->vni_per_job > c->vni_max_per_job)
         cfg_fail (ctx,
                   "vni",

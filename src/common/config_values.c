@@ -206,6 +206,42 @@ int cfg_parse_uint (const char *value,
     return 0;
 }
 
+int cfg_vni_list_next (const char **cursor,
+                       unsigned *lo,
+                       unsigned *hi,
+                       struct fmb_error *error)
+{
+    const char *p = *cursor + strspn (*cursor, " ,");
+    if (!*p)
+        return 0;
+    size_t len = strcspn (p, ",");
+    char item[32];
+    if (len >= sizeof (item))
+        return fmb_errorf (error, "'%.*s' is not a VNI or MIN-MAX", (int)len, p);
+    memcpy (item, p, len);
+    item[len] = '\0';
+    *cursor = p + len;
+    char *dash = strchr (item, '-');
+    if (dash)
+        *dash = '\0';
+    struct fmb_error inner;
+    if (cfg_parse_uint (item, 1, 65535, lo, &inner) < 0 ||
+        cfg_parse_uint (dash ? dash + 1 : item, 1, 65535, hi, &inner) < 0 || *lo > *hi)
+        return fmb_errorf (
+            error, "'%.*s' is not a VNI or MIN-MAX within 1-65535", (int)len, p);
+    return 1;
+}
+
+int cfg_check_vni_list (char *value, struct fmb_error *error)
+{
+    const char *cursor = value;
+    unsigned lo, hi;
+    int rc;
+    while ((rc = cfg_vni_list_next (&cursor, &lo, &hi, error)) > 0)
+        ;
+    return rc;
+}
+
 int cfg_parse_bool (const char *value, bool *out, struct fmb_error *error)
 {
     static const char *const yes[] = {"true", "yes", "on", "1"};

@@ -19,6 +19,15 @@ int cfg_check_hostport (char *value, struct fmb_error *error);
 int cfg_check_https_url (char *value, struct fmb_error *error);
 int cfg_check_https_urls (char *value, struct fmb_error *error);
 
+/* [vni] reserved: "N" or "N-M" items, comma-separated, within 1-65535. */
+int cfg_check_vni_list (char *value, struct fmb_error *error);
+/* The next item of such a list at *cursor (advanced past it): 1 with
+ * the item in *lo..*hi, 0 at the end, -1 with the reason. */
+int cfg_vni_list_next (const char **cursor,
+                       unsigned *lo,
+                       unsigned *hi,
+                       struct fmb_error *error);
+
 /* A whole decimal number in [min, max]. */
 int cfg_parse_uint (const char *value,
                     unsigned min,

@@ -224,6 +224,11 @@ static bool answer_unread (struct fmc_req *r, CURLcode cc, long http)
               curl_easy_strerror (cc),
               r->errbuf[0] ? ": " : "",
               r->errbuf);
+    res.net = tls                                ? FMC_NET_TLS
+              : cc == CURLE_COULDNT_CONNECT      ? FMC_NET_CONNECT
+              : cc == CURLE_COULDNT_RESOLVE_HOST ? FMC_NET_RESOLVE
+              : cc == CURLE_OPERATION_TIMEDOUT   ? FMC_NET_TIMEOUT
+                                                 : FMC_NET_OTHER;
     fmc_req_finish (r, tls ? FMC_PERMANENT : FMC_RETRYABLE, 0, text, &res);
     return true;
 }

@@ -102,10 +102,22 @@ enum fmc_op {
 /* "get", "create", ... ("reserve" for FMC_OP_RESERVE); "?" for no op. */
 const char *fmc_op_name (enum fmc_op op);
 
+/* Why a call got no HTTP answer, for a tool that names the fix (fmbrokerd
+ * --check-config --fm); FMC_NET_NONE when no transfer failed. */
+enum fmc_net {
+    FMC_NET_NONE,
+    FMC_NET_CONNECT, /* nothing accepted the connection (the port?) */
+    FMC_NET_RESOLVE, /* the host name does not resolve */
+    FMC_NET_TLS,     /* the FM's certificate does not verify (the CA?) */
+    FMC_NET_TIMEOUT, /* no answer within timeout_ms */
+    FMC_NET_OTHER,
+};
+
 struct fmc_result {
     enum fmc_status status;
     enum fmc_op op;
     long http_status; /* 0 when there was no HTTP answer */
+    enum fmc_net net; /* with http_status 0: why */
     /* it never left this host: its deadline passed while it was held for
      * a commit, or before a late token let it go (one that expires while
      * it waits for the token counts: the token endpoint is the FM's).

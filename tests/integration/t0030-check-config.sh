@@ -70,6 +70,20 @@ expect_ok 'a missing tokens file is refused by both' '
     agree "\[api\] tokens_file.*nope: No such file" \
         --set api.tcp=127.0.0.1:0 $tls --set api.tokens_file=$T/nope
 '
+# Issue 52: VNIs 1 and 10 are the NICs' default service's; a job given
+# one fails at the node (cxil_alloc_svc: EEXIST), so the pool is refused.
+expect_ok 'a pool holding VNI 1 or 10 is refused by both, naming the key and why' '
+    agree "\[vni\] pool: 1-10 holds VNI 1, which belongs to the NICs. default CXI service (VNIs 1 and 10)" \
+        --set vni.pool=1-10 &&
+    agree "\[vni\] pool: 5-2000 holds VNI 10, which belongs to the NICs. default CXI service" \
+        --set vni.pool=5-2000
+'
+expect_ok 'a pool holding a VNI of [vni] reserved is refused by both; outside it, OK' '
+    agree "\[vni\] pool: 1024-65535 holds VNI 4000, which \[vni\] reserved (4000-4010) keeps for the site" \
+        --set vni.reserved=4000-4010 &&
+    "$fmbrokerd" -c broker.conf --check-config --user root --set vni.pool=11-3999 \
+        --set vni.reserved=4000-4010 >out && grep -q "configuration OK" out
+'
 expect_ok '--set before the keys it needs is fine: validation sees them all' '
     "$fmbrokerd" -c broker.conf --check-config --user root --set api.tcp=127.0.0.1:0 $tls >out &&
     grep -q "configuration OK" out
@@ -174,6 +188,49 @@ expect_ok 'as the service user, start says the same as the check (exit 2, file a
         grep -q "b.conf:2: \[broker\] state_dir = $T/svc/nostate/state: $T/svc/nostate/state does not exist, and user nobody (uid 65534) cannot create it: $T/svc/nostate: Permission denied" $f &&
         grep -q "b.conf:4: \[api\] socket = $T/svc/run/api.sock: user nobody (uid 65534) cannot create files in it: Permission denied" $f || { cat $f; return 1; }
     done
+'
+# Issue 52: root running the broker once over the service user's state
+# leaves root's files there, and the service then fails: start warns,
+# and the service's check names the chown that gives the state back.
+expect_ok 'as root over the service user'"'"'s state_dir, start warns with the chown line' '
+    eval "$needs_root"; chmod 755 "$T" && rm -rf own && mkdir -p own/state own/run && chown 65534 own/run &&
+    chown 65534:65534 own/state && chmod 700 own/state &&
+    printf "[broker]\nstate_dir = $T/own/state\n[api]\nsocket = $T/own/run/api.sock\n" >own/b.conf &&
+    chmod 644 own/b.conf &&
+    { "$fmbrokerd" -c own/b.conf 2>own/err & pid=$!; } &&
+    wait_for 100 0.05 test -S own/run/api.sock && kill $pid && wait $pid; cat own/err &&
+    grep -q "warning: running as root over \[broker\] state_dir $T/own/state, which belongs to user nobody (uid 65534).*chown -R nobody: $T/own/state" own/err
+'
+expect_ok '... and the service user'"'"'s check then fails (exit 2) naming that chown; after it, OK' '
+    eval "$needs_root";
+    { as_user 65534 "$fmbrokerd" -c own/b.conf --check-config >out 2>err; test $? = 2; } && cat err &&
+    grep -q "cannot read and write $T/own/state/fmbroker.db: Permission denied; it is root.s (was fmbrokerd run as root?): give the state back with chown -R nobody: $T/own/state" err &&
+    chown -R nobody: own/state && as_user 65534 "$fmbrokerd" -c own/b.conf --check-config >out &&
+    grep -q "configuration OK" out
+'
+# Issue 52: under the unit, RuntimeDirectory=fmbroker makes /run/fmbroker;
+# a check made before the first start must not fail for its absence.
+# (A private mount namespace with an empty /run: nothing outside changes.)
+expect_ok 'the default socket directory missing: the check says the unit makes it (exit 0)' '
+    eval "$needs_root"; command -v unshare >/dev/null || { echo "skipped: no unshare"; return 0; }
+    chmod 755 "$T" && rm -rf rt && mkdir -p rt/state && chown 65534 rt/state &&
+    printf "[broker]\nstate_dir = $T/rt/state\n" >rt/b.conf && chmod 644 rt/b.conf &&
+    unshare -m sh -c "mount -t tmpfs tmpfs /run && exec \"$fmbrokerd\" -c rt/b.conf --check-config --user nobody" >out 2>err;
+    rc=$?; cat out err; test $rc = 0 &&
+    grep -q "^\[api\] socket: /run/fmbroker does not exist; the unit.s RuntimeDirectory=fmbroker makes it when systemd starts fmbrokerd" out &&
+    grep -q "configuration OK" out
+'
+# Issue 52: a second broker on a socket another one serves exits at start
+# (under the unit, a restart every few seconds): the check says so first.
+# The running broker checked against its own configuration is fine.
+expect_ok 'a socket another broker listens on: the check names it (exit 2); the running one'"'"'s own check is OK' '
+    start_broker &&
+    cp broker.conf second.conf && sed -i "s|^state_dir = .*|state_dir = $T/second-state|" second.conf &&
+    { "$fmbrokerd" -c second.conf --check-config --user root >out 2>err; test $? = 2; } && cat out err &&
+    grep -q "\[api\] socket $T/api.sock: another broker is listening there (it does not hold state directory $T/second-state)" err &&
+    ! grep -q "configuration OK" out &&
+    "$fmbrokerd" -c broker.conf --check-config --user root >out && grep -q "locked by a running broker" out;
+    rc=$?; stop_broker; rm -rf state; return $rc
 '
 expect_ok 'every problem of a file in one run, at check and at start (exit 2)' '
     cp broker.conf many.conf &&

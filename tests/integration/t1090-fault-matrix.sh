@@ -55,9 +55,10 @@ for c in get create patch delete list token; do
 done
 # The FM answers, but refuses fmbroker's calls even with a fresh token
 # (its access rules changed, or only one broker of a pair was given the
-# new credentials): it is up, yet nothing gets done.  Health and the log
-# say why, and health is ok again once the FM accepts the calls.  (A
-# token endpoint that refuses leaves the FM down, which says so.)
+# new credentials): nothing gets done, so the session is down with that
+# reason (t1026 has the rest).  Health and the log say why, and health
+# is ok again once the FM accepts the calls (the next probe).
+health_ok () { rm_call GET /v1/health | jq -e '.status == "ok"' >/dev/null; }
 expect_ok 'the FM refuses the credentials: health degraded naming it, ok once they are accepted' '
     mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs 401" &&
     n=$((n + 1)) && rm_call PUT /v1/jobs/$n "{\"uid\":1000,\"nodes\":[\"a\",\"b\"]}" >r.json &&
@@ -66,8 +67,8 @@ expect_ok 'the FM refuses the credentials: health degraded naming it, ok once th
     jq -e ".status == \"degraded\" and any(.reasons[]; test(\"refuses fmbroker.s credentials\"))" h.json &&
     grep -q "fabric manager .* refuses fmbroker.s credentials" "$T/broker.err" &&
     mockfm_ctl DELETE /_mock/faults && n=$((n + 1)) &&
+    wait_for 100 0.1 health_ok &&
     rm_call PUT /v1/jobs/$n "{\"uid\":1000,\"nodes\":[\"a\",\"b\"]}" | jq -e ".hwcoll.state == \"reserved\"" &&
-    rm_call GET /v1/health | jq -e ".status == \"ok\"" &&
     grep -q "fabric manager .* accepts fmbroker.s credentials again" "$T/broker.err"
 '
 expect_ok 'connection refused for every call: RUN in time, then nothing leaks' '

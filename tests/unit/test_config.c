@@ -90,6 +90,7 @@ static void good_file_sets_every_kind_of_value (void **state)
         "mode = request\n"
         "[vni]\n"
         "pool = 2000-2999 ; inline comment\n"
+        "reserved = 1999, 3000-3010\n"
         "[cxi]\n"
         "tcs = TC_bulk_data:best_effort\n"
         "limits = def_les=8, max_txqs=100, res_eqs=10\n";
@@ -109,6 +110,7 @@ static void good_file_sets_every_kind_of_value (void **state)
     assert_int_equal (fmb_config_mcast_limit (&c), 26);
     assert_int_equal (c.vni_min, 2000);
     assert_int_equal (c.vni_max, 2999);
+    assert_string_equal (c.vni_reserved, "1999, 3000-3010"); /* outside the pool */
     assert_int_equal (c.cxi_tcs, FMB_TC_BULK_DATA | FMB_TC_BEST_EFFORT);
     assert_int_equal (c.cxi_limits[6].def, 8);
     assert_int_equal (c.cxi_limits[0].max, 100);
@@ -228,6 +230,23 @@ static const struct bad_case bad_cases[] = {
      "t.conf:3: [vni] per_job: 3 exceeds [vni] max_per_job (2)"},
     {"[vni]\npool = 5000-5001\n",
      "t.conf:2: [vni] pool: 5000-5001 holds fewer VNIs than [vni] max_per_job (4)"},
+    /* the NICs' default service's VNIs, and the site's reserved ones */
+    {"[vni]\npool = 1-10\n",
+     "t.conf:2: [vni] pool: 1-10 holds VNI 1, which belongs to the NICs' default CXI "
+     "service (VNIs 1 and 10): a job given it cannot get its CXI services; start the "
+     "pool above 10 (the default is 1024-65535)"},
+    {"[vni]\npool = 2-100\n",
+     "t.conf:2: [vni] pool: 2-100 holds VNI 10, which belongs to the NICs' default CXI "
+     "service (VNIs 1 and 10): a job given it cannot get its CXI services; start the "
+     "pool above 10 (the default is 1024-65535)"},
+    {"[vni]\npool = 2000-2999\nreserved = 100, 2500-2600\n",
+     "t.conf:2: [vni] pool: 2000-2999 holds VNI 2500, which [vni] reserved (100, "
+     "2500-2600) keeps for the site; choose a pool that leaves out every reserved VNI"},
+    {"[vni]\nreserved = 1500,x\n",
+     "t.conf:2: [vni] reserved = 1500,x: 'x' is not a VNI or MIN-MAX within 1-65535"},
+    {"[vni]\nreserved = 30-20\n",
+     "t.conf:2: [vni] reserved = 30-20: '30-20' is not a VNI or MIN-MAX within "
+     "1-65535"},
     {"[fabric_manager]\nreserve_timeout_ms = 5000\ntimeout_ms = 1000\n",
      "t.conf:2: [fabric_manager] reserve_timeout_ms: 5000 exceeds [fabric_manager] "
      "timeout_ms (1000)"},
