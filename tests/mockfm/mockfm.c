@@ -783,10 +783,16 @@ static void handle_mcast_create (struct MHD_Connection *c,
     state_save ();
     pthread_mutex_unlock (&lock);
     char hwroot[32], link[128];
-    /* Six groups as the real FM sends them; the NIC address in the low 20 bits. */
+    /* Six groups as the real FM sends them, the NIC address in the low 20
+     * bits and the top three groups 0.  libfabric (2.6.0, cxip_coll.c)
+     * ORs group k into a 32-bit value shifted by 8*k bits: the top two
+     * shifts are past 32 bits, and on x86 they wrap, so a non-zero top
+     * group lands in bits 8-15 ("02:" made it NIC | 0x200, a root no
+     * member has: join error 2051, tree left at the FM).  Zeros decode
+     * exactly whatever the compiler does. */
     snprintf (hwroot,
               sizeof (hwroot),
-              "02:00:00:%02lx:%02lx:%02lx",
+              "00:00:00:%02lx:%02lx:%02lx",
               (root >> 16) & 0xf,
               (root >> 8) & 0xff,
               root & 0xff);
