@@ -36,7 +36,7 @@
  * One thread per connection, so injected latency overlaps across
  * connections just as a real server's would; all state sits behind one
  * mutex.  The request log (--request-log) gets "METHOD PATH STATUS" per
- * request and never a token.
+ * request ("507 NN:" with a 507's sub-code) and never a token.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1237,8 +1237,14 @@ static enum MHD_Result access_cb (void *cls,
         log_request (method, url, "drop");
         ret = MHD_NO;
     } else {
+        /* A 507's "NN:" sub-code is what libfabric tells apart (01 job
+         * limit, 02 no addresses, 03 no hwroot): the log names it. */
+        const char *msg = json_string_value (json_object_get (r.body, "message"));
         char outcome[16];
-        snprintf (outcome, sizeof (outcome), "%d", r.status);
+        if (r.status == 507 && msg && strlen (msg) >= 3 && msg[2] == ':')
+            snprintf (outcome, sizeof (outcome), "%d %.3s", r.status, msg);
+        else
+            snprintf (outcome, sizeof (outcome), "%d", r.status);
         log_request (method, url, outcome);
         ret = send_reply (c, &r);
     }
