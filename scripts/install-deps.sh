@@ -32,3 +32,12 @@ fi
 if [ -r "$(dirname "$0")/../../shared/thirdparty/flux-core-0.88.0.tar.gz" ]; then
     "$(dirname "$0")/build-flux.sh" --deps >/dev/null
 fi
+# libfabric 2.6.0 with its CXI provider, for the test of libfabric's own
+# FM client against mockfm (t1095): built once per machine from
+# ../shared/thirdparty into /var/cache/fmbroker-test
+# (scripts/build-libfabric.sh, with libtool and libjson-c-dev).  Where the
+# tarballs are absent, t1095 says so and skips (under CI=true it fails).
+tp=$(dirname "$0")/../../shared/thirdparty
+if [ -r "$tp/libfabric-2.6.0.tar.gz" ] && [ -r "$tp/shs-headers.tar.gz" ]; then
+    "$(dirname "$0")/build-libfabric.sh" --deps >/dev/null
+fi

@@ -36,7 +36,7 @@
  * One thread per connection, so injected latency overlaps across
  * connections just as a real server's would; all state sits behind one
  * mutex.  The request log (--request-log) gets "METHOD PATH STATUS" per
- * request and never a token.
+ * request ("507 NN:" with a 507's sub-code) and never a token.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -783,10 +783,16 @@ static void handle_mcast_create (struct MHD_Connection *c,
     state_save ();
     pthread_mutex_unlock (&lock);
     char hwroot[32], link[128];
-    /* Six groups as the real FM sends them; the NIC address in the low 20 bits. */
+    /* Six groups as the real FM sends them, the NIC address in the low 20
+     * bits and the top three groups 0.  libfabric (2.6.0, cxip_coll.c)
+     * ORs group k into a 32-bit value shifted by 8*k bits: the top two
+     * shifts are past 32 bits, and on x86 they wrap, so a non-zero top
+     * group lands in bits 8-15 ("02:" made it NIC | 0x200, a root no
+     * member has: join error 2051, tree left at the FM).  Zeros decode
+     * exactly whatever the compiler does. */
     snprintf (hwroot,
               sizeof (hwroot),
-              "02:00:00:%02lx:%02lx:%02lx",
+              "00:00:00:%02lx:%02lx:%02lx",
               (root >> 16) & 0xf,
               (root >> 8) & 0xff,
               root & 0xff);
@@ -1231,8 +1237,14 @@ static enum MHD_Result access_cb (void *cls,
         log_request (method, url, "drop");
         ret = MHD_NO;
     } else {
+        /* A 507's "NN:" sub-code is what libfabric tells apart (01 job
+         * limit, 02 no addresses, 03 no hwroot): the log names it. */
+        const char *msg = json_string_value (json_object_get (r.body, "message"));
         char outcome[16];
-        snprintf (outcome, sizeof (outcome), "%d", r.status);
+        if (r.status == 507 && msg && strlen (msg) >= 3 && msg[2] == ':')
+            snprintf (outcome, sizeof (outcome), "%d %.3s", r.status, msg);
+        else
+            snprintf (outcome, sizeof (outcome), "%d", r.status);
         log_request (method, url, outcome);
         ret = send_reply (c, &r);
     }
