@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -11,8 +13,25 @@
 #include "apiclient.h"
 #include "jobrecord.h"
 #include "log.h"
+#include "monotime.h"
 
 #define BROKER_TIMEOUT_S 5 /* the broker answers from its own store */
+/* A call the broker did not answer in time (a whole machine's nodes
+ * calling at once), or answered 429, is made again, up to this many
+ * tries, after 250 ms then doubling, each wait drawn within +-50% so
+ * that the nodes that missed together do not come back together.  A
+ * broker that refused the connection (down: not busy) is not waited
+ * for here: the target's URL list and the caller's own fallbacks are
+ * for that.  Every call a node makes may come twice (a RUN, a GET, a
+ * report, a step's end: the broker takes a repeat as the same). */
+#define BROKER_TRIES      3
+#define BROKER_BACKOFF_MS 250
+/* ... all within this long of the first try: a broker that answers no
+ * one (down, not busy) fails a job's setup after this, not 3 timeouts */
+#define BROKER_RETRY_WINDOW_MS 12000
+#define BROKER_TRY_MIN_S       2 /* a try with less time left is not made */
+/* a call that failed after this long waited for an answer: busy, not down */
+#define BROKER_SLOW_MS 1000
 
 int agent_fail_job (struct agent *ag, const char *fmt, ...)
 {
@@ -25,6 +44,52 @@ int agent_fail_job (struct agent *ag, const char *fmt, ...)
     return EXIT_FAIL;
 }
 
+static void sleep_ms (int64_t ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    while (nanosleep (&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* One call, made again while the broker is busy (BROKER_TRIES). */
+static int call_with_retries (struct agent *ag,
+                              const char *method,
+                              const char *path,
+                              const char *body,
+                              struct api_reply *r,
+                              struct fmb_error *error)
+{
+    static bool seeded; /* each node its own waits */
+    if (!seeded) {
+        srandom ((unsigned)(fmb_monotime_ms () ^ ((int64_t)getpid () << 16)));
+        seeded = true;
+    }
+    int64_t backoff = BROKER_BACKOFF_MS, first = fmb_monotime_ms ();
+    long timeout_s = BROKER_TIMEOUT_S;
+    for (int tries = 1;; tries++, backoff *= 2) {
+        int64_t t0 = fmb_monotime_ms ();
+        int rc = api_client_call (
+            &ag->target, ag->keep, timeout_s, method, path, body, NULL, r, error);
+        bool busy = rc < 0 ? fmb_monotime_ms () - t0 >= BROKER_SLOW_MS : r->status == 429;
+        int64_t left = first + BROKER_RETRY_WINDOW_MS - fmb_monotime_ms () - backoff;
+        if (!busy || tries == BROKER_TRIES || !ag->target.url ||
+            left < BROKER_TRY_MIN_S * 1000)
+            return rc;
+        timeout_s = left / 1000 < BROKER_TIMEOUT_S ? (long)(left / 1000) : BROKER_TIMEOUT_S;
+        if (rc == 0)
+            json_decref (r->body);
+        fmb_log (LOG_INFO,
+                 "%s %s: %s; trying again (%d of %d)",
+                 method,
+                 path,
+                 rc < 0 && error ? error->text : "no answer, or 429 (the broker is busy)",
+                 tries + 1,
+                 BROKER_TRIES);
+        api_keep_clear_away (ag->keep); /* this caller's own retry */
+        sleep_ms (backoff / 2 + (int64_t)(random () % backoff));
+    }
+}
+
 int agent_broker_call (struct agent *ag,
                        const char *method,
                        const char *path,
@@ -34,15 +99,7 @@ int agent_broker_call (struct agent *ag,
 {
     struct api_reply r;
     ag->broker_status = 0;
-    if (api_client_call (&ag->target,
-                         ag->keep,
-                         BROKER_TIMEOUT_S,
-                         method,
-                         path,
-                         body,
-                         NULL,
-                         &r,
-                         error) < 0) {
+    if (call_with_retries (ag, method, path, body, &r, error) < 0) {
         ag->broker_down = true; /* kept reports wait: no second timeout */
         return -1;              /* errno EHOSTUNREACH */
     }

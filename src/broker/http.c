@@ -32,6 +32,10 @@
 #define HTTP_MAX_TARGET   8192
 #define HTTP_MAX_HEADERS  16384
 #define HTTP_MEMORY_LIMIT (64 * 1024)
+/* A TCP connection is a node's, kept open from job to job (10,000 of
+ * them on a full machine): its pool holds one small request's headers
+ * (HTTP_MAX_HEADERS and HTTP_MAX_TARGET fit) and its answer. */
+#define HTTP_TCP_MEMORY_LIMIT (32 * 1024)
 
 struct listener {
     struct http *h;
@@ -403,7 +407,7 @@ static struct MHD_Daemon *start_daemon (struct listener *l, unsigned max_conns)
                              MHD_OPTION_CONNECTION_TIMEOUT,
                              l->tcp ? 0u : (unsigned)HTTP_CONN_TIMEOUT_S,
                              MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                             (size_t)HTTP_MEMORY_LIMIT,
+                             (size_t)(l->tcp ? HTTP_TCP_MEMORY_LIMIT : HTTP_MEMORY_LIMIT),
                              MHD_OPTION_CONNECTION_LIMIT,
                              max_conns + 1, /* our own tables are the real limit */
                              MHD_OPTION_END);

@@ -14,6 +14,7 @@
  * what changes live and what waits for a restart).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -138,6 +139,28 @@ static void run_pass (struct broker *b,
     pass_end (b->pass);
 }
 
+/* After a storm (a full machine's nodes connecting, RUNning, reporting)
+ * the memory its connections and requests took is free but still the
+ * process's: glibc keeps it.  When the loop is about to sleep after many
+ * passes, it is given back to the system.  At most once every few
+ * seconds (a trim walks the heap: a few ms). */
+#define TRIM_AFTER_PASSES 1000
+#define TRIM_EVERY_MS     5000
+
+static void give_back_memory (int timeout_ms)
+{
+    static unsigned passes;
+    static int64_t last_ms;
+    if (++passes < TRIM_AFTER_PASSES || timeout_ms < 500)
+        return;
+    int64_t now = fmb_monotime_ms ();
+    if (now - last_ms < TRIM_EVERY_MS)
+        return;
+    malloc_trim (0);
+    passes = 0;
+    last_ms = now;
+}
+
 /* One pass of the loop: wait at most 'max_ms', handle what is ready,
  * then the periodic work.  Returns false when a stop signal came. */
 static bool loop_once (struct broker *b, int sigfd, int max_ms)
@@ -164,6 +187,7 @@ static bool loop_once (struct broker *b, int sigfd, int max_ms)
         timeout = (int)due;
     if (pass_flush_now (b->pass))
         timeout = 0;
+    give_back_memory (timeout);
     if (poll (fds, (nfds_t)n, timeout) < 0 && errno != EINTR) {
         fmb_log (LOG_ERR, "poll: %s", strerror (errno));
         return false;

@@ -497,6 +497,12 @@ bool api_keep_is_open (struct api_keep *k)
     return true;
 }
 
+void api_keep_clear_away (struct api_keep *k)
+{
+    if (k)
+        k->away_until_ms = 0;
+}
+
 int api_keep_fd (const struct api_keep *k)
 {
     return k ? k->c.fd : -1;

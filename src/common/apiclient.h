@@ -74,6 +74,9 @@ void api_keep_destroy (struct api_keep *k);
 /* Is a connection kept, and not closed by the broker (one that was is
  * let go here)?  The kept TLS session is resumed by the next one. */
 bool api_keep_is_open (struct api_keep *k);
+/* The broker found away is to be tried again now (a caller's own retry,
+ * not the next caller in line). */
+void api_keep_clear_away (struct api_keep *k);
 /* Its descriptor, for poll() (readable: the broker closed it); -1. */
 int api_keep_fd (const struct api_keep *k);
 
