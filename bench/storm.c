@@ -684,6 +684,8 @@ static void start_attempt (struct peer *p);
 static void rm_cycle_done (bool was_run);
 
 /* A node's call is over: count it in the current phase. */
+static void conn_close (struct peer *p);
+
 static void node_done (struct peer *p, bool ok, enum fail f, int status)
 {
     struct phase *ph = cur;
@@ -692,6 +694,11 @@ static void node_done (struct peer *p, bool ok, enum fail f, int status)
         nodes_busy--;
     p->busy = 0;
     call_clear (p);
+    /* cold: the connection goes with its call, as a program run per call
+     * (fmbroker-cxi) closes it, and as a node service's went when the
+     * broker cut it idle: the broker holds only the calls in flight */
+    if (opt.mode == MODE_COLD && p->fd >= 0)
+        conn_close (p);
     if (!ph)
         return;
     ph->calls++;
