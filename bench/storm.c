@@ -64,14 +64,14 @@
 #endif
 
 #define NODES_MAX     1000000
-#define HEAD_MAX      2048             /* an answer's header */
-#define NODE_BODY_MAX 600              /* what a node keeps of an answer's body */
+#define HEAD_MAX      2048 /* an answer's header */
+#define NODE_BODY_MAX 600  /* what a node keeps of an answer's body */
 #define CTL_BODY_MAX  (32 * 1024 * 1024)
-#define WRITE_PIECE   16384            /* one TLS record, as apiclient.c writes */
-#define START_BATCH   256              /* calls started per loop turn */
-#define POLL_MS       50               /* the quarantine poll */
+#define WRITE_PIECE   16384 /* one TLS record, as apiclient.c writes */
+#define START_BATCH   256   /* calls started per loop turn */
+#define POLL_MS       50    /* the quarantine poll */
 #define RM_TIMEOUT_MS 30000
-#define UNIX_RETRY_MS 2                /* a full Unix listen queue: connect again */
+#define UNIX_RETRY_MS 2 /* a full Unix listen queue: connect again */
 
 /* ---- options ------------------------------------------------------- */
 
@@ -119,7 +119,8 @@ static double wall_ms (void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void die (const char *fmt, ...) __attribute__ ((format (printf, 1, 2), noreturn));
+static void die (const char *fmt, ...)
+    __attribute__ ((format (printf, 1, 2), noreturn));
 static void die (const char *fmt, ...)
 {
     va_list ap;
@@ -240,7 +241,15 @@ static struct cpustat host_cpu (void)
         return c;
     if (fscanf (f,
                 "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
-                &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8],
+                &v[0],
+                &v[1],
+                &v[2],
+                &v[3],
+                &v[4],
+                &v[5],
+                &v[6],
+                &v[7],
+                &v[8],
                 &v[9]) >= 8) {
         for (int i = 0; i < 8; i++) /* guest time is inside user time */
             c.total += v[i];
@@ -281,9 +290,10 @@ static void load_node_key (const char *path)
     while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         buf[--n] = '\0';
     if (n != 64 || strspn (buf, "0123456789abcdefABCDEF") != 64)
-        die ("--node-key %s: expected 64 hexadecimal characters (the broker's "
-             "node.key)",
-             path);
+        die (
+            "--node-key %s: expected 64 hexadecimal characters (the broker's "
+            "node.key)",
+            path);
     memcpy (node_key, buf, 65);
 }
 
@@ -454,8 +464,8 @@ enum fail {
     F_DEADLINE,
     F_COUNT
 };
-static const char *const fail_name[F_COUNT] =
-    {"timeout", "refused", "reset", "closed", "tls", "other", "http", "deadline"};
+static const char *const fail_name[F_COUNT] = {
+    "timeout", "refused", "reset", "closed", "tls", "other", "http", "deadline"};
 
 struct peer {
     uint8_t kind, cs, call, tries, reused, stale_used, busy, active, waiting;
@@ -488,7 +498,7 @@ static double g_deadline;
 static bool deadline_hit;
 static unsigned inflight;   /* node attempts running */
 static unsigned nodes_busy; /* node calls not over */
-static unsigned *waitq;   /* nodes waiting for a slot (--concurrency) */
+static unsigned *waitq;     /* nodes waiting for a slot (--concurrency) */
 static unsigned wq_head, wq_tail, wq_cap;
 static unsigned *startq; /* calls to start in batches this phase */
 static unsigned sq_next, sq_len;
@@ -532,7 +542,8 @@ static struct phase ph_base = {.name = "baseline"}, ph_warm = {.name = "warmup"}
                     ph_launch = {.name = "launch"}, ph_end = {.name = "end"};
 static struct phase *cur; /* where completions are counted */
 static char *http_samples[600];
-static unsigned idle_cut_total; /* kept connections the broker closed, in a phase or not */
+static unsigned
+    idle_cut_total; /* kept connections the broker closed, in a phase or not */
 static char fail_sample[F_COUNT][200];
 static double rm_cycle_cpu = -1; /* the broker's CPU per RM RUN+CLEANUP, baseline */
 
@@ -616,7 +627,8 @@ static void set_mask (struct peer *p, uint32_t m)
 {
     if (p->evmask == m || p->fd < 0)
         return;
-    struct epoll_event e = {.events = m, .data.u64 = (uint64_t)p->cseq << 32 | pidx (p)};
+    struct epoll_event e = {.events = m,
+                            .data.u64 = (uint64_t)p->cseq << 32 | pidx (p)};
     int op = !m ? EPOLL_CTL_DEL : p->evmask ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     if (epoll_ctl (ep, op, p->fd, &e) < 0 && op != EPOLL_CTL_DEL)
         die ("epoll_ctl: %s", strerror (errno));
@@ -669,7 +681,8 @@ static enum fail fail_of_errno (int e)
     }
 }
 
-static void note_fail (enum fail f, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+static void note_fail (enum fail f, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
 static void note_fail (enum fail f, const char *fmt, ...)
 {
     if (fail_sample[f][0])
@@ -732,7 +745,9 @@ static void unix_done (struct peer *p, bool ok, enum fail f, int status)
         p->rx->body = NULL;
     }
     if (!ok && f != F_HTTP)
-        note_fail (f, "%s on the socket: %s", p->kind == K_RM ? "RM" : "control",
+        note_fail (f,
+                   "%s on the socket: %s",
+                   p->kind == K_RM ? "RM" : "control",
                    p->err ? strerror (p->err) : fail_name[f]);
     call_clear (p);
     if (p->kind == K_RM)
@@ -939,7 +954,8 @@ static void do_handshake (struct peer *p)
         io_failed (p, fail_of_errno (errno));
     } else if ((e == SSL_ERROR_SYSCALL && !errno) || e == SSL_ERROR_ZERO_RETURN ||
                ERR_GET_REASON (le) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
-        note_fail (F_CLOSED, "the broker closed the connection during the TLS handshake");
+        note_fail (F_CLOSED,
+                   "the broker closed the connection during the TLS handshake");
         io_failed (p, F_CLOSED);
     } else {
         note_fail (F_TLS,
@@ -981,7 +997,8 @@ static void open_conn (struct peer *p)
     p->err = 0;
     p->cseq++;
     if (p->kind == K_NODE) {
-        struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr = node_addr (pidx (p))};
+        struct sockaddr_in src = {.sin_family = AF_INET,
+                                  .sin_addr = node_addr (pidx (p))};
         p->fd = socket (AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (p->fd < 0) {
             p->err = errno;
@@ -1016,7 +1033,8 @@ static void open_conn (struct peer *p)
             close (p->fd);
             p->fd = -1;
             p->cs = CS_NONE;
-            timer_add (now_s () + UNIX_RETRY_MS / 1000.0, pidx (p), p->gen, T_UNIX_AGAIN);
+            timer_add (
+                now_s () + UNIX_RETRY_MS / 1000.0, pidx (p), p->gen, T_UNIX_AGAIN);
             return;
         }
         if (errno != EINPROGRESS) {
@@ -1262,7 +1280,10 @@ static void node_call (struct peer *p, enum call c)
     start_attempt (p);
 }
 
-static void unix_call (struct peer *p, const char *method, const char *path, const char *body)
+static void unix_call (struct peer *p,
+                       const char *method,
+                       const char *path,
+                       const char *body)
 {
     p->call = CALL_UNIX;
     p->busy = 1;
@@ -1275,13 +1296,14 @@ static void unix_call (struct peer *p, const char *method, const char *path, con
     p->hdr = malloc (512 + strlen (path));
     if (!p->hdr)
         die ("out of memory");
-    p->hlen = (size_t)sprintf (p->hdr,
-                               "%s %s HTTP/1.1\r\nHost: fmbroker\r\nConnection: close\r\n"
-                               "Accept: application/json\r\nContent-Type: "
-                               "application/json\r\nContent-Length: %zu\r\n\r\n",
-                               method,
-                               path,
-                               p->blen);
+    p->hlen =
+        (size_t)sprintf (p->hdr,
+                         "%s %s HTTP/1.1\r\nHost: fmbroker\r\nConnection: close\r\n"
+                         "Accept: application/json\r\nContent-Type: "
+                         "application/json\r\nContent-Length: %zu\r\n\r\n",
+                         method,
+                         path,
+                         p->blen);
     start_attempt (p);
 }
 
@@ -1297,7 +1319,7 @@ static struct phase *rm_clean_phase; /* where the CLEANUP in flight started */
 static struct rmrec {
     double t0, t1;
     bool run;
-} *rmrecs;
+} * rmrecs;
 static unsigned rmrec_n, rmrec_cap;
 
 static void rmrec_add (double t0, double t1, bool run)
@@ -1347,8 +1369,12 @@ static void rm_cycle_done (bool was_run)
             else {
                 ph->rm_fail++;
                 if (!ph->rm_err[0])
-                    snprintf (ph->rm_err, sizeof (ph->rm_err), "RUN %.150s: HTTP %d %.100s",
-                              rm_path, rm->status, rm->out ? rm->out : "(no answer)");
+                    snprintf (ph->rm_err,
+                              sizeof (ph->rm_err),
+                              "RUN %.150s: HTTP %d %.100s",
+                              rm_path,
+                              rm->status,
+                              rm->out ? rm->out : "(no answer)");
             }
         }
         /* its CLEANUP at once, whatever the RUN got */
@@ -1378,7 +1404,8 @@ static void fire_timers (void)
         case T_TIMEOUT:
             if (p->gen == tm.gen && (p->busy)) {
                 if (p->kind == K_NODE)
-                    note_fail (F_TIMEOUT, "no answer within --timeout-ms %d", opt.timeout_ms);
+                    note_fail (
+                        F_TIMEOUT, "no answer within --timeout-ms %d", opt.timeout_ms);
                 p->err = ETIMEDOUT;
                 attempt_fail (p, F_TIMEOUT, 0);
             }
@@ -1628,8 +1655,11 @@ static void phase_end (void)
             vni = strtol (v + 1, NULL, 10);
     }
     if (!ctl->ok) {
-        snprintf (ph->release_why, sizeof (ph->release_why), "CLEANUP answered %d: %.120s",
-                  ctl->status, ctl->out ? ctl->out : "(no answer)");
+        snprintf (ph->release_why,
+                  sizeof (ph->release_why),
+                  "CLEANUP answered %d: %.120s",
+                  ctl->status,
+                  ctl->out ? ctl->out : "(no answer)");
     }
     /* every node's report, while the socket is polled for the release */
     sq_call = CALL_REPORT;
@@ -1648,7 +1678,8 @@ static void phase_end (void)
             unix_call (ctl, "GET", path, NULL);
             next_poll = t + POLL_MS / 1000.0;
         }
-        if (ctl->done && ctl->call == CALL_UNIX && !strncmp (ctl->path, "GET /v1/events", 14)) {
+        if (ctl->done && ctl->call == CALL_UNIX &&
+            !strncmp (ctl->path, "GET /v1/events", 14)) {
             ctl->done = false;
             double tm = 0;
             if (ctl->ok && ctl->out) {
@@ -1709,13 +1740,19 @@ static void phase_end (void)
                     cnt /= 2;
                 }
                 ph->waiting_left = cnt;
-                snprintf (ph->release_why, sizeof (ph->release_why),
-                          "VNI %ld still %s, waiting for %ld node(s)", vni, state, cnt);
+                snprintf (ph->release_why,
+                          sizeof (ph->release_why),
+                          "VNI %ld still %s, waiting for %ld node(s)",
+                          vni,
+                          state,
+                          cnt);
             } else {
                 ph->released = 1; /* free, and the event missed by the poll */
                 ph->release_s = -1;
-                snprintf (ph->release_why, sizeof (ph->release_why),
-                          "VNI %ld free when checked after the phase", vni);
+                snprintf (ph->release_why,
+                          sizeof (ph->release_why),
+                          "VNI %ld free when checked after the phase",
+                          vni);
             }
         }
     }
@@ -1751,8 +1788,8 @@ static void http_list (const struct phase *p, char *out, size_t len)
     out[0] = '\0';
     for (int s = 100; s < 600; s++)
         if (p->http[s])
-            n += (size_t)snprintf (out + n, n < len ? len - n : 0, "%s%d:%u", n ? "," : "",
-                                   s, p->http[s]);
+            n += (size_t)snprintf (
+                out + n, n < len ? len - n : 0, "%s%d:%u", n ? "," : "", s, p->http[s]);
     if (!n)
         snprintf (out, len, "-");
 }
@@ -1764,14 +1801,22 @@ static void fails_text (const struct phase *p, char *out, size_t len)
     for (int f = 0; f < F_COUNT; f++) {
         if (!p->fail[f] || f == F_HTTP)
             continue;
-        n += (size_t)snprintf (out + n, n < len ? len - n : 0, "%s%s %u", n ? ", " : "",
-                               fail_name[f], p->fail[f]);
+        n += (size_t)snprintf (out + n,
+                               n < len ? len - n : 0,
+                               "%s%s %u",
+                               n ? ", " : "",
+                               fail_name[f],
+                               p->fail[f]);
     }
     if (p->fail[F_HTTP]) {
         for (int s = 100; s < 600; s++)
             if (p->http[s])
-                n += (size_t)snprintf (out + n, n < len ? len - n : 0, "%sHTTP %d x%u",
-                                       n ? ", " : "", s, p->http[s]);
+                n += (size_t)snprintf (out + n,
+                                       n < len ? len - n : 0,
+                                       "%sHTTP %d x%u",
+                                       n ? ", " : "",
+                                       s,
+                                       p->http[s]);
     }
     if (!n)
         snprintf (out, len, "none");
@@ -1785,12 +1830,13 @@ static void report (struct phase *p, unsigned handshakes_for_cpu)
     double g = p->gcpu1 - p->gcpu0;
     unsigned n = p->lat.n;
     qsort (p->lat.v, n, sizeof (double), cmp_double);
-    double p50 = quantile (p->lat.v, n, 0.5, true), p99 = quantile (p->lat.v, n, 0.99, true),
-           mx = n ? p->lat.v[n - 1] : 0;
+    double p50 = quantile (p->lat.v, n, 0.5, true),
+           p99 = quantile (p->lat.v, n, 0.99, true), mx = n ? p->lat.v[n - 1] : 0;
     unsigned rn = p->rm_lat.n;
     qsort (p->rm_lat.v, rn, sizeof (double), cmp_double);
     double r50 = quantile (p->rm_lat.v, rn, 0.5, true),
-           r99 = quantile (p->rm_lat.v, rn, 0.99, true), rmx = rn ? p->rm_lat.v[rn - 1] : 0;
+           r99 = quantile (p->rm_lat.v, rn, 0.99, true),
+           rmx = rn ? p->rm_lat.v[rn - 1] : 0;
     double c99 = quantile (p->rm_clean.v, p->rm_clean.n, 0.99, false);
     bool lrun;
     double longest = rm_longest (p, &lrun);
@@ -1804,92 +1850,185 @@ static void report (struct phase *p, unsigned handshakes_for_cpu)
     printf ("\n== %s: %.2f s%s\n", p->name, wall, p->skipped ? " (skipped)" : "");
     if (p->skipped) {
         printf ("   skipped: %s\n", p->skip_why);
-        printf ("STORM phase=%s mode=%s form=%s nodes=%u skipped=1\n", p->name,
+        printf ("STORM phase=%s mode=%s form=%s nodes=%u skipped=1\n",
+                p->name,
                 opt.mode == MODE_WARM ? "warm" : "cold",
-                opt.form == FORM_ARRAY ? "array" : "hostlist", opt.nodes);
+                opt.form == FORM_ARRAY ? "array" : "hostlist",
+                opt.nodes);
         return;
     }
     if (nodes && !p->skipped) {
-        printf ("   nodes: %u of %u answered (2xx), %u failed: %s\n", p->ok, opt.nodes,
-                p->failed, fl);
+        printf ("   nodes: %u of %u answered (2xx), %u failed: %s\n",
+                p->ok,
+                opt.nodes,
+                p->failed,
+                fl);
         if (p->tmo_stage[0] + p->tmo_stage[1] + p->tmo_stage[2])
-            printf ("   attempts that timed out: while connecting %u, in the TLS handshake %u, "
-                    "waiting for the answer %u\n",
-                    p->tmo_stage[0], p->tmo_stage[1], p->tmo_stage[2]);
-        printf ("   time to the last answer %.3f s%s; per node p50 %.1f ms, p99 %.1f ms, "
-                "max %.1f ms\n",
-                p->t_last_ok,
-                p->ok == opt.nodes ? " (every node answered)" : " (not every node answered)",
-                p50, p99, mx);
-        printf ("   attempts %u (retries %u), TLS handshakes %u, kept connections found "
-                "closed %u, cut while idle %u\n",
-                p->attempts, p->retried, p->handshakes, p->stale, p->idle_cut);
+            printf (
+                "   attempts that timed out: while connecting %u, in the TLS handshake "
+                "%u, "
+                "waiting for the answer %u\n",
+                p->tmo_stage[0],
+                p->tmo_stage[1],
+                p->tmo_stage[2]);
+        printf (
+            "   time to the last answer %.3f s%s; per node p50 %.1f ms, p99 %.1f ms, "
+            "max %.1f ms\n",
+            p->t_last_ok,
+            p->ok == opt.nodes ? " (every node answered)"
+                               : " (not every node answered)",
+            p50,
+            p99,
+            mx);
+        printf (
+            "   attempts %u (retries %u), TLS handshakes %u, kept connections found "
+            "closed %u, cut while idle %u\n",
+            p->attempts,
+            p->retried,
+            p->handshakes,
+            p->stale,
+            p->idle_cut);
     }
     if (p == &ph_launch && p->hwcoll[0])
-        printf ("   the job: created %.3f s after the launch began, last updated (its "
-                "reservation's outcome, hwcoll %s) at %.3f s\n",
-                p->job_created_s, p->hwcoll, p->job_updated_s);
+        printf (
+            "   the job: created %.3f s after the launch began, last updated (its "
+            "reservation's outcome, hwcoll %s) at %.3f s\n",
+            p->job_created_s,
+            p->hwcoll,
+            p->job_updated_s);
     if (p == &ph_end) {
-        printf ("   CLEANUP on the socket: HTTP %d in %.1f ms\n", p->cleanup_status,
+        printf ("   CLEANUP on the socket: HTTP %d in %.1f ms\n",
+                p->cleanup_status,
                 p->cleanup_ms);
         if (p->released == 1 && p->release_s >= 0)
-            printf ("   VNIs out of quarantine %.3f s after the CLEANUP began (seen by the "
-                    "50 ms poll; the broker's event %.3f s), %.3f s after the last report\n",
-                    p->release_s, p->release_event_s, p->release_after_last_s);
+            printf (
+                "   VNIs out of quarantine %.3f s after the CLEANUP began (seen by the "
+                "50 ms poll; the broker's event %.3f s), %.3f s after the last "
+                "report\n",
+                p->release_s,
+                p->release_event_s,
+                p->release_after_last_s);
         else if (p->released == 1)
             printf ("   VNIs out of quarantine: %s\n", p->release_why);
         else
-            printf ("   VNIs NOT out of quarantine %.1f s after the CLEANUP: %s\n", wall,
+            printf ("   VNIs NOT out of quarantine %.1f s after the CLEANUP: %s\n",
+                    wall,
                     p->release_why[0] ? p->release_why : "no vni_released event");
     }
-    printf ("   RM on the socket: %u RUNs, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %u "
-            "failed; CLEANUP p99 %.1f ms; its longest call overlapping the phase %.1f ms (a "
-            "%s)%s%s\n",
-            rn, r50, r99, rmx, p->rm_fail, c99, longest, lrun ? "RUN" : "CLEANUP",
-            p->rm_err[0] ? "; first failure: " : "", p->rm_err);
+    printf (
+        "   RM on the socket: %u RUNs, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %u "
+        "failed; CLEANUP p99 %.1f ms; its longest call overlapping the phase %.1f ms "
+        "(a "
+        "%s)%s%s\n",
+        rn,
+        r50,
+        r99,
+        rmx,
+        p->rm_fail,
+        c99,
+        longest,
+        lrun ? "RUN" : "CLEANUP",
+        p->rm_err[0] ? "; first failure: " : "",
+        p->rm_err);
     if (b >= 0)
-        printf ("   broker CPU %.2f s (%.2f s net of the RM's %u cycles); peak RSS %.1f "
-                "MiB, RSS after %.1f MiB\n",
-                b, bn, p->rm_cycles, p->hwm / 1024.0, p->rss / 1024.0);
+        printf (
+            "   broker CPU %.2f s (%.2f s net of the RM's %u cycles); peak RSS %.1f "
+            "MiB, RSS after %.1f MiB\n",
+            b,
+            bn,
+            p->rm_cycles,
+            p->hwm / 1024.0,
+            p->rss / 1024.0);
     if (per_call >= 0 && p != &ph_warm)
-        printf ("   broker CPU per node call %.3f ms%s\n", per_call,
+        printf ("   broker CPU per node call %.3f ms%s\n",
+                per_call,
                 p->handshakes && p != &ph_warm ? " (its TLS handshake included)" : "");
     if (per_hs >= 0)
         printf ("   broker CPU per TLS handshake %.3f ms\n", per_hs);
-    printf ("   generator CPU %.2f s (%.0f%% of one core: near 100%% it is the bottleneck); "
-            "host steal %.1f%%\n",
-            g, wall > 0 ? 100 * g / wall : 0, steal_pct (p));
+    printf (
+        "   generator CPU %.2f s (%.0f%% of one core: near 100%% it is the "
+        "bottleneck); "
+        "host steal %.1f%%\n",
+        g,
+        wall > 0 ? 100 * g / wall : 0,
+        steal_pct (p));
     if (p == &ph_base && rm_cycle_cpu >= 0)
-        printf ("   broker CPU per RM cycle (RUN + CLEANUP) %.3f ms\n", rm_cycle_cpu * 1000);
+        printf ("   broker CPU per RM cycle (RUN + CLEANUP) %.3f ms\n",
+                rm_cycle_cpu * 1000);
 
-    printf ("STORM phase=%s mode=%s form=%s nodes=%u skipped=%d wall_s=%.3f calls=%u "
-            "answered=%u failed=%u",
-            p->name, opt.mode == MODE_WARM ? "warm" : "cold",
-            opt.form == FORM_ARRAY ? "array" : "hostlist", opt.nodes, p->skipped, wall,
-            p->calls, p->ok, p->failed);
+    printf (
+        "STORM phase=%s mode=%s form=%s nodes=%u skipped=%d wall_s=%.3f calls=%u "
+        "answered=%u failed=%u",
+        p->name,
+        opt.mode == MODE_WARM ? "warm" : "cold",
+        opt.form == FORM_ARRAY ? "array" : "hostlist",
+        opt.nodes,
+        p->skipped,
+        wall,
+        p->calls,
+        p->ok,
+        p->failed);
     for (int f = 0; f < F_COUNT; f++)
         printf (" f_%s=%u", fail_name[f], p->fail[f]);
-    printf (" http=%s tmo_connect=%u tmo_tls=%u tmo_answer=%u t_last_ok_s=%.3f "
-            "t_last_s=%.3f p50_ms=%.1f p99_ms=%.1f max_ms=%.1f attempts=%u retries=%u "
-            "handshakes=%u stale=%u idle_cut=%u rm_runs=%u rm_failed=%u rm_p50_ms=%.1f "
-            "rm_p99_ms=%.1f rm_max_ms=%.1f rm_clean_p99_ms=%.1f rm_longest_ms=%.1f rm_cycles=%u "
-            "broker_cpu_s=%.3f broker_cpu_net_s=%.3f cpu_per_call_ms=%.3f "
-            "cpu_per_handshake_ms=%.3f hwm_kib=%ld rss_kib=%ld gen_cpu_s=%.3f gen_busy_pct=%.0f "
-            "steal_pct=%.1f",
-            hl, p->tmo_stage[0], p->tmo_stage[1], p->tmo_stage[2], p->t_last_ok, p->t_last,
-            p50, p99, mx, p->attempts, p->retried, p->handshakes, p->stale, p->idle_cut, rn,
-            p->rm_fail, r50, r99, rmx, c99, longest, p->rm_cycles, b, bn, per_call, per_hs, p->hwm,
-            p->rss, g, wall > 0 ? 100 * g / wall : 0, steal_pct (p));
+    printf (
+        " http=%s tmo_connect=%u tmo_tls=%u tmo_answer=%u t_last_ok_s=%.3f "
+        "t_last_s=%.3f p50_ms=%.1f p99_ms=%.1f max_ms=%.1f attempts=%u retries=%u "
+        "handshakes=%u stale=%u idle_cut=%u rm_runs=%u rm_failed=%u rm_p50_ms=%.1f "
+        "rm_p99_ms=%.1f rm_max_ms=%.1f rm_clean_p99_ms=%.1f rm_longest_ms=%.1f "
+        "rm_cycles=%u "
+        "broker_cpu_s=%.3f broker_cpu_net_s=%.3f cpu_per_call_ms=%.3f "
+        "cpu_per_handshake_ms=%.3f hwm_kib=%ld rss_kib=%ld gen_cpu_s=%.3f "
+        "gen_busy_pct=%.0f "
+        "steal_pct=%.1f",
+        hl,
+        p->tmo_stage[0],
+        p->tmo_stage[1],
+        p->tmo_stage[2],
+        p->t_last_ok,
+        p->t_last,
+        p50,
+        p99,
+        mx,
+        p->attempts,
+        p->retried,
+        p->handshakes,
+        p->stale,
+        p->idle_cut,
+        rn,
+        p->rm_fail,
+        r50,
+        r99,
+        rmx,
+        c99,
+        longest,
+        p->rm_cycles,
+        b,
+        bn,
+        per_call,
+        per_hs,
+        p->hwm,
+        p->rss,
+        g,
+        wall > 0 ? 100 * g / wall : 0,
+        steal_pct (p));
     if (p == &ph_end)
-        printf (" cleanup_ms=%.1f cleanup_status=%d released=%d release_s=%.3f "
-                "release_event_s=%.3f release_after_last_s=%.3f waiting_left=%ld",
-                p->cleanup_ms, p->cleanup_status, p->released, p->release_s,
-                p->release_event_s, p->release_after_last_s, p->waiting_left);
+        printf (
+            " cleanup_ms=%.1f cleanup_status=%d released=%d release_s=%.3f "
+            "release_event_s=%.3f release_after_last_s=%.3f waiting_left=%ld",
+            p->cleanup_ms,
+            p->cleanup_status,
+            p->released,
+            p->release_s,
+            p->release_event_s,
+            p->release_after_last_s,
+            p->waiting_left);
     if (p == &ph_base)
         printf (" rm_cycle_cpu_ms=%.3f", rm_cycle_cpu * 1000);
     if (p == &ph_launch)
-        printf (" job_created_s=%.3f job_updated_s=%.3f hwcoll=%s", p->job_created_s,
-                p->job_updated_s, p->hwcoll[0] ? p->hwcoll : "-");
+        printf (" job_created_s=%.3f job_updated_s=%.3f hwcoll=%s",
+                p->job_created_s,
+                p->job_updated_s,
+                p->hwcoll[0] ? p->hwcoll : "-");
     printf ("\n");
 }
 
@@ -1898,17 +2037,21 @@ static void report (struct phase *p, unsigned handshakes_for_cpu)
 static void usage (int st)
 {
     fputs (
-        "Usage: fmb-storm --url https://127.0.0.1:PORT --ca FILE --node-key FILE --socket "
+        "Usage: fmb-storm --url https://127.0.0.1:PORT --ca FILE --node-key FILE "
+        "--socket "
         "PATH\n"
         "                 [--nodes N] [--name-prefix nid] [--name-width 5] [--job ID] "
         "[--uid U]\n"
-        "                 [--mode cold|warm] [--nodes-form array|hostlist] [--timeout-ms "
+        "                 [--mode cold|warm] [--nodes-form array|hostlist] "
+        "[--timeout-ms "
         "5000]\n"
         "                 [--retries 0] [--backoff-ms 250] [--concurrency 0 (all)]\n"
         "                 [--rm-interval-ms 20] [--broker-pid PID] [--deadline-s 120]\n"
-        "                 [--baseline-ms 2000] [--gap-ms 1000] [--release-wait-ms 10000]\n"
+        "                 [--baseline-ms 2000] [--gap-ms 1000] [--release-wait-ms "
+        "10000]\n"
         "                 [--spread-ms 0]\n"
-        "N emulated compute nodes, each with its own 127.x.y.z address and node token,\n"
+        "N emulated compute nodes, each with its own 127.x.y.z address and node "
+        "token,\n"
         "RUN a job over TLS and report its end, while an RM RUNs small jobs on the\n"
         "socket; see the head of bench/storm.c.\n",
         st ? stderr : stdout);
@@ -1921,7 +2064,8 @@ static long num_arg (const char *name, const char *v, long lo, long hi)
     errno = 0;
     long n = strtol (v, &end, 10);
     if (errno || *end || end == v || n < lo || n > hi) {
-        fprintf (stderr, "fmb-storm: %s: expected a number from %ld to %ld\n", name, lo, hi);
+        fprintf (
+            stderr, "fmb-storm: %s: expected a number from %ld to %ld\n", name, lo, hi);
         exit (2);
     }
     return n;
@@ -2052,13 +2196,17 @@ static void parse_args (int argc, char **argv)
         digits++;
     if (digits > opt.width) {
         if (width_given)
-            fprintf (stderr, "fmb-storm: --name-width %u is too small for %u nodes: %u\n",
-                     opt.width, opt.nodes, digits);
+            fprintf (stderr,
+                     "fmb-storm: --name-width %u is too small for %u nodes: %u\n",
+                     opt.width,
+                     opt.nodes,
+                     digits);
         opt.width = digits;
     }
-    if (strlen (opt.job) > 100 || strspn (opt.job,
-                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw"
-                                          "xyz0123456789._-") != strlen (opt.job))
+    if (strlen (opt.job) > 100 ||
+        strspn (opt.job,
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw"
+                "xyz0123456789._-") != strlen (opt.job))
         die ("--job: [A-Za-z0-9._-], at most 100 characters");
     /* https://HOST:PORT */
     const char *h = !strncmp (opt.url, "https://", 8) ? opt.url + 8 : NULL;
@@ -2067,7 +2215,9 @@ static void parse_args (int argc, char **argv)
         die ("--url: expected https://HOST:PORT");
     memcpy (opt.host, h, (size_t)(colon - h));
     opt.host[colon - h] = '\0';
-    opt.port = (int)num_arg ("--url's port", strtok (strdup (colon + 1), "/"), 1, 65535);
+    char port[16];
+    snprintf (port, sizeof (port), "%.*s", (int)strcspn (colon + 1, "/"), colon + 1);
+    opt.port = (int)num_arg ("--url's port", port, 1, 65535);
     snprintf (opt.hostport, sizeof (opt.hostport), "%s:%d", opt.host, opt.port);
     dst.sin_family = AF_INET;
     dst.sin_port = htons ((uint16_t)opt.port);
@@ -2092,13 +2242,20 @@ static void build_bodies (void)
         node_name (0, name, sizeof (name));
         n += (size_t)snprintf (b + n, cap - n, "\"%s\"", name);
     } else
-        n += (size_t)snprintf (b + n, cap - n, "\"%s[%0*u-%0*u]\"", opt.prefix,
-                               (int)opt.width, 1u, (int)opt.width, opt.nodes);
+        n += (size_t)snprintf (b + n,
+                               cap - n,
+                               "\"%s[%0*u-%0*u]\"",
+                               opt.prefix,
+                               (int)opt.width,
+                               1u,
+                               (int)opt.width,
+                               opt.nodes);
     n += (size_t)snprintf (b + n, cap - n, ",\"hwcoll\":\"auto\"}");
     run_body = b;
     run_body_len = n;
     report_body_len = strlen (report_body);
-    snprintf (rm_body, sizeof (rm_body),
+    snprintf (rm_body,
+              sizeof (rm_body),
               "{\"uid\":%lu,\"nodes\":[\"rmnode\"],\"hwcoll\":\"off\",\"vni_count\":1}",
               opt.uid);
 }
@@ -2112,9 +2269,10 @@ static void setup_tls (void)
     SSL_CTX_set_verify (tls, SSL_VERIFY_PEER, NULL);
     /* each node its own process in reality: no session is resumed */
     SSL_CTX_set_session_cache_mode (tls, SSL_SESS_CACHE_OFF);
-    SSL_CTX_set_mode (tls, SSL_MODE_ENABLE_PARTIAL_WRITE |
-                               SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-                               SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_mode (tls,
+                      SSL_MODE_ENABLE_PARTIAL_WRITE |
+                          SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                          SSL_MODE_RELEASE_BUFFERS);
     if (SSL_CTX_load_verify_locations (tls, opt.ca, NULL) != 1)
         die ("--ca %s: %s", opt.ca, ERR_error_string (ERR_get_error (), NULL));
 }
@@ -2137,7 +2295,8 @@ int main (int argc, char **argv)
         fprintf (stderr,
                  "fmb-storm: warning: the file limit (%lu) is below the nodes' %u "
                  "connections: raise ulimit -n\n",
-                 (unsigned long)rl.rlim_cur, opt.nodes);
+                 (unsigned long)rl.rlim_cur,
+                 opt.nodes);
     load_node_key (opt.node_key);
     build_bodies ();
     setup_tls ();
@@ -2160,37 +2319,52 @@ int main (int argc, char **argv)
     char first[96], last[96];
     node_name (0, first, sizeof (first));
     node_name (opt.nodes - 1, last, sizeof (last));
-    printf ("fmb-storm: %u nodes (%s..%s, 127.1.0.1..), job %s, uid %lu, %s mode, nodes "
-            "as %s (RUN body %zu bytes), timeout %d ms, retries %d, concurrency %s, RM "
-            "every %d ms, deadline %d s\n",
-            opt.nodes, first, last, opt.job, opt.uid,
-            opt.mode == MODE_WARM ? "warm" : "cold",
-            opt.form == FORM_ARRAY ? "a JSON array" : "a hostlist string", run_body_len,
-            opt.timeout_ms, opt.retries,
-            opt.concurrency ? "capped" : "all", opt.rm_interval_ms, opt.deadline_s);
+    printf (
+        "fmb-storm: %u nodes (%s..%s, 127.1.0.1..), job %s, uid %lu, %s mode, nodes "
+        "as %s (RUN body %zu bytes), timeout %d ms, retries %d, concurrency %s, RM "
+        "every %d ms, deadline %d s\n",
+        opt.nodes,
+        first,
+        last,
+        opt.job,
+        opt.uid,
+        opt.mode == MODE_WARM ? "warm" : "cold",
+        opt.form == FORM_ARRAY ? "a JSON array" : "a hostlist string",
+        run_body_len,
+        opt.timeout_ms,
+        opt.retries,
+        opt.concurrency ? "capped" : "all",
+        opt.rm_interval_ms,
+        opt.deadline_s);
     if (!opt.broker_pid)
         printf ("fmb-storm: no --broker-pid: no broker CPU or memory figures\n");
 
     /* the socket answers, and one node's TLS call does */
     if (!ctl_sync ("GET", "/v1/health", NULL) && ctl->status != 503)
-        die ("the broker's socket %s does not answer GET /v1/health (%s)", opt.sock,
+        die ("the broker's socket %s does not answer GET /v1/health (%s)",
+             opt.sock,
              ctl->status ? "an HTTP error" : fail_sample[F_OTHER]);
     node_call (&peers[0], CALL_PROBE);
-    for (unsigned long turn = 0; peers[0].busy && turn < 1000000UL && !deadline_hit; turn++)
+    for (unsigned long turn = 0; peers[0].busy && turn < 1000000UL && !deadline_hit;
+         turn++)
         loop_once (50);
     conn_close (&peers[0]);
     if (!cur) { /* the probe counted nowhere; its outcome from the samples */
         bool bad = false;
         for (int f = 0; f < F_COUNT; f++)
             if (fail_sample[f][0]) {
-                fprintf (stderr, "fmb-storm: a node's TLS call to %s failed: %s\n",
-                         opt.url, fail_sample[f]);
+                fprintf (stderr,
+                         "fmb-storm: a node's TLS call to %s failed: %s\n",
+                         opt.url,
+                         fail_sample[f]);
                 bad = true;
             }
         for (int s = 400; s < 600; s++)
             if (http_samples[s] && s != 503) {
-                fprintf (stderr, "fmb-storm: a node's GET /v1/health over TLS: HTTP %d %s\n",
-                         s, http_samples[s]);
+                fprintf (stderr,
+                         "fmb-storm: a node's GET /v1/health over TLS: HTTP %d %s\n",
+                         s,
+                         http_samples[s]);
                 bad = true;
             }
         if (bad)
@@ -2238,12 +2412,14 @@ int main (int argc, char **argv)
     if (ph_launch.ok == 0) {
         ph_end.on = true;
         ph_end.skipped = true;
-        snprintf (ph_end.skip_why, sizeof (ph_end.skip_why),
+        snprintf (ph_end.skip_why,
+                  sizeof (ph_end.skip_why),
                   "no node's RUN succeeded, so there is no job to end");
     } else if (deadline_hit) {
         ph_end.on = true;
         ph_end.skipped = true;
-        snprintf (ph_end.skip_why, sizeof (ph_end.skip_why),
+        snprintf (ph_end.skip_why,
+                  sizeof (ph_end.skip_why),
                   "the --deadline-s was reached during the launch");
     } else {
         /* the job runs: a cold node's connection is gone by its end (the
@@ -2264,12 +2440,15 @@ int main (int argc, char **argv)
         dvec_push (&rm_phase->rm_lat, waited);
         rmrec_add (rm->call_t0, now_s (), true);
         if (!rm_phase->rm_err[0])
-            snprintf (rm_phase->rm_err, sizeof (rm_phase->rm_err),
-                      "a RUN still unanswered at the deadline after %.0f ms (counted so)",
-                      waited);
+            snprintf (
+                rm_phase->rm_err,
+                sizeof (rm_phase->rm_err),
+                "a RUN still unanswered at the deadline after %.0f ms (counted so)",
+                waited);
     }
 
-    printf ("\nfmb-storm: %u nodes, %s, nodes as %s%s\n", opt.nodes,
+    printf ("\nfmb-storm: %u nodes, %s, nodes as %s%s\n",
+            opt.nodes,
             opt.mode == MODE_WARM ? "warm" : "cold",
             opt.form == FORM_ARRAY ? "a JSON array" : "a hostlist string",
             deadline_hit ? " -- the --deadline-s was reached: calls still open were "
@@ -2287,15 +2466,23 @@ int main (int argc, char **argv)
         if (http_samples[s])
             printf ("first HTTP %d answer: %.300s\n", s, http_samples[s]);
     if (opt.form == FORM_HOSTLIST && ph_launch.http[400])
-        printf ("NOTE: the broker refused the RUN with the node list as a hostlist string "
-                "(HTTP 400 x%u): this broker takes \"nodes\" only as a JSON array; the "
-                "hostlist form needs the broker change that accepts it\n",
-                ph_launch.http[400]);
+        printf (
+            "NOTE: the broker refused the RUN with the node list as a hostlist string "
+            "(HTTP 400 x%u): this broker takes \"nodes\" only as a JSON array; the "
+            "hostlist form needs the broker change that accepts it\n",
+            ph_launch.http[400]);
     struct rusage ru;
     getrusage (RUSAGE_SELF, &ru);
-    printf ("STORM phase=total nodes=%u mode=%s wall_s=%.3f gen_cpu_s=%.3f gen_maxrss_kib=%ld "
-            "deadline_hit=%d idle_cut_total=%u\n",
-            opt.nodes, opt.mode == MODE_WARM ? "warm" : "cold", now_s () - t_start,
-            self_cpu_s (), ru.ru_maxrss, deadline_hit, idle_cut_total);
+    printf (
+        "STORM phase=total nodes=%u mode=%s wall_s=%.3f gen_cpu_s=%.3f "
+        "gen_maxrss_kib=%ld "
+        "deadline_hit=%d idle_cut_total=%u\n",
+        opt.nodes,
+        opt.mode == MODE_WARM ? "warm" : "cold",
+        now_s () - t_start,
+        self_cpu_s (),
+        ru.ru_maxrss,
+        deadline_hit,
+        idle_cut_total);
     return 0;
 }
