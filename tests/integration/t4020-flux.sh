@@ -78,7 +78,9 @@ expect_ok 'broker down under fail_closed: a fatal exception with the reason, no 
     id=$(submit -N2 -n2) && wait_job "$id" &&
     ! flux_as_owner flux job status "$id" &&
     flux_as_owner flux job eventlog "$id" | grep "exception" | grep "type=\"fmbroker\"" | tee "$T/exc" &&
-    grep -q "no VNI isolation for this job" "$T/exc" && grep -q "api.sock" "$T/exc" &&
+    grep -q "no VNI isolation for this job: the fabric broker could not be reached" "$T/exc" &&
+    ! grep -q -e "api.sock" -e "is fmbrokerd running" "$T/exc" &&
+    flux_as_owner flux dmesg | grep "RUN at fmbrokerd failed" | grep -q "api.sock" &&
     ! drained
 '
 expect_ok 'the broker back: jobs run again' '
