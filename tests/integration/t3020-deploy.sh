@@ -29,7 +29,7 @@ expect_ok 'tmpfiles makes the job records'"'"' directory as the agent does (0755
 expect_ok 'the unit is hardened: notify, watchdog, own user, no capabilities, no core dumps, a file limit' '
     for l in Type=notify WatchdogSec= User=fmbroker StateDirectory=fmbroker RuntimeDirectory=fmbroker \
              ConfigurationDirectory=fmbroker ProtectSystem=strict NoNewPrivileges=yes "CapabilityBoundingSet=$" \
-             LimitCORE=0 LimitNOFILE=65536 ; do grep -q "^$l" "$src/deploy/fmbrokerd.service" || { echo "missing $l"; return 1; }; done
+             LimitCORE=0 LimitNOFILE=131072 ; do grep -q "^$l" "$src/deploy/fmbrokerd.service" || { echo "missing $l"; return 1; }; done
 '
 expect_ok 'cpack builds two .debs with the libraries they link as dependencies' '
     (cd "$FMB_BIN/.." && cpack -G DEB -B "$T/pkg" >/dev/null) &&
