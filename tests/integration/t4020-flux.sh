@@ -178,4 +178,15 @@ expect_ok 'flux batch inside flux batch: sub-jobs inherit the fabric, each one'"
     rm_call GET "/v1/jobs/$j" | jq -e ".state == \"active\"" &&
     touch "$T/home/stop" && wait_job "$id" && wait_for 100 0.1 mockfm_lacks_job "c1-$j"
 '
+# A site set up per Flux's admin guide has its own system.toml with a
+# [job-manager] plugins array; Flux replaces arrays across conf.d files.
+expect_ok 'a system.toml with its own [job-manager] plugins array: said at the instance'"'"'s start with the fix, and a job fails at once with it' '
+    flux_stop && printf "[job-manager]\nplugins = [ { load = \"perilog.so\" } ]\n" >"$FD/conf/system.toml" &&
+    chmod 644 "$FD/conf/system.toml" && flux_start &&
+    flux_as_owner flux dmesg | grep "rc1" | grep -q "fmbroker.so is not loaded in the system instance.s job-manager" &&
+    t0=$(ms_now) && id=$(submit -N1 -n1) && wait_job "$id" && ! flux_as_owner flux job status "$id" &&
+    flux_as_owner flux job eventlog "$id" | grep exception | grep -q "fmbroker.so is not loaded" &&
+    echo "the job failed $(($(ms_now) - t0)) ms after its submission" && test $(($(ms_now) - t0)) -lt 20000 &&
+    rm -f "$FD/conf/system.toml" && flux_stop && flux_start
+'
 done_testing
