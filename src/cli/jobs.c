@@ -247,7 +247,8 @@ int cmd_jobs (struct cli *cli, int argc, char **argv)
             fprintf (stderr, "fmbroker: out of memory\n");
         if (json_object_get (r, "next_after"))
             fprintf (stderr,
-                     "(more: a larger --limit, or the API's after=%s)\n",
+                     "fmbroker: jobs: more jobs than --limit: a larger --limit, "
+                     "or the API's after=%s\n",
                      cli_str (r, "next_after"));
     }
     json_decref (r);
