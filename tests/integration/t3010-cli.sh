@@ -48,6 +48,8 @@ expect_ok 'jobs: a table, filters, and --json' '
 '
 expect_ok 'job show and job release' '
     fmb job show 42 | grep -q "^hwcoll: reserved (FM job c1-42" &&
+    fmb job show 43 | grep -q "^hwcoll: not_eligible (no FM job): job has 1 node" &&
+    ! fmb job show 43 | grep -q "c1-43" &&
     fmb job show 42 | grep -qx "  FI_CXI_COLL_MCAST_TOKEN=(hidden; --json shows it)" &&
     fmb --json job show 42 | jq -e ".env.FI_CXI_COLL_MCAST_TOKEN | test(\"^[0-9a-f]{32,}$\")" &&
     fmb job show 42 | grep -q "VNIs .*, TCs 0x4$" &&
