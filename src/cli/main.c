@@ -159,7 +159,8 @@ static void usage (FILE *f)
     fprintf (
         f,
         "\nOptions:\n"
-        "  -c, --config FILE         configuration (default " FMB_CONFIG_PATH ")\n"
+        "  -c, --config FILE         configuration (default " FMB_CONFIG_PATH
+        ")\n"
         "  -s, --socket PATH         the broker's socket (default [api] socket)\n"
         "  -b, --broker-url URL[,URL...]  replaces [api] broker_url\n"
         "  -j, --json                the broker's JSON, for scripts (also after "
