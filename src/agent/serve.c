@@ -329,8 +329,8 @@ static void warm (struct agent *ag, struct deferred *d)
     if (d->local_broker)
         return;
     if (!api_keep_is_open (ag->keep)) {
-        if (!d->warm_at_ms)
-            d->warm_at_ms = fmb_monotime_ms () + jittered (WARM_SPREAD_MS);
+        if (!d->warm_at_ms) /* a moment of this node's within the window */
+            d->warm_at_ms = fmb_monotime_ms () + (int64_t)(random () % WARM_SPREAD_MS);
         if (fmb_monotime_ms () < d->warm_at_ms)
             return;
     }
@@ -347,6 +347,8 @@ static void warm (struct agent *ag, struct deferred *d)
     else if (run->target.url &&
              agent_broker_call (run, "GET", "/v1/health", NULL, NULL, &e) < 0)
         fmb_log (LOG_INFO, "the broker's connection, opened ahead of jobs: %s", e.text);
+    else
+        fmb_log (LOG_DEBUG, "the broker's connection opened ahead of jobs");
     api_target_clear (&run->target);
     free (run);
 }
@@ -639,7 +641,7 @@ int cmd_serve (struct agent *ag, serve_run_fn run_hook)
         LOG_NOTICE, "serving job setups, prologs, epilogs and step ends on %s", path);
     static struct deferred d; /* large: not on the stack */
     srandom ((unsigned)(fmb_monotime_ms () ^ (getpid () << 16)));
-    d.warm_at_ms = fmb_monotime_ms () + jittered (WARM_SPREAD_MS / 10);
+    d.warm_at_ms = fmb_monotime_ms () + (int64_t)(random () % (WARM_SPREAD_MS / 10));
     schedule_retry (&d, reports_kept (ag)); /* kept before a restart */
     while (!stopping) {
         /* callers, and the kept connection: readable when the broker

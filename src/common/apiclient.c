@@ -485,12 +485,36 @@ void api_keep_destroy (struct api_keep *k)
     }
 }
 
+/* Is an idle connection still open?  Readable is not closed: a TLS 1.3
+ * server may send its session tickets after its first answer; those
+ * records are read (and kept by OpenSSL) here.  End of file, an error,
+ * or bytes of an answer nobody asked for: closed. */
+static bool conn_still_open (struct conn *c)
+{
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    char b;
+    if (c->fd < 0)
+        return false;
+    if (poll (&p, 1, 0) == 0)
+        return true;
+    if (!c->ssl || (p.revents & (POLLERR | POLLHUP)))
+        return false;
+    int flags = fcntl (c->fd, F_GETFL);
+    if (flags < 0 || fcntl (c->fd, F_SETFL, flags | O_NONBLOCK) < 0)
+        return false;
+    ERR_clear_error ();
+    int r = SSL_read (c->ssl, &b, 1);
+    int err = SSL_get_error (c->ssl, r);
+    ERR_clear_error ();
+    (void)fcntl (c->fd, F_SETFL, flags);
+    return r <= 0 && err == SSL_ERROR_WANT_READ;
+}
+
 bool api_keep_is_open (struct api_keep *k)
 {
-    struct pollfd p = {.fd = k ? k->c.fd : -1, .events = POLLIN};
     if (!k || k->c.fd < 0)
         return false;
-    if (poll (&p, 1, 0) != 0) { /* closed by the broker (or garbage): gone */
+    if (!conn_still_open (&k->c)) { /* closed by the broker (or garbage): gone */
         conn_close (&k->c);
         return false;
     }
@@ -513,10 +537,9 @@ int api_keep_fd (const struct api_keep *k)
  * reads as ready. */
 static bool keep_take (struct api_keep *k, const char *base, struct conn *c)
 {
-    struct pollfd p = {.fd = k ? k->c.fd : -1, .events = POLLIN};
     if (!k || k->c.fd < 0)
         return false;
-    if (strcmp (k->base, base ? base : "") != 0 || poll (&p, 1, 0) != 0) {
+    if (strcmp (k->base, base ? base : "") != 0 || !conn_still_open (&k->c)) {
         conn_close (&k->c);
         return false;
     }

@@ -60,6 +60,11 @@ setup_wait () { to_service answer "SLURM_JOB_ID=$1"$'\n'"FMB_WAIT=1"$'\n\n'; }
 expect_ok 'the service starts, its socket root'"'"'s alone' '
     start_service && test "$(stat -c "%a %u" "$sock")" = "600 0"
 '
+one_conn () { test "$(service_conns | wc -l)" = 1; }
+expect_ok 'the service opens its broker connection ahead of any job (within 3 s of its start), and keeps it' '
+    wait_for 60 0.1 one_conn && c=$(service_conns) &&
+    sleep 1.5 && test "$(service_conns)" = "$c"
+'
 expect_ok 'a job'"'"'s prolog handed to the service: RUN, services on both NICs, records, the report' '
     prolog 1 2>"$T/p1.err" && test "$(setup_wait 1)" = "0	" &&
     test ! -s "$T/p1.err" && test "$(uid_services 65534)" = 2 &&
