@@ -2336,6 +2336,36 @@ static long num_arg (const char *name, const char *v, long lo, long hi)
     return n;
 }
 
+/* The options that take a plain int within a range. */
+static const struct {
+    int key;
+    const char *name;
+    int *value;
+    long lo, hi;
+} int_opts[] = {
+    {'t', "--timeout-ms", &opt.timeout_ms, 1, 600000},
+    {'r', "--retries", &opt.retries, 0, 20},
+    {'b', "--backoff-ms", &opt.backoff_ms, 1, 60000},
+    {'i', "--rm-interval-ms", &opt.rm_interval_ms, 0, 600000},
+    {'d', "--deadline-s", &opt.deadline_s, 1, 86400},
+    {'B', "--baseline-ms", &opt.baseline_ms, 0, 600000},
+    {'G', "--gap-ms", &opt.gap_ms, 0, 600000},
+    {'R', "--release-wait-ms", &opt.release_wait_ms, 0, 600000},
+    {'S', "--spread-ms", &opt.spread_ms, 0, 600000},
+    {'N', "--nice", &opt.nice, 0, 19},
+};
+
+static void int_option (int key, const char *arg)
+{
+    for (size_t i = 0; i < sizeof (int_opts) / sizeof (int_opts[0]); i++)
+        if (int_opts[i].key == key) {
+            *int_opts[i].value =
+                (int)num_arg (int_opts[i].name, arg, int_opts[i].lo, int_opts[i].hi);
+            return;
+        }
+    usage (2);
+}
+
 static void parse_args (int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -2414,47 +2444,17 @@ static void parse_args (int argc, char **argv)
             else
                 usage (2);
             break;
-        case 't':
-            opt.timeout_ms = (int)num_arg ("--timeout-ms", optarg, 1, 600000);
-            break;
-        case 'r':
-            opt.retries = (int)num_arg ("--retries", optarg, 0, 20);
-            break;
-        case 'b':
-            opt.backoff_ms = (int)num_arg ("--backoff-ms", optarg, 1, 60000);
-            break;
         case 'C':
             opt.concurrency = (unsigned)num_arg ("--concurrency", optarg, 0, NODES_MAX);
             break;
-        case 'i':
-            opt.rm_interval_ms = (int)num_arg ("--rm-interval-ms", optarg, 0, 600000);
-            break;
         case 'p':
             opt.broker_pid = (pid_t)num_arg ("--broker-pid", optarg, 1, 1L << 30);
-            break;
-        case 'd':
-            opt.deadline_s = (int)num_arg ("--deadline-s", optarg, 1, 86400);
-            break;
-        case 'B':
-            opt.baseline_ms = (int)num_arg ("--baseline-ms", optarg, 0, 600000);
-            break;
-        case 'G':
-            opt.gap_ms = (int)num_arg ("--gap-ms", optarg, 0, 600000);
-            break;
-        case 'R':
-            opt.release_wait_ms = (int)num_arg ("--release-wait-ms", optarg, 0, 600000);
-            break;
-        case 'S':
-            opt.spread_ms = (int)num_arg ("--spread-ms", optarg, 0, 600000);
-            break;
-        case 'N':
-            opt.nice = (int)num_arg ("--nice", optarg, 0, 19);
             break;
         case 'h':
             usage (0);
             break;
         default:
-            usage (2);
+            int_option (c, optarg);
         }
     }
     if (optind < argc || !opt.url[0] || !opt.ca || !opt.node_key || !opt.sock)

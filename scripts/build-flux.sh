@@ -23,19 +23,11 @@ for f in "$core" "$sec"; do
     fi
 done
 if [ "${1:-}" = --deps ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    pk="libzmq3-dev liblz4-dev libarchive-dev libhwloc-dev lua5.3 liblua5.3-dev lua-posix
-        python3-cffi python3-ply libsodium-dev libjansson-dev libsqlite3-dev uuid-dev
-        python3-dev python3-yaml libsystemd-dev libmunge-dev munge build-essential pkg-config"
-    missing=
-    for p in $pk; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-    done
-    if [ -n "$missing" ]; then
-        apt-get update -q >&2
-        # shellcheck disable=SC2086
-        apt-get install -y -q --no-install-recommends $missing >&2
-    fi
+    . "$here/scripts/apt-need.sh"
+    apt_need libzmq3-dev liblz4-dev libarchive-dev libhwloc-dev lua5.3 liblua5.3-dev \
+        lua-posix python3-cffi python3-ply libsodium-dev libjansson-dev libsqlite3-dev \
+        uuid-dev python3-dev python3-yaml libsystemd-dev libmunge-dev munge \
+        build-essential pkg-config
 fi
 key=$(cat "$core" "$sec" | sha256sum | cut -c1-16)
 prefix=$cache/flux-$key

@@ -35,17 +35,8 @@ for f in "$lf" "$shs"; do
     fi
 done
 if [ "${1:-}" = --deps ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    pk="build-essential autoconf automake libtool libcurl4-openssl-dev libjson-c-dev"
-    missing=
-    for p in $pk; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-    done
-    if [ -n "$missing" ]; then
-        apt-get update -q >&2
-        # shellcheck disable=SC2086
-        apt-get install -y -q --no-install-recommends $missing >&2
-    fi
+    . "$here/scripts/apt-need.sh"
+    apt_need build-essential autoconf automake libtool libcurl4-openssl-dev libjson-c-dev
 fi
 for cmd in autoreconf libtoolize gcc nm; do
     command -v $cmd >/dev/null || {

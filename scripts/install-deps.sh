@@ -17,16 +17,9 @@ packages="build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
 # resource-agents, kmod, psmisc, iproute2, e2fsprogs: t3620 runs the recipe
 # on a live two-node cluster in network namespaces (ocf:heartbeat:Filesystem
 # needs kmod's modprobe and psmisc's fuser; mkfs.ext4 makes its volume).
-missing=
-for p in $packages; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-        missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-    apt-get update -q
-    # shellcheck disable=SC2086
-    apt-get install -y -q --no-install-recommends $missing
-fi
+. "$(dirname "$0")/apt-need.sh"
+# shellcheck disable=SC2086
+apt_need $packages
 # flux-core and flux-security for the tests under a real Flux (t4020):
 # built once per machine from ../shared/thirdparty into
 # /var/cache/fmbroker-test (scripts/build-flux.sh); cmake then builds the

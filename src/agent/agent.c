@@ -73,7 +73,7 @@ static int call_with_retries (struct agent *ag,
         bool busy =
             rc < 0 ? fmb_monotime_ms () - t0 >= BROKER_SLOW_MS : r->status == 429;
         int64_t left = first + BROKER_RETRY_WINDOW_MS - fmb_monotime_ms () - backoff;
-        if (!busy || tries == BROKER_TRIES || !ag->target.url ||
+        if (!busy || tries == BROKER_TRIES || !ag->target.url || ag->single_try ||
             left < BROKER_TRY_MIN_S * 1000)
             return rc;
         timeout_s =

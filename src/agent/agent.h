@@ -34,6 +34,10 @@ struct agent {
     /* A run of the node service (serve.c): its connection to the broker
      * is kept from run to run, and it delivers the reports itself */
     bool in_service;
+    /* the service's own background calls (reports, step ends, opening
+     * its connection): one try each, the jobs behind them must not wait
+     * for a busy broker's retries; they are tried again later anyway */
+    bool single_try;
     struct api_keep *keep; /* NULL: a connection per broker call */
     /* Until when EBUSY is retried: one window for the whole run, however
      * many services are busy. */

@@ -263,6 +263,7 @@ static void run_deferred (struct agent *ag, struct deferred *d)
     if (!run)
         return;
     run->in_service = true;
+    run->single_try = true; /* callers may be waiting behind it */
     run->keep = ag->keep;
     if (agent_setup (run, &ag->args) == 0) {
         for (unsigned i = 0; i < d->nsteps && !run->broker_down; i++)
@@ -326,21 +327,23 @@ static bool reports_kept (const struct agent *ag)
 static void warm (struct agent *ag, struct deferred *d)
 {
     struct fmb_error e;
-    if (d->local_broker)
+    /* (one the broker closed is let go here, a Unix socket's too) */
+    if (api_keep_is_open (ag->keep) || d->local_broker) {
+        d->warm_at_ms = 0;
         return;
-    if (!api_keep_is_open (ag->keep)) {
-        if (!d->warm_at_ms) /* a moment of this node's within the window */
-            d->warm_at_ms = fmb_monotime_ms () + (int64_t)(random () % WARM_SPREAD_MS);
-        if (fmb_monotime_ms () < d->warm_at_ms)
-            return;
     }
-    d->warm_at_ms = 0;
-    if (api_keep_is_open (ag->keep))
+    if (!d->warm_at_ms) { /* a moment of this node's within the window */
+        d->warm_at_ms = fmb_monotime_ms () + (int64_t)(random () % WARM_SPREAD_MS);
         return;
+    }
+    if (fmb_monotime_ms () < d->warm_at_ms)
+        return;
+    d->warm_at_ms = 0;
     struct agent *run = calloc (1, sizeof (*run));
     if (!run)
         return;
     run->in_service = true;
+    run->single_try = true; /* callers may be waiting behind it */
     run->keep = ag->keep;
     if (agent_setup (run, &ag->args) == 0 && !run->target.url)
         d->local_broker = true;
@@ -646,8 +649,9 @@ int cmd_serve (struct agent *ag, serve_run_fn run_hook)
     while (!stopping) {
         /* callers, and the kept connection: readable when the broker
          * closed it (then opened again, at a moment of this node's) */
-        struct pollfd p[2] = {{.fd = lfd, .events = POLLIN},
-                              {.fd = api_keep_fd (ag->keep), .events = POLLIN}};
+        struct pollfd p[2] = {
+            {.fd = lfd, .events = POLLIN},
+            {.fd = d.local_broker ? -1 : api_keep_fd (ag->keep), .events = POLLIN}};
         int64_t ms = wait_ms (&d);
         struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
         int n = ppoll (p, 2, ms < 0 ? NULL : &ts, &waiting);

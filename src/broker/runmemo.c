@@ -63,8 +63,11 @@ void runmemo_put (struct runmemo *m,
                   size_t len)
 {
     struct slot *s = slot_of (m, job);
-    if (len == 0 || len > sizeof (s->body) || strlen (job) >= sizeof (s->job))
+    if (len == 0 || len > sizeof (s->body) || strlen (job) >= sizeof (s->job)) {
+        if (strcmp (s->job, job) == 0) /* an earlier run's body: no longer this job's */
+            s->len = 0;
         return;
+    }
     strcpy (s->job, job);
     s->created_ms = created_ms;
     s->len = len;

@@ -63,6 +63,12 @@ struct tconn {
     uint32_t ev_tls, ev_plain;
     bool dead; /* closed in this batch of events: freed after it */
     struct tconn *dead_next;
+    /* one side's bytes waiting for the other, since then: a side that
+     * takes nothing for the stall time closes the connection */
+    struct tconn *sprev, *snext;
+    bool stalled_listed;
+    int64_t stalled_since_ms;
+    bool plain_hup; /* the loop closed its end: what it wrote goes, then we close */
 };
 
 struct conn_list {
@@ -76,9 +82,10 @@ struct worker {
     int ep;
     int wake; /* eventfd: new connections, or stop */
     pthread_mutex_t mu;
-    struct tconn *inbox;          /* handed over by tlsfront_add (mu) */
-    struct conn_list handshaking; /* oldest first: their deadlines in order */
+    struct tconn *inbox, *inbox_tail; /* handed over by tlsfront_add (mu) */
+    struct conn_list handshaking;     /* oldest first: their deadlines in order */
     struct conn_list relaying;
+    struct tconn *stalled_head, *stalled_tail; /* with bytes waiting, oldest first */
     struct tconn *dead; /* closed, freed once the batch of events is done */
 };
 
@@ -92,7 +99,7 @@ struct tlsfront {
     gnutls_priority_t prio;
     gnutls_datum_t ticket_key;
     bool ask_cert;
-    unsigned handshake_ms;
+    unsigned handshake_ms; /* also how long bytes may wait for a side */
     unsigned nworkers;
     unsigned next_worker;
     struct worker *w;
@@ -127,6 +134,48 @@ static void list_del (struct conn_list *l, struct tconn *c)
     else
         l->tail = c->prev;
     c->prev = c->next = NULL;
+}
+
+/* The stalled list: connections one of whose sides has not taken what
+ * the other sent.  In the order they began waiting: the head is the
+ * first to be cut. */
+static void stalled_del (struct worker *w, struct tconn *c)
+{
+    if (!c->stalled_listed)
+        return;
+    if (c->sprev)
+        c->sprev->snext = c->snext;
+    else
+        w->stalled_head = c->snext;
+    if (c->snext)
+        c->snext->sprev = c->sprev;
+    else
+        w->stalled_tail = c->sprev;
+    c->sprev = c->snext = NULL;
+    c->stalled_listed = false;
+}
+
+/* On the list while bytes wait, with the time they began to; off it
+ * once none do (a side that takes something is not stalled). */
+static void stalled_update (struct tconn *c)
+{
+    struct worker *w = c->w;
+    bool waiting = c->to_plain || c->to_tls;
+    if (!waiting) {
+        stalled_del (w, c);
+        return;
+    }
+    if (c->stalled_listed)
+        return;
+    c->stalled_since_ms = fmb_monotime_ms ();
+    c->snext = NULL;
+    c->sprev = w->stalled_tail;
+    if (w->stalled_tail)
+        w->stalled_tail->snext = c;
+    else
+        w->stalled_head = c;
+    w->stalled_tail = c;
+    c->stalled_listed = true;
 }
 
 /* ---- to the loop ---------------------------------------------------- */
@@ -197,6 +246,7 @@ static void conn_free (struct tconn *c)
 static void conn_close (struct tconn *c)
 {
     struct worker *w = c->w;
+    stalled_del (w, c);
     if (c->relaying) {
         list_del (&w->relaying, c);
         if (c->s)
@@ -238,8 +288,9 @@ static int relay_events (struct tconn *c)
 {
     uint32_t tls = (c->to_plain ? 0 : EPOLLIN) | (c->to_tls ? EPOLLOUT : 0);
     uint32_t plain = (c->to_tls ? 0 : EPOLLIN) | (c->to_plain ? EPOLLOUT : 0);
+    stalled_update (c);
     if (watch (c, c->tls_fd, &c->ev_tls, tls, 0) < 0 ||
-        watch (c, c->plain_fd, &c->ev_plain, plain, 1) < 0)
+        (!c->plain_hup && watch (c, c->plain_fd, &c->ev_plain, plain, 1) < 0))
         return -1;
     return 0;
 }
@@ -361,8 +412,27 @@ static int plain_to_tls (struct tconn *c)
     }
 }
 
-static void relay (struct tconn *c, bool plain_side)
+/* The loop closed its end while the peer had not taken what it wrote:
+ * epoll would report the hang-up at every wait (a side left unwatched
+ * still reports it), so the loop's end leaves the set; what it wrote is
+ * still read and sent, and end of file then closes the connection. */
+static void plain_hung_up (struct tconn *c)
 {
+    c->plain_hup = true;
+    (void)epoll_ctl (c->w->ep, EPOLL_CTL_DEL, c->plain_fd, NULL);
+    c->ev_plain = UINT32_MAX;
+}
+
+static void relay (struct tconn *c, bool plain_side, uint32_t events)
+{
+    bool hup = events & (EPOLLHUP | EPOLLERR);
+    if (hup && !plain_side &&
+        c->to_plain) { /* the peer went, the loop was not reading */
+        conn_close (c);
+        return;
+    }
+    if (hup && plain_side && c->to_tls && !c->plain_hup)
+        plain_hung_up (c);
     /* Each side first: what waits for it may now go, then read more.
      * Whichever side fired, both are tried: a flush on one side lets the
      * other be read again. */
@@ -473,7 +543,7 @@ static void handshake_done (struct tconn *c)
     give_loop (tf, &out);
     /* a request may have come with the handshake's last flight: GnuTLS
      * holds it already, and epoll will not say so again */
-    relay (c, false);
+    relay (c, false, 0);
 }
 
 static void handshake_step (struct tconn *c)
@@ -519,7 +589,7 @@ static void take_inbox (struct worker *w)
     (void)ignored;
     pthread_mutex_lock (&w->mu);
     struct tconn *c = w->inbox;
-    w->inbox = NULL;
+    w->inbox = w->inbox_tail = NULL;
     pthread_mutex_unlock (&w->mu);
     while (c) {
         struct tconn *next = c->next;
@@ -538,14 +608,22 @@ static void take_inbox (struct worker *w)
  * deadline, or -1. */
 static int cut_late (struct worker *w)
 {
-    int64_t now = fmb_monotime_ms ();
+    int64_t now = fmb_monotime_ms (), stall = w->tf->handshake_ms, next = -1;
     while (w->handshaking.head && w->handshaking.head->deadline_ms <= now) {
         atomic_fetch_add (&w->tf->timed_out, 1);
         conn_close (w->handshaking.head);
     }
-    if (!w->handshaking.head)
-        return -1;
-    return (int)(w->handshaking.head->deadline_ms - now);
+    /* a peer (or the loop) that takes nothing for as long: the connection
+     * goes, and with it what it holds (its slot at the loop, too) */
+    while (w->stalled_head && w->stalled_head->stalled_since_ms + stall <= now)
+        conn_close (w->stalled_head);
+    if (w->handshaking.head)
+        next = w->handshaking.head->deadline_ms - now;
+    if (w->stalled_head) {
+        int64_t d = w->stalled_head->stalled_since_ms + stall - now;
+        next = next < 0 || d < next ? d : next;
+    }
+    return (int)next;
 }
 
 static void *worker_main (void *arg)
@@ -566,7 +644,7 @@ static void *worker_main (void *arg)
             if (c->dead) /* closed by an earlier event of this batch */
                 continue;
             if (c->relaying)
-                relay (c, plain_side);
+                relay (c, plain_side, ev[i].events);
             else
                 handshake_step (c);
         }
@@ -661,8 +739,9 @@ int tlsfront_create (const struct tlsfront_files *files,
         fmb_errorf (error, "TLS threads: %s", strerror (errno ? errno : ENOMEM));
         goto fail;
     }
-    for (unsigned i = 0; i < tf->nworkers; i++) {
+    for (unsigned i = 0; i < tf->nworkers; i++) /* none closes fd 0 on a failure */
         tf->w[i].ep = tf->w[i].wake = -1;
+    for (unsigned i = 0; i < tf->nworkers; i++) {
         if (worker_start (tf, &tf->w[i]) < 0) {
             fmb_errorf (error, "TLS thread %u: %s", i, strerror (errno));
             goto fail;
@@ -751,9 +830,13 @@ int tlsfront_add (struct tlsfront *tf,
     c->salen = salen > sizeof (c->sa) ? sizeof (c->sa) : salen;
     memcpy (&c->sa, sa, c->salen);
     snprintf (c->addr, sizeof (c->addr), "%s", addr);
-    pthread_mutex_lock (&w->mu);
-    c->next = w->inbox;
-    w->inbox = c;
+    pthread_mutex_lock (&w->mu); /* in arrival order: their deadlines in order */
+    c->next = NULL;
+    if (w->inbox_tail)
+        w->inbox_tail->next = c;
+    else
+        w->inbox = c;
+    w->inbox_tail = c;
     pthread_mutex_unlock (&w->mu);
     wake_fd (w->wake);
     return 0;

@@ -33,7 +33,8 @@ int node_service_send (int fd, const char *buf, size_t len);
 int node_service_answer (int fd, int timeout_ms, char *line, size_t len);
 
 /* How long a step or an epilog waits for the service: a prolog is a few
- * broker calls of 5 s at most each, and others may be in line first. */
+ * broker calls of 5 s at most each (a busy broker's retried within 12
+ * s: agent.c), and others may be in line first. */
 #define NODE_SERVICE_WAIT_MS (60 * 1000)
 
 /* Wait until the node service at STATE_DIR/service.sock has finished

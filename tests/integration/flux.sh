@@ -15,21 +15,7 @@
 # Sets FP (the flux prefix), FLUX_URI_ROOT (the instance's URI) and the
 # functions flux_as_user, flux_as_owner, flux_start, flux_stop.
 
-FP=$("$FMB_SRC/scripts/build-flux.sh" 2>"$T/build-flux.err")
-case $? in
-0) ;;
-77)
-    if [ "${CI:-}" = true ]; then
-        echo "not ok 1 - flux-core is needed under CI: $(cat "$T/build-flux.err")"
-        echo "1..1"
-        exit 1
-    fi
-    echo "ok 1 # SKIP no flux-core: $(cat "$T/build-flux.err")"
-    echo "1..1"
-    exit 0
-    ;;
-*) bail_out "scripts/build-flux.sh failed: $(tail -5 "$T/build-flux.err")" ;;
-esac
+thirdparty FP build-flux.sh flux-core
 # One test at a time uses the prefix (its IMP configuration and the
 # plugins installed in it are machine-wide): wait for another's end.
 exec 9>"$FP/.fmbroker-test.lock"

@@ -318,6 +318,24 @@ rm_call_timed () {
 }
 job_field () { rm_call GET "/v1/jobs/$1" | jq -r "$2"; }
 
+# thirdparty VAR SCRIPT WHAT: VAR gets the prefix that scripts/SCRIPT
+# builds (once per machine) from ../shared/thirdparty.  Where its source
+# is absent the test says so and skips (ok # SKIP), or under CI=true
+# fails: there the real thing is required.
+thirdparty () {
+    local _out _rc
+    _out=$("$FMB_SRC/scripts/$2" 2>"$T/$2.err")
+    _rc=$?
+    if [ $_rc = 77 ] && [ "${CI:-}" = true ]; then
+        echo "not ok 1 - $3 is needed under CI: $(cat "$T/$2.err")" && echo "1..1" && exit 1
+    elif [ $_rc = 77 ]; then
+        echo "ok 1 # SKIP no $3: $(cat "$T/$2.err")" && echo "1..1" && exit 0
+    elif [ $_rc != 0 ]; then
+        bail_out "scripts/$2 failed: $(tail -5 "$T/$2.err")"
+    fi
+    printf -v "$1" '%s' "$_out"
+}
+
 # ---- the node agent over the libcxi double -------------------------------
 
 # agent NODE ARGS...: fmbroker-cxi as node NODE (its own NICs in

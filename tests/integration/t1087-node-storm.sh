@@ -65,6 +65,15 @@ expect_ok 'a connection that showed no credential is closed when idle' '
 expect_ok 'a node that reconnects resumes its TLS session (no certificate signature), and is still itself' '
     test "$(probe resume "$(cat "$T/n1.token")")" = "resumed 200 200"
 '
+broker_ticks () { awk '{print $14 + $15}' "/proc/$broker_pid/stat"; }
+held_from_probe () { ss -tnH state established "( sport = :$tcp_port )" | wc -l; }
+expect_ok 'a peer that sends and never reads is cut once nothing moves for request_timeout_ms, and costs no CPU meanwhile' '
+    probe stall 6 >"$T/stall.out" & p=$! &&
+    wait_for 150 0.1 grep -q "^sent" "$T/stall.out" && sleep 0.5 && t0=$(broker_ticks) && sleep 2 &&
+    t1=$(broker_ticks) && echo "broker CPU over 2 s: $((t1 - t0)) ticks; $(cat "$T/stall.out")" &&
+    test $((t1 - t0)) -lt $(($(getconf CLK_TCK) / 2)) &&
+    wait_for 50 0.1 test "$(held_from_probe)" = 0 && wait "$p"
+'
 node_cert () { # NAME EKU: $T/certs/NAME.pem and .key, signed by the test CA
     (cd "$T/certs" && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$1" \
         -keyout "$1.key" -out "$1.csr" 2>/dev/null &&

@@ -12,6 +12,9 @@ connection, step by step, for the tests (Python's ssl, OpenSSL).
       first's TLS session (a ticket); each makes GET /v1/jobs?limit=1 with
       TOKEN (or none).  Prints "resumed STATUS1 STATUS2" or
       "full STATUS1 STATUS2".
+  tlsprobe.py PORT CA stall SECONDS
+      pipelined requests sent and no answer read, until the connection
+      takes no more; then SECONDS holding it open.
 """
 import socket
 import ssl
@@ -80,10 +83,36 @@ def resume(port, ca, token, cert=None, key=None):
     return "%s %s %s" % (how, first, second)
 
 
+def stall(port, ca, seconds):
+    """A peer that sends and never reads: pipelined requests until the
+    connection takes no more, then nothing, holding it open."""
+    s = connect(port, context(ca))
+    s.setblocking(False)
+    req = b"GET /v1/health HTTP/1.1\r\nHost: fmbroker\r\n\r\n" * 64
+    sent = 0
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            s.send(req)
+            sent += 64
+        except (ssl.SSLWantWriteError, BlockingIOError):
+            time.sleep(0.05)
+            try:
+                s.send(req)
+                sent += 64
+            except (ssl.SSLWantWriteError, BlockingIOError):
+                break
+    print("sent %d" % sent, flush=True)
+    time.sleep(seconds)
+    s.close()
+
+
 def main():
     port, ca, what = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     if what == "idle":
         print(idle(port, ca, sys.argv[4], float(sys.argv[5])))
+    elif what == "stall":
+        stall(port, ca, float(sys.argv[4]))
     elif what == "resume":
         print(resume(port, ca, sys.argv[4], *sys.argv[5:7]))
     else:
