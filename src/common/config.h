@@ -82,6 +82,7 @@ struct fmb_config {
     char admin_users[FMB_CFG_LIST_MAX];
     char admin_groups[FMB_CFG_LIST_MAX];
     bool api_agent_run; /* agent tokens may RUN jobs (node-side RUN) */
+    unsigned api_node_max_jobs; /* a node's RUN: jobs it may be in, live */
     bool api_node_run;  /* a Slurm node: its prolog makes the job's RUN */
     unsigned api_max_connections;
     unsigned api_max_connections_per_user;

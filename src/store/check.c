@@ -134,6 +134,7 @@ int store_query_plan (
         {"vni_outside", SQL_VNI_OUTSIDE},
         {"node_waiting", SQL_NODE_WAITING},
         {"node_list_waiting", SQL_NODE_LIST_WAITING},
+        {"node_live_jobs", SQL_NODE_LIVE_JOBS},
     };
     /* listings: the statement store_job_list picks for such a filter */
     static const struct {

@@ -462,6 +462,14 @@ int store_node_waiting (struct store *st,
                         bool *ret_nodes,
                         bool *ret_waiting,
                         struct fmb_error *error);
+/* How many jobs name 'node' and still hold something (not released, or
+ * their VNIs held or quarantined), counted up to 'max'; reads the node's
+ * own rows only (job_nodes_by_node). */
+int store_node_live_jobs (struct store *st,
+                          const char *node,
+                          unsigned max,
+                          unsigned *ret,
+                          struct fmb_error *error);
 
 /* ---- VNI pool ------------------------------------------------------ */
 

@@ -1,0 +1,68 @@
+#!/bin/bash
+# t1088-node-abuse.sh: issue 51, as the attacker runs it.  Root on node
+# n1 (n1's own token, copied to uid 1000) and strangers who reach the TCP
+# port try to take what others need:
+# - n1 RUNs fake jobs naming only itself: at [api] node_max_jobs it is
+#   refused (403, naming the key, logged with the node), while the RM's
+#   RUN, n1 joining the RM's job and n2's own RUN go on; the Slurm sweep
+#   ends every fake, numeric or not;
+# - the rest of the issue's cases follow (status, listings, ...).
+. "$(dirname "$0")/lib.sh"
+skip_unless_root
+tls_and_node_tokens || bail_out "no certificates"
+start_mockfm
+start_broker_for_nodes n1 n2 n3 -- "agent_run = true" "node_max_jobs = 3" ||
+    bail_out "no broker for the nodes"
+# The attacker: uid 1000 with a copy of n1's token, on the network.
+install -d -m 700 -o 1000 "$T/attacker" && install -m 600 -o 1000 "$T/n1.token" "$T/attacker/stolen" &&
+    chmod 711 "$T" && cp "$T/certs/ca.pem" "$T/attacker/ca.pem" && chmod 644 "$T/attacker/ca.pem"
+# tcall AS TOKEN METHOD PATH [BODY]: "STATUS BODY" over TLS, as uid AS
+# (0: root) with the bearer TOKEN ("@stolen": the attacker's copy of n1's;
+# "": none)
+tcall () {
+    as=$1 tok=$2
+    shift 2
+    if [ "$tok" = @stolen ]; then tok=$(as_user 1000 cat "$T/attacker/stolen"); fi
+    run=()
+    [ "$as" != 0 ] && run=(setpriv --reuid="$as" --regid="$as" --clear-groups)
+    local out
+    out=$("${run[@]}" curl -s --max-time 20 --cacert "$T/attacker/ca.pem" ${tok:+-H "Authorization: Bearer $tok"} \
+        -X "$1" ${3:+--data-binary "$3"} -w '\n%{http_code}' "https://127.0.0.1:$tcp_port$2")
+    echo "${out##*$'\n'} ${out%$'\n'*}"
+}
+status_of () { tcall "$@" | cut -d" " -f1; }
+n2_tok () { cat "$T/n2.token"; }
+
+expect_ok 'the rm runs job 10 on n1 and n2 (a control that n1 may join)' '
+    rm_call PUT /v1/jobs/10 "{\"uid\":1001,\"nodes\":[\"n1\",\"n2\"]}" >/dev/null
+'
+expect_ok 'n1 RUNs fake jobs naming only itself up to [api] node_max_jobs (3, with job 10)' '
+    test "$(status_of 1000 @stolen PUT /v1/jobs/fake-1 "{\"uid\":0,\"nodes\":[\"n1\"],\"vni_count\":4}")" = 201 &&
+    test "$(status_of 1000 @stolen PUT /v1/jobs/777001 "{\"uid\":0,\"nodes\":[\"n1\"],\"vni_count\":4}")" = 201
+'
+expect_ok 'the next is refused: 403 naming node_max_jobs, logged with the node; nothing made' '
+    tcall 1000 @stolen PUT /v1/jobs/fake-2 "{\"uid\":0,\"nodes\":[\"n1\"],\"vni_count\":4}" >r &&
+    test "$(cut -d" " -f1 r)" = 403 && grep -q "node_max_jobs" r &&
+    grep -q "api: refused node n1 (127.0.0.1): job fake-2: is in 3 jobs that hold VNIs already, \[api\] node_max_jobs" "$T/broker.err" &&
+    ! rm_call GET /v1/jobs/fake-2 >/dev/null 2>&1 &&
+    test "$(status_of 1000 @stolen PUT /v1/jobs/777002 "{\"uid\":0,\"nodes\":[\"n1\"]}")" = 403
+'
+expect_ok 'controls: n1 joins the RM'"'"'s job, n2 RUNs its own, the RM RUNs one on n1' '
+    test "$(status_of 1000 @stolen PUT /v1/jobs/10 "{\"uid\":1001,\"nodes\":[\"n1\",\"n2\"]}")" = 200 &&
+    test "$(status_of 0 "$(n2_tok)" PUT /v1/jobs/20 "{\"uid\":1001,\"nodes\":[\"n2\"]}")" = 201 &&
+    rm_call PUT /v1/jobs/11 "{\"uid\":1001,\"nodes\":[\"n1\"]}" >/dev/null
+'
+# The Slurm sweep (squeue stubbed: Slurm runs jobs 10, 11 and 20 only)
+# ends n1's fakes, numeric or not, and nothing Slurm runs; n1 may then
+# (the fakes' VNIs stay quarantined: n1 stays at its cap until then).
+expect_ok 'the Slurm sweep ends every fake, numeric or not, nothing Slurm runs' '
+    mkdir -p "$T/stub" && printf "%s\n" "#!/bin/sh" \
+        "case \" \$* \" in *\" -j \"*) echo \"slurm_load_jobs error: Invalid job id specified\" >&2; exit 1 ;; esac" \
+        "printf \"10 RUNNING\\n11 RUNNING\\n20 RUNNING\\n\"" >"$T/stub/squeue" && chmod 755 "$T/stub/squeue" &&
+    env PATH="$T/stub:$PATH" FMBROKER_CONF="$T/broker.conf" FMBROKER_BINDIR="$FMB_BIN" \
+        FMBROKER_HOOK_TIMEOUT=20 FMBROKER_HOOK_LOG="$T/hooks.log" FMBROKER_SWEEP_MIN_AGE_S=0 FMBROKER_SWEEP_MAX=1 \
+        "$FMB_SRC/deploy/slurm/fmbroker-slurm-sweep.sh" >out 2>&1; cat out &&
+    for j in fake-1 777001; do job_field $j .state | grep -q "^releas" || { echo "$j not ended"; return 1; }; done &&
+    for j in 10 11 20; do job_field $j .state | grep -qx active || { echo "$j touched"; return 1; }; done
+'
+done_testing
