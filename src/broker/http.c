@@ -216,11 +216,20 @@ static enum MHD_Result access_cb (void *cls,
     (void)version;
     if (!req) {
         *con_cls = req = req_new (l, conn, url, method);
-        return req ? MHD_YES : MHD_NO;
-    }
-    if (*upload_size) {
+        if (!req)
+            return MHD_NO;
+        /* The caller's credential from the headers, before the body: a
+         * refusal is answered now (libmicrohttpd then reads no body and
+         * closes the connection after the answer). */
+        if (req->early_status || !dispatch_headers (l->h->disp, req, url))
+            return MHD_YES;
+        req->handled = true;
+        conns_disarm (conn);
+    } else if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
+        if (req->handled) /* answered already: the body is not kept */
+            return MHD_YES;
         return req_read (req, upload_data, n);
     }
     if (!req->handled) {

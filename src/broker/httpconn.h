@@ -21,6 +21,8 @@
 
 struct metrics;
 struct conn_queue;
+struct tcp_slot;
+struct route;
 
 /* One connection, from libmicrohttpd's "started" to its "closed".  Its
  * deadline bounds how long the request being read may take in total: a
@@ -38,6 +40,7 @@ struct http_conn {
     bool authed; /* TCP: a request on it showed a valid credential */
     uid_t uid;
     char addr[TCPGUARD_ADDR_MAX];
+    struct tcp_slot *slot; /* TCP: its place in the guard's count (conns.c) */
     struct tls_peer tls; /* TCP: what its handshake learned of the peer */
     int64_t deadline_ms; /* 0 while a request is being handled, or kept idle */
 };
@@ -66,6 +69,8 @@ struct http_req {
     size_t len;
     bool too_large;
     int early_status; /* 414 or 431, found with the headers */
+    bool headers_checked; /* dispatch_headers ran: 'route' is the request's */
+    const struct route *route;
     bool handled;
     bool want_suspend;
     bool suspended;

@@ -104,6 +104,7 @@ struct fmb_config {
     /* the TCP listener's bounds and TLS */
     unsigned tcp_max_connections;     /* 0: what the file limit allows */
     unsigned tcp_max_unauthenticated; /* 0: half of the TCP connections */
+    unsigned tcp_max_unauthenticated_per_address; /* an IPv6 address's /64 */
     unsigned tcp_listen_backlog;      /* 0: net.core.somaxconn */
     unsigned tcp_idle_timeout_s;      /* authenticated, between requests; 0: kept */
     unsigned tls_threads;             /* the TLS front's; 0: one a CPU, at most 8 */

@@ -110,6 +110,10 @@ const struct cfg_key cfg_keys[] = {
       F (tcp_max_connections), NULL, NULL },
     { "api",            "tcp_max_unauthenticated", CFG_UINT, 0,   65536,    "0",
       F (tcp_max_unauthenticated), NULL, NULL },
+    /* Of those, from one address (an IPv6 one's /64): a few hundred
+     * addresses cannot fill the rest (issue 51). */
+    { "api",            "tcp_max_unauthenticated_per_address", CFG_UINT, 1, 65536, "8",
+      F (tcp_max_unauthenticated_per_address), NULL, NULL },
     /* 0: net.core.somaxconn, the most the kernel takes. */
     { "api",            "tcp_listen_backlog", CFG_UINT,      0,   1000000,  "0",
       F (tcp_listen_backlog), NULL, NULL },

@@ -65,4 +65,47 @@ expect_ok 'the Slurm sweep ends every fake, numeric or not, nothing Slurm runs' 
     for j in fake-1 777001; do job_field $j .state | grep -q "^releas" || { echo "$j not ended"; return 1; }; done &&
     for j in 10 11 20; do job_field $j .state | grep -qx active || { echo "$j touched"; return 1; }; done
 '
+# A stranger sends big bodies without a credential: each is answered 401
+# from its headers and its body is never kept.  (Before: 128 such
+# requests grew the broker by about 100 MiB.)  The peak of the broker's
+# resident memory is read before and after.
+hwm_kib () { awk '/^VmHWM/ {print $2}' "/proc/$broker_pid/status"; }
+expect_ok '128 connections x 1 MiB without a credential: 401 from the headers, the broker grows by less than 24 MiB' '
+    before=$(hwm_kib) &&
+    as_user 1000 /usr/bin/python3 "$FMB_SRC/tests/integration/bodyflood.py" "$tcp_port" "$T/attacker/ca.pem" 128 1048576 30 >codes &&
+    after=$(hwm_kib) && sort codes | uniq -c &&
+    echo "peak resident memory: $before KiB before, $after KiB after" &&
+    test "$(grep -c "^401 before the body$" codes)" = 128 && test $((after - before)) -lt $((24 * 1024)) &&
+    test "$(status_of 1000 @stolen GET /v1/jobs/10/nodes/n1)" = 200
+'
+# Strangers hold idle connections (a ClientHello's first bytes, then
+# nothing) from 32 addresses, 8 each, against tcp_max_unauthenticated =
+# 64: a node's new connections take the place of the oldest of them and
+# are served.  (Before: the nodes' new connections were closed at
+# accept.)  A connection that never finishes its handshake is cut at
+# request_timeout_ms.
+restart_with () {
+    stop_broker && printf "[api]\n%s\n" "$@" >>"$T/broker.conf" && start_broker
+}
+expect_ok 'idle connections from 32 addresses fill tcp_max_unauthenticated: n2'"'"'s 18 new connections are all served' '
+    restart_with "tcp_max_unauthenticated = 64" "request_timeout_ms = 3000" &&
+    { as_user 1000 /usr/bin/python3 "$FMB_SRC/tests/integration/tcpflood.py" "$tcp_port" 32 8 12 >flood.out 2>&1 & } &&
+    fpid=$! && sleep 2 && served=0 &&
+    for i in $(seq 1 18); do
+        [ "$(status_of 0 "$(n2_tok)" GET /v1/jobs/20/nodes/n2)" = 200 ] && served=$((served + 1))
+        sleep 0.2
+    done && wait $fpid && cat flood.out && echo "n2 served: $served of 18" && test "$served" = 18 &&
+    rm_call GET /metrics | grep "^fmbroker_api_tcp_evicted_total [1-9]"
+'
+expect_ok 'a peer that never sends its ClientHello is cut at request_timeout_ms (3 s)' '
+    /usr/bin/python3 -c "
+import socket, sys, time
+s = socket.create_connection((\"127.0.0.1\", $tcp_port)); s.settimeout(20); t0 = time.monotonic()
+try:
+    got = s.recv(1)
+except OSError:
+    pass
+print(round(time.monotonic() - t0, 2))" >took && cat took &&
+    awk "{ exit !(\$1 >= 2.5 && \$1 < 6) }" took
+'
 done_testing

@@ -104,29 +104,32 @@ static void a_rotated_key_keeps_the_old_tokens_for_the_grace (void **state)
 static void tcp_connections_are_bounded_per_address_and_unauthenticated (void **state)
 {
     (void)state;
-    struct tcpguard_limits lim = {.max_total = 6, .per_addr = 2, .max_unauth = 4};
+    struct tcpguard_limits lim = {
+        .max_total = 6, .per_addr = 3, .max_unauth = 4, .per_addr_unauth = 2};
     struct tcpguard *g = tcpguard_create (&lim);
     const char *why = NULL;
-    assert_true (tcpguard_admit (g, "10.0.0.1", &why));
-    assert_true (tcpguard_admit (g, "10.0.0.1", &why));
-    assert_false (tcpguard_admit (g, "10.0.0.1", &why));
+    assert_int_equal (tcpguard_admit (g, "10.0.0.1", &why), TCPGUARD_ADMITTED);
+    assert_int_equal (tcpguard_admit (g, "10.0.0.1", &why), TCPGUARD_ADMITTED);
+    /* an address's unauthenticated ones are few: refused, not evicting */
+    assert_int_equal (tcpguard_admit (g, "10.0.0.1", &why), TCPGUARD_REFUSED);
+    assert_string_equal (why, "tcp_max_unauthenticated_per_address");
+    tcpguard_authenticated (g, "10.0.0.1"); /* one shows a token */
+    assert_int_equal (tcpguard_admit (g, "10.0.0.1", &why), TCPGUARD_ADMITTED);
+    assert_int_equal (tcpguard_admit (g, "10.0.0.1", &why), TCPGUARD_REFUSED);
     assert_non_null (strstr (why, "per address"));
-    assert_true (tcpguard_admit (g, "10.0.0.2", &why));
-    assert_true (tcpguard_admit (g, "10.0.0.3", &why));
-    assert_false (tcpguard_admit (g, "10.0.0.4", &why));
+    assert_int_equal (tcpguard_admit (g, "10.0.0.2", &why), TCPGUARD_ADMITTED);
+    assert_int_equal (tcpguard_admit (g, "10.0.0.2", &why), TCPGUARD_ADMITTED);
+    /* 4 unauthenticated: the next one is in only if one is evicted */
+    assert_int_equal (tcpguard_admit (g, "10.0.0.3", &why), TCPGUARD_EVICT);
     assert_string_equal (why, "tcp_max_unauthenticated");
-    tcpguard_authenticated (g); /* one shows a token: room for another */
-    tcpguard_authenticated (g);
-    assert_true (tcpguard_admit (g, "10.0.0.4", &why));
-    assert_true (tcpguard_admit (g, "10.0.0.5", &why));
-    assert_false (tcpguard_admit (g, "10.0.0.6", &why));
+    tcpguard_release (g, "10.0.0.2", false); /* the evicted one goes */
+    tcpguard_authenticated (g, "10.0.0.3");
+    assert_int_equal (tcpguard_admit (g, "10.0.0.4", &why), TCPGUARD_ADMITTED);
+    assert_int_equal (tcpguard_open (g), 6);
+    assert_int_equal (tcpguard_admit (g, "10.0.0.5", &why), TCPGUARD_EVICT);
     assert_string_equal (why, "tcp_max_connections");
-    tcpguard_release (g, "10.0.0.1", true); /* an authenticated one closes */
-    assert_int_equal (tcpguard_open (g), 5);
-    assert_false (tcpguard_admit (g, "10.0.0.1", &why)); /* 4 still unauthenticated */
-    assert_string_equal (why, "tcp_max_unauthenticated");
     tcpguard_release (g, "10.0.0.5", false);
-    assert_true (tcpguard_admit (g, "10.0.0.1", &why));
+    assert_int_equal (tcpguard_open (g), 6);
     tcpguard_destroy (g);
 }
 
