@@ -26,8 +26,20 @@
  * Output: a readable summary and one "STORM phase=... key=value ..." line
  * per phase (bench/storm.sh makes its tables from those).
  *
- * One epoll loop, every socket non-blocking, OpenSSL and libc only; every
- * loop bounded in count and by the global --deadline-s. */
+ * Threads, so that what is timed on the socket waits for the broker only:
+ *   the nodes    one epoll loop, every socket non-blocking (the main
+ *                thread; --nice N lowers its priority, and only its)
+ *   the RM       its RUN/CLEANUP cycle, blocking calls with timeouts on a
+ *                thread of its own: its latencies never wait behind the
+ *                nodes' TLS handshakes in the loop's queue.  Each call is
+ *                counted in the phase the main thread had published (an
+ *                atomic phase number) when the call began.
+ *   the control  every other call on the socket (the job's CLEANUP, timed;
+ *                the quarantine poll, timed; the checks between phases),
+ *                blocking, on a third thread; the main thread waits for it
+ *                or, for the poll, runs the nodes meanwhile.
+ * OpenSSL (the nodes' thread only), libc and pthreads; every loop bounded
+ * in count and by the global --deadline-s. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,8 +48,11 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -48,6 +63,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
@@ -64,14 +80,14 @@
 #endif
 
 #define NODES_MAX     1000000
-#define HEAD_MAX      2048             /* an answer's header */
-#define NODE_BODY_MAX 600              /* what a node keeps of an answer's body */
+#define HEAD_MAX      2048 /* an answer's header */
+#define NODE_BODY_MAX 600  /* what a node keeps of an answer's body */
 #define CTL_BODY_MAX  (32 * 1024 * 1024)
-#define WRITE_PIECE   16384            /* one TLS record, as apiclient.c writes */
-#define START_BATCH   256              /* calls started per loop turn */
-#define POLL_MS       50               /* the quarantine poll */
-#define RM_TIMEOUT_MS 30000
-#define UNIX_RETRY_MS 2                /* a full Unix listen queue: connect again */
+#define WRITE_PIECE   16384 /* one TLS record, as apiclient.c writes */
+#define START_BATCH   256   /* calls started per loop turn */
+#define POLL_MS       50    /* the quarantine poll */
+#define RM_TIMEOUT_MS 30000 /* any call on the socket */
+#define UNIX_RETRY_MS 2     /* a full Unix listen queue: connect again */
 
 /* ---- options ------------------------------------------------------- */
 
@@ -87,7 +103,7 @@ static struct {
     enum mode mode;
     enum form form;
     int timeout_ms, retries, backoff_ms, rm_interval_ms, deadline_s, baseline_ms;
-    int gap_ms, release_wait_ms, spread_ms;
+    int gap_ms, release_wait_ms, spread_ms, nice;
     pid_t broker_pid;
 } opt = {
     .prefix = "nid",
@@ -119,7 +135,8 @@ static double wall_ms (void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void die (const char *fmt, ...) __attribute__ ((format (printf, 1, 2), noreturn));
+static void die (const char *fmt, ...)
+    __attribute__ ((format (printf, 1, 2), noreturn));
 static void die (const char *fmt, ...)
 {
     va_list ap;
@@ -240,7 +257,15 @@ static struct cpustat host_cpu (void)
         return c;
     if (fscanf (f,
                 "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
-                &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8],
+                &v[0],
+                &v[1],
+                &v[2],
+                &v[3],
+                &v[4],
+                &v[5],
+                &v[6],
+                &v[7],
+                &v[8],
                 &v[9]) >= 8) {
         for (int i = 0; i < 8; i++) /* guest time is inside user time */
             c.total += v[i];
@@ -281,9 +306,10 @@ static void load_node_key (const char *path)
     while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         buf[--n] = '\0';
     if (n != 64 || strspn (buf, "0123456789abcdefABCDEF") != 64)
-        die ("--node-key %s: expected 64 hexadecimal characters (the broker's "
-             "node.key)",
-             path);
+        die (
+            "--node-key %s: expected 64 hexadecimal characters (the broker's "
+            "node.key)",
+            path);
     memcpy (node_key, buf, 65);
 }
 
@@ -436,11 +462,10 @@ static int rx_feed (struct rx *r, const char *p, size_t n)
     return 0;
 }
 
-/* ---- peers: the nodes, the RM and the control client --------------------- */
+/* ---- peers: the nodes ------------------------------------------------------ */
 
-enum kind { K_NODE, K_RM, K_CTL };
 enum cstate { CS_NONE, CS_CONNECTING, CS_HANDSHAKE, CS_IDLE, CS_WRITE, CS_READ };
-enum call { CALL_NONE, CALL_HANDSHAKE, CALL_RUN, CALL_REPORT, CALL_PROBE, CALL_UNIX };
+enum call { CALL_NONE, CALL_HANDSHAKE, CALL_RUN, CALL_REPORT, CALL_PROBE };
 
 /* Why a call failed. */
 enum fail {
@@ -454,11 +479,11 @@ enum fail {
     F_DEADLINE,
     F_COUNT
 };
-static const char *const fail_name[F_COUNT] =
-    {"timeout", "refused", "reset", "closed", "tls", "other", "http", "deadline"};
+static const char *const fail_name[F_COUNT] = {
+    "timeout", "refused", "reset", "closed", "tls", "other", "http", "deadline"};
 
 struct peer {
-    uint8_t kind, cs, call, tries, reused, stale_used, busy, active, waiting;
+    uint8_t cs, call, tries, reused, stale_used, busy, active, waiting;
     int fd;
     uint32_t evmask, gen, cseq; /* cseq: which socket of the peer an event is for */
     SSL *ssl;
@@ -469,26 +494,18 @@ struct peer {
     size_t blen;
     struct rx *rx;
     int err; /* errno of the last failure */
-    /* unix calls: the result */
-    int status;
-    bool ok, done;
-    char *out;
-    size_t outlen;
-    double lat_ms;
-    char path[256];
 };
 
-static struct peer *peers; /* nodes 0..N-1, then the RM, then the control client */
-static struct peer *rm, *ctl;
+static struct peer *peers; /* the nodes, 0..N-1 */
 static int ep = -1;
 static SSL_CTX *tls;
 static struct sockaddr_in dst;
 static char scratch[65536];
-static double g_deadline;
-static bool deadline_hit;
+static double g_deadline;   /* set before any thread starts, then only read */
+static bool deadline_hit;   /* the nodes' thread's */
 static unsigned inflight;   /* node attempts running */
 static unsigned nodes_busy; /* node calls not over */
-static unsigned *waitq;   /* nodes waiting for a slot (--concurrency) */
+static unsigned *waitq;     /* nodes waiting for a slot (--concurrency) */
 static unsigned wq_head, wq_tail, wq_cap;
 static unsigned *startq; /* calls to start in batches this phase */
 static unsigned sq_next, sq_len;
@@ -500,8 +517,13 @@ static size_t run_body_len, report_body_len;
 
 /* ---- per-phase figures ------------------------------------------------- */
 
+/* The phases' numbers, as the main thread publishes them (cur_id) for the
+ * RM's thread; 0: between phases. */
+enum { PH_NONE, PH_BASE, PH_WARM, PH_LAUNCH, PH_END, PH_COUNT };
+
 struct phase {
     const char *name;
+    int id;
     bool on, skipped;
     char skip_why[160];
     double t0, t1, wall0;
@@ -512,10 +534,6 @@ struct phase {
     unsigned fail[F_COUNT], tmo_stage[3], http[600];
     double t_last_ok, t_last;
     struct dvec lat;
-    /* the RM's RUNs started in this phase, and its CLEANUPs */
-    struct dvec rm_lat, rm_clean;
-    unsigned rm_fail, rm_cycles;
-    char rm_err[400];
     /* launch only: the job as the broker recorded it */
     double job_created_s, job_updated_s; /* after the phase began */
     char hwcoll[32];
@@ -528,13 +546,28 @@ struct phase {
     char release_why[200];
 };
 
-static struct phase ph_base = {.name = "baseline"}, ph_warm = {.name = "warmup"},
-                    ph_launch = {.name = "launch"}, ph_end = {.name = "end"};
-static struct phase *cur; /* where completions are counted */
+static struct phase ph_base = {.name = "baseline", .id = PH_BASE},
+                    ph_warm = {.name = "warmup", .id = PH_WARM},
+                    ph_launch = {.name = "launch", .id = PH_LAUNCH},
+                    ph_end = {.name = "end", .id = PH_END};
+static struct phase *cur; /* where completions are counted (the nodes' thread) */
+static atomic_int cur_id; /* cur's number, for the RM's thread */
 static char *http_samples[600];
-static unsigned idle_cut_total; /* kept connections the broker closed, in a phase or not */
+static unsigned
+    idle_cut_total; /* kept connections the broker closed, in a phase or not */
 static char fail_sample[F_COUNT][200];
+static pthread_mutex_t fail_mu = PTHREAD_MUTEX_INITIALIZER; /* fail_sample */
 static double rm_cycle_cpu = -1; /* the broker's CPU per RM RUN+CLEANUP, baseline */
+
+/* The RM's figures per phase (by the phase's number when the call began),
+ * the RM's thread's own: read by the main thread once that thread has
+ * ended, but for cycles, read also while it runs. */
+static struct rmph {
+    struct dvec lat, clean; /* the RUNs begun in the phase, the CLEANUPs */
+    unsigned fail;
+    char err[400];
+    atomic_uint cycles; /* RUN + CLEANUP, by the RUN's phase */
+} rmph[PH_COUNT];
 
 static void phase_begin (struct phase *p)
 {
@@ -547,6 +580,14 @@ static void phase_begin (struct phase *p)
     p->hc0 = host_cpu ();
     p->waiting_left = -1;
     cur = p;
+    atomic_store (&cur_id, p->id);
+}
+
+/* Between phases: nothing is counted anywhere. */
+static void phase_none (void)
+{
+    cur = NULL;
+    atomic_store (&cur_id, PH_NONE);
 }
 
 static void phase_finish (struct phase *p)
@@ -560,7 +601,7 @@ static void phase_finish (struct phase *p)
 
 /* ---- the timer heap ---------------------------------------------------- */
 
-enum tkind { T_TIMEOUT, T_RETRY, T_UNIX_AGAIN, T_RM_NEXT };
+enum tkind { T_TIMEOUT, T_RETRY };
 struct timer {
     double at;
     uint32_t peer, gen;
@@ -616,7 +657,8 @@ static void set_mask (struct peer *p, uint32_t m)
 {
     if (p->evmask == m || p->fd < 0)
         return;
-    struct epoll_event e = {.events = m, .data.u64 = (uint64_t)p->cseq << 32 | pidx (p)};
+    struct epoll_event e = {.events = m,
+                            .data.u64 = (uint64_t)p->cseq << 32 | pidx (p)};
     int op = !m ? EPOLL_CTL_DEL : p->evmask ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     if (epoll_ctl (ep, op, p->fd, &e) < 0 && op != EPOLL_CTL_DEL)
         die ("epoll_ctl: %s", strerror (errno));
@@ -669,23 +711,23 @@ static enum fail fail_of_errno (int e)
     }
 }
 
-static void note_fail (enum fail f, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+static void note_fail (enum fail f, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
 static void note_fail (enum fail f, const char *fmt, ...)
 {
-    if (fail_sample[f][0])
-        return;
-    va_list ap;
-    va_start (ap, fmt);
-    vsnprintf (fail_sample[f], sizeof (fail_sample[f]), fmt, ap);
-    va_end (ap);
+    pthread_mutex_lock (&fail_mu);
+    if (!fail_sample[f][0]) {
+        va_list ap;
+        va_start (ap, fmt);
+        vsnprintf (fail_sample[f], sizeof (fail_sample[f]), fmt, ap);
+        va_end (ap);
+    }
+    pthread_mutex_unlock (&fail_mu);
 }
 
 static void start_attempt (struct peer *p);
-static void rm_cycle_done (bool was_run);
 
 /* A node's call is over: count it in the current phase. */
-static void conn_close (struct peer *p);
-
 static void node_done (struct peer *p, bool ok, enum fail f, int status)
 {
     struct phase *ph = cur;
@@ -715,33 +757,9 @@ static void node_done (struct peer *p, bool ok, enum fail f, int status)
         ph->http[status]++;
 }
 
-/* A Unix call (RM or control) is over. */
-static void unix_done (struct peer *p, bool ok, enum fail f, int status)
-{
-    p->busy = 0;
-    p->done = true;
-    p->ok = ok;
-    p->status = status;
-    p->lat_ms = (now_s () - p->call_t0) * 1000;
-    free (p->out);
-    p->out = NULL;
-    p->outlen = 0;
-    if (p->rx && p->rx->body) {
-        p->out = p->rx->body;
-        p->outlen = p->rx->bn;
-        p->rx->body = NULL;
-    }
-    if (!ok && f != F_HTTP)
-        note_fail (f, "%s on the socket: %s", p->kind == K_RM ? "RM" : "control",
-                   p->err ? strerror (p->err) : fail_name[f]);
-    call_clear (p);
-    if (p->kind == K_RM)
-        rm_cycle_done (p->call == CALL_UNIX && !strncmp (p->path, "PUT", 3));
-}
-
 static void slot_free (struct peer *p)
 {
-    if (p->kind != K_NODE || !p->active)
+    if (!p->active)
         return;
     p->active = 0;
     inflight--;
@@ -761,19 +779,16 @@ static bool retryable (enum fail f, int status)
 /* The attempt failed: retry after a back-off with jitter, or end the call. */
 static void attempt_fail (struct peer *p, enum fail f, int status)
 {
-    if (p->kind == K_NODE && p->call != CALL_PROBE) {
-        if (f == F_TIMEOUT && cur) {
-            int st = p->cs == CS_CONNECTING ? 0 : p->cs == CS_HANDSHAKE ? 1 : 2;
-            cur->tmo_stage[st]++;
-        }
+    if (p->call != CALL_PROBE && f == F_TIMEOUT && cur) {
+        int st = p->cs == CS_CONNECTING ? 0 : p->cs == CS_HANDSHAKE ? 1 : 2;
+        cur->tmo_stage[st]++;
     }
     if (f != F_HTTP)
         conn_close (p);
     p->gen++;
     slot_free (p);
     rx_free (p);
-    if (p->kind == K_NODE && p->tries <= opt.retries && retryable (f, status) &&
-        !deadline_hit) {
+    if (p->tries <= opt.retries && retryable (f, status) && !deadline_hit) {
         double d = opt.backoff_ms * pow (2, p->tries - 1);
         if (d > 5000)
             d = 5000;
@@ -783,10 +798,7 @@ static void attempt_fail (struct peer *p, enum fail f, int status)
         timer_add (now_s () + d / 1000, pidx (p), p->gen, T_RETRY);
         return;
     }
-    if (p->kind == K_NODE)
-        node_done (p, false, f, status);
-    else
-        unix_done (p, false, f, status);
+    node_done (p, false, f, status);
 }
 
 /* The answer is complete. */
@@ -795,15 +807,6 @@ static void attempt_answered (struct peer *p)
     struct rx *r = p->rx;
     int st = r->status;
     p->gen++;
-    if (p->kind != K_NODE) {
-        conn_close (p);
-        slot_free (p);
-        if (st / 100 == 2)
-            unix_done (p, true, F_HTTP, st);
-        else
-            unix_done (p, false, F_HTTP, st);
-        return;
-    }
     /* the node keeps its connection as the node service does, unless the
      * broker said it closes */
     if (r->close)
@@ -939,7 +942,8 @@ static void do_handshake (struct peer *p)
         io_failed (p, fail_of_errno (errno));
     } else if ((e == SSL_ERROR_SYSCALL && !errno) || e == SSL_ERROR_ZERO_RETURN ||
                ERR_GET_REASON (le) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
-        note_fail (F_CLOSED, "the broker closed the connection during the TLS handshake");
+        note_fail (F_CLOSED,
+                   "the broker closed the connection during the TLS handshake");
         io_failed (p, F_CLOSED);
     } else {
         note_fail (F_TLS,
@@ -963,10 +967,6 @@ static void connected (struct peer *p)
         io_failed (p, fail_of_errno (err));
         return;
     }
-    if (p->kind != K_NODE) {
-        begin_write (p);
-        return;
-    }
     p->ssl = SSL_new (tls);
     if (!p->ssl || SSL_set_fd (p->ssl, p->fd) != 1)
         die ("SSL_new: out of memory");
@@ -980,55 +980,26 @@ static void open_conn (struct peer *p)
     int one = 1;
     p->err = 0;
     p->cseq++;
-    if (p->kind == K_NODE) {
-        struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr = node_addr (pidx (p))};
-        p->fd = socket (AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (p->fd < 0) {
-            p->err = errno;
-            note_fail (F_OTHER, "socket: %s (raise ulimit -n)", strerror (errno));
-            attempt_fail (p, F_OTHER, 0);
-            return;
-        }
-        setsockopt (p->fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof (one));
-        setsockopt (p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one));
-        if (bind (p->fd, (struct sockaddr *)&src, sizeof (src)) < 0 ||
-            (connect (p->fd, (struct sockaddr *)&dst, sizeof (dst)) < 0 &&
-             errno != EINPROGRESS)) {
-            p->err = errno;
-            note_fail (fail_of_errno (errno), "connect: %s", strerror (errno));
-            attempt_fail (p, fail_of_errno (errno), 0);
-            return;
-        }
-        p->cs = CS_CONNECTING;
-        set_mask (p, EPOLLOUT);
-        return;
-    }
-    struct sockaddr_un su = {.sun_family = AF_UNIX};
-    snprintf (su.sun_path, sizeof (su.sun_path), "%s", opt.sock);
-    p->fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr = node_addr (pidx (p))};
+    p->fd = socket (AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (p->fd < 0) {
         p->err = errno;
+        note_fail (F_OTHER, "socket: %s (raise ulimit -n)", strerror (errno));
         attempt_fail (p, F_OTHER, 0);
         return;
     }
-    if (connect (p->fd, (struct sockaddr *)&su, sizeof (su)) < 0) {
-        if (errno == EAGAIN) { /* the socket's queue is full: again shortly */
-            close (p->fd);
-            p->fd = -1;
-            p->cs = CS_NONE;
-            timer_add (now_s () + UNIX_RETRY_MS / 1000.0, pidx (p), p->gen, T_UNIX_AGAIN);
-            return;
-        }
-        if (errno != EINPROGRESS) {
-            p->err = errno;
-            attempt_fail (p, fail_of_errno (errno), 0);
-            return;
-        }
-        p->cs = CS_CONNECTING;
-        set_mask (p, EPOLLOUT);
+    setsockopt (p->fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof (one));
+    setsockopt (p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one));
+    if (bind (p->fd, (struct sockaddr *)&src, sizeof (src)) < 0 ||
+        (connect (p->fd, (struct sockaddr *)&dst, sizeof (dst)) < 0 &&
+         errno != EINPROGRESS)) {
+        p->err = errno;
+        note_fail (fail_of_errno (errno), "connect: %s", strerror (errno));
+        attempt_fail (p, fail_of_errno (errno), 0);
         return;
     }
-    begin_write (p);
+    p->cs = CS_CONNECTING;
+    set_mask (p, EPOLLOUT);
 }
 
 static void do_write (struct peer *p)
@@ -1068,8 +1039,8 @@ static void do_write (struct peer *p)
     }
     p->cs = CS_READ;
     p->rx = xcalloc (1, sizeof (*p->rx));
-    p->rx->bmax = p->kind == K_CTL ? CTL_BODY_MAX : NODE_BODY_MAX;
-    p->rx->bcap = p->kind == K_CTL ? 65536 : NODE_BODY_MAX + 1;
+    p->rx->bmax = NODE_BODY_MAX;
+    p->rx->bcap = NODE_BODY_MAX + 1;
     p->rx->body = malloc (p->rx->bcap);
     if (!p->rx->body)
         die ("out of memory");
@@ -1078,29 +1049,11 @@ static void do_write (struct peer *p)
     do_read (p);
 }
 
-/* The control client keeps whole answers (events, the job): grow its buffer. */
-static void ctl_grow (struct rx *r, size_t more)
-{
-    size_t cap = r->bcap;
-    if (r->bn + more + 1 <= cap)
-        return;
-    while (cap < r->bn + more + 1 && cap < CTL_BODY_MAX + 1)
-        cap *= 2;
-    char *nb = realloc (r->body, cap);
-    if (!nb)
-        die ("out of memory");
-    r->body = nb;
-    r->bcap = cap;
-}
-
 static void do_read (struct peer *p)
 {
     for (int turn = 0; turn < 256; turn++) {
         long r = io_xfer (p, false, scratch, sizeof (scratch));
         if (r > 0) {
-            if (p->kind == K_CTL) {
-                ctl_grow (p->rx, (size_t)r);
-            }
             if (rx_feed (p->rx, scratch, (size_t)r) < 0) {
                 note_fail (F_OTHER, "an answer that is not HTTP");
                 p->err = EBADMSG;
@@ -1219,27 +1172,24 @@ static void build_node_request (struct peer *p)
 
 static void start_attempt (struct peer *p)
 {
-    if (p->kind == K_NODE) {
-        if (opt.concurrency && inflight >= opt.concurrency) {
-            if (!p->waiting) {
-                p->waiting = 1;
-                waitq[wq_tail++ % wq_cap] = pidx (p);
-            }
-            return;
+    if (opt.concurrency && inflight >= opt.concurrency) {
+        if (!p->waiting) {
+            p->waiting = 1;
+            waitq[wq_tail++ % wq_cap] = pidx (p);
         }
-        inflight++;
-        p->active = 1;
+        return;
     }
+    inflight++;
+    p->active = 1;
     p->tries++;
     p->gen++;
     p->try_t0 = now_s ();
     if (p->tries == 1)
         p->call_t0 = p->try_t0;
-    if (cur && p->kind == K_NODE)
+    if (cur)
         cur->attempts++;
     p->stale_used = 0;
-    int tmo = p->kind == K_NODE ? opt.timeout_ms : RM_TIMEOUT_MS;
-    timer_add (p->try_t0 + tmo / 1000.0, pidx (p), p->gen, T_TIMEOUT);
+    timer_add (p->try_t0 + opt.timeout_ms / 1000.0, pidx (p), p->gen, T_TIMEOUT);
     if (p->cs == CS_IDLE && p->fd >= 0 && p->call != CALL_HANDSHAKE) {
         p->reused = 1;
         begin_write (p);
@@ -1262,109 +1212,6 @@ static void node_call (struct peer *p, enum call c)
     start_attempt (p);
 }
 
-static void unix_call (struct peer *p, const char *method, const char *path, const char *body)
-{
-    p->call = CALL_UNIX;
-    p->busy = 1;
-    p->done = false;
-    p->tries = 0;
-    snprintf (p->path, sizeof (p->path), "%s %s", method, path);
-    p->body = body ? body : "";
-    p->blen = strlen (p->body);
-    free (p->hdr);
-    p->hdr = malloc (512 + strlen (path));
-    if (!p->hdr)
-        die ("out of memory");
-    p->hlen = (size_t)sprintf (p->hdr,
-                               "%s %s HTTP/1.1\r\nHost: fmbroker\r\nConnection: close\r\n"
-                               "Accept: application/json\r\nContent-Type: "
-                               "application/json\r\nContent-Length: %zu\r\n\r\n",
-                               method,
-                               path,
-                               p->blen);
-    start_attempt (p);
-}
-
-/* ---- the RM: a small job's RUN and CLEANUP, one after another ------------- */
-
-static bool rm_on;
-static unsigned rm_k;
-static double rm_run_t0;
-static char rm_body[256], rm_path[160];
-static struct phase *rm_phase;       /* where the RUN in flight started */
-static struct phase *rm_clean_phase; /* where the CLEANUP in flight started */
-/* every RM call, for the longest one overlapping each phase */
-static struct rmrec {
-    double t0, t1;
-    bool run;
-} *rmrecs;
-static unsigned rmrec_n, rmrec_cap;
-
-static void rmrec_add (double t0, double t1, bool run)
-{
-    if (rmrec_n == rmrec_cap) {
-        rmrec_cap = rmrec_cap ? rmrec_cap * 2 : 1024;
-        rmrecs = realloc (rmrecs, rmrec_cap * sizeof (*rmrecs));
-        if (!rmrecs)
-            die ("out of memory");
-    }
-    rmrecs[rmrec_n++] = (struct rmrec){t0, t1, run};
-}
-
-/* The longest RM call (RUN or CLEANUP) that overlapped the phase, ms. */
-static double rm_longest (const struct phase *p, bool *run)
-{
-    double best = 0;
-    *run = true;
-    for (unsigned i = 0; i < rmrec_n; i++)
-        if (rmrecs[i].t0 < p->t1 && rmrecs[i].t1 > p->t0 &&
-            (rmrecs[i].t1 - rmrecs[i].t0) * 1000 > best) {
-            best = (rmrecs[i].t1 - rmrecs[i].t0) * 1000;
-            *run = rmrecs[i].run;
-        }
-    return best;
-}
-
-static void rm_start (void)
-{
-    if (!rm_on || rm->busy || deadline_hit)
-        return;
-    rm_k++;
-    snprintf (rm_path, sizeof (rm_path), "/v1/jobs/rm-%s-%u", opt.job, rm_k);
-    rm_run_t0 = now_s ();
-    rm_phase = cur;
-    unix_call (rm, "PUT", rm_path, rm_body);
-}
-
-static void rm_cycle_done (bool was_run)
-{
-    rmrec_add (rm->call_t0, now_s (), was_run);
-    if (was_run) {
-        struct phase *ph = rm_phase;
-        if (ph && ph->on) {
-            if (rm->ok)
-                dvec_push (&ph->rm_lat, rm->lat_ms);
-            else {
-                ph->rm_fail++;
-                if (!ph->rm_err[0])
-                    snprintf (ph->rm_err, sizeof (ph->rm_err), "RUN %.150s: HTTP %d %.100s",
-                              rm_path, rm->status, rm->out ? rm->out : "(no answer)");
-            }
-        }
-        /* its CLEANUP at once, whatever the RUN got */
-        rm_clean_phase = cur;
-        unix_call (rm, "DELETE", rm_path, NULL);
-        return;
-    }
-    if (rm_phase && rm_phase->on)
-        rm_phase->rm_cycles++;
-    if (rm_clean_phase && rm_clean_phase->on && rm->ok)
-        dvec_push (&rm_clean_phase->rm_clean, rm->lat_ms);
-    double next = rm_run_t0 + opt.rm_interval_ms / 1000.0;
-    if (rm_on)
-        timer_add (next, pidx (rm), 0, T_RM_NEXT);
-}
-
 /* ---- the loop ------------------------------------------------------------ */
 
 static void fire_timers (void)
@@ -1377,8 +1224,8 @@ static void fire_timers (void)
         switch (tm.kind) {
         case T_TIMEOUT:
             if (p->gen == tm.gen && (p->busy)) {
-                if (p->kind == K_NODE)
-                    note_fail (F_TIMEOUT, "no answer within --timeout-ms %d", opt.timeout_ms);
+                note_fail (
+                    F_TIMEOUT, "no answer within --timeout-ms %d", opt.timeout_ms);
                 p->err = ETIMEDOUT;
                 attempt_fail (p, F_TIMEOUT, 0);
             }
@@ -1386,13 +1233,6 @@ static void fire_timers (void)
         case T_RETRY:
             if (p->gen == tm.gen && p->busy)
                 start_attempt (p);
-            break;
-        case T_UNIX_AGAIN:
-            if (p->gen == tm.gen && p->busy && p->fd < 0)
-                open_conn (p);
-            break;
-        case T_RM_NEXT:
-            rm_start ();
             break;
         }
     }
@@ -1484,19 +1324,7 @@ static void run_nodes (enum call c)
     }
 }
 
-/* A control call on the socket, waited for while everything else runs. */
-static bool ctl_sync (const char *method, const char *path, const char *body)
-{
-    unix_call (ctl, method, path, body);
-    for (unsigned long turn = 0; ctl->busy && turn < 10000000UL; turn++) {
-        loop_once (50);
-        if (deadline_hit)
-            break;
-    }
-    return !ctl->busy && ctl->ok;
-}
-
-/* Idle for ms while the RM goes on. */
+/* Idle for ms while the RM goes on (on its thread). */
 static void idle_for (double ms)
 {
     double until = now_s () + ms / 1000;
@@ -1596,6 +1424,477 @@ static bool events_released (const char *page, double *time_ms)
     return false;
 }
 
+/* ---- calls on the socket: blocking, one at a time, off the nodes' loop ---- */
+
+/* One call's outcome. */
+struct ucall {
+    bool ok;     /* a 2xx answer */
+    int status;  /* the HTTP status, 0: no answer */
+    enum fail f; /* why not ok (F_HTTP: an answer, not 2xx; F_DEADLINE: --deadline-s) */
+    int err;     /* errno of the failure */
+    double t0, t1; /* monotonic, s */
+    double lat_ms;
+    char *out; /* the answer's body, NUL-terminated (up to the call's bmax bytes) */
+    size_t outlen;
+};
+
+static void ucall_free (struct ucall *u)
+{
+    free (u->out);
+    u->out = NULL;
+    u->outlen = 0;
+}
+
+static void rx_grow (struct rx *r, size_t more)
+{
+    size_t need = r->bn + more < r->bmax ? r->bn + more : r->bmax, cap = r->bcap;
+    if (need + 1 <= cap)
+        return;
+    while (cap < need + 1)
+        cap *= 2;
+    char *nb = realloc (r->body, cap);
+    if (!nb)
+        die ("out of memory");
+    r->body = nb;
+    r->bcap = cap;
+}
+
+/* Wait for ev on fd until `until` (monotonic s): 1 ready, 0 the time is up,
+ * -1 an error. */
+static int wait_fd (int fd, short ev, double until)
+{
+    for (;;) {
+        double left = until - now_s ();
+        if (left <= 0)
+            return 0;
+        struct pollfd pf = {.fd = fd, .events = ev};
+        int r = poll (&pf, 1, (int)ceil (left * 1000));
+        if (r > 0)
+            return 1;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+static void sleep_s (double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep (&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* METHOD PATH with BODY (NULL: none) on the broker's socket, keeping up to
+ * bmax bytes of the answer's body; within RM_TIMEOUT_MS and --deadline-s.
+ * Thread-safe (its own buffers; note_fail locks).  who: "RM", "control". */
+static void unix_http (const char *who,
+                       const char *method,
+                       const char *path,
+                       const char *body,
+                       size_t bmax,
+                       struct ucall *u)
+{
+    char hdr[1024], buf[16384];
+    ucall_free (u);
+    memset (u, 0, sizeof (*u));
+    u->t0 = now_s ();
+    double tmo_at = u->t0 + RM_TIMEOUT_MS / 1000.0;
+    double until = tmo_at < g_deadline ? tmo_at : g_deadline;
+    size_t blen = body ? strlen (body) : 0;
+    int hlen = snprintf (hdr,
+                         sizeof (hdr),
+                         "%s %s HTTP/1.1\r\nHost: fmbroker\r\nConnection: close\r\n"
+                         "Accept: application/json\r\nContent-Type: "
+                         "application/json\r\nContent-Length: %zu\r\n\r\n",
+                         method,
+                         path,
+                         blen);
+    struct rx r = {.bmax = bmax, .bcap = (bmax < 65536 ? bmax : 65536) + 1};
+    r.body = malloc (r.bcap);
+    if (!r.body)
+        die ("out of memory");
+    r.body[0] = '\0';
+    enum fail f = F_OTHER;
+    int fd = -1, w;
+    struct sockaddr_un su = {.sun_family = AF_UNIX};
+    snprintf (su.sun_path, sizeof (su.sun_path), "%s", opt.sock);
+    /* connect; a full listen queue (EAGAIN): again shortly */
+    for (;;) {
+        fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            u->err = errno;
+            goto fail;
+        }
+        if (connect (fd, (struct sockaddr *)&su, sizeof (su)) == 0)
+            break;
+        if (errno == EAGAIN) {
+            close (fd);
+            fd = -1;
+            if (now_s () + UNIX_RETRY_MS / 1000.0 >= until)
+                goto timeout;
+            sleep_s (UNIX_RETRY_MS / 1000.0);
+            continue;
+        }
+        if (errno == EINPROGRESS) {
+            int err = 0;
+            socklen_t len = sizeof (err);
+            if ((w = wait_fd (fd, POLLOUT, until)) == 0)
+                goto timeout;
+            if (w < 0 || getsockopt (fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+                err = errno;
+            if (!err)
+                break;
+            errno = err;
+        }
+        u->err = errno;
+        f = fail_of_errno (errno);
+        goto fail;
+    }
+    /* the request */
+    for (size_t pos = 0, total = (size_t)hlen + blen; pos < total;) {
+        const char *src = pos < (size_t)hlen ? hdr + pos : body + (pos - (size_t)hlen);
+        size_t n = pos < (size_t)hlen ? (size_t)hlen - pos : total - pos;
+        ssize_t k = send (fd, src, n, MSG_NOSIGNAL);
+        if (k > 0) {
+            pos += (size_t)k;
+            continue;
+        }
+        if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if ((w = wait_fd (fd, POLLOUT, until)) == 0)
+                goto timeout;
+            if (w > 0)
+                continue;
+        }
+        u->err = errno;
+        f = fail_of_errno (errno);
+        goto fail;
+    }
+    /* the answer */
+    for (;;) {
+        ssize_t k = recv (fd, buf, sizeof (buf), 0);
+        if (k > 0) {
+            rx_grow (&r, (size_t)k);
+            if (rx_feed (&r, buf, (size_t)k) < 0) {
+                note_fail (F_OTHER, "an answer that is not HTTP");
+                u->err = EBADMSG;
+                goto fail;
+            }
+            if (r.done)
+                break;
+            continue;
+        }
+        if (k == 0) {
+            if (r.head_done && !r.chunked && r.clen < 0) {
+                r.done = true; /* an answer delimited by the close */
+                break;
+            }
+            note_fail (F_CLOSED, "the broker closed the connection before its answer");
+            f = F_CLOSED;
+            goto fail;
+        }
+        if (errno == EAGAIN || errno == EINTR) {
+            if ((w = wait_fd (fd, POLLIN, until)) == 0)
+                goto timeout;
+            if (w > 0)
+                continue;
+        }
+        u->err = errno;
+        f = fail_of_errno (errno);
+        goto fail;
+    }
+    close (fd);
+    u->t1 = now_s ();
+    u->lat_ms = (u->t1 - u->t0) * 1000;
+    u->status = r.status;
+    u->ok = r.status / 100 == 2;
+    u->f = F_HTTP;
+    u->out = r.body;
+    u->outlen = r.bn;
+    return;
+timeout:
+    if (until < tmo_at) {
+        f = F_DEADLINE;
+    } else {
+        f = F_TIMEOUT;
+        u->err = ETIMEDOUT;
+    }
+fail:
+    if (fd >= 0)
+        close (fd);
+    u->t1 = now_s ();
+    u->lat_ms = (u->t1 - u->t0) * 1000;
+    u->f = f;
+    if (f != F_DEADLINE)
+        note_fail (
+            f, "%s on the socket: %s", who, u->err ? strerror (u->err) : fail_name[f]);
+    free (r.body);
+}
+
+/* A condition variable on the monotonic clock, and a wait on it until
+ * `until` (monotonic s). */
+static void cond_init (pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init (&a);
+    pthread_condattr_setclock (&a, CLOCK_MONOTONIC);
+    pthread_cond_init (cv, &a);
+    pthread_condattr_destroy (&a);
+}
+
+static void cond_wait_until (pthread_cond_t *cv, pthread_mutex_t *mu, double until)
+{
+    struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
+    pthread_cond_timedwait (cv, mu, &ts);
+}
+
+static void thread_start (pthread_t *t, void *(*fn) (void *))
+{
+    int e = pthread_create (t, NULL, fn, NULL);
+    if (e)
+        die ("pthread_create: %s", strerror (e));
+}
+
+/* ---- the RM: a small job's RUN and CLEANUP, one after another, on its thread -- */
+
+static char rm_body[256];
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int state; /* 0 not yet, 1 cycles, 2 stop after the cycle in flight */
+} rmc = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static pthread_t rm_thread;
+/* every RM call, for the longest one overlapping each phase (the RM's
+ * thread's; read once it has ended) */
+static struct rmrec {
+    double t0, t1;
+    bool run;
+} * rmrecs;
+static unsigned rmrec_n, rmrec_cap;
+
+static void rmrec_add (double t0, double t1, bool run)
+{
+    if (rmrec_n == rmrec_cap) {
+        rmrec_cap = rmrec_cap ? rmrec_cap * 2 : 1024;
+        rmrecs = realloc (rmrecs, rmrec_cap * sizeof (*rmrecs));
+        if (!rmrecs)
+            die ("out of memory");
+    }
+    rmrecs[rmrec_n++] = (struct rmrec){t0, t1, run};
+}
+
+/* The longest RM call (RUN or CLEANUP) that overlapped the phase, ms. */
+static double rm_longest (const struct phase *p, bool *run)
+{
+    double best = 0;
+    *run = true;
+    for (unsigned i = 0; i < rmrec_n; i++)
+        if (rmrecs[i].t0 < p->t1 && rmrecs[i].t1 > p->t0 &&
+            (rmrecs[i].t1 - rmrecs[i].t0) * 1000 > best) {
+            best = (rmrecs[i].t1 - rmrecs[i].t0) * 1000;
+            *run = rmrecs[i].run;
+        }
+    return best;
+}
+
+static void *rm_main (void *arg)
+{
+    (void)arg;
+    struct ucall u = {0};
+    char path[160];
+    unsigned k = 0;
+    pthread_mutex_lock (&rmc.mu);
+    while (!rmc.state)
+        pthread_cond_wait (&rmc.cv, &rmc.mu);
+    pthread_mutex_unlock (&rmc.mu);
+    for (;;) {
+        pthread_mutex_lock (&rmc.mu);
+        bool go = rmc.state == 1;
+        pthread_mutex_unlock (&rmc.mu);
+        if (!go || now_s () >= g_deadline)
+            break;
+        snprintf (path, sizeof (path), "/v1/jobs/rm-%s-%u", opt.job, ++k);
+        int id = atomic_load (&cur_id); /* the phase the RUN begins in */
+        unix_http ("RM", "PUT", path, rm_body, NODE_BODY_MAX, &u);
+        double run_t0 = u.t0;
+        rmrec_add (u.t0, u.t1, true);
+        struct rmph *ph = id ? &rmph[id] : NULL;
+        if (u.f == F_DEADLINE) {
+            /* a RUN still unanswered at the deadline counts with what it
+             * waited so far */
+            if (ph) {
+                dvec_push (&ph->lat, u.lat_ms);
+                if (!ph->err[0])
+                    snprintf (ph->err,
+                              sizeof (ph->err),
+                              "a RUN still unanswered at the deadline after %.0f ms "
+                              "(counted so)",
+                              u.lat_ms);
+            }
+            break;
+        }
+        if (ph) {
+            if (u.ok)
+                dvec_push (&ph->lat, u.lat_ms);
+            else {
+                ph->fail++;
+                if (!ph->err[0])
+                    snprintf (ph->err,
+                              sizeof (ph->err),
+                              "RUN %.150s: HTTP %d %.100s",
+                              path,
+                              u.status,
+                              u.out ? u.out : "(no answer)");
+            }
+        }
+        /* its CLEANUP at once, whatever the RUN got */
+        int cid = atomic_load (&cur_id);
+        unix_http ("RM", "DELETE", path, NULL, NODE_BODY_MAX, &u);
+        if (u.f == F_DEADLINE)
+            break;
+        rmrec_add (u.t0, u.t1, false);
+        if (ph)
+            atomic_fetch_add (&ph->cycles, 1);
+        if (cid && u.ok)
+            dvec_push (&rmph[cid].clean, u.lat_ms);
+        /* the next RUN --rm-interval-ms after this one began */
+        double next = run_t0 + opt.rm_interval_ms / 1000.0;
+        pthread_mutex_lock (&rmc.mu);
+        while (rmc.state == 1 && now_s () < next)
+            cond_wait_until (&rmc.cv, &rmc.mu, next);
+        pthread_mutex_unlock (&rmc.mu);
+    }
+    ucall_free (&u);
+    return NULL;
+}
+
+static void rm_set (int state)
+{
+    pthread_mutex_lock (&rmc.mu);
+    rmc.state = state;
+    pthread_cond_broadcast (&rmc.cv);
+    pthread_mutex_unlock (&rmc.mu);
+}
+
+/* ---- the control client: the other calls on the socket, on its thread ----- */
+
+enum { TASK_NONE, TASK_CALL, TASK_POLL, TASK_QUIT };
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int task; /* set by the main thread, back to TASK_NONE when done */
+    /* TASK_CALL */
+    const char *method, *body;
+    char path[256];
+    /* TASK_POLL: GET /v1/events every POLL_MS from seq until the job's
+     * vni_released, or stop */
+    bool stop;
+    long long seq;
+    double t0, wall0; /* the phase's start */
+    bool released;
+    double release_s, release_event_s;
+} cw = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static struct ucall
+    ctl; /* the last TASK_CALL's outcome (the main thread's once done) */
+static pthread_t ctl_thread;
+
+static void ctl_poll (void)
+{
+    struct ucall u = {0};
+    char path[256];
+    pthread_mutex_lock (&cw.mu);
+    long long seq = cw.seq;
+    pthread_mutex_unlock (&cw.mu);
+    double next = now_s ();
+    for (unsigned long turn = 0; turn < 100000000UL; turn++) {
+        pthread_mutex_lock (&cw.mu);
+        while (!cw.stop && now_s () < next)
+            cond_wait_until (&cw.cv, &cw.mu, next);
+        bool stop = cw.stop;
+        pthread_mutex_unlock (&cw.mu);
+        if (stop || now_s () >= g_deadline)
+            break;
+        next = now_s () + POLL_MS / 1000.0;
+        snprintf (path, sizeof (path), "/v1/events?after=%lld&limit=1000", seq);
+        unix_http ("control", "GET", path, NULL, CTL_BODY_MAX, &u);
+        double tm = 0;
+        if (!u.ok || !u.out)
+            continue;
+        if (events_released (u.out, &tm)) {
+            pthread_mutex_lock (&cw.mu);
+            cw.released = true;
+            cw.release_s = u.t1 - cw.t0; /* when the answer that showed it came */
+            cw.release_event_s = (tm - cw.wall0) / 1000;
+            pthread_mutex_unlock (&cw.mu);
+            break;
+        }
+        long long last = json_num (u.out, "last_seq", seq);
+        /* a full page: read on from its last event */
+        if (last > seq && strstr (u.out, "\"seq\"")) {
+            const char *lastev = u.out, *q;
+            while ((q = strstr (lastev + 1, "\"seq\"")))
+                lastev = q;
+            long long s = json_num (lastev, "seq", seq);
+            seq = s > seq ? s : seq;
+            if (seq < last)
+                next = now_s ();
+        }
+    }
+    ucall_free (&u);
+}
+
+static void *ctl_main (void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock (&cw.mu);
+        while (cw.task == TASK_NONE)
+            pthread_cond_wait (&cw.cv, &cw.mu);
+        int task = cw.task;
+        pthread_mutex_unlock (&cw.mu);
+        if (task == TASK_CALL)
+            unix_http ("control", cw.method, cw.path, cw.body, CTL_BODY_MAX, &ctl);
+        else if (task == TASK_POLL)
+            ctl_poll ();
+        pthread_mutex_lock (&cw.mu);
+        cw.task = TASK_NONE;
+        pthread_cond_broadcast (&cw.cv);
+        pthread_mutex_unlock (&cw.mu);
+        if (task == TASK_QUIT)
+            return NULL;
+    }
+}
+
+/* Give the control thread a task (it has none). */
+static void ctl_post (int task)
+{
+    pthread_mutex_lock (&cw.mu);
+    cw.task = task;
+    pthread_cond_broadcast (&cw.cv);
+    pthread_mutex_unlock (&cw.mu);
+}
+
+/* Wait until the control thread's task is done. */
+static void ctl_wait (void)
+{
+    pthread_mutex_lock (&cw.mu);
+    while (cw.task != TASK_NONE)
+        pthread_cond_wait (&cw.cv, &cw.mu);
+    pthread_mutex_unlock (&cw.mu);
+}
+
+/* A control call on the socket, waited for (the nodes have none in flight
+ * then; their loop waits).  ctl holds the outcome. */
+static bool ctl_sync (const char *method, const char *path, const char *body)
+{
+    cw.method = method;
+    cw.body = body;
+    snprintf (cw.path, sizeof (cw.path), "%s", path);
+    ctl_post (TASK_CALL);
+    ctl_wait ();
+    if (now_s () >= g_deadline)
+        deadline_hit = true;
+    return ctl.ok;
+}
+
 /* ---- phases ------------------------------------------------------------- */
 
 static void phase_nodes (struct phase *ph, enum call c)
@@ -1612,95 +1911,90 @@ static void phase_end (void)
     long long seq = 0;
     /* the event cursor before the CLEANUP, outside the phase's figures */
     if (ctl_sync ("GET", "/v1/status", NULL)) {
-        const char *ev = json_at (ctl->out, "events");
+        const char *ev = json_at (ctl.out, "events");
         seq = ev ? json_num (ev, "last_seq", 0) : 0;
     }
     phase_begin (ph);
     double wall0 = wall_ms ();
     snprintf (path, sizeof (path), "/v1/jobs/%s", opt.job);
     ctl_sync ("DELETE", path, NULL);
-    ph->cleanup_ms = ctl->lat_ms;
-    ph->cleanup_status = ctl->status;
+    ph->cleanup_ms = ctl.lat_ms;
+    ph->cleanup_status = ctl.status;
     long vni = -1;
-    if (ctl->ok && ctl->out) {
-        const char *v = json_at (ctl->out, "vnis");
+    if (ctl.ok && ctl.out) {
+        const char *v = json_at (ctl.out, "vnis");
         if (v && *v == '[')
             vni = strtol (v + 1, NULL, 10);
     }
-    if (!ctl->ok) {
-        snprintf (ph->release_why, sizeof (ph->release_why), "CLEANUP answered %d: %.120s",
-                  ctl->status, ctl->out ? ctl->out : "(no answer)");
+    if (!ctl.ok) {
+        snprintf (ph->release_why,
+                  sizeof (ph->release_why),
+                  "CLEANUP answered %d: %.120s",
+                  ctl.status,
+                  ctl.out ? ctl.out : "(no answer)");
     }
-    /* every node's report, while the socket is polled for the release */
+    bool polling = ctl.ok && vni > 0;
+    if (ctl.ok && vni <= 0)
+        snprintf (ph->release_why, sizeof (ph->release_why), "the job holds no VNI");
+    /* the socket polled for the release on the control thread, while
+     * every node reports */
+    if (polling) {
+        pthread_mutex_lock (&cw.mu);
+        cw.stop = false;
+        cw.seq = seq;
+        cw.t0 = ph->t0;
+        cw.wall0 = wall0;
+        cw.released = false;
+        pthread_mutex_unlock (&cw.mu);
+        ctl_post (TASK_POLL);
+    }
     sq_call = CALL_REPORT;
     sq_next = 0;
     sq_len = opt.nodes;
     sq_t0 = now_s ();
-    double next_poll = now_s (), nodes_over = 0;
-    bool polling = ctl->ok && vni > 0;
-    if (ctl->ok && vni <= 0)
-        snprintf (ph->release_why, sizeof (ph->release_why), "the job holds no VNI");
-    bool left = true;
-    for (unsigned long turn = 0; turn < 100000000UL; turn++) {
-        double t = now_s ();
-        if (polling && !ctl->busy && t >= next_poll) {
-            snprintf (path, sizeof (path), "/v1/events?after=%lld&limit=1000", seq);
-            unix_call (ctl, "GET", path, NULL);
-            next_poll = t + POLL_MS / 1000.0;
-        }
-        if (ctl->done && ctl->call == CALL_UNIX && !strncmp (ctl->path, "GET /v1/events", 14)) {
-            ctl->done = false;
-            double tm = 0;
-            if (ctl->ok && ctl->out) {
-                if (events_released (ctl->out, &tm)) {
-                    ph->released = 1;
-                    ph->release_s = now_s () - ph->t0;
-                    ph->release_event_s = (tm - wall0) / 1000;
-                    polling = false;
-                } else {
-                    long long last = json_num (ctl->out, "last_seq", seq);
-                    /* a full page: read on from its last event */
-                    if (last > seq && strstr (ctl->out, "\"seq\"")) {
-                        const char *lastev = ctl->out, *q;
-                        while ((q = strstr (lastev + 1, "\"seq\"")))
-                            lastev = q;
-                        long long s = json_num (lastev, "seq", seq);
-                        seq = s > seq ? s : seq;
-                        if (seq < last)
-                            next_poll = now_s ();
-                    }
-                }
-            }
-        }
-        if (left && sq_next == sq_len && !nodes_busy) {
-            left = false;
-            nodes_over = now_s ();
-        }
-        if (!left && (!polling || now_s () > nodes_over + opt.release_wait_ms / 1000.0))
-            break;
+    for (unsigned long turn = 0; (sq_next < sq_len || nodes_busy) && turn < 100000000UL;
+         turn++) {
+        loop_once (100);
         if (deadline_hit) {
             abort_node_calls ();
             break;
         }
-        double w = polling ? (next_poll - now_s ()) * 1000 : 100;
-        loop_once (w < 1 ? 1 : w > 100 ? 100 : w);
     }
-    /* let a poll in flight end */
-    for (unsigned long turn = 0; ctl->busy && turn < 1000000UL && !deadline_hit; turn++)
-        loop_once (50);
+    if (polling) {
+        /* the release, until --release-wait-ms after the last report; then
+         * a poll in flight ends */
+        double until = now_s () + opt.release_wait_ms / 1000.0;
+        if (until > g_deadline)
+            until = g_deadline;
+        pthread_mutex_lock (&cw.mu);
+        while (cw.task == TASK_POLL && now_s () < until)
+            cond_wait_until (&cw.cv, &cw.mu, until);
+        cw.stop = true;
+        pthread_cond_broadcast (&cw.cv);
+        while (cw.task != TASK_NONE)
+            pthread_cond_wait (&cw.cv, &cw.mu);
+        if (cw.released) {
+            ph->released = 1;
+            ph->release_s = cw.release_s;
+            ph->release_event_s = cw.release_event_s;
+        }
+        pthread_mutex_unlock (&cw.mu);
+        if (now_s () >= g_deadline)
+            deadline_hit = true;
+    }
     if (ph->released)
         ph->release_after_last_s = ph->release_s - ph->t_last;
     phase_finish (ph);
     /* who still holds the VNIs, if anyone (one page of /v1/vnis) */
     if (!ph->released && vni > 0) {
         snprintf (path, sizeof (path), "/v1/vnis?after=%ld&limit=1", vni - 1);
-        if (ctl_sync ("GET", path, NULL) && ctl->out) {
+        if (ctl_sync ("GET", path, NULL) && ctl.out) {
             char job[160] = "", state[32] = "";
-            long long v = json_num (ctl->out, "vni", -1);
-            json_str (ctl->out, "job", job, sizeof (job));
-            json_str (ctl->out, "state", state, sizeof (state));
+            long long v = json_num (ctl.out, "vni", -1);
+            json_str (ctl.out, "job", job, sizeof (job));
+            json_str (ctl.out, "state", state, sizeof (state));
             if (v == vni && !strcmp (job, opt.job)) {
-                const char *w = json_at (ctl->out, "waiting_for");
+                const char *w = json_at (ctl.out, "waiting_for");
                 long cnt = 0;
                 if (w && *w == '[') {
                     const char *we = json_skip (w);
@@ -1709,13 +2003,19 @@ static void phase_end (void)
                     cnt /= 2;
                 }
                 ph->waiting_left = cnt;
-                snprintf (ph->release_why, sizeof (ph->release_why),
-                          "VNI %ld still %s, waiting for %ld node(s)", vni, state, cnt);
+                snprintf (ph->release_why,
+                          sizeof (ph->release_why),
+                          "VNI %ld still %s, waiting for %ld node(s)",
+                          vni,
+                          state,
+                          cnt);
             } else {
                 ph->released = 1; /* free, and the event missed by the poll */
                 ph->release_s = -1;
-                snprintf (ph->release_why, sizeof (ph->release_why),
-                          "VNI %ld free when checked after the phase", vni);
+                snprintf (ph->release_why,
+                          sizeof (ph->release_why),
+                          "VNI %ld free when checked after the phase",
+                          vni);
             }
         }
     }
@@ -1735,7 +2035,7 @@ static double bcpu_net (const struct phase *p)
     if (b < 0)
         return -1;
     if (rm_cycle_cpu > 0)
-        b -= rm_cycle_cpu * p->rm_cycles;
+        b -= rm_cycle_cpu * atomic_load (&rmph[p->id].cycles);
     return b < 0 ? 0 : b;
 }
 
@@ -1751,8 +2051,8 @@ static void http_list (const struct phase *p, char *out, size_t len)
     out[0] = '\0';
     for (int s = 100; s < 600; s++)
         if (p->http[s])
-            n += (size_t)snprintf (out + n, n < len ? len - n : 0, "%s%d:%u", n ? "," : "",
-                                   s, p->http[s]);
+            n += (size_t)snprintf (
+                out + n, n < len ? len - n : 0, "%s%d:%u", n ? "," : "", s, p->http[s]);
     if (!n)
         snprintf (out, len, "-");
 }
@@ -1764,14 +2064,22 @@ static void fails_text (const struct phase *p, char *out, size_t len)
     for (int f = 0; f < F_COUNT; f++) {
         if (!p->fail[f] || f == F_HTTP)
             continue;
-        n += (size_t)snprintf (out + n, n < len ? len - n : 0, "%s%s %u", n ? ", " : "",
-                               fail_name[f], p->fail[f]);
+        n += (size_t)snprintf (out + n,
+                               n < len ? len - n : 0,
+                               "%s%s %u",
+                               n ? ", " : "",
+                               fail_name[f],
+                               p->fail[f]);
     }
     if (p->fail[F_HTTP]) {
         for (int s = 100; s < 600; s++)
             if (p->http[s])
-                n += (size_t)snprintf (out + n, n < len ? len - n : 0, "%sHTTP %d x%u",
-                                       n ? ", " : "", s, p->http[s]);
+                n += (size_t)snprintf (out + n,
+                                       n < len ? len - n : 0,
+                                       "%sHTTP %d x%u",
+                                       n ? ", " : "",
+                                       s,
+                                       p->http[s]);
     }
     if (!n)
         snprintf (out, len, "none");
@@ -1785,13 +2093,14 @@ static void report (struct phase *p, unsigned handshakes_for_cpu)
     double g = p->gcpu1 - p->gcpu0;
     unsigned n = p->lat.n;
     qsort (p->lat.v, n, sizeof (double), cmp_double);
-    double p50 = quantile (p->lat.v, n, 0.5, true), p99 = quantile (p->lat.v, n, 0.99, true),
-           mx = n ? p->lat.v[n - 1] : 0;
-    unsigned rn = p->rm_lat.n;
-    qsort (p->rm_lat.v, rn, sizeof (double), cmp_double);
-    double r50 = quantile (p->rm_lat.v, rn, 0.5, true),
-           r99 = quantile (p->rm_lat.v, rn, 0.99, true), rmx = rn ? p->rm_lat.v[rn - 1] : 0;
-    double c99 = quantile (p->rm_clean.v, p->rm_clean.n, 0.99, false);
+    double p50 = quantile (p->lat.v, n, 0.5, true),
+           p99 = quantile (p->lat.v, n, 0.99, true), mx = n ? p->lat.v[n - 1] : 0;
+    struct rmph *rp = &rmph[p->id]; /* the RM's thread has ended */
+    unsigned rn = rp->lat.n, rcyc = atomic_load (&rp->cycles);
+    qsort (rp->lat.v, rn, sizeof (double), cmp_double);
+    double r50 = quantile (rp->lat.v, rn, 0.5, true),
+           r99 = quantile (rp->lat.v, rn, 0.99, true), rmx = rn ? rp->lat.v[rn - 1] : 0;
+    double c99 = quantile (rp->clean.v, rp->clean.n, 0.99, false);
     bool lrun;
     double longest = rm_longest (p, &lrun);
     bool nodes = p != &ph_base;
@@ -1804,92 +2113,185 @@ static void report (struct phase *p, unsigned handshakes_for_cpu)
     printf ("\n== %s: %.2f s%s\n", p->name, wall, p->skipped ? " (skipped)" : "");
     if (p->skipped) {
         printf ("   skipped: %s\n", p->skip_why);
-        printf ("STORM phase=%s mode=%s form=%s nodes=%u skipped=1\n", p->name,
+        printf ("STORM phase=%s mode=%s form=%s nodes=%u skipped=1\n",
+                p->name,
                 opt.mode == MODE_WARM ? "warm" : "cold",
-                opt.form == FORM_ARRAY ? "array" : "hostlist", opt.nodes);
+                opt.form == FORM_ARRAY ? "array" : "hostlist",
+                opt.nodes);
         return;
     }
     if (nodes && !p->skipped) {
-        printf ("   nodes: %u of %u answered (2xx), %u failed: %s\n", p->ok, opt.nodes,
-                p->failed, fl);
+        printf ("   nodes: %u of %u answered (2xx), %u failed: %s\n",
+                p->ok,
+                opt.nodes,
+                p->failed,
+                fl);
         if (p->tmo_stage[0] + p->tmo_stage[1] + p->tmo_stage[2])
-            printf ("   attempts that timed out: while connecting %u, in the TLS handshake %u, "
-                    "waiting for the answer %u\n",
-                    p->tmo_stage[0], p->tmo_stage[1], p->tmo_stage[2]);
-        printf ("   time to the last answer %.3f s%s; per node p50 %.1f ms, p99 %.1f ms, "
-                "max %.1f ms\n",
-                p->t_last_ok,
-                p->ok == opt.nodes ? " (every node answered)" : " (not every node answered)",
-                p50, p99, mx);
-        printf ("   attempts %u (retries %u), TLS handshakes %u, kept connections found "
-                "closed %u, cut while idle %u\n",
-                p->attempts, p->retried, p->handshakes, p->stale, p->idle_cut);
+            printf (
+                "   attempts that timed out: while connecting %u, in the TLS handshake "
+                "%u, "
+                "waiting for the answer %u\n",
+                p->tmo_stage[0],
+                p->tmo_stage[1],
+                p->tmo_stage[2]);
+        printf (
+            "   time to the last answer %.3f s%s; per node p50 %.1f ms, p99 %.1f ms, "
+            "max %.1f ms\n",
+            p->t_last_ok,
+            p->ok == opt.nodes ? " (every node answered)"
+                               : " (not every node answered)",
+            p50,
+            p99,
+            mx);
+        printf (
+            "   attempts %u (retries %u), TLS handshakes %u, kept connections found "
+            "closed %u, cut while idle %u\n",
+            p->attempts,
+            p->retried,
+            p->handshakes,
+            p->stale,
+            p->idle_cut);
     }
     if (p == &ph_launch && p->hwcoll[0])
-        printf ("   the job: created %.3f s after the launch began, last updated (its "
-                "reservation's outcome, hwcoll %s) at %.3f s\n",
-                p->job_created_s, p->hwcoll, p->job_updated_s);
+        printf (
+            "   the job: created %.3f s after the launch began, last updated (its "
+            "reservation's outcome, hwcoll %s) at %.3f s\n",
+            p->job_created_s,
+            p->hwcoll,
+            p->job_updated_s);
     if (p == &ph_end) {
-        printf ("   CLEANUP on the socket: HTTP %d in %.1f ms\n", p->cleanup_status,
+        printf ("   CLEANUP on the socket: HTTP %d in %.1f ms\n",
+                p->cleanup_status,
                 p->cleanup_ms);
         if (p->released == 1 && p->release_s >= 0)
-            printf ("   VNIs out of quarantine %.3f s after the CLEANUP began (seen by the "
-                    "50 ms poll; the broker's event %.3f s), %.3f s after the last report\n",
-                    p->release_s, p->release_event_s, p->release_after_last_s);
+            printf (
+                "   VNIs out of quarantine %.3f s after the CLEANUP began (seen by the "
+                "50 ms poll; the broker's event %.3f s), %.3f s after the last "
+                "report\n",
+                p->release_s,
+                p->release_event_s,
+                p->release_after_last_s);
         else if (p->released == 1)
             printf ("   VNIs out of quarantine: %s\n", p->release_why);
         else
-            printf ("   VNIs NOT out of quarantine %.1f s after the CLEANUP: %s\n", wall,
+            printf ("   VNIs NOT out of quarantine %.1f s after the CLEANUP: %s\n",
+                    wall,
                     p->release_why[0] ? p->release_why : "no vni_released event");
     }
-    printf ("   RM on the socket: %u RUNs, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %u "
-            "failed; CLEANUP p99 %.1f ms; its longest call overlapping the phase %.1f ms (a "
-            "%s)%s%s\n",
-            rn, r50, r99, rmx, p->rm_fail, c99, longest, lrun ? "RUN" : "CLEANUP",
-            p->rm_err[0] ? "; first failure: " : "", p->rm_err);
+    printf (
+        "   RM on the socket: %u RUNs, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %u "
+        "failed; CLEANUP p99 %.1f ms; its longest call overlapping the phase %.1f ms "
+        "(a "
+        "%s)%s%s\n",
+        rn,
+        r50,
+        r99,
+        rmx,
+        rp->fail,
+        c99,
+        longest,
+        lrun ? "RUN" : "CLEANUP",
+        rp->err[0] ? "; first failure: " : "",
+        rp->err);
     if (b >= 0)
-        printf ("   broker CPU %.2f s (%.2f s net of the RM's %u cycles); peak RSS %.1f "
-                "MiB, RSS after %.1f MiB\n",
-                b, bn, p->rm_cycles, p->hwm / 1024.0, p->rss / 1024.0);
+        printf (
+            "   broker CPU %.2f s (%.2f s net of the RM's %u cycles); peak RSS %.1f "
+            "MiB, RSS after %.1f MiB\n",
+            b,
+            bn,
+            rcyc,
+            p->hwm / 1024.0,
+            p->rss / 1024.0);
     if (per_call >= 0 && p != &ph_warm)
-        printf ("   broker CPU per node call %.3f ms%s\n", per_call,
+        printf ("   broker CPU per node call %.3f ms%s\n",
+                per_call,
                 p->handshakes && p != &ph_warm ? " (its TLS handshake included)" : "");
     if (per_hs >= 0)
         printf ("   broker CPU per TLS handshake %.3f ms\n", per_hs);
-    printf ("   generator CPU %.2f s (%.0f%% of one core: near 100%% it is the bottleneck); "
-            "host steal %.1f%%\n",
-            g, wall > 0 ? 100 * g / wall : 0, steal_pct (p));
+    printf (
+        "   generator CPU %.2f s (%.0f%% of one core: near 100%% it is the "
+        "bottleneck); "
+        "host steal %.1f%%\n",
+        g,
+        wall > 0 ? 100 * g / wall : 0,
+        steal_pct (p));
     if (p == &ph_base && rm_cycle_cpu >= 0)
-        printf ("   broker CPU per RM cycle (RUN + CLEANUP) %.3f ms\n", rm_cycle_cpu * 1000);
+        printf ("   broker CPU per RM cycle (RUN + CLEANUP) %.3f ms\n",
+                rm_cycle_cpu * 1000);
 
-    printf ("STORM phase=%s mode=%s form=%s nodes=%u skipped=%d wall_s=%.3f calls=%u "
-            "answered=%u failed=%u",
-            p->name, opt.mode == MODE_WARM ? "warm" : "cold",
-            opt.form == FORM_ARRAY ? "array" : "hostlist", opt.nodes, p->skipped, wall,
-            p->calls, p->ok, p->failed);
+    printf (
+        "STORM phase=%s mode=%s form=%s nodes=%u skipped=%d wall_s=%.3f calls=%u "
+        "answered=%u failed=%u",
+        p->name,
+        opt.mode == MODE_WARM ? "warm" : "cold",
+        opt.form == FORM_ARRAY ? "array" : "hostlist",
+        opt.nodes,
+        p->skipped,
+        wall,
+        p->calls,
+        p->ok,
+        p->failed);
     for (int f = 0; f < F_COUNT; f++)
         printf (" f_%s=%u", fail_name[f], p->fail[f]);
-    printf (" http=%s tmo_connect=%u tmo_tls=%u tmo_answer=%u t_last_ok_s=%.3f "
-            "t_last_s=%.3f p50_ms=%.1f p99_ms=%.1f max_ms=%.1f attempts=%u retries=%u "
-            "handshakes=%u stale=%u idle_cut=%u rm_runs=%u rm_failed=%u rm_p50_ms=%.1f "
-            "rm_p99_ms=%.1f rm_max_ms=%.1f rm_clean_p99_ms=%.1f rm_longest_ms=%.1f rm_cycles=%u "
-            "broker_cpu_s=%.3f broker_cpu_net_s=%.3f cpu_per_call_ms=%.3f "
-            "cpu_per_handshake_ms=%.3f hwm_kib=%ld rss_kib=%ld gen_cpu_s=%.3f gen_busy_pct=%.0f "
-            "steal_pct=%.1f",
-            hl, p->tmo_stage[0], p->tmo_stage[1], p->tmo_stage[2], p->t_last_ok, p->t_last,
-            p50, p99, mx, p->attempts, p->retried, p->handshakes, p->stale, p->idle_cut, rn,
-            p->rm_fail, r50, r99, rmx, c99, longest, p->rm_cycles, b, bn, per_call, per_hs, p->hwm,
-            p->rss, g, wall > 0 ? 100 * g / wall : 0, steal_pct (p));
+    printf (
+        " http=%s tmo_connect=%u tmo_tls=%u tmo_answer=%u t_last_ok_s=%.3f "
+        "t_last_s=%.3f p50_ms=%.1f p99_ms=%.1f max_ms=%.1f attempts=%u retries=%u "
+        "handshakes=%u stale=%u idle_cut=%u rm_runs=%u rm_failed=%u rm_p50_ms=%.1f "
+        "rm_p99_ms=%.1f rm_max_ms=%.1f rm_clean_p99_ms=%.1f rm_longest_ms=%.1f "
+        "rm_cycles=%u "
+        "broker_cpu_s=%.3f broker_cpu_net_s=%.3f cpu_per_call_ms=%.3f "
+        "cpu_per_handshake_ms=%.3f hwm_kib=%ld rss_kib=%ld gen_cpu_s=%.3f "
+        "gen_busy_pct=%.0f "
+        "steal_pct=%.1f",
+        hl,
+        p->tmo_stage[0],
+        p->tmo_stage[1],
+        p->tmo_stage[2],
+        p->t_last_ok,
+        p->t_last,
+        p50,
+        p99,
+        mx,
+        p->attempts,
+        p->retried,
+        p->handshakes,
+        p->stale,
+        p->idle_cut,
+        rn,
+        rp->fail,
+        r50,
+        r99,
+        rmx,
+        c99,
+        longest,
+        rcyc,
+        b,
+        bn,
+        per_call,
+        per_hs,
+        p->hwm,
+        p->rss,
+        g,
+        wall > 0 ? 100 * g / wall : 0,
+        steal_pct (p));
     if (p == &ph_end)
-        printf (" cleanup_ms=%.1f cleanup_status=%d released=%d release_s=%.3f "
-                "release_event_s=%.3f release_after_last_s=%.3f waiting_left=%ld",
-                p->cleanup_ms, p->cleanup_status, p->released, p->release_s,
-                p->release_event_s, p->release_after_last_s, p->waiting_left);
+        printf (
+            " cleanup_ms=%.1f cleanup_status=%d released=%d release_s=%.3f "
+            "release_event_s=%.3f release_after_last_s=%.3f waiting_left=%ld",
+            p->cleanup_ms,
+            p->cleanup_status,
+            p->released,
+            p->release_s,
+            p->release_event_s,
+            p->release_after_last_s,
+            p->waiting_left);
     if (p == &ph_base)
         printf (" rm_cycle_cpu_ms=%.3f", rm_cycle_cpu * 1000);
     if (p == &ph_launch)
-        printf (" job_created_s=%.3f job_updated_s=%.3f hwcoll=%s", p->job_created_s,
-                p->job_updated_s, p->hwcoll[0] ? p->hwcoll : "-");
+        printf (" job_created_s=%.3f job_updated_s=%.3f hwcoll=%s",
+                p->job_created_s,
+                p->job_updated_s,
+                p->hwcoll[0] ? p->hwcoll : "-");
     printf ("\n");
 }
 
@@ -1898,19 +2300,25 @@ static void report (struct phase *p, unsigned handshakes_for_cpu)
 static void usage (int st)
 {
     fputs (
-        "Usage: fmb-storm --url https://127.0.0.1:PORT --ca FILE --node-key FILE --socket "
+        "Usage: fmb-storm --url https://127.0.0.1:PORT --ca FILE --node-key FILE "
+        "--socket "
         "PATH\n"
         "                 [--nodes N] [--name-prefix nid] [--name-width 5] [--job ID] "
         "[--uid U]\n"
-        "                 [--mode cold|warm] [--nodes-form array|hostlist] [--timeout-ms "
+        "                 [--mode cold|warm] [--nodes-form array|hostlist] "
+        "[--timeout-ms "
         "5000]\n"
         "                 [--retries 0] [--backoff-ms 250] [--concurrency 0 (all)]\n"
         "                 [--rm-interval-ms 20] [--broker-pid PID] [--deadline-s 120]\n"
-        "                 [--baseline-ms 2000] [--gap-ms 1000] [--release-wait-ms 10000]\n"
-        "                 [--spread-ms 0]\n"
-        "N emulated compute nodes, each with its own 127.x.y.z address and node token,\n"
+        "                 [--baseline-ms 2000] [--gap-ms 1000] [--release-wait-ms "
+        "10000]\n"
+        "                 [--spread-ms 0] [--nice 0]\n"
+        "N emulated compute nodes, each with its own 127.x.y.z address and node "
+        "token,\n"
         "RUN a job over TLS and report its end, while an RM RUNs small jobs on the\n"
-        "socket; see the head of bench/storm.c.\n",
+        "socket (on a thread of its own); see the head of bench/storm.c.\n"
+        "--nice N lowers the nodes' thread's priority by N, and only its: the RM and\n"
+        "the socket's other timed calls keep this process's.\n",
         st ? stderr : stdout);
     exit (st);
 }
@@ -1921,7 +2329,8 @@ static long num_arg (const char *name, const char *v, long lo, long hi)
     errno = 0;
     long n = strtol (v, &end, 10);
     if (errno || *end || end == v || n < lo || n > hi) {
-        fprintf (stderr, "fmb-storm: %s: expected a number from %ld to %ld\n", name, lo, hi);
+        fprintf (
+            stderr, "fmb-storm: %s: expected a number from %ld to %ld\n", name, lo, hi);
         exit (2);
     }
     return n;
@@ -1952,6 +2361,7 @@ static void parse_args (int argc, char **argv)
         {"gap-ms", required_argument, NULL, 'G'},
         {"release-wait-ms", required_argument, NULL, 'R'},
         {"spread-ms", required_argument, NULL, 'S'},
+        {"nice", required_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -2037,6 +2447,9 @@ static void parse_args (int argc, char **argv)
         case 'S':
             opt.spread_ms = (int)num_arg ("--spread-ms", optarg, 0, 600000);
             break;
+        case 'N':
+            opt.nice = (int)num_arg ("--nice", optarg, 0, 19);
+            break;
         case 'h':
             usage (0);
             break;
@@ -2052,13 +2465,17 @@ static void parse_args (int argc, char **argv)
         digits++;
     if (digits > opt.width) {
         if (width_given)
-            fprintf (stderr, "fmb-storm: --name-width %u is too small for %u nodes: %u\n",
-                     opt.width, opt.nodes, digits);
+            fprintf (stderr,
+                     "fmb-storm: --name-width %u is too small for %u nodes: %u\n",
+                     opt.width,
+                     opt.nodes,
+                     digits);
         opt.width = digits;
     }
-    if (strlen (opt.job) > 100 || strspn (opt.job,
-                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw"
-                                          "xyz0123456789._-") != strlen (opt.job))
+    if (strlen (opt.job) > 100 ||
+        strspn (opt.job,
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw"
+                "xyz0123456789._-") != strlen (opt.job))
         die ("--job: [A-Za-z0-9._-], at most 100 characters");
     /* https://HOST:PORT */
     const char *h = !strncmp (opt.url, "https://", 8) ? opt.url + 8 : NULL;
@@ -2067,7 +2484,9 @@ static void parse_args (int argc, char **argv)
         die ("--url: expected https://HOST:PORT");
     memcpy (opt.host, h, (size_t)(colon - h));
     opt.host[colon - h] = '\0';
-    opt.port = (int)num_arg ("--url's port", strtok (strdup (colon + 1), "/"), 1, 65535);
+    char port[16];
+    snprintf (port, sizeof (port), "%.*s", (int)strcspn (colon + 1, "/"), colon + 1);
+    opt.port = (int)num_arg ("--url's port", port, 1, 65535);
     snprintf (opt.hostport, sizeof (opt.hostport), "%s:%d", opt.host, opt.port);
     dst.sin_family = AF_INET;
     dst.sin_port = htons ((uint16_t)opt.port);
@@ -2092,13 +2511,20 @@ static void build_bodies (void)
         node_name (0, name, sizeof (name));
         n += (size_t)snprintf (b + n, cap - n, "\"%s\"", name);
     } else
-        n += (size_t)snprintf (b + n, cap - n, "\"%s[%0*u-%0*u]\"", opt.prefix,
-                               (int)opt.width, 1u, (int)opt.width, opt.nodes);
+        n += (size_t)snprintf (b + n,
+                               cap - n,
+                               "\"%s[%0*u-%0*u]\"",
+                               opt.prefix,
+                               (int)opt.width,
+                               1u,
+                               (int)opt.width,
+                               opt.nodes);
     n += (size_t)snprintf (b + n, cap - n, ",\"hwcoll\":\"auto\"}");
     run_body = b;
     run_body_len = n;
     report_body_len = strlen (report_body);
-    snprintf (rm_body, sizeof (rm_body),
+    snprintf (rm_body,
+              sizeof (rm_body),
               "{\"uid\":%lu,\"nodes\":[\"rmnode\"],\"hwcoll\":\"off\",\"vni_count\":1}",
               opt.uid);
 }
@@ -2112,9 +2538,10 @@ static void setup_tls (void)
     SSL_CTX_set_verify (tls, SSL_VERIFY_PEER, NULL);
     /* each node its own process in reality: no session is resumed */
     SSL_CTX_set_session_cache_mode (tls, SSL_SESS_CACHE_OFF);
-    SSL_CTX_set_mode (tls, SSL_MODE_ENABLE_PARTIAL_WRITE |
-                               SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-                               SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_mode (tls,
+                      SSL_MODE_ENABLE_PARTIAL_WRITE |
+                          SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                          SSL_MODE_RELEASE_BUFFERS);
     if (SSL_CTX_load_verify_locations (tls, opt.ca, NULL) != 1)
         die ("--ca %s: %s", opt.ca, ERR_error_string (ERR_get_error (), NULL));
 }
@@ -2137,20 +2564,17 @@ int main (int argc, char **argv)
         fprintf (stderr,
                  "fmb-storm: warning: the file limit (%lu) is below the nodes' %u "
                  "connections: raise ulimit -n\n",
-                 (unsigned long)rl.rlim_cur, opt.nodes);
+                 (unsigned long)rl.rlim_cur,
+                 opt.nodes);
     load_node_key (opt.node_key);
     build_bodies ();
     setup_tls ();
     ep = epoll_create1 (EPOLL_CLOEXEC);
     if (ep < 0)
         die ("epoll_create1: %s", strerror (errno));
-    peers = xcalloc (opt.nodes + 2, sizeof (*peers));
-    for (unsigned i = 0; i < opt.nodes + 2; i++) {
+    peers = xcalloc (opt.nodes, sizeof (*peers));
+    for (unsigned i = 0; i < opt.nodes; i++)
         peers[i].fd = -1;
-        peers[i].kind = i < opt.nodes ? K_NODE : i == opt.nodes ? K_RM : K_CTL;
-    }
-    rm = &peers[opt.nodes];
-    ctl = &peers[opt.nodes + 1];
     wq_cap = opt.nodes + 1;
     waitq = xcalloc (wq_cap, sizeof (*waitq));
     startq = xcalloc (opt.nodes, sizeof (*startq));
@@ -2160,42 +2584,82 @@ int main (int argc, char **argv)
     char first[96], last[96];
     node_name (0, first, sizeof (first));
     node_name (opt.nodes - 1, last, sizeof (last));
-    printf ("fmb-storm: %u nodes (%s..%s, 127.1.0.1..), job %s, uid %lu, %s mode, nodes "
-            "as %s (RUN body %zu bytes), timeout %d ms, retries %d, concurrency %s, RM "
-            "every %d ms, deadline %d s\n",
-            opt.nodes, first, last, opt.job, opt.uid,
-            opt.mode == MODE_WARM ? "warm" : "cold",
-            opt.form == FORM_ARRAY ? "a JSON array" : "a hostlist string", run_body_len,
-            opt.timeout_ms, opt.retries,
-            opt.concurrency ? "capped" : "all", opt.rm_interval_ms, opt.deadline_s);
+    printf (
+        "fmb-storm: %u nodes (%s..%s, 127.1.0.1..), job %s, uid %lu, %s mode, nodes "
+        "as %s (RUN body %zu bytes), timeout %d ms, retries %d, concurrency %s, RM "
+        "every %d ms, deadline %d s\n",
+        opt.nodes,
+        first,
+        last,
+        opt.job,
+        opt.uid,
+        opt.mode == MODE_WARM ? "warm" : "cold",
+        opt.form == FORM_ARRAY ? "a JSON array" : "a hostlist string",
+        run_body_len,
+        opt.timeout_ms,
+        opt.retries,
+        opt.concurrency ? "capped" : "all",
+        opt.rm_interval_ms,
+        opt.deadline_s);
     if (!opt.broker_pid)
         printf ("fmb-storm: no --broker-pid: no broker CPU or memory figures\n");
 
+    /* the RM's and the control client's threads, at this process's
+     * priority (a thread takes its creator's); then the nodes' thread's
+     * lowered, and only its */
+    cond_init (&rmc.cv);
+    cond_init (&cw.cv);
+    thread_start (&rm_thread, rm_main);
+    thread_start (&ctl_thread, ctl_main);
+    if (opt.nice) {
+        errno = 0;
+        int base = getpriority (PRIO_PROCESS, 0);
+        if (setpriority (PRIO_PROCESS, (id_t)syscall (SYS_gettid), base + opt.nice) < 0)
+            fprintf (stderr,
+                     "fmb-storm: warning: --nice %d: setpriority: %s\n",
+                     opt.nice,
+                     strerror (errno));
+        else
+            printf (
+                "fmb-storm: the nodes' thread at nice %d, the RM's and the control "
+                "client's threads at nice %d\n",
+                base + opt.nice,
+                base);
+    }
+
     /* the socket answers, and one node's TLS call does */
-    if (!ctl_sync ("GET", "/v1/health", NULL) && ctl->status != 503)
-        die ("the broker's socket %s does not answer GET /v1/health (%s)", opt.sock,
-             ctl->status ? "an HTTP error" : fail_sample[F_OTHER]);
+    if (!ctl_sync ("GET", "/v1/health", NULL) && ctl.status != 503)
+        die ("the broker's socket %s does not answer GET /v1/health (%s)",
+             opt.sock,
+             ctl.status ? "an HTTP error" : fail_sample[ctl.f]);
     node_call (&peers[0], CALL_PROBE);
-    for (unsigned long turn = 0; peers[0].busy && turn < 1000000UL && !deadline_hit; turn++)
+    for (unsigned long turn = 0; peers[0].busy && turn < 1000000UL && !deadline_hit;
+         turn++)
         loop_once (50);
     conn_close (&peers[0]);
     if (!cur) { /* the probe counted nowhere; its outcome from the samples */
         bool bad = false;
         for (int f = 0; f < F_COUNT; f++)
             if (fail_sample[f][0]) {
-                fprintf (stderr, "fmb-storm: a node's TLS call to %s failed: %s\n",
-                         opt.url, fail_sample[f]);
+                fprintf (stderr,
+                         "fmb-storm: a node's TLS call to %s failed: %s\n",
+                         opt.url,
+                         fail_sample[f]);
                 bad = true;
             }
         for (int s = 400; s < 600; s++)
             if (http_samples[s] && s != 503) {
-                fprintf (stderr, "fmb-storm: a node's GET /v1/health over TLS: HTTP %d %s\n",
-                         s, http_samples[s]);
+                fprintf (stderr,
+                         "fmb-storm: a node's GET /v1/health over TLS: HTTP %d %s\n",
+                         s,
+                         http_samples[s]);
                 bad = true;
             }
         if (bad)
             exit (1);
+        pthread_mutex_lock (&fail_mu);
         memset (fail_sample, 0, sizeof (fail_sample));
+        pthread_mutex_unlock (&fail_mu);
         for (int s = 0; s < 600; s++) {
             free (http_samples[s]);
             http_samples[s] = NULL;
@@ -2203,31 +2667,31 @@ int main (int argc, char **argv)
     }
 
     /* baseline: the RM alone */
-    rm_on = opt.rm_interval_ms >= 0;
     phase_begin (&ph_base);
-    rm_start ();
+    rm_set (1);
     idle_for (opt.baseline_ms);
     phase_finish (&ph_base);
-    if (ph_base.rm_cycles && bcpu (&ph_base) >= 0)
-        rm_cycle_cpu = bcpu (&ph_base) / ph_base.rm_cycles;
-    cur = NULL;
+    unsigned base_cycles = atomic_load (&rmph[PH_BASE].cycles);
+    if (base_cycles && bcpu (&ph_base) >= 0)
+        rm_cycle_cpu = bcpu (&ph_base) / base_cycles;
+    phase_none ();
 
     if (opt.mode == MODE_WARM) {
         phase_nodes (&ph_warm, CALL_HANDSHAKE);
-        cur = NULL;
+        phase_none ();
     }
     phase_nodes (&ph_launch, CALL_RUN);
-    cur = NULL;
+    phase_none ();
     /* when the broker made the job and recorded its reservation's outcome
      * (the nodes' RUNs wait for it): one node's view, constant in size */
     if (!deadline_hit) {
         char path[256], name[96], hw[32] = "";
         node_name (0, name, sizeof (name));
         snprintf (path, sizeof (path), "/v1/jobs/%s/nodes/%s", opt.job, name);
-        if (ctl_sync ("GET", path, NULL) && ctl->out) {
-            long long c = json_num (ctl->out, "created_ms", 0),
-                      u = json_num (ctl->out, "updated_ms", 0);
-            const char *h = json_at (ctl->out, "hwcoll");
+        if (ctl_sync ("GET", path, NULL) && ctl.out) {
+            long long c = json_num (ctl.out, "created_ms", 0),
+                      u = json_num (ctl.out, "updated_ms", 0);
+            const char *h = json_at (ctl.out, "hwcoll");
             if (h && json_str (h, "state", hw, sizeof (hw)) && c && u) {
                 snprintf (ph_launch.hwcoll, sizeof (ph_launch.hwcoll), "%s", hw);
                 ph_launch.job_created_s = (c - ph_launch.wall0) / 1000;
@@ -2238,12 +2702,14 @@ int main (int argc, char **argv)
     if (ph_launch.ok == 0) {
         ph_end.on = true;
         ph_end.skipped = true;
-        snprintf (ph_end.skip_why, sizeof (ph_end.skip_why),
+        snprintf (ph_end.skip_why,
+                  sizeof (ph_end.skip_why),
                   "no node's RUN succeeded, so there is no job to end");
     } else if (deadline_hit) {
         ph_end.on = true;
         ph_end.skipped = true;
-        snprintf (ph_end.skip_why, sizeof (ph_end.skip_why),
+        snprintf (ph_end.skip_why,
+                  sizeof (ph_end.skip_why),
                   "the --deadline-s was reached during the launch");
     } else {
         /* the job runs: a cold node's connection is gone by its end (the
@@ -2252,24 +2718,17 @@ int main (int argc, char **argv)
             close_node_conns ();
         idle_for (opt.gap_ms);
         phase_end ();
-        cur = NULL;
+        phase_none ();
     }
-    rm_on = false;
-    /* the RM's last cycle ends (its job cleaned up) */
-    for (unsigned long turn = 0; rm->busy && turn < 1000000UL && !deadline_hit; turn++)
-        loop_once (50);
-    /* a RUN still unanswered at the deadline counts with what it waited so far */
-    if (rm->busy && !strncmp (rm->path, "PUT", 3) && rm_phase && rm_phase->on) {
-        double waited = (now_s () - rm->call_t0) * 1000;
-        dvec_push (&rm_phase->rm_lat, waited);
-        rmrec_add (rm->call_t0, now_s (), true);
-        if (!rm_phase->rm_err[0])
-            snprintf (rm_phase->rm_err, sizeof (rm_phase->rm_err),
-                      "a RUN still unanswered at the deadline after %.0f ms (counted so)",
-                      waited);
-    }
+    /* the RM's last cycle ends (its job cleaned up), or the deadline (a RUN
+     * still unanswered then counts with what it waited so far) */
+    rm_set (2);
+    pthread_join (rm_thread, NULL);
+    ctl_post (TASK_QUIT);
+    pthread_join (ctl_thread, NULL);
 
-    printf ("\nfmb-storm: %u nodes, %s, nodes as %s%s\n", opt.nodes,
+    printf ("\nfmb-storm: %u nodes, %s, nodes as %s%s\n",
+            opt.nodes,
             opt.mode == MODE_WARM ? "warm" : "cold",
             opt.form == FORM_ARRAY ? "a JSON array" : "a hostlist string",
             deadline_hit ? " -- the --deadline-s was reached: calls still open were "
@@ -2287,15 +2746,23 @@ int main (int argc, char **argv)
         if (http_samples[s])
             printf ("first HTTP %d answer: %.300s\n", s, http_samples[s]);
     if (opt.form == FORM_HOSTLIST && ph_launch.http[400])
-        printf ("NOTE: the broker refused the RUN with the node list as a hostlist string "
-                "(HTTP 400 x%u): this broker takes \"nodes\" only as a JSON array; the "
-                "hostlist form needs the broker change that accepts it\n",
-                ph_launch.http[400]);
+        printf (
+            "NOTE: the broker refused the RUN with the node list as a hostlist string "
+            "(HTTP 400 x%u): this broker takes \"nodes\" only as a JSON array; the "
+            "hostlist form needs the broker change that accepts it\n",
+            ph_launch.http[400]);
     struct rusage ru;
     getrusage (RUSAGE_SELF, &ru);
-    printf ("STORM phase=total nodes=%u mode=%s wall_s=%.3f gen_cpu_s=%.3f gen_maxrss_kib=%ld "
-            "deadline_hit=%d idle_cut_total=%u\n",
-            opt.nodes, opt.mode == MODE_WARM ? "warm" : "cold", now_s () - t_start,
-            self_cpu_s (), ru.ru_maxrss, deadline_hit, idle_cut_total);
+    printf (
+        "STORM phase=total nodes=%u mode=%s wall_s=%.3f gen_cpu_s=%.3f "
+        "gen_maxrss_kib=%ld "
+        "deadline_hit=%d idle_cut_total=%u\n",
+        opt.nodes,
+        opt.mode == MODE_WARM ? "warm" : "cold",
+        now_s () - t_start,
+        self_cpu_s (),
+        ru.ru_maxrss,
+        deadline_hit,
+        idle_cut_total);
     return 0;
 }

@@ -10,6 +10,12 @@
 # socket.  Prints each run's summary, then a Markdown table per mode with
 # the machine's load average and CPU steal beside it.
 #
+# fmb-storm's node emulation runs at nice 10 (STORM_NICE): on a real
+# machine the nodes' TLS work runs on the nodes, not on the broker's host;
+# here the generator shares the broker's cores, so it yields to the broker.
+# The RM's calls on the socket (and the other timed ones) have threads of
+# their own at the normal priority.
+#
 #   --rsa            RSA-2048 certificates (default: ECDSA P-256)
 #   --form F         the RUN's node list: array (what the node service
 #                    sends today) or hostlist ("nid[00001-01000]", which
@@ -20,6 +26,8 @@
 #                    current directory or the source tree
 #   STORM_ARGS       more fmb-storm options, e.g. "--retries 3 --timeout-ms 5000"
 #   STORM_DEADLINE_S fmb-storm's --deadline-s (default: 120, or N/40 above 4800 nodes)
+#   STORM_NICE       fmb-storm's --nice, how much lower the node emulation's
+#                    priority is than the broker's (default: 10; 0: the same)
 #   STORM_KEEP=1     keep the temporary directory (logs, configurations)
 # Needs root (the RM's calls on the socket are root's) and curl, openssl,
 # python3.  Stops what it started, also on failure and Ctrl-C.
@@ -48,6 +56,8 @@ case $form in array | hostlist) ;; *) echo "storm.sh: --form array|hostlist" >&2
 for m in $modes; do
     case $m in cold | warm) ;; *) echo "storm.sh: --modes: cold, warm" >&2 && exit 2 ;; esac
 done
+nice=${STORM_NICE:-10}
+case $nice in [0-9] | 1[0-9]) ;; *) echo "storm.sh: STORM_NICE: 0 to 19" >&2 && exit 2 ;; esac
 b=${BUILD:-build}
 if [ -d "$b/bin" ]; then build=$(cd "$b" && pwd)
 elif [ -d "$src/$b/bin" ]; then build=$(cd "$src/$b" && pwd)
@@ -102,6 +112,11 @@ echo "# fmbroker storm benchmark (issue 49), $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), kernel $(uname -r)"
 echo "# code: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?') ($build)"
 echo "# ulimit -n $nofile (the broker and fmb-storm inherit it); net.core.somaxconn $somaxconn (caps every listen backlog); net.ipv4.tcp_max_syn_backlog $synbacklog"
+if [ "$nice" -gt 0 ]; then
+    echo "# fmb-storm's node emulation at nice $nice (STORM_NICE; 0: the broker's priority): on a real machine the nodes' TLS work runs on the nodes, not on the broker's host; here the generator shares the broker's $(nproc) cores, so it yields to the broker. The RM's calls on the socket run on a thread of their own at the broker's priority."
+else
+    echo "# fmb-storm's node emulation at the broker's priority (STORM_NICE=0): it competes with the broker for this host's $(nproc) cores, which real nodes do not. The RM's calls on the socket run on a thread of their own."
+fi
 
 # ---- certificates --------------------------------------------------------
 if $rsa; then
@@ -190,7 +205,7 @@ CONF
     "$bin/fmb-storm" --url "https://127.0.0.1:$port" --ca "$T/certs/ca.pem" \
         --node-key "$R/state/node.key" --socket "$R/api.sock" --nodes "$n" --mode "$mode" \
         --nodes-form "$form" --broker-pid "$broker_pid" --job "storm-$n-$mode" \
-        --deadline-s "$deadline" ${STORM_ARGS:-} >"$R/out" 2>&1 &
+        --deadline-s "$deadline" --nice "$nice" ${STORM_ARGS:-} >"$R/out" 2>&1 &
     storm_pid=$!
     wait "$storm_pid"
     local rc=$?

@@ -22,10 +22,13 @@ FMBROKER_CXI_ARGS=${FMBROKER_CXI_ARGS:-}
 # leaves the job's VNIs and FM reservation held.
 FMBROKER_CLEANUP_RETRY_S=${FMBROKER_CLEANUP_RETRY_S:-600}
 
-# Is a failed fmbroker call (exit status $1, output $2) worth another try:
-# no broker answered (3, or timeout's 124), or one answered 429 or 5xx?
+# Is a failed fmbroker call (exit status $1) worth another try?  The CLI
+# exits 2 when no broker answered or one answered 408, 429 or 5xx (busy,
+# failing over); 124 is timeout(1)'s.  1 (refused), 3 (usage or
+# configuration) do not change by waiting.  ($2, the call's output, is
+# for the callers' messages.)
 fmb_transient () {
-    [ "$1" = 3 ] || [ "$1" = 124 ] || { [ "$1" = 1 ] && echo "$2" | grep -q ": \(429\|5[0-9][0-9]\) "; }
+    [ "$1" = 2 ] || [ "$1" = 124 ]
 }
 
 # Run "$@" in a session of its own, in the background, and return once it

@@ -42,7 +42,9 @@ CONF
 sock="$state/fmbroker.sock"
 # A job id of this run's own: the state (and so an earlier run's job,
 # released, its VNIs perhaps still quarantined) survives a re-run, and a
-# RUN of a released job id is refused.
+# RUN of a released job id is that job's next run (a requeue, doc/api.md):
+# refused (409) while the earlier run's VNIs wait in quarantine for a node
+# report that a reader who stopped half-way never sent.
 job=demo-$(date +%Y%m%d-%H%M%S)-$$
 cat <<HELP
 fmbroker demo: mock FM on http://127.0.0.1:$port, state in $state

@@ -8,12 +8,15 @@ packages="build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
   libssl-dev libcmocka-dev libinih-dev libsystemd-dev libsmartcols-dev
   libgnutls28-dev sqlite3 jq curl openssl file man-db python3 universal-ctags python3-jsonschema python3-yaml rpm
   slurmctld slurmd slurm-client libslurm-dev munge systemd lua5.4
-  pacemaker corosync pacemaker-cli-utils"
+  pacemaker corosync pacemaker-cli-utils resource-agents kmod psmisc iproute2 e2fsprogs"
 # pacemaker/corosync: the HA recipe in deploy/ha (t3610 checks it offline
 # with crm_verify/crm_simulate from pacemaker-cli-utils).  Installing them
 # asks nothing; on a machine whose policy-rc.d allows it, Debian starts
 # corosync and pacemaker as a one-node cluster on loopback with nothing
 # configured, which runs no resource and binds no public address.
+# resource-agents, kmod, psmisc, iproute2, e2fsprogs: t3620 runs the recipe
+# on a live two-node cluster in network namespaces (ocf:heartbeat:Filesystem
+# needs kmod's modprobe and psmisc's fuser; mkfs.ext4 makes its volume).
 missing=
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

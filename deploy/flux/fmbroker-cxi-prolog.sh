@@ -28,6 +28,11 @@ raise () { # policy reason
         "fmbroker: no VNI isolation on $node: $2" 2>/dev/null ||
         fmb_log "job $id: flux job raise failed; the job shell refuses its tasks here"
 }
+# No jobtap plugin, no event to wait for: the reason now, not in 30 s.
+if jobtaps=$(flux jobtap list 2>/dev/null) && ! printf '%s\n' "$jobtaps" | grep -q '^fmbroker'; then
+    raise "$FMBROKER_POLICY" "$FMBROKER_NOT_LOADED"
+    exit 0
+fi
 ev=$(flux job wait-event --timeout="${FMBROKER_RUN_WAIT_S:-30}" --format=json \
     "$FLUX_JOB_ID" fmbroker 2>&1) || {
     raise "$FMBROKER_POLICY" "no word from fmbroker's jobtap plugin in ${FMBROKER_RUN_WAIT_S:-30} s (is fmbroker.so loaded in the job-manager? flux jobtap list): $ev"

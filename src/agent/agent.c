@@ -70,21 +70,24 @@ static int call_with_retries (struct agent *ag,
         int64_t t0 = fmb_monotime_ms ();
         int rc = api_client_call (
             &ag->target, ag->keep, timeout_s, method, path, body, NULL, r, error);
-        bool busy = rc < 0 ? fmb_monotime_ms () - t0 >= BROKER_SLOW_MS : r->status == 429;
+        bool busy =
+            rc < 0 ? fmb_monotime_ms () - t0 >= BROKER_SLOW_MS : r->status == 429;
         int64_t left = first + BROKER_RETRY_WINDOW_MS - fmb_monotime_ms () - backoff;
         if (!busy || tries == BROKER_TRIES || !ag->target.url ||
             left < BROKER_TRY_MIN_S * 1000)
             return rc;
-        timeout_s = left / 1000 < BROKER_TIMEOUT_S ? (long)(left / 1000) : BROKER_TIMEOUT_S;
+        timeout_s =
+            left / 1000 < BROKER_TIMEOUT_S ? (long)(left / 1000) : BROKER_TIMEOUT_S;
         if (rc == 0)
             json_decref (r->body);
-        fmb_log (LOG_INFO,
-                 "%s %s: %s; trying again (%d of %d)",
-                 method,
-                 path,
-                 rc < 0 && error ? error->text : "no answer, or 429 (the broker is busy)",
-                 tries + 1,
-                 BROKER_TRIES);
+        fmb_log (
+            LOG_INFO,
+            "%s %s: %s; trying again (%d of %d)",
+            method,
+            path,
+            rc < 0 && error ? error->text : "no answer, or 429 (the broker is busy)",
+            tries + 1,
+            BROKER_TRIES);
         api_keep_clear_away (ag->keep); /* this caller's own retry */
         sleep_ms (backoff / 2 + (int64_t)(random () % backoff));
     }

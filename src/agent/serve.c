@@ -53,11 +53,11 @@ struct deferred {
     bool reports;               /* kept reports to deliver */
     char steps[STEPS_MAX][300]; /* DELETE paths of steps that ended */
     unsigned nsteps;
-    int64_t since_ms;        /* when the oldest was deferred; 0: none */
-    int64_t retry_at_ms;     /* kept reports tried again then; 0: none kept */
-    int64_t retry_delay_ms;  /* the last wait, doubled at each miss */
-    int64_t warm_at_ms;      /* the connection to the broker opened then; 0: open */
-    bool local_broker;       /* on its Unix socket: nothing to keep warm */
+    int64_t since_ms;       /* when the oldest was deferred; 0: none */
+    int64_t retry_at_ms;    /* kept reports tried again then; 0: none kept */
+    int64_t retry_delay_ms; /* the last wait, doubled at each miss */
+    int64_t warm_at_ms;     /* the connection to the broker opened then; 0: open */
+    bool local_broker;      /* on its Unix socket: nothing to keep warm */
 };
 
 /* What a prolog takes from Slurm, and a step's end, and nothing else. */
@@ -298,7 +298,8 @@ static void schedule_retry (struct deferred *d, bool left)
         d->retry_at_ms = d->retry_delay_ms = 0;
         return;
     }
-    d->retry_delay_ms = d->retry_delay_ms ? d->retry_delay_ms * 2 : REPORT_RETRY_FIRST_MS;
+    d->retry_delay_ms =
+        d->retry_delay_ms ? d->retry_delay_ms * 2 : REPORT_RETRY_FIRST_MS;
     if (d->retry_delay_ms > REPORT_RETRY_MAX_MS)
         d->retry_delay_ms = REPORT_RETRY_MAX_MS;
     d->retry_at_ms = fmb_monotime_ms () + jittered (d->retry_delay_ms);

@@ -53,9 +53,28 @@ static const char *setting (const char *name, const char *fallback)
  * whatever else an admin asked for.  Where it cannot run, a prolog exits
  * 0 (the job's steps find no record: fail_closed refuses them), an
  * epilog 1 (the job's services may stay: slurmd drains the node). */
+/* fmbroker-cxi beside this program: both are installed by one package
+ * into one directory, which need not be the one this was built for (the
+ * README's build configures /usr/local, the packages install in /usr).
+ * The build's directory only if this program's own cannot be read. */
+static const char *agent_beside (char *buf, size_t len)
+{
+    ssize_t n = readlink ("/proc/self/exe", buf, len - 1);
+    char *slash;
+    if (n <= 0 || (size_t)n >= len - sizeof ("/fmbroker-cxi"))
+        return FMB_SBINDIR "/fmbroker-cxi";
+    buf[n] = '\0';
+    if (!(slash = strrchr (buf, '/')))
+        return FMB_SBINDIR "/fmbroker-cxi";
+    strcpy (slash, "/fmbroker-cxi");
+    return buf;
+}
+
 static int run_agent (char **argv)
 {
-    const char *agent = setting ("FMBROKER_CXI_PROGRAM", FMB_SBINDIR "/fmbroker-cxi");
+    char beside[4096];
+    const char *agent =
+        setting ("FMBROKER_CXI_PROGRAM", agent_beside (beside, sizeof (beside)));
     const char *ctx = getenv ("SLURM_SCRIPT_CONTEXT");
     argv[0] = (char *)agent;
     execv (agent, argv);

@@ -104,7 +104,10 @@ static void identify_tcp (struct callerid *id, struct http_req *req)
  * (verified against [api] tls_client_ca, meant for TLS clients): its CN
  * or first DNS name names the node.  0: none offered; 1: a node named;
  * -1: bad (*why says how). */
-static int identify_cert (struct http_req *req, char *node, size_t len, const char **why)
+static int identify_cert (struct http_req *req,
+                          char *node,
+                          size_t len,
+                          const char **why)
 {
     struct http_conn *hc = conn_of (req->conn);
     if (!hc || hc->tls.cert == TLS_PEER_CERT_NONE)

@@ -86,7 +86,7 @@ struct conns {
     unsigned backlog;
     struct conn_queue requests; /* request_timeout_ms: a request being read */
     struct conn_queue idle;     /* tcp_idle_timeout_s: kept, between requests */
-    struct { /* the accepted socket being handed to MHD */
+    struct {                    /* the accepted socket being handed to MHD */
         bool valid;
         int fd;
         uid_t uid;
@@ -540,7 +540,8 @@ static void accept_unix (struct conns *h)
  * plain 503). */
 static void keepalive (int fd)
 {
-    int one = 1, idle = KEEPALIVE_IDLE_S, intvl = KEEPALIVE_INTVL_S, cnt = KEEPALIVE_CNT;
+    int one = 1, idle = KEEPALIVE_IDLE_S, intvl = KEEPALIVE_INTVL_S,
+        cnt = KEEPALIVE_CNT;
     (void)setsockopt (fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof (one));
     (void)setsockopt (fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof (idle));
     (void)setsockopt (fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof (intvl));
@@ -789,7 +790,8 @@ static void fit_file_limit (const struct fmb_config *cfg, struct tcpguard_limits
         have = rl.rlim_cur == RLIM_INFINITY ? 65536 : rl.rlim_cur;
     }
     rlim_t own = (rlim_t)cfg->api_max_connections + cfg->fm_max_connections + FDS_OWN;
-    rlim_t left = (have > own + 16 * FDS_PER_TCP ? have - own : 16 * FDS_PER_TCP) / FDS_PER_TCP;
+    rlim_t left =
+        (have > own + 16 * FDS_PER_TCP ? have - own : 16 * FDS_PER_TCP) / FDS_PER_TCP;
     if (have < own + 16)
         fmb_log (LOG_WARNING,
                  "api: the file limit (%lu) leaves too little beside [api] "
@@ -846,7 +848,9 @@ static unsigned somaxconn (void)
 static unsigned tcp_backlog (const struct fmb_config *cfg)
 {
     unsigned cap = somaxconn ();
-    unsigned want = cfg->tcp_listen_backlog ? cfg->tcp_listen_backlog : cap ? cap : 4096;
+    unsigned want = cfg->tcp_listen_backlog ? cfg->tcp_listen_backlog
+                    : cap                   ? cap
+                                            : 4096;
     if (cap && want > cap) {
         fmb_log (LOG_WARNING,
                  "api: [api] tcp_listen_backlog %u is above net.core.somaxconn (%u), "

@@ -55,10 +55,10 @@ struct listener {
 #define TCP_PASS_BUDGET_MS 10
 
 struct http {
-    struct http_shared sh; /* what its requests share: held answers, ... */
+    struct http_shared sh;             /* what its requests share: held answers, ... */
     struct listener l[1 + TCP_SHARDS]; /* the Unix socket's, then TCP's shards */
     int n;
-    int next_shard; /* the TCP shard the next pass begins with */
+    int next_shard;          /* the TCP shard the next pass begins with */
     struct conns *cs;        /* listening sockets, connections, their caps */
     struct callerid *ids;    /* tokens, node keys: who a caller is */
     struct dispatch *disp;   /* the route table and its checks */
@@ -395,31 +395,32 @@ static struct MHD_Daemon *start_daemon (struct listener *l, unsigned max_conns)
 {
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                      MHD_USE_NO_LISTEN_SOCKET;
-    return MHD_start_daemon (flags,
-                             0,
-                             NULL,
-                             NULL,
-                             access_cb,
-                             l,
-                             MHD_OPTION_NOTIFY_COMPLETED,
-                             completed_cb,
-                             NULL,
-                             MHD_OPTION_NOTIFY_CONNECTION,
-                             notify_cb,
-                             l,
-                             MHD_OPTION_UNESCAPE_CALLBACK,
-                             no_unescape,
-                             NULL,
-                             MHD_OPTION_EXTERNAL_LOGGER,
-                             mhd_log,
-                             NULL,
-                             MHD_OPTION_CONNECTION_TIMEOUT,
-                             l->tcp ? 0u : (unsigned)HTTP_CONN_TIMEOUT_S,
-                             MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                             (size_t)(l->tcp ? HTTP_TCP_MEMORY_LIMIT : HTTP_MEMORY_LIMIT),
-                             MHD_OPTION_CONNECTION_LIMIT,
-                             max_conns + 1, /* our own tables are the real limit */
-                             MHD_OPTION_END);
+    return MHD_start_daemon (
+        flags,
+        0,
+        NULL,
+        NULL,
+        access_cb,
+        l,
+        MHD_OPTION_NOTIFY_COMPLETED,
+        completed_cb,
+        NULL,
+        MHD_OPTION_NOTIFY_CONNECTION,
+        notify_cb,
+        l,
+        MHD_OPTION_UNESCAPE_CALLBACK,
+        no_unescape,
+        NULL,
+        MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log,
+        NULL,
+        MHD_OPTION_CONNECTION_TIMEOUT,
+        l->tcp ? 0u : (unsigned)HTTP_CONN_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)(l->tcp ? HTTP_TCP_MEMORY_LIMIT : HTTP_MEMORY_LIMIT),
+        MHD_OPTION_CONNECTION_LIMIT,
+        max_conns + 1, /* our own tables are the real limit */
+        MHD_OPTION_END);
 }
 
 /* The TCP listener: tokens, node keys, certificate and key, the socket,

@@ -394,7 +394,9 @@ static int run_answer (struct broker *b,
 
 /* This request's body matched job 'j''s: the job's other nodes' RUNs,
  * the same bytes, are answered from the memo. */
-static void remember_run (struct broker *b, struct http_req *req, const struct store_job *j)
+static void remember_run (struct broker *b,
+                          struct http_req *req,
+                          const struct store_job *j)
 {
     size_t len;
     const char *text = http_body_text (req, &len);
@@ -450,7 +452,8 @@ static int run_memoized (struct broker *b, struct http_req *req, struct http_pro
         runmemo_has (b->runmemo, j->id, j->created_ms, text, len))
         rc = jobs_node_member (b, http_caller (req), j)
                  ? run_answer (b, req, j, p)
-                 : jobs_node_refused (req, p, "may RUN only a job whose node list names it");
+                 : jobs_node_refused (
+                       req, p, "may RUN only a job whose node list names it");
     store_job_free (j);
     return rc;
 }

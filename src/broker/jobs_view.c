@@ -245,8 +245,9 @@ int jobs_reply (struct broker *b,
 {
     struct store_job *j;
     struct fmb_error e;
-    int got = jobs_node_only (http_caller (req)) ? store_job_get_brief (b->st, id, &j, &e)
-                                                  : store_job_get (b->st, id, &j, &e);
+    int got = jobs_node_only (http_caller (req))
+                  ? store_job_get_brief (b->st, id, &j, &e)
+                  : store_job_get (b->st, id, &j, &e);
     if (got < 0)
         return http_problem_errno (p, "%s", e.text);
     bool unrecorded = j->state == STORE_JOB_ACTIVE &&

@@ -77,8 +77,8 @@ struct worker {
     int ep;
     int wake; /* eventfd: new connections, or stop */
     pthread_mutex_t mu;
-    struct tconn *inbox; /* handed over by tlsfront_add (mu) */
-    void **cuts;         /* tags of handshakes the loop wants cut (mu) */
+    struct tconn *inbox;          /* handed over by tlsfront_add (mu) */
+    void **cuts;                  /* tags of handshakes the loop wants cut (mu) */
     size_t ncuts, cuts_size;
     struct conn_list handshaking; /* oldest first: their deadlines in order */
     struct conn_list relaying;
@@ -312,11 +312,10 @@ static int tls_to_plain (struct tconn *c)
 static int flush_tls (struct tconn *c)
 {
     while (c->to_tls) {
-        ssize_t n = c->tls_again
-                        ? gnutls_record_send (c->s, NULL, 0)
-                        : gnutls_record_send (c->s,
-                                              c->to_tls + c->to_tls_off,
-                                              c->to_tls_len - c->to_tls_off);
+        ssize_t n = c->tls_again ? gnutls_record_send (c->s, NULL, 0)
+                                 : gnutls_record_send (c->s,
+                                                       c->to_tls + c->to_tls_off,
+                                                       c->to_tls_len - c->to_tls_off);
         if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) {
             c->tls_again = true;
             return 0;
@@ -393,7 +392,8 @@ static bool for_clients (gnutls_x509_crt_t crt)
         if (r < 0)
             return false;
         any = true;
-        if (strcmp (oid, GNUTLS_KP_TLS_WWW_CLIENT) == 0 || strcmp (oid, GNUTLS_KP_ANY) == 0)
+        if (strcmp (oid, GNUTLS_KP_TLS_WWW_CLIENT) == 0 ||
+            strcmp (oid, GNUTLS_KP_ANY) == 0)
             return true;
     }
 }
@@ -418,7 +418,8 @@ static void identify_peer (const struct tlsfront *tf,
     if (!tf->ask_cert || !certs || n == 0)
         return;
     if (gnutls_certificate_verify_peers2 (s, &status) < 0 || status != 0)
-        return peer_bad (p, "its client certificate does not verify against [api] tls_client_ca");
+        return peer_bad (
+            p, "its client certificate does not verify against [api] tls_client_ca");
     gnutls_x509_crt_t crt;
     if (gnutls_x509_crt_init (&crt) < 0)
         return peer_bad (p, "out of memory reading its client certificate");
@@ -431,8 +432,8 @@ static void identify_peer (const struct tlsfront *tf,
     else {
         size_t sz = sizeof (p->node);
         unsigned type = 0;
-        if ((gnutls_x509_crt_get_subject_alt_name2 (crt, 0, p->node, &sz, &type, NULL) ==
-                 GNUTLS_SAN_DNSNAME ||
+        if ((gnutls_x509_crt_get_subject_alt_name2 (
+                 crt, 0, p->node, &sz, &type, NULL) == GNUTLS_SAN_DNSNAME ||
              (sz = sizeof (p->node),
               gnutls_x509_crt_get_dn_by_oid (
                   crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, p->node, &sz) == 0)) &&
@@ -484,7 +485,8 @@ static void handshake_step (struct tconn *c)
 {
     int64_t t0 = thread_cpu_us ();
     int r = gnutls_handshake (c->s);
-    atomic_fetch_add (&c->w->tf->handshake_us, (unsigned long long)(thread_cpu_us () - t0));
+    atomic_fetch_add (&c->w->tf->handshake_us,
+                      (unsigned long long)(thread_cpu_us () - t0));
     if (r == GNUTLS_E_SUCCESS) {
         handshake_done (c);
         return;
@@ -584,7 +586,8 @@ static void *worker_main (void *arg)
                 take_inbox (w);
                 continue;
             }
-            struct tconn *c = (struct tconn *)(uintptr_t)(ev[i].data.u64 & ~(uint64_t)1);
+            struct tconn *c =
+                (struct tconn *)(uintptr_t)(ev[i].data.u64 & ~(uint64_t)1);
             bool plain_side = ev[i].data.u64 & 1;
             if (c->dead) /* closed by an earlier event of this batch */
                 continue;

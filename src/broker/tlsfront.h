@@ -26,7 +26,8 @@ struct tlsfront;
 struct tlsfront_files {
     const char *cert, *key; /* PEM text */
     const char *priorities; /* a GnuTLS priority string ([api] tls_priorities) */
-    const char *trust;      /* PEM text of [api] tls_client_ca, or NULL: no client certificates asked */
+    const char *trust;      /* PEM text of [api] tls_client_ca, or NULL: no client
+                               certificates asked */
 };
 
 /* What the handshake learned of the peer's client certificate. */

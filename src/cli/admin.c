@@ -20,7 +20,7 @@ int cmd_reconcile (struct cli *cli, int argc, char **argv)
     }
     if (optind < argc) {
         fprintf (
-            stderr, "fmbroker reconcile: unexpected argument '%s'\n", argv[optind]);
+            stderr, "fmbroker: reconcile: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
     json_t *r;

@@ -1,9 +1,18 @@
 /* cli.c: the call to the broker and what every command prints with. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* An answer that says "not now" rather than "no": the same request may
+ * well succeed later (the broker busy, failing over, or its disk
+ * failing), so it exits as if no broker answered. */
+static bool transient_status (long status)
+{
+    return status == 408 || status == 429 || (status >= 500 && status <= 599);
+}
 
 int cli_call (struct cli *cli,
               const char *method,
@@ -16,8 +25,11 @@ int cli_call (struct cli *cli,
     struct fmb_error e;
     if (api_client_call (
             &cli->target, NULL, cli->timeout, method, path, body, token, &r, &e) < 0) {
+        int err = errno;
         fprintf (stderr, "fmbroker: %s\n", e.text);
-        return EXIT_UNREACHABLE;
+        /* EACCES: no call was made, for want of a client token this user
+         * may read: the configuration's to fix, not worth a retry. */
+        return err == EACCES ? EXIT_USAGE : EXIT_UNREACHABLE;
     }
     if (r.status < 200 || r.status > 299) {
         const char *detail = json_string_value (json_object_get (r.body, "detail"));
@@ -28,7 +40,7 @@ int cli_call (struct cli *cli,
                  r.status,
                  detail ? detail : "");
         json_decref (r.body);
-        return EXIT_REFUSED;
+        return transient_status (r.status) ? EXIT_UNREACHABLE : EXIT_REFUSED;
     }
     if (ret)
         *ret = r.body;

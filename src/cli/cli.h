@@ -2,9 +2,9 @@
  * global options, the configuration, the broker target), and the call to
  * the broker that every command makes.
  *
- * Exit status: 0 success; 1 the broker refused (its problem detail is
- * printed); 2 usage; 3 the broker could not be reached.  `status` is a
- * monitoring check instead (STATUS_*). */
+ * Exit status, one scheme for every command: the Nagios plugin codes,
+ * since `status` is a monitoring check and a hook reads the others the
+ * same way (deploy/hooklib.sh's fmb_transient: only 2 is worth a retry). */
 #ifndef FMB_CLI_CLI_H
 #define FMB_CLI_CLI_H
 
@@ -15,17 +15,18 @@
 #include "apiclient.h"
 #include "config.h"
 
+/* 1: the broker refused (a 4xx: asking again changes nothing), status's
+ * degraded (WARNING), or a command that failed.
+ * 2: no broker answered, or one answered that it cannot now (408, 429,
+ * 5xx: busy, failing over, its disk failing): try again later
+ * (CRITICAL for status).
+ * 3: the command line or the configuration (UNKNOWN for status, so a
+ * mistake in a check's own command line is not read as the broker down). */
+#define EXIT_OK          0
 #define EXIT_REFUSED     1
-#define EXIT_USAGE       2
-#define EXIT_UNREACHABLE 3
-
-/* `status` is a monitoring check, with the Nagios plugin codes:
- * OK, WARNING, CRITICAL, and UNKNOWN for a check that could not run as
- * asked (a usage or configuration error), never read as CRITICAL. */
-#define STATUS_OK          0
-#define STATUS_DEGRADED    1
-#define STATUS_UNREACHABLE 2
-#define STATUS_USAGE       3
+#define EXIT_DEGRADED    1
+#define EXIT_UNREACHABLE 2
+#define EXIT_USAGE       3
 
 struct cli {
     const char *config;

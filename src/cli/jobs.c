@@ -247,7 +247,8 @@ int cmd_jobs (struct cli *cli, int argc, char **argv)
             fprintf (stderr, "fmbroker: out of memory\n");
         if (json_object_get (r, "next_after"))
             fprintf (stderr,
-                     "(more: a larger --limit, or the API's after=%s)\n",
+                     "fmbroker: jobs: more jobs than --limit: a larger --limit, "
+                     "or the API's after=%s\n",
                      cli_str (r, "next_after"));
     }
     json_decref (r);
@@ -267,10 +268,16 @@ static void print_job (json_t *r)
             cli_num (r, "node_count"),
             vnis,
             cli_str (r, "tcs"));
-    printf ("hwcoll: %s (FM job %s, %lld addresses)%s%s\n",
-            cli_str (hw, "state"),
-            cli_str (hw, "fm_job_id"),
-            cli_num (hw, "mcast_limit"),
+    /* A job found not eligible was never asked of the FM: the FM job id
+     * the broker would have used names nothing there. */
+    if (strcmp (cli_str (hw, "state"), "not_eligible") == 0)
+        printf ("hwcoll: not_eligible (no FM job)");
+    else
+        printf ("hwcoll: %s (FM job %s, %lld addresses)",
+                cli_str (hw, "state"),
+                cli_str (hw, "fm_job_id"),
+                cli_num (hw, "mcast_limit"));
+    printf ("%s%s\n",
             json_object_get (hw, "reason") ? ": " : "",
             json_object_get (hw, "reason") ? cli_str (hw, "reason") : "");
     const char *k;

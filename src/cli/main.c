@@ -1,12 +1,14 @@
 /* fmbroker: the admin and hook CLI.  Talks to fmbrokerd over its Unix
  * socket; tables for people, --json for programs.
  *
- * Exit status: 0 success; 1 the broker refused (its problem detail is
- * printed); 2 usage; 3 the broker could not be reached.  `status` is a
- * monitoring check instead: 0 all well, 1 degraded, 2 cannot reach the
- * broker.  Hooks (run-job, end-job, step-clean) use a short timeout and
- * are meant to be called so that a failure never holds a job (the
- * deploy/ hooks ignore it).
+ * Exit status, the same for every command (cli.h): 0 ok; 1 refused,
+ * degraded or failed; 2 the broker unreachable or answering "not now"
+ * (a hook may try again later); 3 usage or configuration.  These are the
+ * Nagios plugin codes, so `status` is a monitoring check as it is.  Hooks
+ * (run-job, end-job, step-clean) use a short timeout and are meant to be
+ * called so that a failure never holds a job (the deploy/ hooks ignore
+ * it, or retry a 2).  Every line the CLI prints on stderr starts with
+ * "fmbroker: ", getopt's too (its argv[0] is made so).
  *
  * "--help" anywhere in a subcommand's arguments prints its usage and
  * exits 0 before anything is parsed or sent.  Numbers are parsed whole
@@ -42,8 +44,9 @@ static const struct {
      "The broker's state: FM session, jobs, VNIs, hwcoll, outbox, events.\n"
      "Exit status (for monitoring, as Nagios plugins): 0 all well; 1 degraded\n"
      "(each reason on a 'degraded:' line: the fabric-manager session not up,\n"
-     "the VNI pool full, ...); 2 cannot reach the broker (or it refused);\n"
-     "3 the check could not run as asked (usage or configuration error).\n"},
+     "the VNI pool full, ...) or the broker refused the check; 2 cannot reach\n"
+     "the broker (or it answered 5xx); 3 the check could not run as asked\n"
+     "(usage or configuration error).\n"},
     {"metrics",
      cmd_metrics,
      "the broker's metrics (Prometheus text)",
@@ -132,16 +135,6 @@ static int take_json (struct cli *cli, int argc, char **argv)
     return n;
 }
 
-/* A usage or configuration error: for `status`, a monitoring check,
- * UNKNOWN (3) rather than CRITICAL (2). */
-static int usage_error (int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++)
-        if (strcmp (argv[i], "status") == 0)
-            return STATUS_USAGE;
-    return EXIT_USAGE;
-}
-
 /* "--help" or "-h" among a subcommand's arguments (before "--"). */
 static bool wants_help (int argc, char **argv)
 {
@@ -163,13 +156,32 @@ static void usage (FILE *f)
         "timeout.\n\nCommands:\n");
     for (size_t i = 0; i < sizeof (cmds) / sizeof (cmds[0]); i++)
         fprintf (f, "  %-11s %s\n", cmds[i].name, cmds[i].help);
-    fprintf (f,
-             "\n'fmbroker COMMAND --help' for a command's options.\n"
-             "--json may also follow the command (fmbroker status --json).\n"
-             "Exit status: 0 ok, 1 the broker refused, 2 usage, 3 broker unreachable;\n"
-             "'status' instead: 0 all well, 1 degraded, 2 cannot reach the broker,\n"
-             "3 usage or configuration error (Nagios: OK, WARNING, CRITICAL, "
-             "UNKNOWN).\n");
+    fprintf (
+        f,
+        "\nOptions:\n"
+        "  -c, --config FILE         configuration (default " FMB_CONFIG_PATH
+        ")\n"
+        "  -s, --socket PATH         the broker's socket (default [api] socket)\n"
+        "  -b, --broker-url URL[,URL...]  replaces [api] broker_url\n"
+        "  -j, --json                the broker's JSON, for scripts (also after "
+        "the\n"
+        "                            command: fmbroker status --json)\n"
+        "  -t, --timeout S           bound each call to S seconds (1-3600; 10)\n"
+        "  -h, --help                this help ('fmbroker COMMAND --help': a "
+        "command's)\n"
+        "  -V, --version             print the version\n"
+        "\nExit status, every command (the Nagios plugin codes): 0 ok; 1 the broker\n"
+        "refused (a 4xx), status degraded, or the command failed; 2 the broker\n"
+        "could not be reached or answered 408, 429 or 5xx: try again later;\n"
+        "3 usage or configuration error.  Every error line starts with "
+        "'fmbroker: '.\n");
+}
+
+/* After a usage error getopt or a check has named: where to look. */
+static int usage_hint (void)
+{
+    fprintf (stderr, "fmbroker: 'fmbroker --help' lists the commands and options\n");
+    return EXIT_USAGE;
 }
 
 /* The configuration (as a client reads it) and the broker to call. */
@@ -203,6 +215,7 @@ static int global_options (struct cli *cli, int argc, char **argv)
                                       {"version", 0, 0, 'V'},
                                       {0}};
     int c;
+    argv[0] = (char *)"fmbroker"; /* getopt's messages: "fmbroker: ..." */
     while ((c = getopt_long (argc, argv, "+c:s:b:jt:hV", o, NULL)) != -1) {
         switch (c) {
         case 'c':
@@ -219,7 +232,7 @@ static int global_options (struct cli *cli, int argc, char **argv)
             break;
         case 't':
             if (!cli_parse_number ("--timeout", optarg, 1, 3600, &cli->timeout))
-                return usage_error (argc, argv);
+                return EXIT_USAGE;
             break;
         case 'h':
             usage (stdout);
@@ -228,8 +241,7 @@ static int global_options (struct cli *cli, int argc, char **argv)
             printf ("fmbroker %s\n", FMB_VERSION);
             return 0;
         default:
-            usage (stderr);
-            return usage_error (argc, argv);
+            return usage_hint ();
         }
     }
     return -1;
@@ -243,23 +255,27 @@ int main (int argc, char **argv)
     if (done >= 0)
         return done;
     if (optind >= argc) {
-        usage (stderr);
-        return EXIT_USAGE;
+        fprintf (stderr, "fmbroker: no command given\n");
+        return usage_hint ();
     }
     size_t which = 0, ncmds = sizeof (cmds) / sizeof (cmds[0]);
     while (which < ncmds && strcmp (argv[optind], cmds[which].name) != 0)
         which++;
     if (which == ncmds) {
         fprintf (stderr, "fmbroker: unknown command '%s'\n", argv[optind]);
-        usage (stderr);
-        return EXIT_USAGE;
+        return usage_hint ();
     }
     if (wants_help (argc - optind, argv + optind)) {
         fputs (cmds[which].usage, stdout);
         return 0;
     }
     if (load_target (cli) < 0)
-        return usage_error (argc, argv);
+        return EXIT_USAGE;
+    /* The command's argv[0] is what its getopt puts before a message:
+     * "fmbroker: jobs: unrecognized option '--bogus'". */
+    char prog[64];
+    snprintf (prog, sizeof (prog), "fmbroker: %s", cmds[which].name);
+    argv[optind] = prog;
     int rc = cmds[which].fn (
         cli, take_json (cli, argc - optind, argv + optind), argv + optind);
     api_target_clear (&cli->target);

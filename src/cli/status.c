@@ -106,12 +106,13 @@ int cmd_status (struct cli *cli, int argc, char **argv)
     json_t *o;
     if (argc > 1) {
         fprintf (stderr, "fmbroker: status: unexpected argument '%s'\n", argv[1]);
-        return STATUS_USAGE;
+        return EXIT_USAGE;
     }
-    if (cli_call (cli, "GET", "/v1/status", NULL, NULL, &o))
-        return STATUS_UNREACHABLE;
+    int rc = cli_call (cli, "GET", "/v1/status", NULL, NULL, &o);
+    if (rc)
+        return rc; /* 2 unreachable (CRITICAL), 1 refused */
     json_t *reasons = health_reasons (cli);
-    int rc = reasons ? STATUS_DEGRADED : STATUS_OK;
+    rc = reasons ? EXIT_DEGRADED : EXIT_OK;
     if (reasons)
         json_object_set (o, "degraded", reasons);
     if (cli->json)

@@ -441,7 +441,7 @@ struct api_keep {
     char base[FMB_CFG_PATH_MAX]; /* the URL it is to, "" the socket */
     int64_t away_until_ms;
     char away[FMB_ERROR_TEXT_MAX];
-    SSL_SESSION *session; /* the last TLS session, to resume */
+    SSL_SESSION *session;                /* the last TLS session, to resume */
     char session_base[FMB_CFG_PATH_MAX]; /* the URL it was with */
 };
 
@@ -621,17 +621,16 @@ static int call_one (const struct api_target *t,
     for (int attempt = 0; attempt < 2 && rc < 0; attempt++) {
         conn_close (&c);
         reused = attempt == 0 && keep_take (keep, base, &c);
-        if (!reused &&
-            (base ? open_tls (t,
-                              host,
-                              port,
-                              deadline,
-                              connect_ms,
-                              keep_session (keep, base),
-                              &c,
-                              why,
-                              wlen)
-                  : open_unix (t->socket, deadline, &c, why, wlen)))
+        if (!reused && (base ? open_tls (t,
+                                         host,
+                                         port,
+                                         deadline,
+                                         connect_ms,
+                                         keep_session (keep, base),
+                                         &c,
+                                         why,
+                                         wlen)
+                             : open_unix (t->socket, deadline, &c, why, wlen)))
             break;
         if (reused)
             c.deadline = deadline;

@@ -168,8 +168,14 @@ static void cleanup_send (struct job *j)
 
 /* ---- RUN -------------------------------------------------------------- */
 
-/* 'id' may be FLUX_JOBTAP_CURRENT_JOB (inside the job's callback). */
-static void run_failed (struct plugin *pl, flux_jobid_t id, const char *why)
+/* 'id' may be FLUX_JOBTAP_CURRENT_JOB (inside the job's callback).
+ * 'why' is the job's own reason, which its user reads in the exception;
+ * 'detail' (NULL: the same) is the admin's, for the instance's log
+ * (which socket or URL, what the connection said). */
+static void run_failed_for (struct plugin *pl,
+                            flux_jobid_t id,
+                            const char *why,
+                            const char *detail)
 {
     bool closed = strcmp (pl->policy, "fail_open") != 0;
     if (flux_jobtap_event_post_pack (pl->p,
@@ -199,9 +205,14 @@ static void run_failed (struct plugin *pl, flux_jobid_t id, const char *why)
               closed ? LOG_ERR : LOG_WARNING,
               "job %ju: RUN at fmbrokerd failed: %s; %s",
               (uintmax_t)id,
-              why,
+              detail ? detail : why,
               closed ? "the job does not start (policy fail_closed)"
                      : "it runs without VNI isolation (policy fail_open)");
+}
+
+static void run_failed (struct plugin *pl, flux_jobid_t id, const char *why)
+{
+    run_failed_for (pl, id, why, NULL);
 }
 
 static void run_answer (const struct brokercall_result *r, void *arg)
@@ -230,15 +241,19 @@ static void run_answer (const struct brokercall_result *r, void *arg)
                 pl->h, "job %ju: posting the fmbroker event", (uintmax_t)j->id);
     } else {
         char why[600];
-        if (r->reached)
+        if (r->reached) {
             snprintf (why,
                       sizeof (why),
                       "fmbrokerd answered %ld: %s",
                       r->status,
                       brokercall_reason (r));
-        else
-            snprintf (why, sizeof (why), "%s", brokercall_reason (r));
-        run_failed (pl, j->id, why);
+            run_failed (pl, j->id, why);
+        } else /* where the broker should be is the admin's business */
+            run_failed_for (pl,
+                            j->id,
+                            "the fabric broker could not be reached (the cause is "
+                            "in the system instance's log)",
+                            brokercall_reason (r));
         j->run_refused = r->reached;
     }
     if (flux_jobtap_prolog_finish (pl->p, j->id, NAME, 0) < 0)

@@ -10,7 +10,10 @@
  *                    flux-coral2 does), all but the step id;
  * and FI_CXI_COLL_JOB_STEP_ID, the job's id path (unique at every level
  * within the system-instance job's reservation).  Variables of those
- * names from the submitting environment are dropped first.
+ * names from the submitting environment are dropped first (a forged
+ * VNI list or token never reaches a task); the user's own libfabric
+ * tuning (FI_CXI_RX_MATCH_MODE, FI_CXI_RDZV_*, ...) is not ours and
+ * passes, as under Slurm.
  *
  * Under policy fail_closed (the site's, which fmbroker's jobtap plugin
  * puts in its "fmbroker" event with the state-dir), a system-instance job with no
@@ -47,9 +50,17 @@ static const char *const inherited[] = {
     "FI_CXI_HWCOLL_MIN_NODES",
 };
 
+/* The variables the job's fabric sets: every SLINGSHOT_* (the node's
+ * isolation), and the FI_CXI_* of the job's collectives. */
 static bool ours (const char *name)
 {
-    return strncmp (name, "SLINGSHOT_", 10) == 0 || strncmp (name, "FI_CXI_", 7) == 0;
+    if (strncmp (name, "SLINGSHOT_", 10) == 0 ||
+        strcmp (name, "FI_CXI_COLL_JOB_STEP_ID") == 0)
+        return true;
+    for (size_t i = 0; i < sizeof (inherited) / sizeof (inherited[0]); i++)
+        if (strcmp (name, inherited[i]) == 0)
+            return true;
+    return false;
 }
 
 static bool plain (const char *value)

@@ -6,7 +6,9 @@ Checks, for the front page and every guide:
 - each repository path in a code span or block (src/..., deploy/...,
   tests/..., ...) exists (placeholders such as NAME or {a,b} skipped);
 - each `fmbroker SUBCOMMAND`, and each --flag given to fmbroker,
-  fmbrokerd or fmbroker-cxi, is one the program's --help lists.
+  fmbrokerd or fmbroker-cxi, is one the program's --help lists;
+- each row of a table has as many cells as its header (a stray "| |"
+  shifts every later cell into the wrong column).
 Prints one line per problem and exits 1 if there is any.
 """
 import os
@@ -103,9 +105,25 @@ def check_commands(path, code):
                     problems.append(f"{path}: {prog} ... {f}: not an option of {prog}")
 
 
+def check_tables(path, text):
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    header = None
+    for n, line in enumerate(prose.split("\n"), 1):
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = len(re.findall(r"(?<!\\)\|", line)) - 1
+        if header is None:
+            header = cells
+        elif cells != header:
+            problems.append(f"{path}: a table row with {cells} cells under a header "
+                            f"of {header}: {line[:60]}")
+
+
 for path in docs:
     text = open(path, encoding="utf-8").read()
     check_links(path, text)
+    check_tables(path, text)
     for code in code_of(text):
         check_paths(path, code)
         check_commands(path, code)

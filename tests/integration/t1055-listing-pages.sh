@@ -80,7 +80,7 @@ expect_ok 'fmbroker jobs --limit 2500 reads 3 pages and says that more are left'
     jq -e ".jobs | length == 2500 and .[0].id == \"r000000000\"" cli.json >/dev/null &&
     jq -e ".next_after == \"r000002499\"" cli.json >/dev/null &&
     "$FMB_BIN/fmbroker" --socket "$T/api.sock" jobs --state released --limit 1500 --noheader >table 2>err &&
-    test "$(wc -l <table)" = 1500 && grep -q "more: a larger --limit, or the API.s after=r000001499" err
+    test "$(wc -l <table)" = 1500 && grep -qx "fmbroker: jobs: more jobs than --limit: a larger --limit, or the API.s after=r000001499" err
 '
 # The pool's VNIs a page at a time: a whole pool in one answer was 3 MB.
 expect_ok 'VNIs come 1,000 a page, in order, each once; fmbroker vni list reads every page' '

@@ -36,7 +36,7 @@ expect_ok 'malformed and mistyped RUN bodies are 400' '
     expect 400 PUT /v1/jobs/9 "{\"uid\":4294967295,\"node_count\":2}" &&
     expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"node_count\":0}" &&
     expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"node_count\":2.5}" &&
-    expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"nodes\":\"n1\"}" &&
+    expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"nodes\":\"n[1-\"}" && expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"nodes\":7}" &&
     expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"nodes\":[]}" &&
     expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"nodes\":[\"a b\"]}" &&
     expect 400 PUT /v1/jobs/9 "{\"uid\":1000,\"nodes\":[\"n1\",\"n1\"]}" &&

@@ -305,6 +305,15 @@ expect_ok 'no service answering: the prolog is fmbroker-cxi itself, and still ma
     prolog 6 env FMBROKER_CXI_PROGRAM="$T/agent.sh" &&
     test "$(uid_services 65534)" = 6 && grep -q SLINGSHOT_VNIS "$T/n1.rec/6.env"
 '
+expect_ok 'installed elsewhere than it was built for (a package in /usr, a build for /usr/local): with no service, the fmbroker-cxi beside it runs' '
+    mkdir -p "$T/pkg/sbin" && cp "$FMB_BIN/fmbroker-slurm-prolog" "$T/pkg/sbin/" &&
+    printf "#!/bin/sh\ntouch %s/beside.\$SLURM_JOB_ID\n" "$T" >"$T/pkg/sbin/fmbroker-cxi" &&
+    chmod 755 "$T/pkg/sbin/fmbroker-cxi" &&
+    env -i PATH="$PATH" SLURM_SCRIPT_CONTEXT=prolog_slurmd SLURM_JOB_ID=31 SLURMD_NODENAME=n1 \
+        SLURM_JOB_UID=65534 SLURM_JOB_USER=nobody SLURM_NODELIST="n[1-2]" \
+        FMBROKER_CXI_SERVICE="$T/no-service.sock" "$T/pkg/sbin/fmbroker-slurm-prolog" &&
+    test -e "$T/beside.31"
+'
 expect_ok 'fmbroker-cxi.service passes systemd-analyze verify, and runs the service as slurmd'"'"'s hooks read' '
     if ! command -v systemd-analyze >/dev/null; then echo "skipped: no systemd-analyze"; return 0; fi
     sed "s|^ExecStart=/usr/sbin/fmbroker-cxi|ExecStart=$FMB_BIN/fmbroker-cxi|" \

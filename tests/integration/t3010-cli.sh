@@ -27,12 +27,17 @@ expect_ok 'metrics: the Prometheus text, as a scraper sees it' '
     grep -q "^# TYPE fmbroker_fm_up gauge" m.txt && grep -q "^fmbroker_fm_up 1" m.txt &&
     fmb metrics --help | grep -q "^Usage: fmbroker metrics"
 '
-expect_ok 'every error the CLI prints starts with "fmbroker: "' '
+# Every line, not the first: getopt's own messages, and the usage once
+# printed after "unknown command", began with the program or command name.
+expect_ok 'every error line the CLI prints starts with "fmbroker: ", getopt'"'"'s too' '
     for args in "bogus" "status extra" "jobs extra" "job" "job frob 1" "vni" "end-job" \
-        "run-job 9" "step-clean 1" "events extra" "job show nosuch" "metrics extra"; do
+        "run-job 9" "step-clean 1" "events extra" "job show nosuch" "metrics extra" \
+        "jobs --bogus" "jobs -l" "events --after" "run-job 9 --frob" "reconcile --frob" \
+        "--bogus status" "--timeout" "" "reconcile now"; do
         fmb $args >/dev/null 2>err && { echo "$args succeeded"; return 1; }
-        head -1 err | grep -q "^fmbroker: " || { echo "$args: $(head -1 err)"; return 1; }
-    done
+        test -s err && ! grep -v "^fmbroker: " err || { echo "$args: $(cat err)"; return 1; }
+    done &&
+    { fmb jobs --bogus 2>err; test $? = 3; } && grep -qx "fmbroker: jobs: unrecognized option .--bogus." err
 '
 expect_ok 'jobs: a table, filters, and --json' '
     fmb run-job 43 --uid 1001 --node-count 1 --quiet &&
@@ -43,6 +48,8 @@ expect_ok 'jobs: a table, filters, and --json' '
 '
 expect_ok 'job show and job release' '
     fmb job show 42 | grep -q "^hwcoll: reserved (FM job c1-42" &&
+    fmb job show 43 | grep -q "^hwcoll: not_eligible (no FM job): job has 1 node" &&
+    ! fmb job show 43 | grep -q "c1-43" &&
     fmb job show 42 | grep -qx "  FI_CXI_COLL_MCAST_TOKEN=(hidden; --json shows it)" &&
     fmb --json job show 42 | jq -e ".env.FI_CXI_COLL_MCAST_TOKEN | test(\"^[0-9a-f]{32,}$\")" &&
     fmb job show 42 | grep -q "VNIs .*, TCs 0x4$" &&
@@ -81,20 +88,63 @@ expect_ok 'vni list and reconcile' '
     fmb --json vni list | jq -e ".pool_min == 1024" &&
     fmb reconcile | grep -q "^reconciliation scheduled"
 '
-expect_ok 'exit codes: 1 refused, 2 usage, 3 unreachable' '
+# One scheme for every command, status's (Nagios): 0 ok, 1 refused,
+# 2 unreachable (what a hook retries), 3 usage.
+expect_ok 'exit codes, every command: 1 refused, 2 unreachable, 3 usage' '
     { fmb job show nosuch 2>err; test $? = 1; } && grep -q "404" err &&
-    { fmb bogus 2>/dev/null; test $? = 2; } &&
-    { fmb run-job 9 2>/dev/null; test $? = 2; } &&
-    { fmb run-job 9 --uid 1 --nodes "n[1-" 2>/dev/null; test $? = 2; } &&
-    { fmb run-job 9 --uid 1 2>err; test $? = 2; } && grep -q -- "--nodes or --node-count, one of them" err &&
-    { fmb run-job 9 --uid 1 --nodes n1 --node-count 1 2>err; test $? = 2; } &&
-    { fmb run-job 9 --uid 1 --nodes n1 --hwcoll maybe 2>err; test $? = 2; } && grep -q "on, off or auto" err &&
+    { fmb bogus 2>/dev/null; test $? = 3; } &&
+    { fmb 2>/dev/null; test $? = 3; } &&
+    { fmb --bogus jobs 2>/dev/null; test $? = 3; } &&
+    { fmb jobs --bogus 2>/dev/null; test $? = 3; } &&
+    { fmb run-job 9 2>/dev/null; test $? = 3; } &&
+    { fmb run-job 9 --uid 1 --nodes "n[1-" 2>/dev/null; test $? = 3; } &&
+    { fmb run-job 9 --uid 1 2>err; test $? = 3; } && grep -q -- "--nodes or --node-count, one of them" err &&
+    { fmb run-job 9 --uid 1 --nodes n1 --node-count 1 2>err; test $? = 3; } &&
+    { fmb run-job 9 --uid 1 --nodes n1 --hwcoll maybe 2>err; test $? = 3; } && grep -q "on, off or auto" err &&
+    { fmb -c /nonexistent.conf jobs 2>/dev/null; test $? = 3; } &&
     test "$(api_call GET /v1/jobs/9 | cut -d" " -f1)" = 404 &&
-    { "$FMB_BIN/fmbroker" --socket "$T/nowhere.sock" jobs 2>err; test $? = 3; } && grep -q "nowhere.sock" err
+    for c in jobs "job show 1" "end-job 1" "vni list" events reconcile metrics status; do
+        "$FMB_BIN/fmbroker" --socket "$T/nowhere.sock" $c 2>err; rc=$?
+        test $rc = 2 && grep -q "nowhere.sock" err || { echo "$c: exit $rc: $(cat err)"; return 1; }
+    done
+'
+# A broker that answers "not now" (busy, failing over, its disk failing)
+# is a transient failure too: a hook retries it as it retries no answer.
+expect_ok 'an answer of 429 or 503 exits 2, a 4xx refusal 1, each with the broker'"'"'s detail' '
+    python3 - "$T/busy.sock" <<'"'"'PY'"'"' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); s.settimeout(0.2)
+end = time.time() + 60
+while time.time() < end:
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        continue
+    req = c.recv(65536).decode(errors="replace")
+    code = {"/v1/jobs/busy": 429, "/v1/jobs/down": 503}.get(req.split(" ")[1], 409)
+    body = b"{\"detail\": \"as scripted\"}"
+    c.sendall(b"HTTP/1.1 %d X\r\nContent-Type: application/problem+json\r\n"
+              b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (code, len(body), body))
+    c.close()
+PY
+    busy_pid=$! && wait_for 100 0.05 test -S "$T/busy.sock" &&
+    at () { "$FMB_BIN/fmbroker" --socket "$T/busy.sock" "$@"; } &&
+    { at end-job busy 2>err; rc=$?; test $rc = 2; } && grep -q "^fmbroker: DELETE /v1/jobs/busy: 429 as scripted" err &&
+    { at end-job down 2>err; rc=$?; test $rc = 2; } && grep -q ": 503 as scripted" err &&
+    { at end-job other 2>err; rc=$?; test $rc = 1; } && grep -q ": 409 as scripted" err &&
+    { at status 2>err; rc=$?; test $rc = 1; } &&
+    # the hooks retry what the CLI calls transient, and only that
+    fmb_log () { :; } && . "$FMB_SRC/deploy/hooklib.sh" &&
+    { at end-job down 2>/dev/null; fmb_transient $? ""; } &&
+    { at end-job busy 2>/dev/null; fmb_transient $? ""; } &&
+    { at end-job other 2>/dev/null; ! fmb_transient $? ""; } &&
+    { at end-job 2>/dev/null; ! fmb_transient $? ""; } &&
+    { "$FMB_BIN/fmbroker" --socket "$T/nowhere.sock" end-job 1 2>/dev/null; fmb_transient $? ""; }
+    r=$?; kill $busy_pid; wait $busy_pid 2>/dev/null; test $r = 0
 '
 expect_ok 'every subcommand has --help' '
     for c in jobs job step-clean events run-job; do fmb $c --help | grep -q "^Usage: fmbroker $c" || { echo "$c"; return 1; }; done &&
-    fmb --help | grep -q "Exit status"
+    fmb --help | grep -q "^Exit status, every command"
 '
 # PrologSlurmctld passes $SLURM_JOB_USER as it is; sites with sssd's
 # fully qualified names or winbind have '@' or a backslash in it.

@@ -29,7 +29,7 @@ expect_ok 'tmpfiles makes the job records'"'"' directory as the agent does (0755
 expect_ok 'the unit is hardened: notify, watchdog, own user, no capabilities, no core dumps, a file limit' '
     for l in Type=notify WatchdogSec= User=fmbroker StateDirectory=fmbroker RuntimeDirectory=fmbroker \
              ConfigurationDirectory=fmbroker ProtectSystem=strict NoNewPrivileges=yes "CapabilityBoundingSet=$" \
-             LimitCORE=0 LimitNOFILE=65536 ; do grep -q "^$l" "$src/deploy/fmbrokerd.service" || { echo "missing $l"; return 1; }; done
+             LimitCORE=0 LimitNOFILE=131072 ; do grep -q "^$l" "$src/deploy/fmbrokerd.service" || { echo "missing $l"; return 1; }; done
 '
 expect_ok 'cpack builds two .debs with the libraries they link as dependencies' '
     (cd "$FMB_BIN/.." && cpack -G DEB -B "$T/pkg" >/dev/null) &&
@@ -92,9 +92,10 @@ expect_ok 'fmbroker holds the broker host, fmbroker-node the rest, each with cop
     plugin=$(awk "\$1 == \"required\" {print \$2}" root/usr/share/fmbroker/slurm/plugstack.conf) &&
     echo "# plugstack.conf: required $plugin" && test -f "root$plugin"
 '
-expect_ok 'maintainer scripts: sysusers, restart on upgrade, /etc/default/fmbroker a conffile' '
+expect_ok 'maintainer scripts: sysusers, restart on upgrade after a check (t3025), /etc/default/fmbroker a conffile' '
     dpkg-deb -e "$T"/pkg/fmbroker_*.deb ctl && test -x ctl/postinst && test -x ctl/prerm &&
     grep -q sysusers ctl/postinst && grep -q "try-restart fmbrokerd.service" ctl/postinst &&
+    grep -q "fmbrokerd --check-config" ctl/postinst &&
     dpkg-deb -e "$T"/pkg/fmbroker-node_*.deb nctl && grep -qx /etc/default/fmbroker nctl/conffiles &&
     test -x nctl/postinst && test -x nctl/prerm &&
     sh -n ctl/postinst && sh -n ctl/prerm && sh -n nctl/postinst && sh -n nctl/prerm &&
@@ -133,7 +134,8 @@ expect_ok 'the RPMs (cpack RPM) hold the same files, the unit, the user and a co
     rpm -qlp "$T"/rpm/fmbroker-0*.rpm >rfiles && rpm -qlp "$T"/rpm/fmbroker-node-0*.rpm >rnfiles &&
     has rfiles $broker_files && has rnfiles $node_files &&
     ! grep -qx -e /usr/sbin -e /usr/bin -e /etc rfiles rnfiles &&
-    rpm -qp --scripts "$T"/rpm/fmbroker-0*.rpm | grep -q "systemd-sysusers fmbroker.conf" &&
+    rpm -qp --scripts "$T"/rpm/fmbroker-0*.rpm >scripts && grep -q "systemd-sysusers fmbroker.conf" scripts &&
+    grep -q "fmbrokerd --check-config" scripts &&
     rpm -qp --requires "$T"/rpm/fmbroker-0*.rpm | grep -q "^fmbroker-node = " &&
     rpm -qp --requires "$T"/rpm/fmbroker-node-0*.rpm | grep -qx "jq" &&
     rpm -qp --scripts "$T"/rpm/fmbroker-node-0*.rpm >nscripts &&

@@ -2,7 +2,7 @@
 # t3030-cli-strict.sh: the CLI never acts when asked for help, refuses bad
 # numbers and job ids before sending anything (a socket that only records
 # proves it), sorts and selects job columns, prints times with their zone,
-# and `status` exits 0/1/2 for monitoring.
+# and every command exits with the monitoring (Nagios) codes.
 . "$(dirname "$0")/lib.sh"
 cli="$FMB_BIN/fmbroker"
 
@@ -49,14 +49,14 @@ expect_ok 'every subcommand answers --help and -h with its usage, exit 0, sendin
         done
     done && nothing_sent
 '
-expect_ok 'status --help documents the monitoring exit codes' '
+expect_ok 'status --help and --help document the monitoring exit codes' '
     rec status --help | grep -q "0 all well; 1 degraded" &&
-    "$cli" --help | grep -q "0 all well, 1 degraded, 2 cannot reach"
+    "$cli" --help | grep -q "0 ok; 1 the broker" && "$cli" --help | grep -q "^3 usage or configuration error"
 '
-# refused ARGS...: exit 2, a message, nothing sent
+# refused ARGS...: exit 3 (usage), a message, nothing sent
 refused () {
     rec "$@" >out 2>err; rc=$?
-    test $rc = 2 && test -s err && nothing_sent || { echo "$* -> $rc: $(cat err)"; return 1; }
+    test $rc = 3 && test -s err && nothing_sent || { echo "$* -> $rc: $(cat err)"; return 1; }
 }
 expect_ok 'numbers are parsed whole: uid, counts, timeout, after, limit' '
     refused run-job 1 --uid x --node-count 1 &&
@@ -74,9 +74,11 @@ expect_ok 'numbers are parsed whole: uid, counts, timeout, after, limit' '
     refused jobs --limit 10k && grep -q "expected a whole number" err
 '
 # status is a monitoring check: a usage error is UNKNOWN (3) there,
-# never CRITICAL (2), which means the broker cannot be reached.
-expect_ok 'a usage or configuration error of status exits 3, sending nothing' '
-    for args in "--timeout x status" "status extra" "status --bogus" "-c /nonexistent.conf status"; do
+# never CRITICAL (2), which means the broker cannot be reached; and so
+# for every other command.
+expect_ok 'a usage or configuration error exits 3, status or not, sending nothing' '
+    for args in "--timeout x status" "status extra" "status --bogus" "-c /nonexistent.conf status" \
+        "-c /nonexistent.conf jobs" "jobs --bogus" "--bogus end-job 1" "end-job"; do
         rec $args >out 2>err; rc=$?
         test $rc = 3 && grep -q "^fmbroker: " err && nothing_sent || { echo "$args -> $rc: $(cat err)"; return 1; }
     done

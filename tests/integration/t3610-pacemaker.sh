@@ -70,7 +70,7 @@ expect_ok 'fm1 comes back: the group stays on fm2 (no failback)' '
     ! grep -Eq "Move +fmbrokerd" sim.out && test "$(node_of fmbrokerd back.xml)" = fm2
 '
 expect_ok 'a failed monitor of fmbrokerd recovers it, the group kept together' '
-    crm_simulate -x up.xml -S -i fmbrokerd_monitor_10000@fm1=7 -O recovered.xml >sim.out && cat sim.out &&
+    crm_simulate -x up.xml -S -i fmbrokerd_monitor_2000@fm1=7 -O recovered.xml >sim.out && cat sim.out &&
     grep -Eq "Recover +fmbrokerd " sim.out &&
     n=$(node_of fmbrokerd recovered.xml) && test "$n" != stopped &&
     test "$(node_of fm-fs recovered.xml)" = "$n" && test "$(node_of fm-ip recovered.xml)" = "$n"

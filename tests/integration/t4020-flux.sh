@@ -43,7 +43,10 @@ hold () { # a job script: print the fabric, then wait (bounded) for $HOME/go
 }
 both_printed () { test "$(grep -c "SLINGSHOT_VNIS" "$T/home/$1.out")" = 2; }
 expect_ok 'a user job of two nodes gets its fabric on both, as fmbroker job show says' '
-    hold && id=$(flux_as_user flux submit --output="$T/home/{{id}}.out" --label-io -N2 -n2 "$T/home/hold.sh") &&
+    # the user'"'"'s own libfabric tuning passes; forged fabric variables do not
+    hold && id=$(flux_as_user flux submit --output="$T/home/{{id}}.out" --label-io -N2 -n2 \
+        --env=FI_CXI_RX_MATCH_MODE=hybrid --env=FI_CXI_RDZV_THRESHOLD=16384 \
+        --env=SLINGSHOT_VNIS=99 --env=FI_CXI_COLL_MCAST_TOKEN=forged "$T/home/hold.sh") &&
     j=$(dec "$id") && f58=$(flux_as_owner flux job id --to=f58 "$id") &&
     wait_for 300 0.1 both_printed "$id" &&
     rm_call GET "/v1/jobs/$j" >"$T/show.json" && touch "$T/home/go" && wait_job "$id" &&
@@ -55,6 +58,9 @@ expect_ok 'a user job of two nodes gets its fabric on both, as fmbroker job show
         for k in SLINGSHOT_VNIS SLINGSHOT_TCS FI_CXI_COLL_JOB_ID FI_CXI_COLL_MCAST_TOKEN FI_CXI_COLL_FABRIC_MGR_URL; do
             grep -qx "$k=$(jq -r ".env.$k" "$T/show.json")" "$T/env.$r" || { echo "rank $r: $k"; cat "$T/env.$r"; return 1; }
         done && grep -qx "SLINGSHOT_DEVICES=cxi0,cxi1" "$T/env.$r" &&
+        grep -qx "FI_CXI_RX_MATCH_MODE=hybrid" "$T/env.$r" &&
+        grep -qx "FI_CXI_RDZV_THRESHOLD=16384" "$T/env.$r" &&
+        test "$(grep -c "^SLINGSHOT_VNIS=" "$T/env.$r")" = 1 &&
         grep -q "^SLINGSHOT_SVC_IDS=[0-9]*,[0-9]*$" "$T/env.$r" || return 1
     done
 '
@@ -72,7 +78,9 @@ expect_ok 'broker down under fail_closed: a fatal exception with the reason, no 
     id=$(submit -N2 -n2) && wait_job "$id" &&
     ! flux_as_owner flux job status "$id" &&
     flux_as_owner flux job eventlog "$id" | grep "exception" | grep "type=\"fmbroker\"" | tee "$T/exc" &&
-    grep -q "no VNI isolation for this job" "$T/exc" && grep -q "api.sock" "$T/exc" &&
+    grep -q "no VNI isolation for this job: the fabric broker could not be reached" "$T/exc" &&
+    ! grep -q -e "api.sock" -e "is fmbrokerd running" "$T/exc" &&
+    flux_as_owner flux dmesg | grep "RUN at fmbrokerd failed" | grep -q "api.sock" &&
     ! drained
 '
 expect_ok 'the broker back: jobs run again' '
@@ -109,7 +117,10 @@ busy_service () { # NODE: the nobody job's services there stay busy (N more EBUS
         mv "$T/cxi.tmp" "$T/$1.cxi.json"
 }
 expect_ok 'services left busy on n2: housekeeping drains n2 only, and the broker holds the VNI back' '
-    hold && id=$(flux_as_user flux submit --output="$T/home/{{id}}.out" --label-io -N2 -n2 "$T/home/hold.sh") &&
+    # the user'"'"'s own libfabric tuning passes; forged fabric variables do not
+    hold && id=$(flux_as_user flux submit --output="$T/home/{{id}}.out" --label-io -N2 -n2 \
+        --env=FI_CXI_RX_MATCH_MODE=hybrid --env=FI_CXI_RDZV_THRESHOLD=16384 \
+        --env=SLINGSHOT_VNIS=99 --env=FI_CXI_COLL_MCAST_TOKEN=forged "$T/home/hold.sh") &&
     j=$(dec "$id") && wait_for 300 0.1 both_printed "$id" && echo "printed" && busy_service n2 &&
     jq -c ".devices[].services[] | select(.member0.id == $(id -u nobody)) | .busy" "$T/n2.cxi.json" &&
     touch "$T/home/go" && wait_job "$id" && echo "job ended" &&
@@ -166,5 +177,16 @@ expect_ok 'flux batch inside flux batch: sub-jobs inherit the fabric, each one'"
     for s in $(cat "$T/home/steps"); do wait_for 100 0.1 no_tree "$j" "$s" || return 1; done &&
     rm_call GET "/v1/jobs/$j" | jq -e ".state == \"active\"" &&
     touch "$T/home/stop" && wait_job "$id" && wait_for 100 0.1 mockfm_lacks_job "c1-$j"
+'
+# A site set up per Flux's admin guide has its own system.toml with a
+# [job-manager] plugins array; Flux replaces arrays across conf.d files.
+expect_ok 'a system.toml with its own [job-manager] plugins array: said at the instance'"'"'s start with the fix, and a job fails at once with it' '
+    flux_stop && printf "[job-manager]\nplugins = [ { load = \"perilog.so\" } ]\n" >"$FD/conf/system.toml" &&
+    chmod 644 "$FD/conf/system.toml" && flux_start &&
+    flux_as_owner flux dmesg | grep "rc1" | grep -q "fmbroker.so is not loaded in the system instance.s job-manager" &&
+    t0=$(ms_now) && id=$(submit -N1 -n1) && wait_job "$id" && ! flux_as_owner flux job status "$id" &&
+    flux_as_owner flux job eventlog "$id" | grep exception | grep -q "fmbroker.so is not loaded" &&
+    echo "the job failed $(($(ms_now) - t0)) ms after its submission" && test $(($(ms_now) - t0)) -lt 20000 &&
+    rm -f "$FD/conf/system.toml" && flux_stop && flux_start
 '
 done_testing
