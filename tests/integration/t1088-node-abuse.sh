@@ -65,6 +65,24 @@ expect_ok 'the Slurm sweep ends every fake, numeric or not, nothing Slurm runs' 
     for j in fake-1 777001; do job_field $j .state | grep -q "^releas" || { echo "$j not ended"; return 1; }; done &&
     for j in 10 11 20; do job_field $j .state | grep -qx active || { echo "$j touched"; return 1; }; done
 '
+# /v1/status names the FM's URL, the state lock's path, host and pid:
+# over TCP it needs a credential; /v1/health stays open but says only ok
+# or degraded and the FM session's state to a stranger.
+expect_ok '/v1/status over TCP: 401 without a credential, 200 for a node and the rm' '
+    test "$(status_of 1000 "" GET /v1/status)" = 401 &&
+    test "$(status_of 0 "node:n1:0000" GET /v1/status)" = 401 &&
+    tcall 0 "$(n2_tok)" GET /v1/status >r && test "$(cut -d" " -f1 r)" = 200 &&
+    test "$(status_of 0 "$rm_tok" GET /v1/status)" = 200 &&
+    as_user 1000 curl -sf --unix-socket "$T/api.sock" http://x/v1/status | jq -e .state_lock.pid
+'
+expect_ok '/v1/health over TCP without a credential: ok or degraded, nothing private' '
+    stop_mockfm &&
+    wait_for 300 0.1 eval "rm_call GET /v1/health | jq -e \".status == \\\"degraded\\\"\" >/dev/null" &&
+    tcall 1000 "" GET /v1/health >r && cat r && test "$(cut -d" " -f1 r)" = 200 &&
+    cut -d" " -f2- r | jq -e "(keys == [\"fabric_manager\", \"status\"]) and .status == \"degraded\"" &&
+    ! grep -q "$fm_url\|127.0.0.1:\|$T\|$broker_pid" r &&
+    tcall 0 "$(n2_tok)" GET /v1/health | cut -d" " -f2- | jq -e ".reasons | length > 0"
+'
 # A stranger sends big bodies without a credential: each is answered 401
 # from its headers and its body is never kept.  (Before: 128 such
 # requests grew the broker by about 100 MiB.)  The peak of the broker's
