@@ -65,9 +65,9 @@ struct conn_queue {
 struct tcp_slot {
     struct tcp_slot *prev, *next;
     struct tcp_slot *all_prev, *all_next; /* every slot, to free at the end */
-    bool listed;   /* on 'unauth' */
-    bool evicted;  /* cut to make room; its slot comes back when closed */
-    int worker;    /* the TLS front's worker that has its handshake */
+    bool listed;                          /* on 'unauth' */
+    bool evicted; /* cut to make room; its slot comes back when closed */
+    int worker;   /* the TLS front's worker that has its handshake */
     struct http_conn *hc;
     char key[TCPGUARD_ADDR_MAX]; /* the guard's: an IPv6 address's /64 */
 };
@@ -100,7 +100,7 @@ struct conns {
     int tcp_fd;             /* accepted here too: counted per address first */
     struct tcpguard *guard; /* the TCP connections per address, failures */
     struct tlsfront *front; /* the TCP connections' TLS, on its threads */
-    struct { /* unauthenticated TCP connections, oldest first */
+    struct {                /* unauthenticated TCP connections, oldest first */
         struct tcp_slot *head, *tail;
         unsigned evicting; /* cut, slot not yet given back */
     } unauth;
@@ -147,7 +147,7 @@ void conns_destroy (struct conns *h)
             close (h->tcp_fd);
         peers_destroy (h->peers);
         tlsfront_destroy (h->front); /* before the guard its slots count in */
-        while (h->slots) { /* those the front or MHD still had */
+        while (h->slots) {           /* those the front or MHD still had */
             struct tcp_slot *s = h->slots;
             h->slots = s->all_next;
             if (s->hc)
@@ -599,7 +599,8 @@ static void accept_tcp (struct conns *h)
             continue;
         }
         keepalive (fd);
-        slot->worker = tlsfront_add (h->front, fd, (struct sockaddr *)&sa, salen, addr, slot);
+        slot->worker =
+            tlsfront_add (h->front, fd, (struct sockaddr *)&sa, salen, addr, slot);
         if (slot->worker < 0) {
             close (fd);
             slot_free (h, slot, false);

@@ -123,7 +123,7 @@ static void auth_failed (struct http_req *req)
             shutdown (hc->fd, SHUT_RDWR);
         }
     }
-    if (v.log && httpreq_refusal_log_due (req->sh))
+    if (v.log && httpreq_refusal_log_due (req))
         fmb_log (LOG_WARNING,
                  "api: authentication failed from %s: %u in the last minute%s%s",
                  req->caller.addr,

@@ -567,11 +567,12 @@ static int run_node_cap (struct broker *b, struct http_req *req, struct http_pro
         return http_problemf (p, 503, "%s", e.text);
     if (n < cap)
         return 0;
-    return jobs_node_refused (req,
-                              p,
-                              "is in %u jobs that hold VNIs already, [api] node_max_jobs; "
-                              "a new job's RUN must come from the resource manager",
-                              n);
+    return jobs_node_refused (
+        req,
+        p,
+        "is in %u jobs that hold VNIs already, [api] node_max_jobs; "
+        "a new job's RUN must come from the resource manager",
+        n);
 }
 
 int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)

@@ -44,7 +44,8 @@ static int health_cb (struct broker *b, struct http_req *req, struct http_proble
         store_vni_left (
             b->st, b->cfg.vni_min, b->cfg.vni_max, held, quarantined, &free_vnis, &e) <
             0)
-        return http_problemf (p, 503, "store: %s", stranger ? "cannot be read" : e.text);
+        return http_problemf (
+            p, 503, "store: %s", stranger ? "cannot be read" : e.text);
     json_t *reasons = json_array ();
     const char *commit_error;
     if (pass_commits_failing (b->pass, &commit_error))

@@ -34,7 +34,7 @@ struct tcpguard {
     unsigned unauth;
     struct conn_entry *c;
     unsigned nc;
-    int *bucket; /* the first entry of each, or -1 */
+    int *bucket;       /* the first entry of each, or -1 */
     unsigned nbuckets; /* a power of two */
     struct fail_entry *f;
 };
@@ -86,7 +86,8 @@ static struct conn_entry *find_conn (const struct tcpguard *g, const char *addr)
 
 static void hash_unlink (struct tcpguard *g, int i)
 {
-    for (int *pp = &g->bucket[hash_of (g, g->c[i].addr)]; *pp >= 0; pp = &g->c[*pp].hnext)
+    for (int *pp = &g->bucket[hash_of (g, g->c[i].addr)]; *pp >= 0;
+         pp = &g->c[*pp].hnext)
         if (*pp == i) {
             *pp = g->c[i].hnext;
             return;
@@ -140,7 +141,7 @@ enum tcpguard_admission tcpguard_admit (struct tcpguard *g,
     if (g->total >= g->lim.max_total || g->unauth >= g->lim.max_unauth) {
         if (why)
             *why = g->total >= g->lim.max_total ? "tcp_max_connections"
-                                                 : "tcp_max_unauthenticated";
+                                                : "tcp_max_unauthenticated";
         ret = TCPGUARD_EVICT;
     }
     if (!e) {

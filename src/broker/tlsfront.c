@@ -77,8 +77,8 @@ struct worker {
     int ep;
     int wake; /* eventfd: new connections, or stop */
     pthread_mutex_t mu;
-    struct tconn *inbox;          /* handed over by tlsfront_add (mu) */
-    void **cuts;                  /* tags of handshakes the loop wants cut (mu) */
+    struct tconn *inbox; /* handed over by tlsfront_add (mu) */
+    void **cuts;         /* tags of handshakes the loop wants cut (mu) */
     size_t ncuts, cuts_size;
     struct conn_list handshaking; /* oldest first: their deadlines in order */
     struct conn_list relaying;

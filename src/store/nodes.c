@@ -51,7 +51,8 @@ const char SQL_NODE_LIVE_JOBS[] =
     "SELECT count(*) FROM (SELECT 1 FROM job_nodes INDEXED BY job_nodes_by_node"
     " JOIN jobs ON jobs.id = job_nodes.job_id WHERE job_nodes.node = ?1"
     " AND (jobs.state != 'released'"
-    "  OR EXISTS (SELECT 1 FROM vnis INDEXED BY vnis_by_job WHERE vnis.job_id = jobs.id))"
+    "  OR EXISTS (SELECT 1 FROM vnis INDEXED BY vnis_by_job WHERE vnis.job_id = "
+    "jobs.id))"
     " LIMIT ?2)";
 
 /* ---- steps and nodes ----------------------------------------------- */

@@ -65,6 +65,21 @@ expect_ok 'the Slurm sweep ends every fake, numeric or not, nothing Slurm runs' 
     for j in fake-1 777001; do job_field $j .state | grep -q "^releas" || { echo "$j not ended"; return 1; }; done &&
     for j in 10 11 20; do job_field $j .state | grep -qx active || { echo "$j touched"; return 1; }; done
 '
+# One noisy caller cannot hide another's refusal: after 30 refusals of
+# n1, n3's first refusal and a new address's first failed authentication
+# are logged; what n1 had not logged is said when the window ends (10 s),
+# with no further refusal to bring it.
+expect_ok '30 refusals of n1 hide neither n3'"'"'s nor a new address'"'"'s first; n1'"'"'s dropped count comes at the window'"'"'s end' '
+    for i in $(seq 1 30); do tcall 1000 @stolen GET /v1/jobs/20 >/dev/null; done &&
+    test "$(status_of 0 "$(cat "$T/n3.token")" GET /v1/jobs/20)" = 403 &&
+    grep -q "api: refused node n3 (127.0.0.1): job 20:" "$T/broker.err" &&
+    test "$(curl -s --cacert "$T/certs/ca.pem" --interface 127.0.0.7 -H "Authorization: Bearer no-such-token-0123" \
+        -o /dev/null -w "%{http_code}" "https://127.0.0.1:$tcp_port/v1/jobs/20")" = 401 &&
+    grep -q "api: authentication failed from 127.0.0.7: 1 in the last minute" "$T/broker.err" &&
+    test "$(grep -c "api: refused node n1 (127.0.0.1): job 20:" "$T/broker.err")" -le 5 &&
+    wait_for 150 0.1 grep -q "api: 2[0-9] more refusals or failed authentications of node n1 not logged in the last 10 s" "$T/broker.err" &&
+    test "$(status_of 1000 @stolen GET /v1/jobs/10/nodes/n1)" = 200
+'
 # /v1/status names the FM's URL, the state lock's path, host and pid:
 # over TCP it needs a credential; /v1/health stays open but says only ok
 # or degraded and the FM session's state to a stranger.

@@ -1306,7 +1306,8 @@ static void queries_use_their_indexes (void **state)
     /* a node's live jobs: the node's own rows, each job by its key */
     assert_int_equal (
         store_query_plan (fx->st, "node_live_jobs", plan, sizeof (plan), &e), 0);
-    if (!strstr (plan, "SEARCH job_nodes USING COVERING INDEX job_nodes_by_node (node=?)") ||
+    if (!strstr (plan,
+                 "SEARCH job_nodes USING COVERING INDEX job_nodes_by_node (node=?)") ||
         !strstr (plan, "SEARCH jobs USING INDEX sqlite_autoindex_jobs_1 (id=?)") ||
         strstr (plan, "SCAN job") || strstr (plan, "SCAN vnis"))
         fail_msg ("node_live_jobs: plan '%s'", plan);
