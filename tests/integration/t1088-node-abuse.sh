@@ -65,6 +65,16 @@ expect_ok 'the Slurm sweep ends every fake, numeric or not, nothing Slurm runs' 
     for j in fake-1 777001; do job_field $j .state | grep -q "^releas" || { echo "$j not ended"; return 1; }; done &&
     for j in 10 11 20; do job_field $j .state | grep -qx active || { echo "$j touched"; return 1; }; done
 '
+# A node lists only the jobs it is in, as it reads only those one by one.
+expect_ok 'n1 lists only the jobs whose node list has n1; n2 and the rm see theirs' '
+    tcall 1000 @stolen GET "/v1/jobs?limit=1000" >r && test "$(cut -d" " -f1 r)" = 200 &&
+    cut -d" " -f2- r | jq -r ".jobs[].id" | sort >n1.ids && cat n1.ids &&
+    test "$(tr "\n" " " <n1.ids)" = "10 11 777001 fake-1 " &&
+    ! cut -d" " -f2- r | jq -e ".jobs[] | select(.id == \"20\")" >/dev/null &&
+    tcall 1000 @stolen GET "/v1/jobs?state=active&limit=1" | cut -d" " -f2- | jq -e "(.jobs | length) == 1 and .next_after == \"10\"" &&
+    tcall 0 "$(n2_tok)" GET "/v1/jobs?limit=1000" | cut -d" " -f2- | jq -r ".jobs[].id" | sort >n2.ids && cat n2.ids && test "$(tr "\n" " " <n2.ids)" = "10 20 " &&
+    test "$(rm_call GET "/v1/jobs?limit=1000" | jq -r ".jobs[].id" | sort | tr "\n" " ")" = "10 11 20 777001 fake-1 "
+'
 # One noisy caller cannot hide another's refusal: after 30 refusals of
 # n1, n3's first refusal and a new address's first failed authentication
 # are logged; what n1 had not logged is said when the window ends (10 s),

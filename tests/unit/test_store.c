@@ -1255,6 +1255,10 @@ static void queries_use_their_indexes (void **state)
         {"list_released_uid", "USING INDEX jobs_by_uid (uid=? AND id>?)"},
         {"list_uid", "USING INDEX jobs_by_uid (uid=? AND id>?)"},
         {"list_all", "USING INDEX sqlite_autoindex_jobs_1 (id>?)"},
+        /* a node's jobs: its own rows, each job by its key */
+        {"list_node",
+         "SEARCH job_nodes USING COVERING INDEX job_nodes_by_node (node=? AND "
+         "job_id>?)"},
     };
     for (size_t i = 0; i < sizeof (want) / sizeof (want[0]); i++) {
         assert_int_equal (
