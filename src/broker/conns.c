@@ -384,9 +384,10 @@ void conns_closed (struct conns *h, void **ctx)
     if (!c)
         return;
     queue_del (c);
-    if (c->counted && c->tcp && c->slot)
-        slot_free (h, c->slot, c->authed);
-    else if (c->counted)
+    if (c->counted && c->tcp) {
+        if (c->slot)
+            slot_free (h, c->slot, c->authed);
+    } else if (c->counted)
         peers_release (h->peers, c->uid, c->privileged);
     free (c);
     *ctx = NULL;
