@@ -1,5 +1,5 @@
 #!/bin/sh
-# fmbroker-flux-sweep [--dry-run | --force]: end at fmbrokerd the jobs
+# fmbroker-flux-sweep [--dry-run]: end at fmbrokerd the jobs
 # Flux no longer runs, whose CLEANUP (the job-manager epilog's) never
 # arrived.  Run on the system instance's leader as its owner (the flux
 # user, an [api] rm user) by fmbroker-flux-sweep.timer; needs jq and flux.

@@ -1,6 +1,7 @@
 #!/bin/sh
-# fmbroker-slurm-sweep [--dry-run | --force]: end at fmbrokerd the jobs
-# Slurm no longer runs, whose CLEANUP (EpilogSlurmctld's) never arrived.
+# fmbroker-slurm-sweep [--dry-run]: end at fmbrokerd the jobs Slurm no
+# longer runs, whose CLEANUP (EpilogSlurmctld's) never arrived, and those
+# it never ran, whatever their id.
 # Run on the controller as an [api] rm user (root or SlurmUser) by
 # fmbroker-slurm-sweep.timer; needs jq and Slurm's squeue.  The sweep
 # itself, its safety rules and exit status: ../sweeplib.sh.  Slurm's side:
@@ -24,6 +25,12 @@ rm_list () {
 rm_finished='COMPLETED|CANCELLED|FAILED|TIMEOUT|NODE_FAIL|PREEMPTED|BOOT_FAIL|DEADLINE|OUT_OF_MEMORY'
 rm_unknown="unknown to slurmctld (ended over MinJobAge ago, or never ran)"
 # (a requeued job's next run may have found the record since the listing)
-rm_state () { fmb_slurm_state "$1"; }
+# Slurm's job ids are numbers (SLURM_JOB_ID, %A): any other id at the
+# broker was never Slurm's (a node's credential made it), and squeue is
+# not asked about it.
+rm_state () {
+    case $1 in '' | *[!0-9]*) return 0 ;; esac
+    fmb_slurm_state "$1"
+}
 . "$(dirname "$0")/../sweeplib.sh"
 fmb_sweep "$@"

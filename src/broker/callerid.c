@@ -72,7 +72,7 @@ static void identify_tcp (struct callerid *id, struct http_req *req)
     if (r == NODEAUTH_OK || r == NODEAUTH_OK_PREVIOUS) {
         c->roles |= ROLE_AGENT;
         snprintf (c->node, sizeof (c->node), "%s", node);
-        if (r == NODEAUTH_OK_PREVIOUS && httpreq_refusal_log_due (req->sh))
+        if (r == NODEAUTH_OK_PREVIOUS && httpreq_refusal_log_due (req))
             fmb_log (LOG_NOTICE,
                      "api: node %s (%s) uses a token of the previous node key; give "
                      "it its new token (fmbrokerd --node-token %s)",
@@ -82,7 +82,7 @@ static void identify_tcp (struct callerid *id, struct http_req *req)
         return;
     }
     if (r == NODEAUTH_REVOKED) {
-        if (httpreq_refusal_log_due (req->sh))
+        if (httpreq_refusal_log_due (req))
             fmb_log (LOG_WARNING,
                      "api: refused node %s (%s): revoked ([api] revoked_nodes)",
                      node,
@@ -138,7 +138,7 @@ static void identify_by_cert (struct callerid *id, struct http_req *req)
     else if (crt == 1 && c->node[0] && strcmp (c->node, node) != 0)
         why = "its node token names another node than its certificate";
     if (why) {
-        if (httpreq_refusal_log_due (req->sh))
+        if (httpreq_refusal_log_due (req))
             fmb_log (LOG_WARNING, "api: refused %s: %s", c->addr, why);
         c->roles = 0;
         c->node[0] = '\0';

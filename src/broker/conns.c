@@ -56,6 +56,22 @@ struct conn_queue {
     struct http_conn *head, *tail;
 };
 
+/* A TCP connection from its accept to its close, while it has shown no
+ * credential on the 'unauth' list, oldest first: in the TLS front
+ * ('worker' >= 0, no 'hc' yet) or at libmicrohttpd ('hc').  When the
+ * guard is full a new connection takes the place of the list's head
+ * (issue 51); an authenticated one leaves the list and is never
+ * evicted. */
+struct tcp_slot {
+    struct tcp_slot *prev, *next;
+    struct tcp_slot *all_prev, *all_next; /* every slot, to free at the end */
+    bool listed;                          /* on 'unauth' */
+    bool evicted; /* cut to make room; its slot comes back when closed */
+    int worker;   /* the TLS front's worker that has its handshake */
+    struct http_conn *hc;
+    char key[TCPGUARD_ADDR_MAX]; /* the guard's: an IPv6 address's /64 */
+};
+
 struct conns {
     struct MHD_Daemon *unix_d;
     struct MHD_Daemon *tcp_d[64]; /* the TCP port's shards (http.c) */
@@ -78,11 +94,17 @@ struct conns {
         bool tcp;
         char addr[TCPGUARD_ADDR_MAX];
         struct tls_peer tls;
+        struct tcp_slot *slot;
     } pending;
     int64_t refused_logged_ms;
     int tcp_fd;             /* accepted here too: counted per address first */
     struct tcpguard *guard; /* the TCP connections per address, failures */
     struct tlsfront *front; /* the TCP connections' TLS, on its threads */
+    struct {                /* unauthenticated TCP connections, oldest first */
+        struct tcp_slot *head, *tail;
+        unsigned evicting; /* cut, slot not yet given back */
+    } unauth;
+    struct tcp_slot *slots; /* every TCP connection's */
     unsigned idle_ms;       /* an authenticated TCP connection's idle time; 0: kept */
     int64_t accept_paused_until_ms;
     struct { /* a repeated accept error, logged once a minute with a count */
@@ -125,6 +147,13 @@ void conns_destroy (struct conns *h)
             close (h->tcp_fd);
         peers_destroy (h->peers);
         tlsfront_destroy (h->front); /* before the guard its slots count in */
+        while (h->slots) {           /* those the front or MHD still had */
+            struct tcp_slot *s = h->slots;
+            h->slots = s->all_next;
+            if (s->hc)
+                s->hc->slot = NULL;
+            free (s);
+        }
         tcpguard_destroy (h->guard);
         if (h->sock_path[0])
             unlink (h->sock_path);
@@ -184,6 +213,107 @@ static void queue_add (struct conn_queue *q, struct http_conn *c, unsigned ms)
     c->q = q;
 }
 
+static void unauth_del (struct conns *h, struct tcp_slot *s)
+{
+    if (!s->listed)
+        return;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        h->unauth.head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    else
+        h->unauth.tail = s->prev;
+    s->prev = s->next = NULL;
+    s->listed = false;
+}
+
+static struct tcp_slot *slot_new (struct conns *h, const char *key)
+{
+    struct tcp_slot *s = calloc (1, sizeof (*s));
+    if (!s)
+        return NULL;
+    snprintf (s->key, sizeof (s->key), "%s", key);
+    s->worker = -1;
+    s->all_next = h->slots;
+    if (h->slots)
+        h->slots->all_prev = s;
+    h->slots = s;
+    s->prev = h->unauth.tail;
+    if (h->unauth.tail)
+        h->unauth.tail->next = s;
+    else
+        h->unauth.head = s;
+    h->unauth.tail = s;
+    s->listed = true;
+    return s;
+}
+
+/* The connection is gone: its place in the guard given back. */
+static void slot_free (struct conns *h, struct tcp_slot *s, bool authed)
+{
+    unauth_del (h, s);
+    if (s->evicted && h->unauth.evicting)
+        h->unauth.evicting--;
+    tcpguard_release (h->guard, s->key, authed);
+    if (s->all_prev)
+        s->all_prev->all_next = s->all_next;
+    else
+        h->slots = s->all_next;
+    if (s->all_next)
+        s->all_next->all_prev = s->all_prev;
+    free (s);
+}
+
+/* Make room for a connection from key 'key' (counted already): the
+ * oldest connection that has shown no credential and whose address
+ * holds more such connections than 'key' now does is cut (a handshake
+ * by the TLS front, a connection at libmicrohttpd by shutting its end
+ * down).  So a node's new connection (its address's one) takes the place
+ * of a flood's, a flood's never takes a node's, and addresses holding
+ * as many as each other do not cut each other in turn (which a
+ * reconnecting flood would make a race the nodes lose).  False when
+ * there is none among the TCPGUARD_EVICT_SCAN oldest, or too many cuts
+ * are still on their way. */
+static bool evict_for (struct conns *h, const char *key)
+{
+    if (h->unauth.evicting >= TCPGUARD_EVICTING_MAX)
+        return false;
+    unsigned mine = tcpguard_unauth_of (h->guard, key), looked = 0;
+    struct tcp_slot *s = h->unauth.head;
+    for (; s && looked < TCPGUARD_EVICT_SCAN; s = s->next, looked++)
+        if (tcpguard_unauth_of (h->guard, s->key) > mine)
+            break;
+    if (!s || looked == TCPGUARD_EVICT_SCAN)
+        return false;
+    unauth_del (h, s);
+    s->evicted = true;
+    h->unauth.evicting++;
+    metrics_add (h->metrics, METRIC_TCP_EVICTED, 1);
+    if (s->hc) {
+        if (!s->hc->cut) {
+            s->hc->cut = true;
+            shutdown (s->hc->fd, SHUT_RDWR);
+        }
+    } else if (tlsfront_cut (h->front, s->worker, s) < 0) {
+        s->evicted = false; /* (out of memory) it ends at its deadline */
+        h->unauth.evicting--;
+    }
+    return true;
+}
+
+void conns_authenticated (struct http_conn *c)
+{
+    if (!c->tcp || c->authed)
+        return;
+    c->authed = true;
+    if (c->slot) {
+        unauth_del (c->cs, c->slot);
+        tcpguard_authenticated (c->cs->guard, c->slot->key);
+    }
+}
+
 void conns_arm (struct http_conn *c)
 {
     queue_add (&c->cs->requests, c, c->cs->request_timeout_ms);
@@ -233,6 +363,15 @@ void conns_started (struct conns *h, bool tcp, struct MHD_Connection *mc, void *
         c->tcp = h->pending.tcp;
         snprintf (c->addr, sizeof (c->addr), "%s", h->pending.addr);
         c->tls = h->pending.tls;
+        c->slot = c->tcp ? h->pending.slot : NULL;
+        h->pending.slot = NULL;
+        if (c->slot)
+            c->slot->hc = c;
+        if (c->slot && c->slot->evicted) {
+            /* cut while the front finished its handshake: cut here */
+            c->cut = true;
+            shutdown (c->fd, SHUT_RDWR);
+        }
         h->pending.valid = false;
     }
     conns_arm (c);
@@ -245,9 +384,10 @@ void conns_closed (struct conns *h, void **ctx)
     if (!c)
         return;
     queue_del (c);
-    if (c->counted && c->tcp)
-        tcpguard_release (h->guard, c->addr, c->authed);
-    else if (c->counted)
+    if (c->counted && c->tcp) {
+        if (c->slot)
+            slot_free (h, c->slot, c->authed);
+    } else if (c->counted)
         peers_release (h->peers, c->uid, c->privileged);
     free (c);
     *ctx = NULL;
@@ -429,10 +569,24 @@ static void accept_tcp (struct conns *h)
          * client's delayed ACK, 40 ms per job launch's RUN. */
         int one = 1;
         (void)setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one));
-        char addr[TCPGUARD_ADDR_MAX];
+        char addr[TCPGUARD_ADDR_MAX], key[TCPGUARD_ADDR_MAX];
         fmb_format_addr ((struct sockaddr *)&sa, addr, sizeof (addr));
+        fmb_addr_guess_key (addr, key, sizeof (key));
         const char *why = NULL;
-        if (!tcpguard_admit (h->guard, addr, &why)) {
+        enum tcpguard_admission adm = tcpguard_admit (h->guard, key, &why);
+        struct tcp_slot *slot = NULL;
+        if (adm != TCPGUARD_REFUSED && !(slot = slot_new (h, key))) {
+            tcpguard_release (h->guard, key, false);
+            adm = TCPGUARD_REFUSED;
+            why = "tcp_max_connections (out of memory)";
+        }
+        /* full: this one takes the place of an older one that showed
+         * no credential (evict_for), or, with none to take, is refused */
+        if (adm == TCPGUARD_EVICT && !evict_for (h, key)) {
+            slot_free (h, slot, false);
+            adm = TCPGUARD_REFUSED;
+        }
+        if (adm == TCPGUARD_REFUSED) {
             close (fd);
             metrics_add (h->metrics, METRIC_TCP_REFUSED, 1);
             int64_t now = fmb_monotime_ms ();
@@ -446,9 +600,11 @@ static void accept_tcp (struct conns *h)
             continue;
         }
         keepalive (fd);
-        if (tlsfront_add (h->front, fd, (struct sockaddr *)&sa, salen, addr) < 0) {
+        slot->worker =
+            tlsfront_add (h->front, fd, (struct sockaddr *)&sa, salen, addr, slot);
+        if (slot->worker < 0) {
             close (fd);
-            tcpguard_release (h->guard, addr, false);
+            slot_free (h, slot, false);
         }
     }
 }
@@ -462,16 +618,19 @@ static void take_tls (struct conns *h)
         int n = tlsfront_take (h->front, done, 64);
         for (int i = 0; i < n; i++) {
             struct tlsfront_conn *c = &done[i];
+            struct tcp_slot *slot = c->tag;
             if (c->fd < 0) {
-                tcpguard_release (h->guard, c->addr, false);
+                slot_free (h, slot, false);
                 continue;
             }
             snprintf (h->pending.addr, sizeof (h->pending.addr), "%s", c->addr);
             h->pending.tls = c->peer;
+            h->pending.slot = slot;
             hand_over (h, true, c->fd, (struct sockaddr *)&c->sa, c->salen);
             if (h->pending.valid) {
                 h->pending.valid = false;
-                tcpguard_release (h->guard, c->addr, false);
+                h->pending.slot = NULL;
+                slot_free (h, slot, false);
             }
         }
         if (n < 64)
@@ -659,13 +818,15 @@ static void fit_file_limit (const struct fmb_config *cfg, struct tcpguard_limits
     if (lim->max_unauth > lim->max_total)
         lim->max_unauth = lim->max_total;
     lim->per_addr = cfg->api_max_connections_per_user;
+    lim->per_addr_unauth = cfg->tcp_max_unauthenticated_per_address;
     fmb_log (LOG_INFO,
              "api: file limit %lu: TCP takes at most %u connections (%u "
-             "unauthenticated, %u per address)",
+             "unauthenticated, %u per address, %u of them unauthenticated)",
              (unsigned long)have,
              lim->max_total,
              lim->max_unauth,
-             lim->per_addr);
+             lim->per_addr,
+             lim->per_addr_unauth);
 }
 
 /* The kernel's cap on any listen backlog (net.core.somaxconn); 0 if

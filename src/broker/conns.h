@@ -60,6 +60,9 @@ void conns_arm (struct http_conn *c);
 /* ...or, between requests, the idle time a connection is given: kept
  * for an authenticated TCP one ([api] tcp_idle_timeout_s). */
 void conns_arm_idle (struct http_conn *c);
+/* A request on TCP connection 'c' showed a valid credential: it no
+ * longer counts as unauthenticated, and is never evicted. */
+void conns_authenticated (struct http_conn *c);
 /* ...and ends: the request is read, what remains is the broker's work. */
 void conns_disarm (struct MHD_Connection *mc);
 /* Cut connections whose request is late. */

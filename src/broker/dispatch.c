@@ -11,6 +11,7 @@
 #include <microhttpd.h>
 
 #include "callerid.h"
+#include "conns.h"
 #include "dispatch.h"
 #include "httpconn.h"
 #include "jsonutil.h"
@@ -122,7 +123,7 @@ static void auth_failed (struct http_req *req)
             shutdown (hc->fd, SHUT_RDWR);
         }
     }
-    if (v.log && httpreq_refusal_log_due (req->sh))
+    if (v.log && httpreq_refusal_log_due (req))
         fmb_log (LOG_WARNING,
                  "api: authentication failed from %s: %u in the last minute%s%s",
                  req->caller.addr,
@@ -180,10 +181,8 @@ static int check_caller (struct dispatch *d,
      * nothing: its holder then gets 403, not 401. */
     if (c->bearer[0] && req->p.job[0])
         c->job_token_ok = d->job_token_ok (d->job_token_arg, req->p.job, c->bearer);
-    if (hc && !hc->authed && (c->roles || c->job_token_ok)) {
-        hc->authed = true; /* no longer counts as unauthenticated */
-        tcpguard_authenticated (req->sh->guard);
-    }
+    if (hc && !hc->authed && (c->roles || c->job_token_ok))
+        conns_authenticated (hc); /* no longer counts as unauthenticated */
     bool allowed = (route->who & ROLE_ANY) || (route->who & c->roles) ||
                    ((route->who & ROLE_JOB) && c->job_token_ok);
     if (allowed)
@@ -218,21 +217,38 @@ static int check_body (struct http_req *req,
     return 0;
 }
 
+/* What the headers alone decide: the route, the query, and whether this
+ * caller may call it.  Done before any body is read (issue 51): a
+ * caller without a valid credential is answered at once, and its body
+ * is never buffered, so a flood of large unauthenticated requests costs
+ * the broker nothing but the reading.  True when answered. */
+bool dispatch_headers (struct dispatch *d, struct http_req *req, const char *url)
+{
+    struct http_problem p;
+    char qwhy[200];
+    req->headers_checked = true;
+    const struct route *route = find_route (d, req, url, &p);
+    if (route && !query_is_clean (req, qwhy, sizeof (qwhy)))
+        http_problemf (&p, 400, "%s", qwhy);
+    else if (route && check_caller (d, req, route, &p) == 0) {
+        req->route = route;
+        return false;
+    }
+    http_reply_failure (req, &p);
+    return true;
+}
+
 /* Route, query, caller and body checks, then the handler; every failure
  * is answered here, as a problem document. */
 void dispatch_request (struct dispatch *d, struct http_req *req, const char *url)
 {
     struct http_problem p;
-    char qwhy[200];
-    const struct route *route = find_route (d, req, url, &p);
+    if (!req->headers_checked && dispatch_headers (d, req, url))
+        return;
+    const struct route *route = req->route;
     if (!route)
-        goto fail;
-    if (!query_is_clean (req, qwhy, sizeof (qwhy))) {
-        http_problemf (&p, 400, "%s", qwhy);
-        goto fail;
-    }
-    if (check_caller (d, req, route, &p) < 0 || check_body (req, route, &p) < 0 ||
-        route->handler (d->route_arg, req, &p) < 0)
+        return; /* (answered by dispatch_headers) */
+    if (check_body (req, route, &p) < 0 || route->handler (d->route_arg, req, &p) < 0)
         goto fail;
     if (!req->replied && !req->want_suspend)
         http_reply_problem (req, 500, "the handler gave no answer");

@@ -41,6 +41,10 @@ struct dispatch *dispatch_create (const struct route *routes,
                                   dispatch_token_f job_token_ok,
                                   void *job_token_arg);
 void dispatch_destroy (struct dispatch *d);
+/* The route, the query and the caller's right to call it, from the
+ * headers alone, before any body is read; true when that answered the
+ * request (a problem document), false when dispatch_request goes on. */
+bool dispatch_headers (struct dispatch *d, struct http_req *req, const char *url);
 /* Route, query, caller and body checks, then the handler; every failure
  * is answered here, as a problem document. */
 void dispatch_request (struct dispatch *d, struct http_req *req, const char *url);

@@ -23,6 +23,7 @@
 #include "httpconn.h"
 #include "log.h"
 #include "metrics.h"
+#include "refusallog.h"
 #include "tlsfront.h"
 
 #define HTTP_CONN_TIMEOUT_S 30 /* the Unix socket's idle connections */
@@ -216,11 +217,20 @@ static enum MHD_Result access_cb (void *cls,
     (void)version;
     if (!req) {
         *con_cls = req = req_new (l, conn, url, method);
-        return req ? MHD_YES : MHD_NO;
-    }
-    if (*upload_size) {
+        if (!req)
+            return MHD_NO;
+        /* The caller's credential from the headers, before the body: a
+         * refusal is answered now (libmicrohttpd then reads no body and
+         * closes the connection after the answer). */
+        if (req->early_status || !dispatch_headers (l->h->disp, req, url))
+            return MHD_YES;
+        req->handled = true;
+        conns_disarm (conn);
+    } else if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
+        if (req->handled) /* answered already: the body is not kept */
+            return MHD_YES;
         return req_read (req, upload_data, n);
     }
     if (!req->handled) {
@@ -458,7 +468,8 @@ int http_create (const struct fmb_config *cfg,
     for (int i = 0; i <= TCP_SHARDS; i++)
         h->l[i].h = h;
     h->sh.metrics = deps->metrics;
-    if (!(h->cs = conns_create (cfg, deps->roles, deps->metrics)) ||
+    if (!(h->sh.rlog = refusallog_create ()) ||
+        !(h->cs = conns_create (cfg, deps->roles, deps->metrics)) ||
         !(h->ids = callerid_create (cfg, deps->roles)) ||
         !(h->disp = dispatch_create (deps->routes,
                                      deps->nroutes,
@@ -548,6 +559,7 @@ void http_destroy (struct http *h)
         conns_destroy (h->cs);
         dispatch_destroy (h->disp);
         callerid_destroy (h->ids);
+        refusallog_destroy (h->sh.rlog);
         free (h->tls_trust);
         if (h->tls_key)
             explicit_bzero (h->tls_key, strlen (h->tls_key));
@@ -590,6 +602,7 @@ int http_timeout_ms (struct http *h)
     }
     best = earliest (best, conns_next_deadline_ms (h->cs));
     best = earliest (best, tarpit_next_ms (h));
+    best = earliest (best, refusallog_next_ms (h->sh.rlog, fmb_monotime_ms ()));
     return earliest (best, conns_accept_paused_ms (h->cs));
 }
 
@@ -598,6 +611,7 @@ void http_process (struct http *h, const struct pollfd *fds, int n)
     conns_accept (h->cs, fds, n);
     conns_cut_late (h->cs);
     tarpit_run (h);
+    refusallog_flush (h->sh.rlog, fmb_monotime_ms ()); /* its window's end */
     MHD_run (h->l[0].d); /* the Unix socket: the RM and admins */
     /* then TCP's shards, each its ready connections, within the budget;
      * the next pass goes on from where this one stopped (the shards'

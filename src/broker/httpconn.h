@@ -21,6 +21,9 @@
 
 struct metrics;
 struct conn_queue;
+struct tcp_slot;
+struct refusallog;
+struct route;
 
 /* One connection, from libmicrohttpd's "started" to its "closed".  Its
  * deadline bounds how long the request being read may take in total: a
@@ -38,8 +41,9 @@ struct http_conn {
     bool authed; /* TCP: a request on it showed a valid credential */
     uid_t uid;
     char addr[TCPGUARD_ADDR_MAX];
-    struct tls_peer tls; /* TCP: what its handshake learned of the peer */
-    int64_t deadline_ms; /* 0 while a request is being handled, or kept idle */
+    struct tcp_slot *slot; /* TCP: its place in the guard's count (conns.c) */
+    struct tls_peer tls;   /* TCP: what its handshake learned of the peer */
+    int64_t deadline_ms;   /* 0 while a request is being handled, or kept idle */
 };
 
 /* What every request of one struct http shares (http.c owns it). */
@@ -49,11 +53,7 @@ struct http_shared {
     bool quiesced;           /* shutting down: no answer is delayed any more */
     struct tcpguard *guard;  /* the TCP connections per address, failures */
     struct metrics *metrics; /* answers by status, failed authentications */
-    struct { /* refusals and failures logged: REFUSAL_LOG_MAX per window */
-        int64_t window_ms;
-        unsigned lines;
-        unsigned dropped;
-    } rlog;
+    struct refusallog *rlog; /* refusals and failures logged, per caller */
 };
 
 struct http_req {
@@ -65,7 +65,9 @@ struct http_req {
     char *body;
     size_t len;
     bool too_large;
-    int early_status; /* 414 or 431, found with the headers */
+    int early_status;     /* 414 or 431, found with the headers */
+    bool headers_checked; /* dispatch_headers ran: 'route' is the request's */
+    const struct route *route;
     bool handled;
     bool want_suspend;
     bool suspended;
@@ -103,8 +105,9 @@ void httpreq_resume (struct http_req *req);
 /* Send the answers held for the pass's commit, or, if it did not commit,
  * 503s that give 'why'; returns how many went. */
 int httpreq_release (struct http_shared *sh, bool committed, const char *why);
-/* One more line of the refusal log, unless REFUSAL_LOG_MAX were written
- * in this window (then counted, and said with the next window's first). */
-bool httpreq_refusal_log_due (struct http_shared *sh);
+/* One more line of the refusal log about this request's caller, unless
+ * its budget (refusallog.h) is spent (then counted, and said when the
+ * window ends). */
+bool httpreq_refusal_log_due (struct http_req *req);
 
 #endif

@@ -11,9 +11,8 @@
 #include "httpconn.h"
 #include "httpreq.h"
 #include "log.h"
-
-#define REFUSAL_LOG_MS  10000
-#define REFUSAL_LOG_MAX 20 /* refusal and failure lines per REFUSAL_LOG_MS */
+#include "netaddr.h"
+#include "refusallog.h"
 
 /* ---- responses ----------------------------------------------------- */
 
@@ -315,26 +314,22 @@ int http_query_number (
 
 /* ---- the refusal log ----------------------------------------------- */
 
-bool httpreq_refusal_log_due (struct http_shared *sh)
+/* A caller's budget goes by who it is: a node by its name (whatever
+ * address it comes from), a TCP caller otherwise by its address's key
+ * (an IPv6 one's /64), a local one by uid. */
+bool httpreq_refusal_log_due (struct http_req *req)
 {
-    int64_t now = fmb_monotime_ms ();
-    if (now - sh->rlog.window_ms >= REFUSAL_LOG_MS) {
-        if (sh->rlog.dropped)
-            fmb_log (LOG_WARNING,
-                     "api: %u more refusals or failed authentications not logged "
-                     "(at most %d lines per %d s)",
-                     sh->rlog.dropped,
-                     REFUSAL_LOG_MAX,
-                     REFUSAL_LOG_MS / 1000);
-        sh->rlog.window_ms = now;
-        sh->rlog.lines = sh->rlog.dropped = 0;
+    const struct caller *c = &req->caller;
+    char key[REFUSALLOG_KEY_MAX], addr[TCPGUARD_ADDR_MAX];
+    if (c->local)
+        snprintf (key, sizeof (key), "uid %u", (unsigned)c->uid);
+    else if (c->node[0])
+        snprintf (key, sizeof (key), "node %s", c->node);
+    else {
+        fmb_addr_guess_key (c->addr, addr, sizeof (addr));
+        snprintf (key, sizeof (key), "%s", addr);
     }
-    if (sh->rlog.lines >= REFUSAL_LOG_MAX) {
-        sh->rlog.dropped++;
-        return false;
-    }
-    sh->rlog.lines++;
-    return true;
+    return refusallog_due (req->sh->rlog, key, fmb_monotime_ms ());
 }
 
 void http_caller_name (const struct caller *c, char *out, size_t len)
@@ -357,7 +352,7 @@ void http_log_refusal (struct http_req *req, const char *fmt, ...)
 {
     char what[HTTP_DETAIL_MAX], shown[HTTP_DETAIL_MAX], who[160];
     va_list ap;
-    if (!httpreq_refusal_log_due (req->sh))
+    if (!httpreq_refusal_log_due (req))
         return;
     va_start (ap, fmt);
     vsnprintf (what, sizeof (what), fmt, ap);

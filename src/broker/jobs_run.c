@@ -551,6 +551,30 @@ static int run_new (struct broker *b,
     return 0;
 }
 
+/* A node's RUN of a job the store does not have: refused while the node
+ * is in [api] node_max_jobs jobs that still hold something.  A node's
+ * credential (root on the node, a copy of its token) could otherwise
+ * make jobs naming only itself until the VNI pool is empty; the cap
+ * bounds what one node holds to node_max_jobs x [vni] per_job VNIs,
+ * and leaves the RM's RUN, and a node joining a job that exists, alone.
+ * 0: under the cap. */
+static int run_node_cap (struct broker *b, struct http_req *req, struct http_problem *p)
+{
+    const struct caller *c = http_caller (req);
+    unsigned cap = b->cfg.api_node_max_jobs, n = 0;
+    struct fmb_error e;
+    if (store_node_live_jobs (b->st, c->node, cap, &n, &e) < 0)
+        return http_problemf (p, 503, "%s", e.text);
+    if (n < cap)
+        return 0;
+    return jobs_node_refused (
+        req,
+        p,
+        "is in %u jobs that hold VNIs already, [api] node_max_jobs; "
+        "a new job's RUN must come from the resource manager",
+        n);
+}
+
 int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
 {
     struct run_request rr;
@@ -577,6 +601,8 @@ int jobs_run (struct broker *b, struct http_req *req, struct http_problem *p)
     if (!canon)
         return http_problemf (p, 500, "out of memory");
     int rc = run_existing (b, req, canon, p);
+    if (rc == 0 && jobs_node_only (c))
+        rc = run_node_cap (b, req, p);
     if (rc == 0)
         rc = run_new (b, req, &rr, canon, p);
     free (canon);

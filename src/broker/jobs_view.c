@@ -392,6 +392,11 @@ int jobs_list (struct broker *b, struct http_req *req, struct http_problem *p)
             return http_problemf (p, 403, "you may list only your own jobs");
         f.uid = c->uid;
     }
+    /* A node's credential lists the jobs whose node list has it, as it
+     * may read only those one by one (issue 51: a listing showed every
+     * job's uid, user, nodes and VNIs). */
+    if (jobs_node_only (c))
+        f.node = c->node;
     char next[STORE_JOB_ID_MAX + 1];
     f.scan_max = LIST_SCAN_MAX;
     f.next_after = next;

@@ -205,6 +205,11 @@ static const struct {
                             "tcp_max_unauthenticated, per address).\n"
                             "# TYPE fmbroker_api_tcp_refused_total counter\n",
                             "fmbroker_api_tcp_refused_total"},
+    [METRIC_TCP_EVICTED] = {"# HELP fmbroker_api_tcp_evicted_total TCP connections "
+                            "that had shown no credential, cut to make room for a "
+                            "new one (tcp_max_connections, tcp_max_unauthenticated).\n"
+                            "# TYPE fmbroker_api_tcp_evicted_total counter\n",
+                            "fmbroker_api_tcp_evicted_total"},
     [METRIC_RESERVATIONS_LOST] = {"# HELP fmbroker_reservations_lost_total Active jobs "
                                   "whose FM reservation vanished.\n"
                                   "# TYPE fmbroker_reservations_lost_total counter\n",

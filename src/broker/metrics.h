@@ -20,6 +20,7 @@ enum metric {
     METRIC_AUTH_FAILURES, /* TCP credentials refused */
     METRIC_AUTH_DELAYED,  /* ...of those, answered late (tarpit) */
     METRIC_TCP_REFUSED,   /* TCP connections closed at accept */
+    METRIC_TCP_EVICTED,   /* unauthenticated ones cut to make room */
     METRIC_RESERVATIONS_LOST,
     METRIC_PRUNED_JOBS, /* [broker] retain_days */
     METRIC_PRUNED_EVENTS,

@@ -32,13 +32,20 @@ static int health_cb (struct broker *b, struct http_req *req, struct http_proble
     unsigned depth, held, quarantined;
     int64_t free_vnis;
     struct fmb_error e;
+    /* A TCP caller without a credential (a load balancer's probe, or
+     * anyone who reaches the port) learns ok or degraded and the FM
+     * session's state only: the reasons name files, the FM's URL and
+     * its errors (issue 51). */
+    const struct caller *c = http_caller (req);
+    bool stranger = !c->local && !c->roles && !c->node[0];
     http_no_hold (req);
     if (store_outbox_depth (b->st, &depth, &e) < 0 ||
         store_vni_counts (b->st, &held, &quarantined, &e) < 0 ||
         store_vni_left (
             b->st, b->cfg.vni_min, b->cfg.vni_max, held, quarantined, &free_vnis, &e) <
             0)
-        return http_problemf (p, 503, "store: %s", e.text);
+        return http_problemf (
+            p, 503, "store: %s", stranger ? "cannot be read" : e.text);
     json_t *reasons = json_array ();
     const char *commit_error;
     if (pass_commits_failing (b->pass, &commit_error))
@@ -85,7 +92,7 @@ static int health_cb (struct broker *b, struct http_req *req, struct http_proble
                            json_array_size (reasons) ? "degraded" : "ok",
                            "fabric_manager",
                            fm_state_name (fmsession_state (b->fms)));
-    if (json_array_size (reasons))
+    if (json_array_size (reasons) && !stranger)
         json_object_set_new (o, "reasons", reasons);
     else
         json_decref (reasons);
@@ -146,7 +153,7 @@ const struct route broker_routes[] = {
     { "GET",    "/v1/vnis",                     ROLE_RM | ROLE_ADMIN,                      false, jobs_vni_list },
     { "GET",    "/v1/events",                   ROLE_RM | ROLE_ADMIN,                      false, events_cb },
     { "POST",   "/v1/reconcile",                ROLE_ADMIN,                                false, reconcile_cb },
-    { "GET",    "/v1/status",                   ROLE_ANY,                                  false, status_cb },
+    { "GET",    "/v1/status",                   ROLE_RM | ROLE_ADMIN | ROLE_AGENT | ROLE_USER, false, status_cb },
     { "GET",    "/v1/health",                   ROLE_ANY,                                  false, health_cb },
     { "GET",    "/metrics",                     ROLE_ANY,                                  false, metrics_cb },
 };

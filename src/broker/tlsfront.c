@@ -54,6 +54,7 @@ struct tconn {
     struct sockaddr_storage sa;
     socklen_t salen;
     char addr[TCPGUARD_ADDR_MAX];
+    void *tag; /* the loop's, handed back with the connection */
     /* what one side read and the other could not take yet */
     char *to_plain;
     size_t to_plain_len, to_plain_off;
@@ -83,7 +84,9 @@ struct worker {
     int wake; /* eventfd: new connections, or stop */
     pthread_mutex_t mu;
     struct tconn *inbox, *inbox_tail; /* handed over by tlsfront_add (mu) */
-    struct conn_list handshaking;     /* oldest first: their deadlines in order */
+    void **cuts;                      /* tags of handshakes the loop wants cut (mu) */
+    size_t ncuts, cuts_size;
+    struct conn_list handshaking; /* oldest first: their deadlines in order */
     struct conn_list relaying;
     struct tconn *stalled_head, *stalled_tail; /* with bytes waiting, oldest first */
     struct tconn *dead; /* closed, freed once the batch of events is done */
@@ -213,6 +216,7 @@ static void give_back (struct tconn *c)
     struct tlsfront_conn out = {.fd = -1, .salen = c->salen};
     memcpy (&out.sa, &c->sa, sizeof (out.sa));
     snprintf (out.addr, sizeof (out.addr), "%s", c->addr);
+    out.tag = c->tag;
     give_loop (c->w->tf, &out);
 }
 
@@ -540,6 +544,7 @@ static void handshake_done (struct tconn *c)
     out.fd = sv[1];
     memcpy (&out.sa, &c->sa, sizeof (out.sa));
     snprintf (out.addr, sizeof (out.addr), "%s", c->addr);
+    out.tag = c->tag;
     give_loop (tf, &out);
     /* a request may have come with the handshake's last flight: GnuTLS
      * holds it already, and epoll will not say so again */
@@ -581,6 +586,22 @@ static int session_new (struct tlsfront *tf, struct tconn *c)
     return 0;
 }
 
+/* Handshakes the loop wants cut (tlsfront_cut): each found among this
+ * worker's is closed, its slot given back as for a failed one; one done
+ * meanwhile is the loop's already.  Linear in the worker's handshakes,
+ * only when the loop evicts. */
+static void take_cuts (struct worker *w, void **cuts, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (struct tconn *c = w->handshaking.head; c; c = c->next)
+            if (c->tag == cuts[i]) {
+                atomic_fetch_add (&w->tf->failed, 1);
+                conn_close (c);
+                break;
+            }
+    free (cuts);
+}
+
 /* New connections from the loop: each starts its handshake. */
 static void take_inbox (struct worker *w)
 {
@@ -590,6 +611,10 @@ static void take_inbox (struct worker *w)
     pthread_mutex_lock (&w->mu);
     struct tconn *c = w->inbox;
     w->inbox = w->inbox_tail = NULL;
+    void **cuts = w->cuts;
+    size_t ncuts = w->ncuts;
+    w->cuts = NULL;
+    w->ncuts = w->cuts_size = 0;
     pthread_mutex_unlock (&w->mu);
     while (c) {
         struct tconn *next = c->next;
@@ -601,6 +626,7 @@ static void take_inbox (struct worker *w)
             handshake_step (c);
         c = next;
     }
+    take_cuts (w, cuts, ncuts);
 }
 
 /* Handshakes past their time are cut (a peer that never sends its
@@ -775,6 +801,7 @@ static void worker_stop (struct worker *w)
         conn_free (c);
     }
     free_dead (w);
+    free (w->cuts);
     if (w->ep >= 0)
         close (w->ep);
     if (w->wake >= 0)
@@ -814,15 +841,18 @@ int tlsfront_add (struct tlsfront *tf,
                   int fd,
                   const struct sockaddr *sa,
                   socklen_t salen,
-                  const char *addr)
+                  const char *addr,
+                  void *tag)
 {
     struct tconn *c = calloc (1, sizeof (*c));
     if (!c) {
         errno = ENOMEM;
         return -1;
     }
-    struct worker *w = &tf->w[tf->next_worker++ % tf->nworkers];
+    unsigned wi = tf->next_worker++ % tf->nworkers;
+    struct worker *w = &tf->w[wi];
     c->w = w;
+    c->tag = tag;
     c->tls_fd = fd;
     c->plain_fd = -1;
     c->ev_tls = c->ev_plain = UINT32_MAX;
@@ -837,6 +867,31 @@ int tlsfront_add (struct tlsfront *tf,
     else
         w->inbox = c;
     w->inbox_tail = c;
+    pthread_mutex_unlock (&w->mu);
+    wake_fd (w->wake);
+    return (int)wi;
+}
+
+int tlsfront_cut (struct tlsfront *tf, int worker, void *tag)
+{
+    if (worker < 0 || (unsigned)worker >= tf->nworkers) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct worker *w = &tf->w[worker];
+    pthread_mutex_lock (&w->mu);
+    if (w->ncuts == w->cuts_size) {
+        size_t size = w->cuts_size ? 2 * w->cuts_size : 16;
+        void **more = realloc (w->cuts, size * sizeof (*more));
+        if (!more) {
+            pthread_mutex_unlock (&w->mu);
+            errno = ENOMEM;
+            return -1;
+        }
+        w->cuts = more;
+        w->cuts_size = size;
+    }
+    w->cuts[w->ncuts++] = tag;
     pthread_mutex_unlock (&w->mu);
     wake_fd (w->wake);
     return 0;

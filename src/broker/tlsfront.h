@@ -53,6 +53,7 @@ struct tlsfront_conn {
     socklen_t salen;
     char addr[TCPGUARD_ADDR_MAX];
     struct tls_peer peer;
+    void *tag; /* tlsfront_add's */
 };
 
 /* Counters the loop reads for /metrics (monotonic). */
@@ -71,12 +72,19 @@ int tlsfront_create (const struct tlsfront_files *files,
 void tlsfront_destroy (struct tlsfront *tf);
 
 /* Take over accepted socket 'fd' (non-blocking), counted by the caller
- * under 'addr'.  -1 (errno): not taken; the caller closes it. */
+ * under 'addr'; 'tag' comes back with it from tlsfront_take.  Returns the
+ * worker it went to (for tlsfront_cut), or -1 (errno): not taken; the
+ * caller closes it. */
 int tlsfront_add (struct tlsfront *tf,
                   int fd,
                   const struct sockaddr *sa,
                   socklen_t salen,
-                  const char *addr);
+                  const char *addr,
+                  void *tag);
+/* Cut the connection 'tag' on 'worker' if its handshake is not done: it
+ * comes back from tlsfront_take as a failed one (fd < 0).  If it is done
+ * already, nothing happens (the loop has it, or soon will). */
+int tlsfront_cut (struct tlsfront *tf, int worker, void *tag);
 
 /* Readable when connections wait in tlsfront_take. */
 int tlsfront_pollfd (const struct tlsfront *tf);

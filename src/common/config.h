@@ -81,8 +81,9 @@ struct fmb_config {
     char rm_users[FMB_CFG_LIST_MAX];
     char admin_users[FMB_CFG_LIST_MAX];
     char admin_groups[FMB_CFG_LIST_MAX];
-    bool api_agent_run; /* agent tokens may RUN jobs (node-side RUN) */
-    bool api_node_run;  /* a Slurm node: its prolog makes the job's RUN */
+    bool api_agent_run;         /* agent tokens may RUN jobs (node-side RUN) */
+    unsigned api_node_max_jobs; /* a node's RUN: jobs it may be in, live */
+    bool api_node_run;          /* a Slurm node: its prolog makes the job's RUN */
     unsigned api_max_connections;
     unsigned api_max_connections_per_user;
     unsigned api_reserved_connections; /* for rm and admin users */
@@ -101,11 +102,12 @@ struct fmb_config {
     char revoked_nodes[FMB_CFG_LIST_MAX];
     bool shared_agent_token;
     /* the TCP listener's bounds and TLS */
-    unsigned tcp_max_connections;     /* 0: what the file limit allows */
-    unsigned tcp_max_unauthenticated; /* 0: half of the TCP connections */
-    unsigned tcp_listen_backlog;      /* 0: net.core.somaxconn */
-    unsigned tcp_idle_timeout_s;      /* authenticated, between requests; 0: kept */
-    unsigned tls_threads;             /* the TLS front's; 0: one a CPU, at most 8 */
+    unsigned tcp_max_connections;                 /* 0: what the file limit allows */
+    unsigned tcp_max_unauthenticated;             /* 0: half of the TCP connections */
+    unsigned tcp_max_unauthenticated_per_address; /* an IPv6 address's /64 */
+    unsigned tcp_listen_backlog;                  /* 0: net.core.somaxconn */
+    unsigned tcp_idle_timeout_s; /* authenticated, between requests; 0: kept */
+    unsigned tls_threads;        /* the TLS front's; 0: one a CPU, at most 8 */
     char tls_priorities[512];
     char tls_client_ca[FMB_CFG_PATH_MAX];
     unsigned tls_client_cert; /* enum fmb_client_cert */

@@ -56,6 +56,11 @@ const struct cfg_key cfg_keys[] = {
      * launch setup without PrologSlurmctld). */
     { "api",            "agent_run",          CFG_BOOL,      0,   1,        "false",
       F (api_agent_run), NULL, NULL },
+    /* With agent_run: a node's RUN of a new job is refused while the node
+     * is in this many jobs that hold something (issue 51: one node's
+     * credential must not take the VNI pool). */
+    { "api",            "node_max_jobs",      CFG_UINT,      1,   1000000,  "256",
+      F (api_node_max_jobs), NULL, NULL },
     /* A Slurm compute node's own: true, the job's setup on the node (the
      * node service's, or a Prolog=) makes the job's RUN.  A client key of its own,
      * not agent_run: a typo in a broker key must not stop the clients. */
@@ -105,6 +110,10 @@ const struct cfg_key cfg_keys[] = {
       F (tcp_max_connections), NULL, NULL },
     { "api",            "tcp_max_unauthenticated", CFG_UINT, 0,   65536,    "0",
       F (tcp_max_unauthenticated), NULL, NULL },
+    /* Of those, from one address (an IPv6 one's /64): a few hundred
+     * addresses cannot fill the rest (issue 51). */
+    { "api",            "tcp_max_unauthenticated_per_address", CFG_UINT, 1, 65536, "8",
+      F (tcp_max_unauthenticated_per_address), NULL, NULL },
     /* 0: net.core.somaxconn, the most the kernel takes. */
     { "api",            "tcp_listen_backlog", CFG_UINT,      0,   1000000,  "0",
       F (tcp_listen_backlog), NULL, NULL },

@@ -134,6 +134,7 @@ int store_query_plan (
         {"vni_outside", SQL_VNI_OUTSIDE},
         {"node_waiting", SQL_NODE_WAITING},
         {"node_list_waiting", SQL_NODE_LIST_WAITING},
+        {"node_live_jobs", SQL_NODE_LIVE_JOBS},
     };
     /* listings: the statement store_job_list picks for such a filter */
     static const struct {
@@ -145,6 +146,7 @@ int store_query_plan (
         {"list_released_uid", {.state = STORE_JOB_RELEASED, .uid = 1000}},
         {"list_uid", {.state = -1, .uid = 1000}},
         {"list_all", {.state = -1, .uid = -1}},
+        {"list_node", {.state = STORE_JOB_ACTIVE, .uid = -1, .node = "n1"}},
     };
     const char *sql = NULL;
     for (size_t i = 0; i < sizeof (queries) / sizeof (queries[0]); i++)

@@ -53,6 +53,14 @@ static const char SQL_JOB_LIST_BY_UID[] = SQL_JOB_LIST_COLUMNS
     "(?1 IS NULL OR state = ?1) AND updated_ms >= ?3"
     " FROM jobs INDEXED BY jobs_by_uid WHERE uid = ?2 AND id > ?4"
     " ORDER BY id LIMIT ?5";
+/* A node's jobs (what a node's credential may list), through
+ * job_nodes_by_node (schema 8): the node's own rows in job id order, each
+ * job by its key, however many jobs other nodes have. */
+static const char SQL_JOB_LIST_BY_NODE[] = SQL_JOB_LIST_COLUMNS
+    "(?1 IS NULL OR state = ?1) AND (?2 < 0 OR uid = ?2) AND updated_ms >= ?3"
+    " FROM (SELECT jobs.* FROM job_nodes INDEXED BY job_nodes_by_node"
+    " JOIN jobs ON jobs.id = job_nodes.job_id WHERE job_nodes.node = ?6"
+    " AND job_nodes.job_id > ?4 ORDER BY job_nodes.job_id LIMIT ?5) AS jobs";
 static const char SQL_JOB_LIST_ALL[] = SQL_JOB_LIST_COLUMNS
     "updated_ms >= ?3 FROM jobs WHERE id > ?4 ORDER BY id LIMIT ?5";
 
@@ -62,6 +70,8 @@ static const char SQL_JOB_LIST_ALL[] = SQL_JOB_LIST_COLUMNS
 const char *store_job_list_sql (const struct store_job_filter *f)
 {
     bool by_state = f && f->state >= 0, by_uid = f && f->uid >= 0;
+    if (f && f->node)
+        return SQL_JOB_LIST_BY_NODE;
     if (by_state && !(by_uid && f->state == STORE_JOB_RELEASED))
         return SQL_JOB_LIST_BY_STATE;
     return by_uid ? SQL_JOB_LIST_BY_UID : SQL_JOB_LIST_ALL;
@@ -458,6 +468,8 @@ int store_job_list (struct store *st,
     sqlite3_bind_int64 (s, 3, f->since_ms);
     store_bind_text (s, 4, f->after ? f->after : "");
     sqlite3_bind_int64 (s, 5, f->scan_max ? (int64_t)f->scan_max : -1);
+    if (f->node)
+        store_bind_text (s, 6, f->node);
     char last[STORE_JOB_ID_MAX + 1] = "";
     unsigned listed = 0, scanned = 0;
     bool stopped = false;

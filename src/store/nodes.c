@@ -41,6 +41,20 @@ const char SQL_NODE_WAITING[] =
     " EXISTS (SELECT 1 FROM job_nodes INDEXED BY job_nodes_waiting"
     " WHERE job_id = ?1 AND cxi != 'destroyed')";
 
+/* The jobs 'node' is in that still hold something: not released, or
+ * whose VNIs are still held or quarantined (a job a node made and
+ * nobody ends keeps its VNIs out of the pool until quarantine_s after
+ * its end).  Through job_nodes_by_node (schema 8): it reads the node's
+ * own rows, the live ones and those retention keeps, never the other
+ * nodes'; at most ?2 are counted. */
+const char SQL_NODE_LIVE_JOBS[] =
+    "SELECT count(*) FROM (SELECT 1 FROM job_nodes INDEXED BY job_nodes_by_node"
+    " JOIN jobs ON jobs.id = job_nodes.job_id WHERE job_nodes.node = ?1"
+    " AND (jobs.state != 'released'"
+    "  OR EXISTS (SELECT 1 FROM vnis INDEXED BY vnis_by_job WHERE vnis.job_id = "
+    "jobs.id))"
+    " LIMIT ?2)";
+
 /* ---- steps and nodes ----------------------------------------------- */
 
 /* Shared by the step and node upserts: same shape, other table. */
@@ -198,6 +212,27 @@ int store_node_waiting (struct store *st,
     }
     *ret_nodes = sqlite3_column_int (s, 0) != 0;
     *ret_waiting = sqlite3_column_int (s, 1) != 0;
+    sqlite3_reset (s);
+    return 0;
+}
+
+int store_node_live_jobs (struct store *st,
+                          const char *node,
+                          unsigned max,
+                          unsigned *ret,
+                          struct fmb_error *error)
+{
+    sqlite3_stmt *s = store_stmt (st, SQL_NODE_LIVE_JOBS, error);
+    if (!s)
+        return -1;
+    sqlite3_bind_text (s, 1, node, -1, SQLITE_STATIC);
+    sqlite3_bind_int64 (s, 2, max);
+    int rc = sqlite3_step (s);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset (s);
+        return store_fail (st, rc, error, "count the node's jobs");
+    }
+    *ret = (unsigned)sqlite3_column_int64 (s, 0);
     sqlite3_reset (s);
     return 0;
 }

@@ -196,6 +196,12 @@ static const char *const migrations[] = {
      * counted every node of the job (O(nodes) a report, O(nodes^2) an
      * epilog wave), and this finds the first one in a key lookup. */
     "CREATE INDEX job_nodes_waiting ON job_nodes (job_id) WHERE cxi != 'destroyed';",
+
+    /* 7 -> 8: a node's jobs (issue 51).  A node's RUN of a new job asks
+     * how many jobs the node is in that still hold something, against
+     * [api] node_max_jobs: without this the question read every node
+     * row of every job stored. */
+    "CREATE INDEX job_nodes_by_node ON job_nodes (node, job_id);",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof (migrations) / sizeof (migrations[0])))

@@ -119,6 +119,7 @@ struct store_job_filter {
     int state;         /* enum store_job_state, or -1 for any */
     int64_t uid;       /* or -1 for any */
     int64_t since_ms;  /* updated at or after; 0 for any */
+    const char *node;  /* only jobs whose node list has this node; NULL: any */
     const char *after; /* paging: ids greater than this; NULL from the start */
     unsigned limit;    /* jobs listed at most; 0: no limit */
     unsigned scan_max; /* jobs read at most, listed or not; 0: no bound */
@@ -462,6 +463,14 @@ int store_node_waiting (struct store *st,
                         bool *ret_nodes,
                         bool *ret_waiting,
                         struct fmb_error *error);
+/* How many jobs name 'node' and still hold something (not released, or
+ * their VNIs held or quarantined), counted up to 'max'; reads the node's
+ * own rows only (job_nodes_by_node). */
+int store_node_live_jobs (struct store *st,
+                          const char *node,
+                          unsigned max,
+                          unsigned *ret,
+                          struct fmb_error *error);
 
 /* ---- VNI pool ------------------------------------------------------ */
 

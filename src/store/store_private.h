@@ -150,5 +150,6 @@ extern const char SQL_VNI_EXPIRE[];
 extern const char SQL_VNI_OUTSIDE[];
 extern const char SQL_NODE_WAITING[];
 extern const char SQL_NODE_LIST_WAITING[];
+extern const char SQL_NODE_LIVE_JOBS[];
 
 #endif

@@ -24,7 +24,8 @@ expect_ok 'the broker listens on TLS with the tokens file' '
             "tls_key = $T/certs/server.key" "tokens_file = $T/tokens"
         start_broker && break
     done &&
-    test "$(tcall "" GET /v1/status | cut -d" " -f1)" = 200
+    test "$(tcall "" GET /v1/health | cut -d" " -f1)" = 200 &&
+    test "$(tcall "" GET /v1/status | cut -d" " -f1)" = 401
 '
 expect_ok 'without a valid token, RUN is 401' '
     test "$(tcall "" PUT /v1/jobs/1 "{\"uid\":1,\"node_count\":2}" | cut -d" " -f1)" = 401 &&
@@ -145,7 +146,7 @@ expect_ok 'a TLS certificate renewed in place: reload says it takes effect at th
     cp "$T/renewed/server.pem" "$T/certs/server.pem" && kill -HUP "$broker_pid" &&
     wait_for 100 0.05 grep -q "reload: \[api\] tls_cert $T/certs/server.pem changed on disk (renewed?); the broker serves the one it started with until the next restart" "$T/broker.err" &&
     ! grep -q "tls_key .* changed on disk" "$T/broker.err" &&
-    test "$(tcall "" GET /v1/status | cut -d" " -f1)" = 200
+    test "$(tcall "" GET /v1/health | cut -d" " -f1)" = 200
 '
 expect_ok 'plain HTTP on the TLS port gets nowhere' '
     ! curl -sf --max-time 5 "http://127.0.0.1:$tcp_port/v1/status"

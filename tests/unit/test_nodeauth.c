@@ -1,5 +1,6 @@
-/* test_nodeauth.c: compute nodes' own tokens (nodeauth) and the TCP
- * listener's bounds and failure tarpit (tcpguard). */
+/* test_nodeauth.c: compute nodes' own tokens (nodeauth), the TCP
+ * listener's bounds and failure tarpit (tcpguard), and the refusal
+ * log's budget per caller (refusallog). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <openssl/hmac.h>
 
 #include "nodeauth.h"
+#include "refusallog.h"
 #include "tcpguard.h"
 #include "testutil.h"
 
@@ -104,29 +106,32 @@ static void a_rotated_key_keeps_the_old_tokens_for_the_grace (void **state)
 static void tcp_connections_are_bounded_per_address_and_unauthenticated (void **state)
 {
     (void)state;
-    struct tcpguard_limits lim = {.max_total = 6, .per_addr = 2, .max_unauth = 4};
+    struct tcpguard_limits lim = {
+        .max_total = 6, .per_addr = 3, .max_unauth = 4, .per_addr_unauth = 2};
     struct tcpguard *g = tcpguard_create (&lim);
     const char *why = NULL;
-    assert_true (tcpguard_admit (g, "10.0.0.1", &why));
-    assert_true (tcpguard_admit (g, "10.0.0.1", &why));
-    assert_false (tcpguard_admit (g, "10.0.0.1", &why));
+    assert_int_equal (tcpguard_admit (g, "10.0.0.1", &why), TCPGUARD_ADMITTED);
+    assert_int_equal (tcpguard_admit (g, "10.0.0.1", &why), TCPGUARD_ADMITTED);
+    /* an address's unauthenticated ones are few: refused, not evicting */
+    assert_int_equal (tcpguard_admit (g, "10.0.0.1", &why), TCPGUARD_REFUSED);
+    assert_string_equal (why, "tcp_max_unauthenticated_per_address");
+    tcpguard_authenticated (g, "10.0.0.1"); /* one shows a token */
+    assert_int_equal (tcpguard_admit (g, "10.0.0.1", &why), TCPGUARD_ADMITTED);
+    assert_int_equal (tcpguard_admit (g, "10.0.0.1", &why), TCPGUARD_REFUSED);
     assert_non_null (strstr (why, "per address"));
-    assert_true (tcpguard_admit (g, "10.0.0.2", &why));
-    assert_true (tcpguard_admit (g, "10.0.0.3", &why));
-    assert_false (tcpguard_admit (g, "10.0.0.4", &why));
+    assert_int_equal (tcpguard_admit (g, "10.0.0.2", &why), TCPGUARD_ADMITTED);
+    assert_int_equal (tcpguard_admit (g, "10.0.0.2", &why), TCPGUARD_ADMITTED);
+    /* 4 unauthenticated: the next one is in only if one is evicted */
+    assert_int_equal (tcpguard_admit (g, "10.0.0.3", &why), TCPGUARD_EVICT);
     assert_string_equal (why, "tcp_max_unauthenticated");
-    tcpguard_authenticated (g); /* one shows a token: room for another */
-    tcpguard_authenticated (g);
-    assert_true (tcpguard_admit (g, "10.0.0.4", &why));
-    assert_true (tcpguard_admit (g, "10.0.0.5", &why));
-    assert_false (tcpguard_admit (g, "10.0.0.6", &why));
+    tcpguard_release (g, "10.0.0.2", false); /* the evicted one goes */
+    tcpguard_authenticated (g, "10.0.0.3");
+    assert_int_equal (tcpguard_admit (g, "10.0.0.4", &why), TCPGUARD_ADMITTED);
+    assert_int_equal (tcpguard_open (g), 6);
+    assert_int_equal (tcpguard_admit (g, "10.0.0.5", &why), TCPGUARD_EVICT);
     assert_string_equal (why, "tcp_max_connections");
-    tcpguard_release (g, "10.0.0.1", true); /* an authenticated one closes */
-    assert_int_equal (tcpguard_open (g), 5);
-    assert_false (tcpguard_admit (g, "10.0.0.1", &why)); /* 4 still unauthenticated */
-    assert_string_equal (why, "tcp_max_unauthenticated");
     tcpguard_release (g, "10.0.0.5", false);
-    assert_true (tcpguard_admit (g, "10.0.0.1", &why));
+    assert_int_equal (tcpguard_open (g), 6);
     tcpguard_destroy (g);
 }
 
@@ -164,6 +169,33 @@ static void failures_cost_more_and_more_in_turn (void **state)
     tcpguard_destroy (g);
 }
 
+/* One noisy caller spends its own budget only; the window's end is
+ * due by itself and starts a new one. */
+static void refusal_lines_are_budgeted_per_caller (void **state)
+{
+    (void)state;
+    struct refusallog *rl = refusallog_create ();
+    int64_t now = 5000000;
+    unsigned written = 0;
+    assert_int_equal (refusallog_next_ms (rl, now), -1);
+    for (int i = 0; i < 30; i++)
+        written += refusallog_due (rl, "node n1", now);
+    assert_int_equal (written, REFUSALLOG_PER_KEY);
+    assert_true (refusallog_due (rl, "node n3", now + 1));
+    assert_true (refusallog_due (rl, "10.0.0.7", now + 2));
+    /* many callers: each one's first line, the rest within the cap */
+    char key[32];
+    for (int i = 0; i < 300; i++) {
+        snprintf (key, sizeof (key), "10.1.%d.%d", i / 250, i % 250);
+        assert_true (refusallog_due (rl, key, now + 3));
+    }
+    assert_int_equal (refusallog_next_ms (rl, now + 4), REFUSALLOG_WINDOW_MS - 4);
+    refusallog_flush (rl, now + REFUSALLOG_WINDOW_MS);
+    assert_int_equal (refusallog_next_ms (rl, now + REFUSALLOG_WINDOW_MS), -1);
+    assert_true (refusallog_due (rl, "node n1", now + REFUSALLOG_WINDOW_MS + 1));
+    refusallog_destroy (rl);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -171,6 +203,7 @@ int main (void)
         cmocka_unit_test (a_rotated_key_keeps_the_old_tokens_for_the_grace),
         cmocka_unit_test (tcp_connections_are_bounded_per_address_and_unauthenticated),
         cmocka_unit_test (failures_cost_more_and_more_in_turn),
+        cmocka_unit_test (refusal_lines_are_budgeted_per_caller),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

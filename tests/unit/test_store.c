@@ -1255,6 +1255,10 @@ static void queries_use_their_indexes (void **state)
         {"list_released_uid", "USING INDEX jobs_by_uid (uid=? AND id>?)"},
         {"list_uid", "USING INDEX jobs_by_uid (uid=? AND id>?)"},
         {"list_all", "USING INDEX sqlite_autoindex_jobs_1 (id>?)"},
+        /* a node's jobs: its own rows, each job by its key */
+        {"list_node",
+         "SEARCH job_nodes USING COVERING INDEX job_nodes_by_node (node=? AND "
+         "job_id>?)"},
     };
     for (size_t i = 0; i < sizeof (want) / sizeof (want[0]); i++) {
         assert_int_equal (
@@ -1303,6 +1307,14 @@ static void queries_use_their_indexes (void **state)
     if (!strstr (plan, "SEARCH job_nodes USING INDEX job_nodes_waiting (job_id=?)") ||
         strstr (plan, "SCAN job_nodes"))
         fail_msg ("node_waiting: plan '%s'", plan);
+    /* a node's live jobs: the node's own rows, each job by its key */
+    assert_int_equal (
+        store_query_plan (fx->st, "node_live_jobs", plan, sizeof (plan), &e), 0);
+    if (!strstr (plan,
+                 "SEARCH job_nodes USING COVERING INDEX job_nodes_by_node (node=?)") ||
+        !strstr (plan, "SEARCH jobs USING INDEX sqlite_autoindex_jobs_1 (id=?)") ||
+        strstr (plan, "SCAN job") || strstr (plan, "SCAN vnis"))
+        fail_msg ("node_live_jobs: plan '%s'", plan);
     /* and a tally its row */
     assert_int_equal (store_query_plan (fx->st, "tally", plan, sizeof (plan), &e), 0);
     if (!strstr (plan, "SEARCH tallies USING PRIMARY KEY"))
