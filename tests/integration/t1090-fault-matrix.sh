@@ -9,7 +9,13 @@ mkdir -p "$T/auth" && echo slurm >"$T/auth/client-id" && echo s3cret >"$T/auth/c
     chmod 600 "$T/auth/client-secret"
 start_mockfm --auth oauth --auth-dir "$T/auth"
 echo "$fm_url/oauth/token" >"$T/auth/endpoint"
-write_broker_conf
+# An FM that finishes a POST the broker gave up on after the broker's
+# delete of it was answered 404 (create meets delay=1500: the delete is
+# due 1 s after the give-up, the POST ends 1.5 s after it began, and on
+# a loaded machine either comes first) holds a reservation only the next
+# reconciliation deletes: every 5 s here, so the 15 s wait for
+# consistency covers it whichever came first (the shipped 30 s does not).
+reconcile_s=5 write_broker_conf
 sed -i "s|^auth = none$|auth = oauth\nauth_dir = $T/auth\nallow_plain_http = true|" "$T/broker.conf"
 start_broker
 
