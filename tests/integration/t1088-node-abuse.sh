@@ -113,12 +113,19 @@ expect_ok '/v1/health over TCP without a credential: ok or degraded, nothing pri
 # requests grew the broker by about 100 MiB.)  The peak of the broker's
 # resident memory is read before and after.
 hwm_kib () { awk '/^VmHWM/ {print $2}' "/proc/$broker_pid/status"; }
+# Under AddressSanitizer (CI's second pass sets ASAN_OPTIONS) the broker's
+# allocator keeps freed memory in quarantine and pads every block, and
+# the same 128 handshakes and their buffers take about twice the memory
+# (54 MiB measured): its bound is 96 MiB, still under the 128 MiB and more
+# that buffering the bodies costs (87-129 MiB unsanitized).
+grow_max_mib=24
+[ -n "${ASAN_OPTIONS:-}" ] && grow_max_mib=96
 expect_ok '128 connections x 1 MiB without a credential: 401 from the headers, the broker grows by less than 24 MiB' '
     before=$(hwm_kib) &&
     as_user 1000 /usr/bin/python3 "$FMB_SRC/tests/integration/bodyflood.py" "$tcp_port" "$T/attacker/ca.pem" 128 1048576 30 >codes &&
     after=$(hwm_kib) && sort codes | uniq -c &&
     echo "peak resident memory: $before KiB before, $after KiB after" &&
-    test "$(grep -c "^401 before the body$" codes)" = 128 && test $((after - before)) -lt $((24 * 1024)) &&
+    test "$(grep -c "^401 before the body$" codes)" = 128 && test $((after - before)) -lt $((grow_max_mib * 1024)) &&
     test "$(status_of 1000 @stolen GET /v1/jobs/10/nodes/n1)" = 200
 '
 # Strangers hold idle connections (a ClientHello's first bytes, then
