@@ -253,18 +253,29 @@ static void step_end (struct deferred *d, int fd, char *const *env)
 
 static void schedule_retry (struct deferred *d, bool left);
 
+/* A fresh run for the service's own background work (deferred reports
+ * and step ends, opening its connection) on the kept connection: one
+ * try a call, callers may be waiting behind it.  NULL: out of memory. */
+static struct agent *background_run (struct agent *ag)
+{
+    struct agent *run = calloc (1, sizeof (*run));
+    if (run) {
+        run->in_service = true;
+        run->single_try = true;
+        run->keep = ag->keep;
+    }
+    return run;
+}
+
 /* The deferred work, on the kept connection; stops at a broker away.
  * Reports still kept are tried again after a back-off. */
 static void run_deferred (struct agent *ag, struct deferred *d)
 {
     struct fmb_error e;
     unsigned left = d->reports;
-    struct agent *run = calloc (1, sizeof (*run));
+    struct agent *run = background_run (ag);
     if (!run)
         return;
-    run->in_service = true;
-    run->single_try = true; /* callers may be waiting behind it */
-    run->keep = ag->keep;
     if (agent_setup (run, &ag->args) == 0) {
         for (unsigned i = 0; i < d->nsteps && !run->broker_down; i++)
             if (agent_broker_call (run, "DELETE", d->steps[i], NULL, NULL, &e) < 0)
@@ -339,12 +350,9 @@ static void warm (struct agent *ag, struct deferred *d)
     if (fmb_monotime_ms () < d->warm_at_ms)
         return;
     d->warm_at_ms = 0;
-    struct agent *run = calloc (1, sizeof (*run));
+    struct agent *run = background_run (ag);
     if (!run)
         return;
-    run->in_service = true;
-    run->single_try = true; /* callers may be waiting behind it */
-    run->keep = ag->keep;
     if (agent_setup (run, &ag->args) == 0 && !run->target.url)
         d->local_broker = true;
     else if (run->target.url &&

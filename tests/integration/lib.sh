@@ -318,6 +318,28 @@ rm_call_timed () {
 }
 job_field () { rm_call GET "/v1/jobs/$1" | jq -r "$2"; }
 
+# attacker_with_n1_token: uid 1000 on the network with a copy of node
+# n1's token ($T/n1.token, node_tokens first) and the CA: a stolen node
+# credential, as the security tests run it.  Then tcall AS TOKEN METHOD
+# PATH [BODY]: "STATUS BODY" over TLS to $tcp_port, as uid AS (0: root)
+# with the bearer TOKEN ("@stolen": the attacker's copy of n1's; "":
+# none); status_of: its status alone.
+attacker_with_n1_token () {
+    install -d -m 700 -o 1000 "$T/attacker" && install -m 600 -o 1000 "$T/n1.token" "$T/attacker/stolen" &&
+        chmod 711 "$T" && cp "$T/certs/ca.pem" "$T/attacker/ca.pem" && chmod 644 "$T/attacker/ca.pem"
+}
+tcall () {
+    local as=$1 tok=$2 out
+    shift 2
+    if [ "$tok" = @stolen ]; then tok=$(as_user 1000 cat "$T/attacker/stolen"); fi
+    local run=()
+    [ "$as" != 0 ] && run=(setpriv --reuid="$as" --regid="$as" --clear-groups)
+    out=$("${run[@]}" curl -s --max-time 20 --cacert "$T/attacker/ca.pem" ${tok:+-H "Authorization: Bearer $tok"} \
+        -X "$1" ${3:+--data-binary "$3"} -w '\n%{http_code}' "https://127.0.0.1:$tcp_port$2")
+    echo "${out##*$'\n'} ${out%$'\n'*}"
+}
+status_of () { tcall "$@" | cut -d" " -f1; }
+
 # thirdparty VAR SCRIPT WHAT: VAR gets the prefix that scripts/SCRIPT
 # builds (once per machine) from ../shared/thirdparty.  Where its source
 # is absent the test says so and skips (ok # SKIP), or under CI=true

@@ -17,8 +17,8 @@ start_mockfm
 start_broker_for_nodes n1 n2 n3 n4 -- "agent_run = true" "request_timeout_ms = 1000" ||
     bail_out "no broker"
 probe () { python3 "$FMB_SRC/tests/integration/tlsprobe.py" "$tcp_port" "$T/certs/ca.pem" "$@"; }
-# tcall NODE METHOD PATH [BODY]: "STATUS BODY" over TLS with NODE's token
-tcall () {
+# ncall NODE METHOD PATH [BODY]: "STATUS BODY" over TLS with NODE's token
+ncall () {
     local tok out
     tok=$(cat "$T/$1.token")
     out=$(curl -s --cacert "$T/certs/ca.pem" -H "Authorization: Bearer $tok" -X "$2" \
@@ -28,7 +28,7 @@ tcall () {
 run_body='{"uid":1001,"nodes":"n[1-3]","hwcoll":"auto"}'
 
 expect_ok 'a node RUNs the job by its hostlist: the job has every node, the node sees its own view' '
-    tcall n1 PUT /v1/jobs/700 "$run_body" >r && test "$(cut -d" " -f1 r)" = 201 &&
+    ncall n1 PUT /v1/jobs/700 "$run_body" >r && test "$(cut -d" " -f1 r)" = 201 &&
     cut -d" " -f2- r | jq -e "(has(\"nodes\") | not) and .node_count == 3 and (.vnis | length) == 1" &&
     test "$(job_field 700 ".nodes | join(\",\")")" = n1,n2,n3 &&
     test "$(job_field 700 "[.node_reports[].node] | join(\",\")")" = n1,n2,n3
@@ -36,24 +36,24 @@ expect_ok 'a node RUNs the job by its hostlist: the job has every node, the node
 expect_ok 'the other nodes send the same bytes: the same job, each its own view' '
     vnis=$(job_field 700 ".vnis | join(\",\")") &&
     for n in n2 n3; do
-        tcall $n PUT /v1/jobs/700 "$run_body" >r && test "$(cut -d" " -f1 r)" = 200 &&
+        ncall $n PUT /v1/jobs/700 "$run_body" >r && test "$(cut -d" " -f1 r)" = 200 &&
         cut -d" " -f2- r | jq -e "(has(\"nodes\") | not) and (.vnis | join(\",\")) == \"$vnis\"" >/dev/null &&
         cut -d" " -f2- r | jq -e ".hwcoll.session_token | length > 16" >/dev/null || return 1
     done
 '
 expect_ok 'a node outside the job sending those bytes is refused, and logged' '
-    test "$(tcall n4 PUT /v1/jobs/700 "$run_body" | cut -d" " -f1)" = 403 &&
+    test "$(ncall n4 PUT /v1/jobs/700 "$run_body" | cut -d" " -f1)" = 403 &&
     grep -q "refused node n4 (127.0.0.1): job 700: may RUN only a job whose node list names it" "$T/broker.err"
 '
 expect_ok 'a different request for the same job is still a conflict' '
-    test "$(tcall n1 PUT /v1/jobs/700 "{\"uid\":1001,\"nodes\":\"n[1-4]\",\"hwcoll\":\"auto\"}" | cut -d" " -f1)" = 409 &&
-    test "$(tcall n1 PUT /v1/jobs/700 "{\"uid\":1002,\"nodes\":\"n[1-3]\",\"hwcoll\":\"auto\"}" | cut -d" " -f1)" = 409
+    test "$(ncall n1 PUT /v1/jobs/700 "{\"uid\":1001,\"nodes\":\"n[1-4]\",\"hwcoll\":\"auto\"}" | cut -d" " -f1)" = 409 &&
+    test "$(ncall n1 PUT /v1/jobs/700 "{\"uid\":1002,\"nodes\":\"n[1-3]\",\"hwcoll\":\"auto\"}" | cut -d" " -f1)" = 409
 '
 expect_ok 'the same job RUN by the RM with the list expanded is the same request' '
     test "$(api_call PUT /v1/jobs/700 "{\"uid\":1001,\"nodes\":[\"n1\",\"n2\",\"n3\"],\"hwcoll\":\"auto\"}" | cut -d" " -f1)" = 200
 '
 expect_ok 'a hostlist that is not one is refused with why' '
-    tcall n1 PUT /v1/jobs/701 "{\"uid\":1001,\"nodes\":\"n[3-1]\"}" >r && test "$(cut -d" " -f1 r)" = 400 &&
+    ncall n1 PUT /v1/jobs/701 "{\"uid\":1001,\"nodes\":\"n[3-1]\"}" >r && test "$(cut -d" " -f1 r)" = 400 &&
     cut -d" " -f2- r | jq -r .detail | grep -q "^nodes: "
 '
 expect_ok 'a node'"'"'s authenticated connection stays open while idle, past request_timeout_ms' '

@@ -13,24 +13,8 @@ tls_and_node_tokens || bail_out "no certificates"
 start_mockfm
 start_broker_for_nodes n1 n2 n3 -- "agent_run = true" "node_max_jobs = 3" ||
     bail_out "no broker for the nodes"
-# The attacker: uid 1000 with a copy of n1's token, on the network.
-install -d -m 700 -o 1000 "$T/attacker" && install -m 600 -o 1000 "$T/n1.token" "$T/attacker/stolen" &&
-    chmod 711 "$T" && cp "$T/certs/ca.pem" "$T/attacker/ca.pem" && chmod 644 "$T/attacker/ca.pem"
-# tcall AS TOKEN METHOD PATH [BODY]: "STATUS BODY" over TLS, as uid AS
-# (0: root) with the bearer TOKEN ("@stolen": the attacker's copy of n1's;
-# "": none)
-tcall () {
-    as=$1 tok=$2
-    shift 2
-    if [ "$tok" = @stolen ]; then tok=$(as_user 1000 cat "$T/attacker/stolen"); fi
-    run=()
-    [ "$as" != 0 ] && run=(setpriv --reuid="$as" --regid="$as" --clear-groups)
-    local out
-    out=$("${run[@]}" curl -s --max-time 20 --cacert "$T/attacker/ca.pem" ${tok:+-H "Authorization: Bearer $tok"} \
-        -X "$1" ${3:+--data-binary "$3"} -w '\n%{http_code}' "https://127.0.0.1:$tcp_port$2")
-    echo "${out##*$'\n'} ${out%$'\n'*}"
-}
-status_of () { tcall "$@" | cut -d" " -f1; }
+# The attacker: uid 1000 with a copy of n1's token, on the network (lib.sh).
+attacker_with_n1_token || bail_out "no attacker"
 n2_tok () { cat "$T/n2.token"; }
 
 expect_ok 'the rm runs job 10 on n1 and n2 (a control that n1 may join)' '
