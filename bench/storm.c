@@ -1948,18 +1948,7 @@ static void phase_end (void)
         pthread_mutex_unlock (&cw.mu);
         ctl_post (TASK_POLL);
     }
-    sq_call = CALL_REPORT;
-    sq_next = 0;
-    sq_len = opt.nodes;
-    sq_t0 = now_s ();
-    for (unsigned long turn = 0; (sq_next < sq_len || nodes_busy) && turn < 100000000UL;
-         turn++) {
-        loop_once (100);
-        if (deadline_hit) {
-            abort_node_calls ();
-            break;
-        }
-    }
+    run_nodes (CALL_REPORT);
     if (polling) {
         /* the release, until --release-wait-ms after the last report; then
          * a poll in flight ends */
