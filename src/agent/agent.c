@@ -126,6 +126,21 @@ int agent_broker_call (struct agent *ag,
     return 0;
 }
 
+int agent_config_load (struct fmb_config *cfg,
+                       const struct agent_args *args,
+                       struct fmb_error *e)
+{
+    fmb_config_defaults (cfg);
+    const char *path =
+        args->config ? args->config
+                     : (access (FMB_CONFIG_PATH, F_OK) == 0 ? FMB_CONFIG_PATH : NULL);
+    if (path && fmb_config_load_client (cfg, path, e) < 0)
+        return -1;
+    if (args->broker_url && api_config_broker_url (cfg, args->broker_url, e) < 0)
+        return -1;
+    return 0;
+}
+
 int agent_setup (struct agent *ag, const struct agent_args *service)
 {
     struct fmb_error e;
@@ -136,23 +151,14 @@ int agent_setup (struct agent *ag, const struct agent_args *service)
         ag->args.broker_url = service->broker_url;
         ag->args.state_dir = service->state_dir;
     }
-    fmb_config_defaults (&ag->cfg);
-    const char *path =
-        ag->args.config
-            ? ag->args.config
-            : (access (FMB_CONFIG_PATH, F_OK) == 0 ? FMB_CONFIG_PATH : NULL);
-    if (path && fmb_config_load_client (&ag->cfg, path, &e) < 0) {
+    ag->caller_uid = -1;
+    if (agent_config_load (&ag->cfg, &ag->args, &e) < 0) {
         fmb_log (LOG_ERR, "%s", e.text);
         return -1;
     }
     fmb_log_set_level (ag->cfg.log_level);
     if (!ag->args.libcxi)
         ag->args.libcxi = ag->cfg.cxi_libcxi;
-    if (ag->args.broker_url &&
-        api_config_broker_url (&ag->cfg, ag->args.broker_url, &e) < 0) {
-        fmb_log (LOG_ERR, "%s", e.text);
-        return -1;
-    }
     api_target_init (&ag->target, &ag->cfg, ag->args.socket);
     if (!ag->args.state_dir)
         ag->args.state_dir = JOBRECORD_DIR_DEFAULT;

@@ -39,6 +39,10 @@ struct agent {
      * for a busy broker's retries; they are tried again later anyway */
     bool single_try;
     struct api_keep *keep; /* NULL: a connection per broker call */
+    /* The node service's caller when it is not root (the Flux job shell
+     * asking for its own job's setup): the job must be this uid's; 0 or
+     * -1 (root, or no service): any job. */
+    int64_t caller_uid;
     /* Until when EBUSY is retried: one window for the whole run, however
      * many services are busy. */
     int64_t retry_deadline_ms;
@@ -55,10 +59,17 @@ struct agent {
 /* The run's setup: the configuration (as a client reads it), libcxi, the
  * broker target and the state directory, with the node service's own
  * options first when 'service' is not NULL (its runs take them); -1
- * (logged) if the configuration is bad.  Read afresh for every run, so
- * that a node's changed configuration or rotated token needs no
- * restart of the service. */
+ * (logged) if the configuration is bad.  The node service reads it once
+ * (engine.h: again on SIGHUP); the token is read afresh for every run,
+ * so that a rotated token needs no restart of the service. */
 int agent_setup (struct agent *ag, const struct agent_args *service);
+
+/* The configuration for 'args' (-c, else /etc/fmbroker/fmbroker.conf if
+ * there, else the built-in defaults; --broker-url over it): 0, or -1 with
+ * 'e'. */
+int agent_config_load (struct fmb_config *cfg,
+                       const struct agent_args *args,
+                       struct fmb_error *e);
 
 /* Record the job's reason (the first one only); returns EXIT_FAIL. */
 int agent_fail_job (struct agent *ag, const char *fmt, ...)

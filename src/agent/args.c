@@ -217,7 +217,7 @@ static int set_run (const struct agent_option *o,
 #define ALL                                                       \
     CMDS_ALL,                                                     \
         "serve takes only -c, --libcxi, --socket, --broker-url, " \
-        "--state-dir and --listen"
+        "--state-dir, --node and --listen"
 #define SETUP CMDS_SETUP, NULL
 
 /* Every option.  A new one: a row here (and a parser if its value is
@@ -232,7 +232,7 @@ static const struct agent_option options[] = {
     {"broker-url", 0,   true,  set_string, FIELD (broker_url), NULL, 0, NULL, SETUP},
     {"state-dir",  0,   true,  set_string, FIELD (state_dir),  NULL, 0, NULL, SETUP},
     {"node",       0,   true,  set_string, FIELD (node),       valid_node_name, 0,
-     "not a host name ([A-Za-z0-9._-]{1,64})", ALL},
+     "not a host name ([A-Za-z0-9._-]{1,64})", SETUP},
     {"job",        0,   true,  set_string, FIELD (job),        valid_job_id, 0,
      "not a job id ([A-Za-z0-9._-]{1,128})", ALL},
     {"uid",        0,   true,  set_number, FIELD (uid),        NULL, UID_MAX_VALID,

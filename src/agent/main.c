@@ -65,14 +65,16 @@ static const char usage_text[] =
     "  report --pending  deliver the node reports the broker missed (kept in\n"
     "                    STATE_DIR/reports; every prolog, epilog and clean also\n"
     "                    delivers them); exit 1 while some are still kept\n"
-    "  serve [--listen PATH]  the node service (fmbroker-cxi.service): makes each\n"
-    "                    job's setup here (its prolog) when the SPANK plugin in\n"
-    "                    the job's first step asks, or fmbroker-slurm-prolog\n"
-    "                    hands it over, with libcxi loaded and its broker\n"
-    "                    connection kept open, and the step ends the plugin\n"
-    "                    hands it; root callers only,\n"
-    "                    on PATH (default STATE_DIR/service.sock, 0600).  Takes\n"
-    "                    -c, --libcxi, --socket, --broker-url, --state-dir\n"
+    "  serve [--listen PATH]  the node service (fmbroker-cxi.service): the node\n"
+    "                    engine for every resource manager.  Makes each job's\n"
+    "                    setup and end here when the SPANK plugin, the Flux job\n"
+    "                    shell, fmbroker-slurm-prolog or the Flux epilog asks,\n"
+    "                    with libcxi loaded and its broker connections kept\n"
+    "                    open, each job on a thread of its own (a slow job holds\n"
+    "                    no other); root may ask anything, a user only its own\n"
+    "                    job's setup.  On PATH (default STATE_DIR/service.sock).\n"
+    "                    Reads the configuration once, again on SIGHUP.  Takes\n"
+    "                    -c, --libcxi, --socket, --broker-url, --state-dir, --node\n"
     "  clean [--all]     destroy job services of VNIs in [vni] pool that no job\n"
     "                    the broker has not released (active, lost, releasing)\n"
     "                    can own; never id 1 or system services.  It reads every\n"
@@ -160,19 +162,10 @@ static int run (struct agent *ag)
     return rc;
 }
 
-static int serve_hook (struct agent *run,
-                       const struct agent *service,
-                       char *const *env);
-
 /* The command line parsed, the configuration read, the command run;
  * the exit status.  Run by slurmd (hook->active), the prolog makes the
- * job's RUN when this node's configuration says so.  'service': the
- * node service's arguments for its runs, or NULL. */
-static int parse_and_run (struct agent *ag,
-                          struct slurm_hook *hook,
-                          int argc,
-                          char **argv,
-                          const struct agent_args *service)
+ * job's RUN when this node's configuration says so. */
+static int parse_and_run (struct agent *ag, struct slurm_hook *hook, int argc, char **argv)
 {
     struct fmb_error e;
     if (agent_args_parse (argc, argv, &ag->args, &e) < 0) {
@@ -188,7 +181,7 @@ static int parse_and_run (struct agent *ag,
         fputs (usage_text, stdout);
         return 0;
     }
-    if (agent_setup (ag, service) < 0)
+    if (agent_setup (ag, NULL) < 0)
         return EXIT_USAGE;
     if (hook->prolog && ag->cfg.api_node_run) {
         if (slurm_hook_run (hook, &e) < 0) {
@@ -197,37 +190,7 @@ static int parse_and_run (struct agent *ag,
         }
         ag->args.run = hook->run;
     }
-    return ag->args.cmd == AGENT_SERVE ? cmd_serve (ag, serve_hook) : run (ag);
-}
-
-/* One job's prolog or epilog in the node service (serve.h): as run by
- * slurmd, with Slurm's variables from the request. */
-static int serve_hook (struct agent *run, const struct agent *service, char *const *env)
-{
-    static char program[] = "fmbroker-cxi";
-    char *argv[] = {program, NULL};
-    struct slurm_hook hook;
-    struct fmb_error e;
-    int rc;
-    rc = slurm_hook_args (1, argv, env, &hook, &e);
-    if (rc < 0) {
-        fmb_log (LOG_ERR, "%s", e.text);
-        agent_fail_job (run, "%s", e.text);
-        rc = EXIT_USAGE;
-    } else {
-        /* the node's token, when client_token_file has %n, as slurmd's
-         * Prolog= finds it (apitarget.c): by the node name Slurm gives */
-        const char *node = slurm_hook_var (&hook, "SLURMD_NODENAME");
-        if (node && valid_node_name (node))
-            setenv ("SLURMD_NODENAME", node, 1);
-        rc = parse_and_run (run, &hook, hook.argc, hook.argv, &service->args);
-    }
-    if (!run->args.state_dir) /* no command line made, or it did not parse */
-        run->args.state_dir = service->args.state_dir;
-    if (!(rc == NODE_SERVICE_BUSY && !hook.prolog)) /* the caller's to finish */
-        rc = slurm_hook_finish (run, &hook, rc);
-    slurm_hook_clear (&hook);
-    return rc;
+    return ag->args.cmd == AGENT_SERVE ? cmd_serve (ag) : run (ag);
 }
 
 int main (int argc, char **argv)
@@ -245,9 +208,9 @@ int main (int argc, char **argv)
         agent_fail_job (ag, "%s", e.text);
         rc = EXIT_USAGE;
     } else if (hook.active)
-        rc = parse_and_run (ag, &hook, hook.argc, hook.argv, NULL);
+        rc = parse_and_run (ag, &hook, hook.argc, hook.argv);
     else
-        rc = parse_and_run (ag, &hook, argc, argv, NULL);
+        rc = parse_and_run (ag, &hook, argc, argv);
     if (hook.active)
         rc = slurm_hook_finish (ag, &hook, rc);
     cxilib_close (&ag->lib);

@@ -235,6 +235,15 @@ int cmd_prolog (struct agent *ag)
         ag->lib.free_device_list (dl);
         return agent_fail_job (ag, "%s", e.text);
     }
+    if (ag->caller_uid > 0 && f.uid != (uint32_t)ag->caller_uid) {
+        /* a user asking for another's job: nothing made, nothing written */
+        json_decref (broker_env);
+        ag->lib.free_device_list (dl);
+        fmb_log (LOG_WARNING,
+                 "job %s: uid %lld asked for its setup, but it is uid %u's: refused",
+                 f.id, (long long)ag->caller_uid, f.uid);
+        return agent_fail_job (ag, "job %s is not this user's", f.id);
+    }
     int done = without_services (ag, &f);
     if (done >= 0) {
         json_decref (broker_env);

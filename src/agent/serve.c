@@ -2,7 +2,9 @@
 #include "serve.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,32 +12,36 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "apiclient.h"
+#include "engine.h"
 #include "fileutil.h"
+#include "jobrecord.h"
 #include "log.h"
 #include "monotime.h"
 #include "nodeservice.h"
-#include "report.h"
-#include "slurmvars.h"
 #include "spool.h"
 #include "validate.h"
 
-#define REQUEST_WAIT_S   2 /* a caller that sends nothing is dropped */
-#define REQUEST_VARS_MAX 16
+#define REQUEST_WAIT_S 2 /* a caller that sends nothing is dropped */
+/* Callers served at once: each is a thread (a job's setup, mostly
+ * waiting for the broker).  More wait in the socket's backlog. */
+#define SERVE_WORKERS 32
+/* A user (not root) may have this many requests in the service at once,
+ * and all users together half the workers: root's callers (slurmd's
+ * hooks, slurmstepd) always find a worker. */
+#define USER_CALLS_MAX    4
+#define USER_WORKERS_MAX  (SERVE_WORKERS / 2)
+#define USERS_TRACKED     USER_WORKERS_MAX
+#define ENDED_REMEMBERED  256 /* jobs ended here: no user sets them up again */
 /* The broker's bookkeeping (the nodes' reports, the steps' ends) waits
  * until no caller came for IDLE_MS, or at most DEFER_MAX_MS: it does not
  * take the CPU the job's tasks start on. */
 #define IDLE_MS      50
 #define DEFER_MAX_MS 1000
 #define STEPS_MAX    256
-/* a job's reason, as a run of the agent keeps it */
-#define REASON_MAX sizeof (((struct agent *)0)->final_reason)
-
-/* What the service does between callers. */
 /* Kept reports the broker could not take are tried again within
  * seconds, not at the next timer: 1 s, doubling to 30 s, each wait
  * drawn within +-50% so that the nodes of a job that all missed (a
@@ -49,6 +55,7 @@
  * over the window rather than all at the next launch. */
 #define WARM_SPREAD_MS 30000
 
+/* The broker's bookkeeping, done by the background thread. */
 struct deferred {
     bool reports;               /* kept reports to deliver */
     char steps[STEPS_MAX][300]; /* DELETE paths of steps that ended */
@@ -60,44 +67,83 @@ struct deferred {
     bool local_broker;      /* on its Unix socket: nothing to keep warm */
 };
 
-/* What a prolog takes from Slurm, and a step's end, and nothing else. */
-static const char *const request_vars[] = {
-    SLURM_PROLOG_VARS,
-    "FMB_STEP",   /* a step's end (the SPANK plugin) */
-    "FMB_WAIT",   /* a wait for the prologs handed over (nodeservice.h) */
-    "FMB_SETUP",  /* a step's setup of its job, where no Prolog= runs */
-    "FMB_NCORES", /* ... and this node's CPUs from the step's credential */
+/* One job's turn: its requests are served one at a time. */
+struct job_turn {
+    char job[NODE_PROTO_JOB_MAX];
+    unsigned users; /* requests holding or waiting for the turn */
+    bool busy;
 };
 
-static volatile sig_atomic_t stopping;
+struct user_calls {
+    uid_t uid;
+    unsigned n;
+};
+
+struct service {
+    struct engine *eng;
+    const char *state_dir;
+    pthread_mutex_t mu; /* guards everything below */
+    pthread_cond_t changed;
+    struct job_turn turns[SERVE_WORKERS];
+    unsigned nworkers, nuser_workers;
+    struct user_calls users[USERS_TRACKED];
+    char ended[ENDED_REMEMBERED][NODE_PROTO_JOB_MAX];
+    unsigned next_ended;
+    struct deferred d;
+    int64_t last_caller_ms;
+    bool stopping;
+    int wake[2]; /* the background thread's */
+};
+
+struct caller {
+    struct service *svc;
+    int fd;
+    uid_t uid;
+    pid_t pid;
+};
+
+static volatile sig_atomic_t stop_signal, reload_signal;
 
 static void on_stop (int sig)
 {
     (void)sig;
-    stopping = 1;
+    stop_signal = 1;
 }
 
-/* SIGTERM and SIGINT stop the service between requests, never inside
- * one (a prolog cut short would leave a job half made): they are blocked
- * but while it waits for the next caller; *waiting gets that mask. */
+static void on_hup (int sig)
+{
+    (void)sig;
+    reload_signal = 1;
+}
+
+/* SIGTERM, SIGINT and SIGHUP are blocked in every thread, and taken only
+ * while the main thread waits for the next caller; *waiting gets that
+ * mask.  A request is never cut short by one (a setup cut short would
+ * leave a job half made). */
 static void handle_signals (sigset_t *waiting)
 {
     struct sigaction sa = {.sa_handler = on_stop};
+    struct sigaction hup = {.sa_handler = on_hup};
     sigset_t stop;
     sigemptyset (&sa.sa_mask);
+    sigemptyset (&hup.sa_mask);
     sigaction (SIGTERM, &sa, NULL);
     sigaction (SIGINT, &sa, NULL);
+    sigaction (SIGHUP, &hup, NULL);
     signal (SIGPIPE, SIG_IGN); /* a broker or caller gone: EPIPE */
     sigemptyset (&stop);
     sigaddset (&stop, SIGTERM);
     sigaddset (&stop, SIGINT);
-    sigprocmask (SIG_BLOCK, &stop, waiting);
+    sigaddset (&stop, SIGHUP);
+    pthread_sigmask (SIG_BLOCK, &stop, waiting);
     sigdelset (waiting, SIGTERM);
     sigdelset (waiting, SIGINT);
+    sigdelset (waiting, SIGHUP);
 }
 
-/* The socket at path, root's alone.  A socket left by a service that
- * died is replaced; one that answers is another service's. */
+/* The socket at path, anyone's to connect to (each caller's uid is
+ * checked).  A socket left by a service that died is replaced; one that
+ * answers is another service's. */
 static int listen_at (const char *path, struct fmb_error *e)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -139,7 +185,7 @@ static int listen_at (const char *path, struct fmb_error *e)
     mode_t old = umask (0177);
     int rc = bind (fd, (struct sockaddr *)&sa, sizeof (sa));
     umask (old);
-    if (rc < 0 || chmod (path, 0600) < 0 || listen (fd, 128) < 0) {
+    if (rc < 0 || chmod (path, 0666) < 0 || listen (fd, 256) < 0) {
         int err = errno;
         close (fd);
         errno = err;
@@ -148,56 +194,24 @@ static int listen_at (const char *path, struct fmb_error *e)
     return fd;
 }
 
-/* Only root (slurmd's prolog) may ask: a service for any uid follows. */
-static bool caller_is_root (int fd)
+/* The request into r; -1 with why. */
+static int read_request (int fd, struct node_request *r, struct fmb_error *e)
 {
-    struct ucred cred;
-    socklen_t len = sizeof (cred);
-    if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-        return false;
-    if (cred.uid == 0)
-        return true;
-    fmb_log (LOG_WARNING,
-             "request from uid %u (pid %d) refused: root's only",
-             (unsigned)cred.uid,
-             (int)cred.pid);
-    return false;
-}
-
-static bool wanted_var (const char *line)
-{
-    for (size_t i = 0; i < sizeof (request_vars) / sizeof (request_vars[0]); i++) {
-        size_t n = strlen (request_vars[i]);
-        if (strncmp (line, request_vars[i], n) == 0 && line[n] == '=')
-            return true;
-    }
-    return false;
-}
-
-/* The request's variables into env (pointing into buf); -1 with why. */
-static int read_request (int fd, char *buf, char **env, struct fmb_error *e)
-{
+    static __thread char buf[NODE_SERVICE_REQUEST_MAX + 1];
     struct timeval tv = {.tv_sec = REQUEST_WAIT_S};
     size_t n = 0;
-    int nvars = 0;
     setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
     while (n < 2 || memcmp (buf + n - 2, "\n\n", 2) != 0) {
-        ssize_t r = read (fd, buf + n, NODE_SERVICE_REQUEST_MAX - n);
-        if (r < 0 && errno == EINTR)
+        ssize_t got = read (fd, buf + n, NODE_SERVICE_REQUEST_MAX - n);
+        if (got < 0 && errno == EINTR)
             continue;
-        if (r <= 0 || (n += (size_t)r) == NODE_SERVICE_REQUEST_MAX) {
+        if (got <= 0 || (n += (size_t)got) == NODE_SERVICE_REQUEST_MAX) {
             errno = EPROTO;
             return fmb_errorf (e, "a request ended early or is too long");
         }
     }
     buf[n - 1] = '\0';
-    for (char *line = buf, *nl; (nl = strchr (line, '\n')); line = nl + 1) {
-        *nl = '\0';
-        if (wanted_var (line) && nvars < REQUEST_VARS_MAX)
-            env[nvars++] = line;
-    }
-    env[nvars] = NULL;
-    return 0;
+    return node_request_decode (buf, r, e);
 }
 
 /* The answer: the status, a tab, the reason on one line. */
@@ -213,88 +227,363 @@ static void answer (int fd, int status, const char *reason)
         if ((unsigned char)line[i] < 0x20)
             line[i] = ' ';
     line[n] = '\n';
-    (void)!write (fd, line, (size_t)n + 1);
+    (void)!send (fd, line, (size_t)n + 1, MSG_NOSIGNAL);
 }
 
-static const char *request_var (char *const *env, const char *name)
+/* Has the caller gone (fmbroker-slurm-prolog gave up waiting, or slurmd
+ * killed it at PrologEpilogTimeout)?  Its request is then not made: it
+ * ran fmbroker-cxi itself, or the job is being torn down. */
+static bool caller_gone (int fd)
 {
-    size_t n = strlen (name);
-    for (char *const *v = env; *v; v++)
-        if (strncmp (*v, name, n) == 0 && (*v)[n] == '=')
-            return *v + n + 1;
-    return NULL;
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return poll (&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static void wake_background (struct service *svc)
+{
+    (void)!write (svc->wake[1], "", 1);
+}
+
+/* 'job''s turn, once no other request of it holds it. */
+static struct job_turn *turn_take (struct service *svc, const char *job)
+{
+    struct job_turn *t = NULL, *free_slot = NULL;
+    pthread_mutex_lock (&svc->mu);
+    for (unsigned i = 0; i < SERVE_WORKERS && !t; i++)
+        if (svc->turns[i].users && strcmp (svc->turns[i].job, job) == 0)
+            t = &svc->turns[i];
+        else if (!svc->turns[i].users && !free_slot)
+            free_slot = &svc->turns[i];
+    if (!t) { /* a worker holds at most one: there is a free slot */
+        t = free_slot;
+        snprintf (t->job, sizeof (t->job), "%s", job);
+    }
+    t->users++;
+    while (t->busy)
+        pthread_cond_wait (&svc->changed, &svc->mu);
+    t->busy = true;
+    pthread_mutex_unlock (&svc->mu);
+    return t;
+}
+
+static void turn_give (struct service *svc, struct job_turn *t)
+{
+    pthread_mutex_lock (&svc->mu);
+    t->busy = false;
+    t->users--;
+    pthread_cond_broadcast (&svc->changed);
+    pthread_mutex_unlock (&svc->mu);
+}
+
+/* Has the job ended on this node (its end made here)? */
+static bool job_ended (struct service *svc, const char *job)
+{
+    bool ended = false;
+    pthread_mutex_lock (&svc->mu);
+    for (unsigned i = 0; i < ENDED_REMEMBERED && !ended; i++)
+        ended = strcmp (svc->ended[i], job) == 0;
+    pthread_mutex_unlock (&svc->mu);
+    return ended;
+}
+
+static void remember_ended (struct service *svc, const char *job)
+{
+    pthread_mutex_lock (&svc->mu);
+    snprintf (svc->ended[svc->next_ended], sizeof (svc->ended[0]), "%s", job);
+    svc->next_ended = (svc->next_ended + 1) % ENDED_REMEMBERED;
+    pthread_mutex_unlock (&svc->mu);
+}
+
+/* Bookkeeping for the background thread: a report kept, or a step's
+ * end.  Under svc->mu. */
+static void defer_locked (struct service *svc)
+{
+    if (svc->d.since_ms == 0)
+        svc->d.since_ms = fmb_monotime_ms ();
+    wake_background (svc);
 }
 
 /* A step's end: the answer at once (srun waits for node 0's slurmstepd);
  * the broker's DELETE of the step's trees is deferred.  One never made
  * (the broker away) leaves them to the job's end, which deletes all. */
-static void step_end (struct deferred *d, int fd, char *const *env)
+static void step_end (struct service *svc, int fd, const struct node_request *r)
 {
-    const char *job = request_var (env, "SLURM_JOB_ID");
-    const char *step = request_var (env, "FMB_STEP");
-    if (!job || !step || !valid_job_id (job) || !valid_job_id (step)) {
+    if (!valid_job_id (r->job) || !valid_job_id (r->step)) {
         fmb_log (LOG_WARNING, "a step's end without a valid job and step: refused");
         answer (fd, EXIT_USAGE, "not a job and step");
         return;
     }
-    if (d->nsteps == STEPS_MAX) {
+    pthread_mutex_lock (&svc->mu);
+    struct deferred *d = &svc->d;
+    bool full = d->nsteps == STEPS_MAX;
+    if (!full) {
+        snprintf (d->steps[d->nsteps++], sizeof (d->steps[0]), "/v1/jobs/%s/steps/%s",
+                  r->job, r->step);
+        defer_locked (svc);
+    }
+    pthread_mutex_unlock (&svc->mu);
+    if (full) {
         fmb_log (LOG_WARNING,
                  "job %s step %s: %d step ends wait already: left to the job's end",
-                 job,
-                 step,
-                 STEPS_MAX);
+                 r->job, r->step, STEPS_MAX);
         answer (fd, EXIT_FAIL, "too many step ends waiting");
         return;
     }
-    snprintf (
-        d->steps[d->nsteps++], sizeof (d->steps[0]), "/v1/jobs/%s/steps/%s", job, step);
     answer (fd, 0, "");
 }
 
-static void schedule_retry (struct deferred *d, bool left);
-
-/* A fresh run for the service's own background work (deferred reports
- * and step ends, opening its connection) on the kept connection: one
- * try a call, callers may be waiting behind it.  NULL: out of memory. */
-static struct agent *background_run (struct agent *ag)
+/* The steps' ends of 'job' still deferred are dropped at its end: the
+ * job's end deletes all its trees. */
+static void drop_steps (struct service *svc, const char *job)
 {
-    struct agent *run = calloc (1, sizeof (*run));
-    if (run) {
-        run->in_service = true;
-        run->single_try = true;
-        run->keep = ag->keep;
-    }
-    return run;
+    char prefix[160];
+    int n = snprintf (prefix, sizeof (prefix), "/v1/jobs/%s/steps/", job);
+    pthread_mutex_lock (&svc->mu);
+    struct deferred *d = &svc->d;
+    unsigned kept = 0, had = d->nsteps;
+    for (unsigned i = 0; i < d->nsteps; i++)
+        if (strncmp (d->steps[i], prefix, (size_t)n) != 0)
+            memmove (d->steps[kept++], d->steps[i], sizeof (d->steps[0]));
+    d->nsteps = kept;
+    pthread_mutex_unlock (&svc->mu);
+    if (kept < had)
+        fmb_log (LOG_DEBUG,
+                 "job %s: %u step end(s) dropped: the job's end deletes its trees",
+                 job, had - kept);
 }
 
-/* The deferred work, on the kept connection; stops at a broker away.
- * Reports still kept are tried again after a back-off. */
-static void run_deferred (struct agent *ag, struct deferred *d)
+static void report_kept (struct service *svc, bool kept)
 {
-    struct fmb_error e;
-    unsigned left = d->reports;
-    struct agent *run = background_run (ag);
-    if (!run)
+    if (!kept)
         return;
-    if (agent_setup (run, &ag->args) == 0) {
-        for (unsigned i = 0; i < d->nsteps && !run->broker_down; i++)
-            if (agent_broker_call (run, "DELETE", d->steps[i], NULL, NULL, &e) < 0)
-                fmb_log (LOG_WARNING,
-                         "step cleanup: %s (the job's end deletes its trees)",
-                         e.text);
-            else
-                fmb_log (LOG_DEBUG, "step cleanup: DELETE %s done", d->steps[i]);
-        if (d->reports && !run->broker_down)
-            left = report_deliver_pending (run);
-        else
-            left = d->reports;
+    pthread_mutex_lock (&svc->mu);
+    svc->d.reports = true;
+    defer_locked (svc);
+    pthread_mutex_unlock (&svc->mu);
+}
+
+/* Is the job's record on this node (its setup made)? */
+static bool record_there (struct service *svc, const char *job)
+{
+    char path[1200];
+    return jobrecord_path (path, sizeof (path), svc->state_dir, job) == 0 &&
+           access (path, F_OK) == 0;
+}
+
+/* The job's setup.  'early' (slurmd's Prolog=, root): answered once its
+ * turn is taken, then made, a record left from an earlier run of the job
+ * id (requeued) removed first.  Otherwise (a step's or a job shell's)
+ * made unless the job's record is there by its turn, answered once made.
+ * A user's only for a job of its own that has not ended here. */
+static void setup (struct service *svc, const struct caller *c, const struct node_request *r)
+{
+    struct engine_outcome out;
+    struct fmb_error e;
+    bool user = c->uid != 0;
+    if (user && job_ended (svc, r->job)) {
+        fmb_log (LOG_WARNING, "job %s: uid %u asked for its setup after its end: refused",
+                 r->job, (unsigned)c->uid);
+        answer (c->fd, EXIT_FAIL, "the job has ended on this node");
+        return;
     }
-    api_target_clear (&run->target);
-    free (run);
-    d->reports = false;
-    d->nsteps = 0;
-    d->since_ms = 0;
-    schedule_retry (d, left > 0);
+    struct job_turn *t = turn_take (svc, r->job);
+    if (r->early && !user) {
+        if (jobrecord_remove (svc->state_dir, r->job, &e) < 0)
+            fmb_log (LOG_WARNING, "job %s: %s", r->job, e.text);
+        answer (c->fd, 0, "");
+    } else if (record_there (svc, r->job)) {
+        answer (c->fd, 0, "");
+        return turn_give (svc, t);
+    }
+    if (!r->early && caller_gone (c->fd)) {
+        fmb_log (LOG_WARNING,
+                 "job %s: its setup's caller stopped waiting before its turn: not made "
+                 "here", r->job);
+        return turn_give (svc, t);
+    }
+    int64_t t0 = fmb_monotime_ms ();
+    engine_setup (svc->eng, r, user ? (int64_t)c->uid : -1, &out);
+    char whose[64] = "";
+    if (user)
+        snprintf (whose, sizeof (whose), ", for its job shell (uid %u)", (unsigned)c->uid);
+    fmb_log (LOG_DEBUG, "job %s: prolog made in %lld ms (exit %d%s)", r->job,
+             (long long)(fmb_monotime_ms () - t0), out.status,
+             r->early ? "" : user ? whose : ", for its first step");
+    turn_give (svc, t);
+    if (!r->early)
+        answer (c->fd, out.status, out.why);
+    report_kept (svc, out.kept);
+}
+
+/* The job's end: made with the broker connection already open, and
+ * answered with the exit status the caller acts on (1: drain) and why,
+ * "done" when it is 0, or NODE_SERVICE_BUSY when a service is still in
+ * use (the caller then runs fmbroker-cxi, whose epilog waits for it: the
+ * service serves others meanwhile).  One whose caller has gone is not
+ * made: the caller ran fmbroker-cxi. */
+static void end (struct service *svc, const struct caller *c, const struct node_request *r)
+{
+    struct engine_outcome out;
+    struct job_turn *t = turn_take (svc, r->job);
+    remember_ended (svc, r->job);
+    if (caller_gone (c->fd)) {
+        fmb_log (LOG_WARNING,
+                 "job %s: its epilog stopped waiting before its turn: not made here",
+                 r->job);
+        return turn_give (svc, t);
+    }
+    drop_steps (svc, r->job);
+    int64_t t0 = fmb_monotime_ms ();
+    engine_end (svc->eng, r, &out);
+    fmb_log (LOG_DEBUG, "job %s: epilog made in %lld ms (exit %d)", r->job,
+             (long long)(fmb_monotime_ms () - t0), out.status);
+    turn_give (svc, t);
+    answer (c->fd, out.status,
+            out.status == 0                   ? "done"
+            : out.status == NODE_SERVICE_BUSY ? "the job's CXI services are still in use"
+                                              : out.why);
+    report_kept (svc, out.kept);
+}
+
+/* Is the request one this caller may make?  Answered (refused) if not. */
+static bool allowed (const struct caller *c, const struct node_request *r)
+{
+    if (c->uid != 0 && (r->op != NODE_OP_SETUP || r->early)) {
+        fmb_log (LOG_WARNING, "a request (%s) from uid %u (pid %d) refused: root's only",
+                 node_op_name (r->op), (unsigned)c->uid, (int)c->pid);
+        answer (c->fd, EXIT_USAGE, "root's only");
+        return false;
+    }
+    if (r->op != NODE_OP_STEP_END && !valid_job_id (r->job)) {
+        fmb_log (LOG_WARNING, "a request (%s) without a valid job id: refused",
+                 node_op_name (r->op));
+        answer (c->fd, EXIT_USAGE, "not a job id");
+        return false;
+    }
+    return true;
+}
+
+/* One caller's request, answered. */
+static void serve_caller (struct caller *c)
+{
+    static __thread struct node_request r; /* large: not on a thread's stack */
+    struct fmb_error e;
+    if (read_request (c->fd, &r, &e) < 0) {
+        fmb_log (LOG_WARNING, "a request from uid %u (pid %d): %s", (unsigned)c->uid,
+                 (int)c->pid, e.text);
+        answer (c->fd, EXIT_USAGE, e.text);
+        return;
+    }
+    if (!allowed (c, &r))
+        return;
+    switch (r.op) {
+    case NODE_OP_SETUP:
+        setup (c->svc, c, &r);
+        break;
+    case NODE_OP_END:
+        end (c->svc, c, &r);
+        break;
+    case NODE_OP_STEP_END:
+        step_end (c->svc, c->fd, &r);
+        break;
+    case NODE_OP_WAIT: /* whatever the job had in the making is made */
+        turn_give (c->svc, turn_take (c->svc, r.job));
+        answer (c->fd, 0, "");
+        break;
+    case NODE_OP_NONE:
+        break;
+    }
+}
+
+static struct user_calls *user_slot (struct service *svc, uid_t uid)
+{
+    struct user_calls *free_slot = NULL;
+    for (unsigned i = 0; i < USERS_TRACKED; i++)
+        if (svc->users[i].n && svc->users[i].uid == uid)
+            return &svc->users[i];
+        else if (!svc->users[i].n && !free_slot)
+            free_slot = &svc->users[i];
+    if (free_slot)
+        free_slot->uid = uid;
+    return free_slot;
+}
+
+static void schedule_retry (struct deferred *d, bool left);
+static bool reports_kept (const char *state_dir);
+
+static void *worker (void *arg)
+{
+    struct caller *c = arg;
+    struct service *svc = c->svc;
+    serve_caller (c);
+    close (c->fd);
+    /* a report the broker did not take (away): tried again within
+     * seconds, not at the next job */
+    pthread_mutex_lock (&svc->mu);
+    bool idle = !svc->d.retry_at_ms && !svc->d.reports;
+    pthread_mutex_unlock (&svc->mu);
+    if (idle && reports_kept (svc->state_dir)) {
+        pthread_mutex_lock (&svc->mu);
+        if (!svc->d.retry_at_ms && !svc->d.reports)
+            schedule_retry (&svc->d, true);
+        pthread_mutex_unlock (&svc->mu);
+        wake_background (svc);
+    }
+    pthread_mutex_lock (&svc->mu);
+    svc->nworkers--;
+    if (c->uid != 0) {
+        svc->nuser_workers--;
+        user_slot (svc, c->uid)->n--;
+    }
+    pthread_cond_broadcast (&svc->changed);
+    pthread_mutex_unlock (&svc->mu);
+    free (c);
+    return NULL;
+}
+
+/* A worker for the caller on fd, once one is free; a user over its share
+ * is turned away at once. */
+static void take_caller (struct service *svc, int fd)
+{
+    struct ucred cred = {0};
+    socklen_t len = sizeof (cred);
+    struct caller *c = calloc (1, sizeof (*c));
+    pthread_attr_t attr;
+    pthread_t th;
+    if (!c || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        free (c);
+        close (fd);
+        return;
+    }
+    *c = (struct caller){.svc = svc, .fd = fd, .uid = cred.uid, .pid = cred.pid};
+    pthread_mutex_lock (&svc->mu);
+    svc->last_caller_ms = fmb_monotime_ms ();
+    struct user_calls *u = cred.uid ? user_slot (svc, cred.uid) : NULL;
+    if (cred.uid && (!u || u->n >= USER_CALLS_MAX || svc->nuser_workers >= USER_WORKERS_MAX)) {
+        pthread_mutex_unlock (&svc->mu);
+        fmb_log (LOG_WARNING, "uid %u (pid %d): too many requests at once: refused",
+                 (unsigned)cred.uid, (int)cred.pid);
+        answer (fd, EXIT_FAIL, "too many requests from this user at once");
+        close (fd);
+        free (c);
+        return;
+    }
+    while (svc->nworkers >= SERVE_WORKERS)
+        pthread_cond_wait (&svc->changed, &svc->mu);
+    svc->nworkers++;
+    if (u) {
+        u->n++;
+        svc->nuser_workers++;
+    }
+    pthread_mutex_unlock (&svc->mu);
+    pthread_attr_init (&attr);
+    pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize (&attr, 256 * 1024);
+    if (pthread_create (&th, &attr, worker, c) != 0) {
+        fmb_log (LOG_ERR, "cannot start a thread for a caller: serving it in line");
+        worker (c);
+    }
+    pthread_attr_destroy (&attr);
 }
 
 /* A wait of about 'ms': somewhere in [ms/2, 3ms/2). */
@@ -310,14 +599,12 @@ static void schedule_retry (struct deferred *d, bool left)
         d->retry_at_ms = d->retry_delay_ms = 0;
         return;
     }
-    d->retry_delay_ms =
-        d->retry_delay_ms ? d->retry_delay_ms * 2 : REPORT_RETRY_FIRST_MS;
+    d->retry_delay_ms = d->retry_delay_ms ? d->retry_delay_ms * 2 : REPORT_RETRY_FIRST_MS;
     if (d->retry_delay_ms > REPORT_RETRY_MAX_MS)
         d->retry_delay_ms = REPORT_RETRY_MAX_MS;
     d->retry_at_ms = fmb_monotime_ms () + jittered (d->retry_delay_ms);
 }
 
-/* Is anything kept in the report spool? */
 static int spooled_one (const struct spooled_report *r, void *arg)
 {
     (void)r;
@@ -325,277 +612,11 @@ static int spooled_one (const struct spooled_report *r, void *arg)
     return 1;
 }
 
-static bool reports_kept (const struct agent *ag)
+static bool reports_kept (const char *state_dir)
 {
     bool any = false;
-    (void)spool_each (ag->args.state_dir, spooled_one, &any, NULL);
+    (void)spool_each (state_dir, spooled_one, &any, NULL);
     return any;
-}
-
-/* The connection to the broker, opened (and authenticated, so that the
- * broker keeps it: [api] tcp_idle_timeout_s) before a job needs it.
- * Closed by the broker: opened again at a moment of its own. */
-static void warm (struct agent *ag, struct deferred *d)
-{
-    struct fmb_error e;
-    /* (one the broker closed is let go here, a Unix socket's too) */
-    if (api_keep_is_open (ag->keep) || d->local_broker) {
-        d->warm_at_ms = 0;
-        return;
-    }
-    if (!d->warm_at_ms) { /* a moment of this node's within the window */
-        d->warm_at_ms = fmb_monotime_ms () + (int64_t)(random () % WARM_SPREAD_MS);
-        return;
-    }
-    if (fmb_monotime_ms () < d->warm_at_ms)
-        return;
-    d->warm_at_ms = 0;
-    struct agent *run = background_run (ag);
-    if (!run)
-        return;
-    if (agent_setup (run, &ag->args) == 0 && !run->target.url)
-        d->local_broker = true;
-    else if (run->target.url &&
-             agent_broker_call (run, "GET", "/v1/health", NULL, NULL, &e) < 0)
-        fmb_log (LOG_INFO, "the broker's connection, opened ahead of jobs: %s", e.text);
-    else
-        fmb_log (LOG_DEBUG, "the broker's connection opened ahead of jobs");
-    api_target_clear (&run->target);
-    free (run);
-}
-
-/* Has the caller gone (fmbroker-slurm-prolog gave up waiting, or slurmd
- * killed it at PrologEpilogTimeout)?  Its job is then not made here: it
- * ran fmbroker-cxi itself, or the job is being torn down. */
-static bool caller_gone (int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-    return poll (&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
-/* One job's prolog or epilog, as slurmd's Prolog=/Epilog= would run it,
- * in a fresh context on the service's kept connection; its exit status.
- * 'kept': a report left for the deferred work; 'why': the job's reason
- * when it failed ("" else). */
-static int run_in_service (struct agent *ag,
-                           serve_run_fn run_hook,
-                           char *const *env,
-                           bool *kept,
-                           char *why,
-                           size_t whylen)
-{
-    struct agent *run = calloc (1, sizeof (*run));
-    if (!run) {
-        fmb_log (LOG_ERR,
-                 "job %s: the node service is out of memory",
-                 request_var (env, "SLURM_JOB_ID"));
-        return EXIT_FAIL;
-    }
-    run->in_service = true;
-    run->keep = ag->keep;
-    int status = run_hook (run, ag, env);
-    *kept = run->delivery_detached && !run->broker_down;
-    snprintf (why, whylen, "%s", status ? run->final_reason : "");
-    cxilib_close (&run->lib);
-    api_target_clear (&run->target);
-    free (run);
-    return status;
-}
-
-/* A job's prolog: made, and answered at once when slurmd's Prolog= handed
- * it (slurmd goes on to start the step, whose slurmstepd waits for the
- * job's services: nodeservice.h), or once made when the step asked
- * (FMB_SETUP: no Prolog= on this node); its 'created' report goes to d. */
-static void prolog_for (struct agent *ag,
-                        serve_run_fn run_hook,
-                        int fd,
-                        char *const *env,
-                        bool answer_first,
-                        struct deferred *d)
-{
-    const char *job = request_var (env, "SLURM_JOB_ID");
-    if (caller_gone (fd)) {
-        fmb_log (
-            LOG_WARNING,
-            "job %.128s: its prolog stopped waiting before its turn: not made here",
-            job && valid_job_id (job) ? job : "?");
-        return;
-    }
-    /* A record left from an earlier run of this job id (requeued, its
-     * epilog failed) must not pass for this run's: a step that finds a
-     * record does not wait for the service. */
-    struct fmb_error e;
-    if (job && valid_job_id (job) && jobrecord_remove (ag->args.state_dir, job, &e) < 0)
-        fmb_log (LOG_WARNING, "job %s: %s", job, e.text);
-    if (answer_first)
-        answer (fd, 0, "");
-    int64_t t0 = fmb_monotime_ms ();
-    bool kept = false;
-    char why[REASON_MAX];
-    int status = run_in_service (ag, run_hook, env, &kept, why, sizeof (why));
-    fmb_log (LOG_DEBUG,
-             "job %.128s: prolog made in %lld ms (exit %d%s)",
-             job && valid_job_id (job) ? job : "?",
-             (long long)(fmb_monotime_ms () - t0),
-             status,
-             answer_first ? "" : ", for its first step");
-    if (!answer_first)
-        answer (fd, status, why);
-    /* the 'created' report kept, to go once the job is under way */
-    d->reports |= kept;
-}
-
-/* The request's SLURM_JOB_ID, or NULL once refused with why ('what'
- * names the request in the log). */
-static const char *job_of (int fd, char *const *env, const char *what)
-{
-    const char *job = request_var (env, "SLURM_JOB_ID");
-    if (job && valid_job_id (job))
-        return job;
-    fmb_log (LOG_WARNING, "%s without a valid job id: refused", what);
-    answer (fd, EXIT_USAGE, "not a job id");
-    return NULL;
-}
-
-static bool is_epilog (char *const *env)
-{
-    const char *ctx = request_var (env, "SLURM_SCRIPT_CONTEXT");
-    return ctx && strcmp (ctx, "epilog_slurmd") == 0;
-}
-
-/* The steps' ends of 'job' still deferred are dropped at its epilog: the
- * job's end deletes all its trees. */
-static void drop_steps (struct deferred *d, const char *job)
-{
-    char prefix[160];
-    int n = snprintf (prefix, sizeof (prefix), "/v1/jobs/%s/steps/", job);
-    unsigned kept = 0;
-    for (unsigned i = 0; i < d->nsteps; i++)
-        if (strncmp (d->steps[i], prefix, (size_t)n) != 0)
-            memmove (d->steps[kept++], d->steps[i], sizeof (d->steps[0]));
-    if (kept < d->nsteps)
-        fmb_log (LOG_DEBUG,
-                 "job %s: %u step end(s) dropped: the job's end deletes its trees",
-                 job,
-                 d->nsteps - kept);
-    d->nsteps = kept;
-}
-
-/* A job's epilog on this node (Slurm's variables, from Epilog=
- * fmbroker-slurm-prolog): made here with the broker connection already
- * open, and answered with the exit status slurmd acts on (1: drain) and
- * why, "done" when it is 0 (a service older than this answers an epilog
- * "0" and makes nothing: the caller then runs fmbroker-cxi), or
- * NODE_SERVICE_BUSY when a service is still in use (the caller then runs
- * fmbroker-cxi, whose epilog waits for it: the service serves others
- * meanwhile).  One whose caller has gone is not made: the caller ran
- * fmbroker-cxi.  Its 'destroyed' report supersedes a 'created' kept. */
-static void epilog_for (struct agent *ag,
-                        serve_run_fn run_hook,
-                        int fd,
-                        char *const *env,
-                        struct deferred *d)
-{
-    const char *job = job_of (fd, env, "an epilog");
-    if (!job)
-        return;
-    if (caller_gone (fd)) {
-        fmb_log (LOG_WARNING,
-                 "job %s: its epilog stopped waiting before its turn: not made here",
-                 job);
-        return;
-    }
-    drop_steps (d, job);
-    int64_t t0 = fmb_monotime_ms ();
-    bool kept = false;
-    char why[REASON_MAX];
-    int status = run_in_service (ag, run_hook, env, &kept, why, sizeof (why));
-    fmb_log (LOG_DEBUG,
-             "job %s: epilog made in %lld ms (exit %d)",
-             job,
-             (long long)(fmb_monotime_ms () - t0),
-             status);
-    answer (fd,
-            status,
-            status == 0                   ? "done"
-            : status == NODE_SERVICE_BUSY ? "the job's CXI services are still in use"
-                                          : why);
-    d->reports |= kept;
-}
-
-/* A step's setup of its job (FMB_SETUP): made here unless the job's
- * record is there (its prolog, handed over before, or another step's
- * setup made it), answered once made. */
-static void setup_for (struct agent *ag,
-                       serve_run_fn run_hook,
-                       int fd,
-                       char *const *env,
-                       struct deferred *d)
-{
-    const char *job = job_of (fd, env, "a step's setup");
-    char path[1200];
-    if (!job)
-        return;
-    if (jobrecord_path (path, sizeof (path), ag->args.state_dir, job) < 0) {
-        fmb_log (LOG_WARNING, "job %s: its record's path is too long: refused", job);
-        answer (fd, EXIT_FAIL, "the record's path is too long");
-        return;
-    }
-    if (access (path, F_OK) == 0) {
-        answer (fd, 0, "");
-        return;
-    }
-    prolog_for (ag, run_hook, fd, env, false, d);
-}
-
-/* One caller: its job's setup, prolog or epilog, a wait, or its step's
- * end, answered; the broker's bookkeeping that follows goes to d. */
-static void serve_caller (struct agent *ag,
-                          serve_run_fn run_hook,
-                          int fd,
-                          struct deferred *d)
-{
-    static char buf[NODE_SERVICE_REQUEST_MAX + 1];
-    char *env[REQUEST_VARS_MAX + 1];
-    struct fmb_error e;
-    if (!caller_is_root (fd))
-        return;
-    if (read_request (fd, buf, env, &e) < 0) {
-        fmb_log (LOG_WARNING, "%s", e.text);
-        return;
-    }
-    unsigned nsteps = d->nsteps;
-    if (request_var (env, "FMB_WAIT"))
-        answer (fd, 0, ""); /* every prolog taken before is made */
-    else if (request_var (env, "FMB_STEP"))
-        step_end (d, fd, env);
-    else if (request_var (env, "FMB_SETUP"))
-        setup_for (ag, run_hook, fd, env, d);
-    else if (is_epilog (env))
-        epilog_for (ag, run_hook, fd, env, d);
-    else
-        prolog_for (ag, run_hook, fd, env, true, d);
-    if ((d->reports || d->nsteps > nsteps) && d->since_ms == 0)
-        d->since_ms = fmb_monotime_ms ();
-}
-
-/* The callers in line when the service stops, each served as before:
- * its socket stays until none is left, so that a step's or an epilog's
- * wait for a prolog taken here is answered here (a socket gone would say
- * "no service" while the prolog is still to be made).  One that connects
- * after the last is turned away as the socket closes: a prolog then runs
- * fmbroker-cxi itself. */
-static void drain_callers (struct agent *ag,
-                           serve_run_fn run_hook,
-                           int lfd,
-                           struct deferred *d)
-{
-    int fd;
-    while ((fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR)
-        if (fd >= 0) {
-            serve_caller (ag, run_hook, fd, d);
-            close (fd);
-        }
 }
 
 /* Until 'at' (0: never): -1, or the ms left (0: due). */
@@ -612,86 +633,232 @@ static int64_t sooner (int64_t a, int64_t b)
     return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
-/* How long to wait for the next caller before the deferred work, a
- * retry of kept reports or opening the broker's connection: -1 (none)
- * forever. */
-static int64_t wait_ms (const struct deferred *d)
+/* How long the background thread sleeps before the deferred work, a
+ * retry of kept reports or opening the broker's connection: -1 forever.
+ * Under svc->mu. */
+static int64_t wait_ms (const struct service *svc)
 {
+    const struct deferred *d = &svc->d;
     int64_t ms = sooner (until (d->retry_at_ms), until (d->warm_at_ms));
     if (d->since_ms == 0)
         return ms;
-    int64_t left = d->since_ms + DEFER_MAX_MS - fmb_monotime_ms ();
-    return sooner (ms, left < 0 ? 0 : left < IDLE_MS ? left : IDLE_MS);
+    int64_t now = fmb_monotime_ms ();
+    int64_t idle = svc->nworkers ? IDLE_MS : svc->last_caller_ms + IDLE_MS - now;
+    int64_t cap = d->since_ms + DEFER_MAX_MS - now;
+    int64_t left = idle < cap ? idle : cap;
+    return sooner (ms, left < 0 ? 0 : left);
 }
 
-int cmd_serve (struct agent *ag, serve_run_fn run_hook)
+/* The deferred work, one try each; stops at a broker away.  Kept
+ * reports left are tried again after a back-off. */
+static void run_deferred (struct service *svc)
+{
+    static char steps[STEPS_MAX][300]; /* the background thread's alone */
+    pthread_mutex_lock (&svc->mu);
+    struct deferred *d = &svc->d;
+    unsigned nsteps = d->nsteps;
+    bool reports = d->reports;
+    memcpy (steps, d->steps, sizeof (steps[0]) * nsteps);
+    d->nsteps = 0;
+    d->reports = false;
+    d->since_ms = 0;
+    pthread_mutex_unlock (&svc->mu);
+    bool away = false;
+    unsigned left = reports;
+    for (unsigned i = 0; i < nsteps && !away; i++)
+        engine_step_end (svc->eng, steps[i], &away);
+    if (reports && !away)
+        left = engine_deliver (svc->eng);
+    pthread_mutex_lock (&svc->mu);
+    schedule_retry (d, left > 0);
+    pthread_mutex_unlock (&svc->mu);
+}
+
+/* The kept connection to the broker, opened before a job needs it; when
+ * the broker closed it, again at a moment of this node's. */
+static void warm (struct service *svc, bool closed)
+{
+    bool local;
+    pthread_mutex_lock (&svc->mu);
+    struct deferred *d = &svc->d;
+    bool due = d->warm_at_ms && until (d->warm_at_ms) == 0;
+    if (closed && !d->warm_at_ms && !d->local_broker)
+        d->warm_at_ms = fmb_monotime_ms () + (int64_t)(random () % WARM_SPREAD_MS);
+    if (due)
+        d->warm_at_ms = 0;
+    pthread_mutex_unlock (&svc->mu);
+    if (!due)
+        return;
+    engine_warm (svc->eng, &local);
+    pthread_mutex_lock (&svc->mu);
+    d->local_broker = local;
+    pthread_mutex_unlock (&svc->mu);
+}
+
+/* The background thread: the broker's bookkeeping, the kept reports'
+ * retries, the warm connection; until the service stops and nothing is
+ * deferred. */
+static void *background (void *arg)
+{
+    struct service *svc = arg;
+    char drain[64];
+    for (;;) {
+        pthread_mutex_lock (&svc->mu);
+        int64_t ms = wait_ms (svc);
+        bool stopping = svc->stopping, local = svc->d.local_broker;
+        pthread_mutex_unlock (&svc->mu);
+        if (stopping)
+            break;
+        struct pollfd p[2] = {{.fd = svc->wake[0], .events = POLLIN},
+                              {.fd = local ? -1 : engine_idle_fd (svc->eng),
+                               .events = POLLIN}};
+        int n = poll (p, 2, ms < 0 || ms > INT32_MAX ? -1 : (int)ms);
+        if (n > 0 && p[0].revents)
+            (void)!read (svc->wake[0], drain, sizeof (drain));
+        pthread_mutex_lock (&svc->mu);
+        struct deferred *d = &svc->d;
+        if (d->retry_at_ms && until (d->retry_at_ms) == 0) {
+            d->reports = true; /* the kept reports' turn */
+            if (!d->since_ms)
+                d->since_ms = fmb_monotime_ms ();
+        }
+        bool due = d->since_ms && wait_ms (svc) == 0;
+        pthread_mutex_unlock (&svc->mu);
+        if (due)
+            run_deferred (svc);
+        warm (svc, n > 0 && p[1].fd >= 0 && p[1].revents);
+    }
+    pthread_mutex_lock (&svc->mu);
+    bool left = svc->d.since_ms != 0;
+    pthread_mutex_unlock (&svc->mu);
+    if (left)
+        run_deferred (svc);
+    return NULL;
+}
+
+/* Callers already connected when the service stops are served, and so
+ * are those that come while a job is still in the making here: a step's
+ * or an epilog's wait for a setup taken here is answered here.  Once no
+ * worker is left, those in line are taken, and then no more. */
+static void drain_callers (struct service *svc, int lfd)
+{
+    for (;;) {
+        int fd;
+        while ((fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR)
+            if (fd >= 0)
+                take_caller (svc, fd);
+        pthread_mutex_lock (&svc->mu);
+        unsigned busy = svc->nworkers;
+        pthread_mutex_unlock (&svc->mu);
+        if (!busy)
+            return;
+        struct pollfd p = {.fd = lfd, .events = POLLIN};
+        (void)poll (&p, 1, 100);
+    }
+}
+
+static void reload (struct service *svc)
+{
+    struct fmb_error e;
+    reload_signal = 0;
+    if (engine_reload (svc->eng, &e) < 0)
+        fmb_log (LOG_ERR, "SIGHUP: the configuration is not reloaded (%s): "
+                 "the one read before stays in force", e.text);
+    else
+        fmb_log (LOG_NOTICE, "SIGHUP: the configuration is reloaded");
+}
+
+/* Callers until SIGTERM or SIGINT. */
+static void accept_loop (struct service *svc, int lfd, const char *path,
+                         const sigset_t *waiting)
+{
+    while (!stop_signal) {
+        struct pollfd p = {.fd = lfd, .events = POLLIN};
+        int n = ppoll (&p, 1, NULL, waiting);
+        if (reload_signal)
+            reload (svc);
+        if (n <= 0)
+            continue; /* a signal ('stop_signal' says which) */
+        int fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0) {
+            take_caller (svc, fd);
+            continue;
+        }
+        if (errno != EAGAIN && errno != ECONNABORTED && errno != EINTR) {
+            fmb_log (LOG_WARNING, "%s: accept: %s", path, strerror (errno));
+            usleep (100 * 1000); /* out of files: no busy loop */
+        }
+    }
+}
+
+static struct service *service_create (struct agent *ag)
+{
+    struct service *svc = calloc (1, sizeof (*svc)); /* large: not on the stack */
+    if (!svc)
+        return NULL;
+    if (pipe2 (svc->wake, O_CLOEXEC | O_NONBLOCK) < 0 || !(svc->eng = engine_create (ag))) {
+        free (svc);
+        return NULL;
+    }
+    pthread_mutex_init (&svc->mu, NULL);
+    pthread_cond_init (&svc->changed, NULL);
+    svc->state_dir = ag->args.state_dir;
+    srandom ((unsigned)(fmb_monotime_ms () ^ (getpid () << 16)));
+    svc->d.warm_at_ms = fmb_monotime_ms () + (int64_t)(random () % (WARM_SPREAD_MS / 10));
+    schedule_retry (&svc->d, reports_kept (svc->state_dir)); /* kept before a restart */
+    return svc;
+}
+
+static void service_destroy (struct service *svc)
+{
+    engine_destroy (svc->eng);
+    close (svc->wake[0]);
+    close (svc->wake[1]);
+    pthread_mutex_destroy (&svc->mu);
+    pthread_cond_destroy (&svc->changed);
+    free (svc);
+}
+
+int cmd_serve (struct agent *ag)
 {
     struct fmb_error e;
     struct cxilib resident = {0};
     char dflt[1200];
-    snprintf (
-        dflt, sizeof (dflt), "%s/%s", ag->args.state_dir, JOBRECORD_SERVICE_SOCKET);
+    pthread_t bg;
+    snprintf (dflt, sizeof (dflt), "%s/%s", ag->args.state_dir, JOBRECORD_SERVICE_SOCKET);
     const char *path = ag->args.listen ? ag->args.listen : dflt;
     sigset_t waiting;
     handle_signals (&waiting);
-    /* each run reads the token afresh: the service keeps no copy */
-    api_target_clear (&ag->target);
     int lfd = listen_at (path, &e);
     if (lfd < 0) {
         fmb_log (LOG_ERR, "%s", e.text);
         return EXIT_FAIL;
     }
-    if (!(ag->keep = api_keep_create ())) {
+    struct service *svc = service_create (ag);
+    if (!svc || pthread_create (&bg, NULL, background, svc) != 0) {
+        fmb_log (LOG_ERR, "the node service cannot start: out of memory or threads");
+        if (svc)
+            service_destroy (svc);
         close (lfd);
         return EXIT_FAIL;
     }
-    /* libcxi stays loaded: each prolog's dlopen is then a reference */
+    /* libcxi stays loaded: each setup's dlopen is then a reference */
     if (cxilib_open (ag->args.libcxi, &resident, &e) < 0)
-        fmb_log (LOG_INFO, "libcxi not loaded now (%s): each prolog tries", e.text);
-    fmb_log (
-        LOG_NOTICE, "serving job setups, prologs, epilogs and step ends on %s", path);
-    static struct deferred d; /* large: not on the stack */
-    srandom ((unsigned)(fmb_monotime_ms () ^ (getpid () << 16)));
-    d.warm_at_ms = fmb_monotime_ms () + (int64_t)(random () % (WARM_SPREAD_MS / 10));
-    schedule_retry (&d, reports_kept (ag)); /* kept before a restart */
-    while (!stopping) {
-        /* callers, and the kept connection: readable when the broker
-         * closed it (then opened again, at a moment of this node's) */
-        struct pollfd p[2] = {
-            {.fd = lfd, .events = POLLIN},
-            {.fd = d.local_broker ? -1 : api_keep_fd (ag->keep), .events = POLLIN}};
-        int64_t ms = wait_ms (&d);
-        struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-        int n = ppoll (p, 2, ms < 0 ? NULL : &ts, &waiting);
-        if (d.retry_at_ms && until (d.retry_at_ms) == 0)
-            d.reports = true; /* the kept reports' turn */
-        if ((n == 0 && d.since_ms) || (d.since_ms && wait_ms (&d) == 0) || d.reports)
-            run_deferred (ag, &d); /* idle, or waited long enough */
-        if (n == 0 || (n > 0 && p[1].revents))
-            warm (ag, &d);
-        if (n <= 0 || !p[0].revents)
-            continue; /* a signal ('stopping' says which), or the broker's side */
-        int fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != ECONNABORTED && errno != EINTR) {
-                fmb_log (LOG_WARNING, "%s: accept: %s", path, strerror (errno));
-                usleep (100 * 1000); /* out of files: no busy loop */
-            }
-            continue;
-        }
-        serve_caller (ag, run_hook, fd, &d);
-        close (fd);
-        if (!d.retry_at_ms && !d.reports && reports_kept (ag))
-            schedule_retry (&d, true); /* a report the broker did not take */
-    }
+        fmb_log (LOG_INFO, "libcxi not loaded now (%s): each setup tries", e.text);
+    fmb_log (LOG_NOTICE,
+             "serving job setups and ends, and step ends, on %s (node %s)", path,
+             engine_node (svc->eng));
+    accept_loop (svc, lfd, path, &waiting);
     fmb_log (LOG_NOTICE, "stopping: serving those in line on %s, then no more", path);
-    drain_callers (ag, run_hook, lfd, &d);
+    drain_callers (svc, lfd);
     unlink (path);
     close (lfd);
-    if (d.since_ms)
-        run_deferred (ag, &d);
+    pthread_mutex_lock (&svc->mu);
+    svc->stopping = true;
+    pthread_mutex_unlock (&svc->mu);
+    wake_background (svc);
+    pthread_join (bg, NULL);
     cxilib_close (&resident);
-    api_keep_destroy (ag->keep);
-    ag->keep = NULL;
+    service_destroy (svc);
     return 0;
 }

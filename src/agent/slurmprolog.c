@@ -6,7 +6,8 @@
  * epilog starts as the job's last step ends, on the cores srun and the
  * next job's steps use.  This one loads nothing but libc: it hands
  * Slurm's variables to the node service (fmbroker-cxi serve, serve.h),
- * which has libcxi loaded and its broker connection already open.  A
+ * as a request that names no resource manager (nodeproto.h); the
+ * service has libcxi loaded and its broker connection already open.  A
  * prolog returns once the service has taken the job (the step's
  * slurmstepd and the epilog wait for the job's setup: nodeservice.h); an
  * epilog returns the service's exit status once the job's CXI services
@@ -23,6 +24,7 @@
  * hooks' environment itself, and a job's user can set neither. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,15 +35,12 @@
 
 #include "jobrecord.h"
 #include "nodeservice.h"
-#include "slurmvars.h"
 
 /* A hook's broker calls take 5 s at most each: this is a line of them.
  * With fmbroker-cxi's own run after it (an epilog's: its wait for the
  * service, 60 s at most, and 30 s of busy retries), within the two
  * minutes or more doc/slurm.md asks of PrologEpilogTimeout. */
 #define ANSWER_WAIT_MS (30 * 1000)
-
-static const char *const slurm_vars[] = {SLURM_PROLOG_VARS};
 
 static const char *setting (const char *name, const char *fallback)
 {
@@ -82,23 +81,50 @@ static int run_agent (char **argv)
     return ctx && strcmp (ctx, "prolog_slurmd") == 0 ? 0 : 1;
 }
 
-/* Slurm's variables as NAME=VALUE lines and an empty line; a value with
- * a newline is left out (the service then says what is missing). */
-static int send_request (int fd)
+/* Slurm's variable 'name' into out (len bytes); one with a newline or too
+ * long is left out (the service then says what is missing). */
+static void slurm_var (char *out, size_t len, const char *name)
 {
-    char buf[16384];
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof (slurm_vars) / sizeof (slurm_vars[0]); i++) {
-        const char *v = getenv (slurm_vars[i]);
-        if (!v || strchr (v, '\n'))
-            continue;
-        int w = snprintf (buf + n, sizeof (buf) - n, "%s=%s\n", slurm_vars[i], v);
-        if (w < 0 || (size_t)w >= sizeof (buf) - n - 1)
-            return -1;
-        n += (size_t)w;
+    const char *v = getenv (name);
+    if (v && !strchr (v, '\n') && strlen (v) < len)
+        strcpy (out, v);
+}
+
+/* The job's setup (Prolog=, answered once taken) or its end (Epilog=)
+ * from Slurm's variables, as a request that names no resource manager
+ * (nodeproto.h); sent. */
+static int send_request (int fd, bool prolog)
+{
+    static struct node_request r; /* large: not on the stack */
+    static char buf[NODE_SERVICE_REQUEST_MAX];
+    struct fmb_error e;
+    char uid[16] = "", cpus[32] = "";
+    r.op = prolog ? NODE_OP_SETUP : NODE_OP_END;
+    r.early = prolog;
+    slurm_var (r.job, sizeof (r.job), "SLURM_JOB_ID");
+    slurm_var (r.node, sizeof (r.node), "SLURMD_NODENAME");
+    if (prolog) {
+        char *end;
+        slurm_var (uid, sizeof (uid), "SLURM_JOB_UID");
+        unsigned long u = strtoul (uid, &end, 10);
+        r.have_uid = uid[0] && !*end && u < 4294967295ul;
+        r.uid = (uint32_t)u;
+        slurm_var (r.user, sizeof (r.user), "SLURM_JOB_USER");
+        slurm_var (r.nodes, sizeof (r.nodes), "SLURM_NODELIST");
+        /* "8" or "8(x2)": this node's (every node's) count */
+        slurm_var (cpus, sizeof (cpus), "SLURM_JOB_CPUS_PER_NODE");
+        unsigned long n = strtoul (cpus, NULL, 10);
+        r.ncores = n <= (1ul << 20) ? (unsigned)n : 0;
+        slurm_var (r.hwcoll, sizeof (r.hwcoll), "SPANK_FMB_HWCOLL");
+        slurm_var (r.vni_count, sizeof (r.vni_count), "SPANK_FMB_VNIS");
+        slurm_var (r.tcs, sizeof (r.tcs), "SPANK_FMB_TCS");
     }
-    buf[n++] = '\n';
-    return node_service_send (fd, buf, n);
+    int n = node_request_encode (&r, buf, sizeof (buf), &e);
+    if (n < 0) {
+        syslog (LOG_ERR, "job %.128s: %s", r.job, e.text);
+        return -1;
+    }
+    return node_service_send (fd, buf, (size_t)n);
 }
 
 static int prolog_status (const char *job, int status, const char *reason)
@@ -164,7 +190,7 @@ int main (int argc, char **argv)
                 path);
         return run_agent (argv);
     }
-    if (send_request (fd) < 0 ||
+    if (send_request (fd, prolog) < 0 ||
         node_service_answer (fd, ANSWER_WAIT_MS, answer, sizeof (answer)) < 0) {
         /* Closed first: the service makes no prolog whose caller has
          * gone.  One it had begun (it died in it) may leave services the

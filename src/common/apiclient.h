@@ -45,6 +45,14 @@ struct api_target {
 void api_target_init (struct api_target *t,
                       const struct fmb_config *cfg,
                       const char *socket);
+/* The same for 'node' (NULL: as above, from the environment): its token
+ * where client_token_file says %n (several nodes emulated on one host).
+ * The node service, whose threads serve several jobs at once, names the
+ * node here rather than in its environment. */
+void api_target_init_node (struct api_target *t,
+                           const struct fmb_config *cfg,
+                           const char *socket,
+                           const char *node);
 /* A --broker-url option: 'urls' (one https URL or an ordered comma list)
  * replaces [api] broker_url in 'cfg', checked as the configuration is. */
 int api_config_broker_url (struct fmb_config *cfg,

@@ -17,10 +17,10 @@
  * name, else $SLURMD_NODENAME, else the short host name), so that one
  * configuration serves several nodes emulated on one host (Slurm's
  * multiple-slurmd, tests); a real node has its own file anyway. */
-static void token_path (const char *pattern, char *out, size_t len)
+static void token_path (const char *pattern, const char *given, char *out, size_t len)
 {
     const char *pct = strstr (pattern, "%n");
-    const char *node = getenv ("FMBROKER_NODE");
+    const char *node = given && *given ? given : getenv ("FMBROKER_NODE");
     char host[256] = "";
     if (!node || !*node)
         node = getenv ("SLURMD_NODENAME");
@@ -40,6 +40,14 @@ void api_target_init (struct api_target *t,
                       const struct fmb_config *cfg,
                       const char *socket)
 {
+    api_target_init_node (t, cfg, socket, NULL);
+}
+
+void api_target_init_node (struct api_target *t,
+                           const struct fmb_config *cfg,
+                           const char *socket,
+                           const char *node)
+{
     memset (t, 0, sizeof (*t));
     if (socket || !cfg->broker_url[0]) {
         t->socket = socket ? socket : cfg->socket;
@@ -48,7 +56,7 @@ void api_target_init (struct api_target *t,
     char *text = NULL;
     size_t len = 0;
     char path[FMB_CFG_PATH_MAX + 64];
-    token_path (cfg->client_token_file, path, sizeof (path));
+    token_path (cfg->client_token_file, node, path, sizeof (path));
     t->url = cfg->broker_url;
     t->ca_file = cfg->client_ca_file[0] ? cfg->client_ca_file : NULL;
     if (access (path, R_OK) < 0 && errno == EACCES) {

@@ -148,88 +148,58 @@ static bool user_context (spank_context_t ctx)
 static void node_state_dir (char *out, size_t len);
 static void step_name (uint32_t id, char *out, size_t len);
 
-/* The variables slurmd would give the job's node prolog (slurmvars.h),
- * as this step sees them, for the node service to make the job's setup
- * where no Prolog= runs.  The job, its uid, this node and its CPUs are
- * Slurm's own (the step's credential, signed by slurmctld): the CPUs go
- * as FMB_NCORES, this node's count for its CXI services' limits, never
- * into the RUN (a user could write SLURM_JOB_CPUS_PER_NODE, and size a
- * service on a node others share).  The user's name is the uid's here.
- * The node list and the job's options come from the step's environment,
- * which the job's user can change: doc/security.md says what that can
- * and cannot do. */
-struct setup_vars {
-    char *v[16];
-    int n;
-    size_t used;
-    char text[NODE_SERVICE_REQUEST_MAX];
-};
-
-static void setup_var (struct setup_vars *s, const char *name, const char *value)
-{
-    size_t left = sizeof (s->text) - s->used;
-    int w = snprintf (s->text + s->used, left, "%s=%s", name, value);
-    if (w < 0 || (size_t)w >= left ||
-        s->n + 1 >= (int)(sizeof (s->v) / sizeof (s->v[0])))
-        return; /* the service says what is missing */
-    s->v[s->n++] = s->text + s->used;
-    s->v[s->n] = NULL;
-    s->used += (size_t)w + 1;
-}
-
-static void setup_env_var (spank_t sp,
-                           struct setup_vars *s,
-                           const char *name,
-                           const char *from)
-{
-    static char value[NODE_SERVICE_REQUEST_MAX]; /* a node list may be long */
-    spank_err_t rc = spank_getenv (sp, from, value, sizeof (value));
-    if (rc == ESPANK_SUCCESS && value[0])
-        setup_var (s, name, value);
-    else if (rc == ESPANK_NOSPACE)
-        slurm_error (
-            "fmbroker: %s is longer than %zu bytes: not handed to the node "
-            "service",
-            from,
-            sizeof (value) - 1);
-}
-
+/* The job's setup request (nodeproto.h), as this step sees the job, for
+ * the node service to make where no Prolog= runs.  The job, its uid,
+ * this node and its CPUs are Slurm's own (the step's credential, signed
+ * by slurmctld): the CPUs size this node's CXI services, never the RUN
+ * (a user could write SLURM_JOB_CPUS_PER_NODE, and size a service on a
+ * node others share).  The user's name is the uid's here.  The node list
+ * and the job's options come from the step's environment, which the
+ * job's user can change: doc/security.md says what that can and cannot
+ * do. */
 static void node_name (char *out, size_t len);
 
-static void setup_request (spank_t sp, uint32_t jobid, struct setup_vars *s)
+/* The step's environment variable 'from' into 'out' (len bytes); one
+ * too long is left out, and said. */
+static void setup_env_var (spank_t sp, char *out, size_t len, const char *from)
+{
+    spank_err_t rc = spank_getenv (sp, from, out, (int)len);
+    if (rc == ESPANK_NOSPACE)
+        slurm_error ("fmbroker: %s is longer than %zu bytes: not handed to the node "
+                     "service",
+                     from,
+                     len - 1);
+    if (rc != ESPANK_SUCCESS)
+        out[0] = '\0';
+}
+
+static void setup_request (spank_t sp, uint32_t jobid, struct node_request *r)
 {
     uid_t uid = 0;
-    char text[64], pwbuf[4096];
+    char pwbuf[4096];
     struct passwd pw, *found = NULL;
-    s->n = 0;
-    s->used = 0;
-    s->v[0] = NULL;
-    setup_var (s, "FMB_SETUP", "1");
-    setup_var (s, "SLURM_SCRIPT_CONTEXT", "prolog_slurmd");
-    snprintf (text, sizeof (text), "%u", jobid);
-    setup_var (s, "SLURM_JOB_ID", text);
-    node_name (text, sizeof (text));
-    setup_var (s, "SLURMD_NODENAME", text);
+    memset (r, 0, sizeof (*r));
+    r->op = NODE_OP_SETUP;
+    snprintf (r->job, sizeof (r->job), "%u", jobid);
+    node_name (r->node, sizeof (r->node));
     if (spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS) {
-        snprintf (text, sizeof (text), "%u", (unsigned)uid);
-        setup_var (s, "SLURM_JOB_UID", text);
+        r->uid = (uint32_t)uid;
+        r->have_uid = true;
         if (getpwuid_r (uid, &pw, pwbuf, sizeof (pwbuf), &found) == 0 && found)
-            setup_var (s, "SLURM_JOB_USER", found->pw_name);
+            snprintf (r->user, sizeof (r->user), "%s", found->pw_name);
     }
     char *cores = NULL;
     int ncores = spank_get_item (sp, S_JOB_ALLOC_CORES, &cores) == ESPANK_SUCCESS
                      ? spank_cpu_count (cores)
                      : -1;
-    if (ncores > 0) {
-        snprintf (text, sizeof (text), "%d", ncores);
-        setup_var (s, "FMB_NCORES", text);
-    }
-    setup_env_var (sp, s, "SLURM_NODELIST", "SLURM_JOB_NODELIST");
+    if (ncores > 0)
+        r->ncores = (unsigned)ncores;
+    setup_env_var (sp, r->nodes, sizeof (r->nodes), "SLURM_JOB_NODELIST");
     /* the job's options: slurmd's SLURM_SPANK_* of a batch job, or what
      * the srun, sbatch or salloc that made the job set (init_post_opt) */
-    setup_env_var (sp, s, "SPANK_FMB_HWCOLL", "SLURM_SPANK_FMB_HWCOLL");
-    setup_env_var (sp, s, "SPANK_FMB_VNIS", "SLURM_SPANK_FMB_VNIS");
-    setup_env_var (sp, s, "SPANK_FMB_TCS", "SLURM_SPANK_FMB_TCS");
+    setup_env_var (sp, r->hwcoll, sizeof (r->hwcoll), "SLURM_SPANK_FMB_HWCOLL");
+    setup_env_var (sp, r->vni_count, sizeof (r->vni_count), "SLURM_SPANK_FMB_VNIS");
+    setup_env_var (sp, r->tcs, sizeof (r->tcs), "SLURM_SPANK_FMB_TCS");
 }
 
 /* slurmstepd, as root, before the step's tasks: the job's CXI services
@@ -245,7 +215,7 @@ static void setup_start (spank_t sp)
 {
     uint32_t jobid = 0, stepid = 0;
     char dir[PATH_MAX], path[PATH_MAX + 32];
-    static struct setup_vars vars; /* large: not on slurmstepd's stack */
+    static struct node_request req; /* large: not on slurmstepd's stack */
     struct fmb_error e;
     if (spank_get_item (sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
         spank_get_item (sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
@@ -265,15 +235,15 @@ static void setup_start (spank_t sp)
         return;
     }
     step.setup_t0 = fmb_monotime_ms ();
-    setup_request (sp, jobid, &vars);
-    int rc = node_service_setup_start (&step.setup, dir, vars.v, &e);
+    setup_request (sp, jobid, &req);
+    int rc = node_service_call_start (&step.setup, dir, &req, &e);
     /* A service restarting (systemctl restart, a package upgrade) has no
      * socket for a moment: fail_closed waits a little for it, fail_open
      * (nodes that may have no service at all) does not. */
     while (rc == 0 && conf.policy == SPANK_FAIL_CLOSED &&
            fmb_monotime_ms () - step.setup_t0 < SERVICE_RESTART_WAIT_MS) {
         usleep (100 * 1000);
-        rc = node_service_setup_start (&step.setup, dir, vars.v, &e);
+        rc = node_service_call_start (&step.setup, dir, &req, &e);
     }
     if (rc < 0) {
         slurm_error ("fmbroker: job %s step %s: %s", step.job, step.step, e.text);

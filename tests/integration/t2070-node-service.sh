@@ -54,11 +54,13 @@ if sys.argv[2] == "answer":
     print(s.recv(256).decode(), end="")
 s.close()' "$sock" "$1" "$2"
 }
+# request OP KEY=VALUE...: the node service's request (nodeproto.h)
+request () { printf 'fmbroker-node/1 %s\n' "$1"; shift; printf '%s\n' "$@"; echo; }
 # The wait a step's slurmstepd (the SPANK plugin) and the epilog make
-# for the prologs handed to the service: answered once they are made.
-setup_wait () { to_service answer "SLURM_JOB_ID=$1"$'\n'"FMB_WAIT=1"$'\n\n'; }
-expect_ok 'the service starts, its socket root'"'"'s alone' '
-    start_service && test "$(stat -c "%a %u" "$sock")" = "600 0"
+# for the job's setup handed to the service: answered once it is made.
+setup_wait () { to_service answer "$(request wait "job=$1")"$'\n\n'; }
+expect_ok 'the service starts, its socket open to all (each caller'"'"'s uid is checked)' '
+    start_service && test "$(stat -c "%a %u" "$sock")" = "666 0"
 '
 one_conn () { test "$(service_conns | wc -l)" = 1; }
 expect_ok 'the service opens its broker connection ahead of any job (within 3 s of its start), and keeps it' '
@@ -74,12 +76,12 @@ expect_ok 'a job'"'"'s prolog handed to the service: RUN, services on both NICs,
 '
 expect_ok 'the next jobs use the same TLS connection to the broker' '
     first=$(service_conns) && test "$(echo "$first" | wc -l)" = 1 && test -n "$first" &&
-    prolog 2 && prolog 3 && test "$(setup_wait 3)" = "0	" &&
+    prolog 2 && test "$(setup_wait 2)" = "0	" && prolog 3 && test "$(setup_wait 3)" = "0	" &&
     test "$(service_conns)" = "$first" &&
     test "$(uid_services 65534)" = 6
 '
 # A step's end as the SPANK plugin in node 0's slurmstepd sends it.
-step_end () { to_service answer "SLURM_JOB_ID=$1"$'\n'"FMB_STEP=$2"$'\n\n'; }
+step_end () { to_service answer "$(request step-end "job=$1" "step=$2")"$'\n\n'; }
 mcast () { # JOB STEP: a tree, made the way libfabric does
     run=$(rm_call GET "/v1/jobs/$1") &&
     curl -s -o /dev/null -w "%{http_code}" -H "Content-Type: application/json" \
@@ -98,14 +100,17 @@ expect_ok 'a step'"'"'s end through the service: answered at once, that step'"'"
 expect_ok 'a step'"'"'s end that names no valid job is refused' '
     step_end ../1 0 | grep -q "^2	" && grep -q "a step.s end without a valid job and step" "$T/serve.log"
 '
-expect_ok 'a caller that is not root gets no service, even through an open socket' '
-    chmod 666 "$sock" && n=$(uid_services 65534) &&
+expect_ok 'a caller that is not root gets no prolog, end or step end of any job' '
+    n=$(uid_services 65534) &&
     { as_user 65534 env SLURM_SCRIPT_CONTEXT=prolog_slurmd SLURM_JOB_ID=9 SLURMD_NODENAME=n1 \
         SLURM_JOB_UID=65534 SLURM_NODELIST=n1 FMBROKER_CXI_SERVICE="$sock" \
         FMBROKER_CXI_PROGRAM=/bin/false "$FMB_BIN/fmbroker-slurm-prolog" 2>/dev/null || :; } &&
-    chmod 600 "$sock" &&
     test "$(uid_services 65534)" = "$n" && test ! -e "$T/n1.rec/9.json" &&
-    grep -q "request from uid 65534 (pid [0-9]*) refused: root'"'"'s only" "$T/serve.log"
+    grep -q "a request (setup) from uid 65534 (pid [0-9]*) refused: root'"'"'s only" "$T/serve.log" &&
+    as_user 65534 /usr/bin/python3 -c "import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall((sys.argv[2] + chr(10) * 2).encode()); print(s.recv(256).decode(), end=\"\")" "$sock" "$(request end job=1)" |
+        grep -qx "2	root.s only" && test "$(uid_services 65534)" = "$n"
 '
 expect_ok 'the broker away: the prolog exits 0 and the job'"'"'s record says the job'"'"'s own reason' '
     stop_broker &&
@@ -122,7 +127,7 @@ expect_ok 'the broker back: the service connects again, the next job gets its se
 # slurmstepd on the node hands the service the job's setup (the
 # variables slurmd would give a prolog, and FMB_SETUP) and waits.
 step_setup () {
-    to_service answer "FMB_SETUP=1"$'\n'"SLURM_SCRIPT_CONTEXT=prolog_slurmd"$'\n'"SLURM_JOB_ID=$1"$'\n'"SLURMD_NODENAME=n1"$'\n'"SLURM_JOB_UID=65534"$'\n'"SLURM_JOB_USER=nobody"$'\n'"SLURM_NODELIST=n[1-2]"$'\n'"SPANK_FMB_VNIS=2"$'\n\n'
+    to_service answer "$(request setup "job=$1" node=n1 uid=65534 user=nobody "nodes=n[1-2]" vni_count=2)"$'\n\n'
 }
 expect_ok 'a step'"'"'s setup where no Prolog= runs: answered once the job'"'"'s services and records are made; a second step'"'"'s makes nothing' '
     # the FM slow to answer the RUN'"'"'s reservation: the answer waits for it
@@ -137,7 +142,7 @@ expect_ok 'a step'"'"'s setup where no Prolog= runs: answered once the job'"'"'s
 '
 expect_ok 'a step'"'"'s setup that names no valid job is refused with why, and makes nothing' '
     step_setup ../7 | grep -qx "2	not a job id" && test "$(uid_services 65534)" = 10 &&
-    grep -q "a step.s setup without a valid job id: refused" "$T/serve.log"
+    grep -q "a request (setup) without a valid job id: refused" "$T/serve.log"
 '
 # slurmd's Epilog= beside the service: fmbroker-slurm-prolog hands it
 # the job's epilog and exits with its status; FALLBACK, the program run
@@ -169,7 +174,7 @@ queued_step_end () {
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 open(sys.argv[2] + ".connected", "w").close()
-s.sendall(("SLURM_JOB_ID=%s\nFMB_STEP=%s\n\n" % (sys.argv[3], sys.argv[4])).encode())
+s.sendall(("fmbroker-node/1 step-end\njob=%s\nstep=%s\n\n" % (sys.argv[3], sys.argv[4])).encode())
 open(sys.argv[2], "w").write(s.recv(256).decode())' "$sock" "$1" "$2" "$3" &
     wait_for 50 0.1 test -e "$1.connected"
 }
@@ -246,13 +251,13 @@ expect_ok '... and services it cannot destroy: the epilog exits 1 (slurmd drains
     test "$(n1_report 2)" = failed &&
     rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\" and .job == \"2\")" >/dev/null
 '
-bad_epilog () { to_service answer "SLURM_SCRIPT_CONTEXT=epilog_slurmd"$'\n'"SLURM_JOB_ID=../5"$'\n\n'; }
+bad_epilog () { to_service answer "$(request end job=../5)"$'\n\n'; }
 expect_ok '... and an epilog that names no valid job is refused with why' '
-    bad_epilog | grep -qx "2	not a job id" && grep -q "an epilog without a valid job id: refused" "$T/serve.log"
+    bad_epilog | grep -qx "2	not a job id" && grep -q "a request (end) without a valid job id: refused" "$T/serve.log"
 '
 # A caller that gives up before its turn (slurmd killed its prolog).
 gone_caller () {
-    to_service hang-up "SLURM_SCRIPT_CONTEXT=prolog_slurmd"$'\n'"SLURM_JOB_ID=$1"$'\n'"SLURMD_NODENAME=n1"$'\n'"SLURM_JOB_UID=65534"$'\n'"SLURM_NODELIST=n1"$'\n\n'
+    to_service hang-up "$(request setup "job=$1" node=n1 uid=65534 nodes=n1)"$'\n\n'
 }
 # slurmd's Epilog= for JOB on n1: fmbroker-cxi, here with a broker that
 # refuses at once (its report is kept for later)
@@ -272,6 +277,9 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $silent)); s.listen(8); time.sleep(3
     sed "s|^broker_url = .*|broker_url = https://127.0.0.1:$silent|" "$T/node-run.conf" >"$T/silent.conf" &&
     sed "s|^broker_url = .*|broker_url = https://127.0.0.1:$refused|" "$T/node-run.conf" >"$T/refused.conf" &&
     cp "$T/node-run.conf" "$T/node-run.conf.good" && cp "$T/silent.conf" "$T/node-run.conf" || return 1
+    # the service reads its configuration once, and again on SIGHUP
+    kill -HUP "$(cat "$T/serve.pid")" &&
+        wait_for 50 0.1 grep -q "SIGHUP: the configuration is reloaded" "$T/serve.log" || return 1
     printf "#!/bin/sh\ntouch %s/fallback.\$SLURM_JOB_ID\n" "$T" >"$T/marker.sh" && chmod 755 "$T/marker.sh"
     # a record an earlier run of job 21 left (requeued): gone once the
     # service takes the job, before its setup, so no step reads it
@@ -296,8 +304,8 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $silent)); s.listen(8); time.sleep(3
     read -r erc eend <"$T/epilog21.end" &&
     test $((t21 - t0)) -lt 1000 && test "$erc" = 0 && test $((eend - t0)) -ge 4000 &&
     test ! -e "$T/n1.rec/21.env" && grep -q "job 21: .*timed out" "$T/serve.log" &&
-    jq -e ".services == 0 and (.reason | test(\"timed out.* ms ago; tried again 2 s after\"))" "$T/n1.rec/23.env" >/dev/null &&
-    test ! -e "$T/n1.rec/22.json" && test ! -e "$T/n1.rec/22.env" && grep -q "job 22: its prolog stopped waiting before its turn" "$T/serve.log" &&
+    jq -e ".services == 0 and (.reason | test(\"job 23: .*timed out\"))" "$T/n1.rec/23.env" >/dev/null &&
+    test ! -e "$T/n1.rec/22.json" && test ! -e "$T/n1.rec/22.env" && grep -q "job 22: its setup.s caller stopped waiting before its turn" "$T/serve.log" &&
     test ! -e "$T/fallback.21" && test ! -e "$T/fallback.23" && test ! -e "$sock" &&
     test $((t1 - t0)) -lt 14000
 '

@@ -95,6 +95,9 @@ static void defaults_and_names (void **state)
     assert_int_equal (a.cmd, AGENT_SERVE);
     assert_string_equal (a.listen, "/s/x.sock");
     assert_string_equal (a.state_dir, "/s");
+    /* ... and the node it serves (its reports, its token's %n) */
+    assert_int_equal (parse ("serve --node n7", &a, &e), 0);
+    assert_string_equal (a.node, "n7");
 }
 
 /* Each refused line and a word its message must contain. */
@@ -138,10 +141,10 @@ static void refuses_with_a_reason (void **state)
         {"env --job 42 --run {}", "--run: prolog only"},
         {"prolog --job 42 --run {} --uid 1 --vnis 7", "not with --uid/--vnis"},
         {"prolog --job 42 --run [1]", "a RUN request"},
-        {"list --lnx=1", "unknown option '--lnx=1'"},
+        {"serve --ncores 4", "serve takes only"},
         /* the service takes its runs' setup only: a job is the caller's */
         {"serve --job 42", "serve takes only -c, --libcxi"},
-        {"serve --node n1", "serve takes only"},
+        {"serve --uid 1", "serve takes only"},
         {"prolog --job 42 --listen /x", "--listen: serve only"},
     };
     for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {

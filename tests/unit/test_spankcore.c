@@ -311,7 +311,7 @@ static void service_wait_outcomes (void **state)
         char buf[256] = "";
         int fd = accept (lfd, NULL, NULL);
         ssize_t n = read (fd, buf, sizeof (buf) - 1);
-        bool ok = n > 0 && strcmp (buf, "SLURM_JOB_ID=42\nFMB_WAIT=1\n\n") == 0;
+        bool ok = n > 0 && strcmp (buf, "fmbroker-node/1 wait\njob=42\n\n") == 0;
         if (ok)
             (void)!write (fd, "0\t\n", 3);
         _exit (ok ? 0 : 1);
@@ -331,38 +331,76 @@ static void service_wait_outcomes (void **state)
     close (lfd);
 }
 
-/* A step's setup request: the variables one per line, then an empty
- * line, sent at once and answered later (the plugin reads the answer in
- * another callback); a value with a newline is refused, not sent; no
- * service is 0; a line of callers that is full is an error that says so
- * (the call does not hang). */
+/* A step's setup request: the typed request (nodeproto.h) sent at once
+ * and answered later (the plugin reads the answer in another callback);
+ * a value with a newline is refused, not sent; no service is 0; a line
+ * of callers that is full is an error that says so (the call does not
+ * hang). */
 static void service_setup_request (void **state)
 {
     const char *dir = *state;
     struct fmb_error e;
     struct node_service_call c;
     char line[64];
-    char *vars[] = {"FMB_SETUP=1", "SLURM_JOB_ID=42", "SLURM_JOB_UID=65534", NULL};
-    assert_int_equal (node_service_setup_start (&c, dir, vars, &e), 0);
+    struct node_request req = {.op = NODE_OP_SETUP, .job = "42", .have_uid = true,
+                               .uid = 65534};
+    assert_int_equal (node_service_call_start (&c, dir, &req, &e), 0);
     /* backlog 0: one caller waits in line, the next finds it full */
     int lfd = listen_in (dir, 0);
-    assert_int_equal (node_service_setup_start (&c, dir, vars, &e), 1);
+    assert_int_equal (node_service_call_start (&c, dir, &req, &e), 1);
     struct node_service_call full;
-    assert_int_equal (node_service_setup_start (&full, dir, vars, &e), -1);
+    assert_int_equal (node_service_call_start (&full, dir, &req, &e), -1);
     assert_non_null (strstr (e.text, "its line of callers is full"));
     int fd = accept (lfd, NULL, NULL);
     char buf[256] = "";
     assert_true (read (fd, buf, sizeof (buf) - 1) > 0);
-    assert_string_equal (buf, "FMB_SETUP=1\nSLURM_JOB_ID=42\nSLURM_JOB_UID=65534\n\n");
+    assert_string_equal (buf, "fmbroker-node/1 setup\njob=42\nuid=65534\n\n");
     assert_int_equal (write (fd, "0\t\n", 3), 3);
     assert_int_equal (node_service_call_finish (&c, 1000, line, sizeof (line), &e), 0);
     assert_string_equal (line, "0\t");
     assert_int_equal (c.fd, -1);
     close (fd);
-    char *bad[] = {"SLURM_NODELIST=n1\nFMB_WAIT=1", NULL};
-    assert_int_equal (node_service_setup_start (&c, dir, bad, &e), -1);
-    assert_non_null (strstr (e.text, "cannot be sent"));
+    struct node_request bad = {.op = NODE_OP_SETUP, .job = "42",
+                               .nodes = "n1\nFMB_WAIT=1"};
+    assert_int_equal (node_service_call_start (&c, dir, &bad, &e), -1);
+    assert_non_null (strstr (e.text, "nodes holds a newline"));
     close (lfd);
+}
+
+/* The request's wire form decodes to the same request; what is wrong is
+ * named, and a newer client's unknown keys pass. */
+static void request_round_trip (void **state)
+{
+    (void)state;
+    struct fmb_error e;
+    struct node_request in = {.op = NODE_OP_SETUP, .job = "7", .node = "n1",
+                              .early = true, .have_uid = true, .uid = 1000,
+                              .user = "alice", .nodes = "n[1-2]", .ncores = 8,
+                              .hwcoll = "on", .vni_count = "2", .tcs = "0x3"};
+    struct node_request out;
+    char buf[1024];
+    int n = node_request_encode (&in, buf, sizeof (buf), &e);
+    assert_true (n > 0);
+    assert_string_equal (buf + n - 2, "\n\n");
+    buf[n - 1] = '\0';
+    assert_int_equal (node_request_decode (buf, &out, &e), 0);
+    assert_memory_equal (&in, &out, sizeof (in));
+    char unknown[] = "fmbroker-node/1 end\njob=7\nfuture=1";
+    assert_int_equal (node_request_decode (unknown, &out, &e), 0);
+    assert_int_equal (out.op, NODE_OP_END);
+    char other[] = "SLURM_JOB_ID=7\nFMB_WAIT=1";
+    assert_int_equal (node_request_decode (other, &out, &e), -1);
+    assert_non_null (strstr (e.text, "not a node service request"));
+    char op[] = "fmbroker-node/1 destroy-everything\njob=7";
+    assert_int_equal (node_request_decode (op, &out, &e), -1);
+    assert_non_null (strstr (e.text, "unknown node service operation"));
+    char uid[] = "fmbroker-node/1 setup\njob=7\nuid=-1";
+    assert_int_equal (node_request_decode (uid, &out, &e), -1);
+    assert_non_null (strstr (e.text, "uid"));
+    char noeq[] = "fmbroker-node/1 setup\njob";
+    assert_int_equal (node_request_decode (noeq, &out, &e), -1);
+    assert_int_equal (node_request_encode (&in, buf, 40, &e), -1);
+    assert_non_null (strstr (e.text, "longer than 40 bytes"));
 }
 
 /* The credential's CPU list of this node, counted. */
@@ -390,6 +428,7 @@ int main (void)
         cmocka_unit_test (options_hwcoll_and_vnis),
         cmocka_unit_test (options_tcs_within_the_allowed_set),
         cmocka_unit_test (cpu_lists_counted),
+        cmocka_unit_test (request_round_trip),
         cmocka_unit_test_setup_teardown (
             record_with_services_gives_the_env, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown (

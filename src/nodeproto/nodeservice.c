@@ -13,6 +13,7 @@
 
 #include "jobrecord.h"
 #include "monotime.h"
+#include "nodeproto.h"
 
 int node_service_connect (const char *path, bool nonblock)
 {
@@ -93,10 +94,14 @@ static int connect_in (const char *state_dir, bool nonblock, char *path, size_t 
 
 int node_service_call_start (struct node_service_call *c,
                              const char *state_dir,
-                             const char *req,
-                             size_t n,
+                             const struct node_request *r,
                              struct fmb_error *e)
 {
+    static __thread char req[NODE_SERVICE_REQUEST_MAX]; /* large: off the stack */
+    int n = node_request_encode (r, req, sizeof (req), e);
+    c->fd = -1;
+    if (n < 0)
+        return -1;
     /* non-blocking: a full line of callers is an error, not a hang */
     c->fd = connect_in (state_dir, true, c->path, sizeof (c->path));
     if (c->fd < 0 && (errno == ENOENT || errno == ECONNREFUSED))
@@ -106,7 +111,7 @@ int node_service_call_start (struct node_service_call *c,
             e, "the node service at %s: its line of callers is full", c->path);
     if (c->fd < 0)
         return fmb_errorf (e, "the node service at %s: %s", c->path, strerror (errno));
-    if (node_service_send (c->fd, req, n) < 0) {
+    if (node_service_send (c->fd, req, (size_t)n) < 0) {
         int err = errno;
         close (c->fd);
         c->fd = -1;
@@ -143,44 +148,19 @@ int node_service_wait (const char *state_dir,
                        struct fmb_error *e)
 {
     struct node_service_call c;
-    char req[256], line[64];
-    int n = snprintf (req, sizeof (req), "SLURM_JOB_ID=%s\nFMB_WAIT=1\n\n", job);
-    if (n < 0 || (size_t)n >= sizeof (req)) {
+    struct node_request r = {.op = NODE_OP_WAIT};
+    char line[64];
+    if (strlen (job) >= sizeof (r.job)) {
         errno = EINVAL;
         return fmb_errorf (e, "job '%.32s': not a job id", job);
     }
-    int rc = node_service_call_start (&c, state_dir, req, (size_t)n, e);
+    strcpy (r.job, job);
+    int rc = node_service_call_start (&c, state_dir, &r, e);
     if (rc <= 0)
         return rc;
     /* Its arrival is what counts, whatever it says. */
     return node_service_call_finish (&c, timeout_ms, line, sizeof (line), e) < 0 ? -1
                                                                                  : 1;
-}
-
-int node_service_setup_start (struct node_service_call *c,
-                              const char *state_dir,
-                              char *const *vars,
-                              struct fmb_error *e)
-{
-    char req[NODE_SERVICE_REQUEST_MAX];
-    size_t n = 0;
-    for (char *const *v = vars; *v; v++) {
-        size_t len = strlen (*v);
-        if (strchr (*v, '\n') || n + len + 2 >= sizeof (req)) {
-            /* the variable's name only: its value is the job's user's */
-            errno = EINVAL;
-            return fmb_errorf (e,
-                               "the job's setup request: %.*s cannot be sent (a "
-                               "newline, or too long)",
-                               (int)strcspn (*v, "=\n"),
-                               *v);
-        }
-        memcpy (req + n, *v, len);
-        req[n + len] = '\n';
-        n += len + 1;
-    }
-    req[n++] = '\n';
-    return node_service_call_start (c, state_dir, req, n, e);
 }
 
 int node_service_step_end (const char *state_dir,
@@ -189,7 +169,12 @@ int node_service_step_end (const char *state_dir,
                            struct fmb_error *e)
 {
     char path[PATH_MAX], req[512];
-    int n = snprintf (req, sizeof (req), "SLURM_JOB_ID=%s\nFMB_STEP=%s\n\n", job, step);
+    struct node_request r = {.op = NODE_OP_STEP_END};
+    snprintf (r.job, sizeof (r.job), "%s", job);
+    snprintf (r.step, sizeof (r.step), "%s", step);
+    int n = node_request_encode (&r, req, sizeof (req), e);
+    if (n < 0)
+        return -1;
     /* Non-blocking, and no wait for the answer: a service busy with a
      * prolog (or gone) must not hold srun's end.  A request written is
      * the service's: it makes the call when it gets to it, or, stopping,

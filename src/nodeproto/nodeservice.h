@@ -1,20 +1,22 @@
-/* nodeservice.h: a request to the node service (fmbroker-cxi serve,
- * src/agent/serve.h) from the other root processes on a compute node:
- * the SPANK plugin in slurmstepd, Prolog= (fmbroker-slurm-prolog) and
- * the node epilog.
+/* nodeservice.h: calling the node service (fmbroker-cxi serve,
+ * src/agent/serve.h) from the other processes on a compute node: the
+ * SPANK plugin in slurmstepd, Prolog=/Epilog= (fmbroker-slurm-prolog),
+ * the node epilog, the Flux job shell.  The request is nodeproto.h's.
  *
- * Why here: the job's first step on a node asks the service for the
- * job's setup (no Prolog=: slurmd runs nothing before the step), or the
+ * Why: the job's first step on a node asks the service for the job's
+ * setup (no Prolog=: slurmd runs nothing before the step), or the
  * service took the job from slurmd's Prolog= and answered at once,
  * before the job's CXI services were made.  Whoever needs the services
  * made (the step, before its tasks; the epilog, before it destroys them)
- * asks the service: it serves one request at a time, in order, so its
- * answer comes after every prolog handed to it before.  libc alone
- * (fmbroker-slurm-prolog builds it in). */
+ * asks the service: it serves each job's requests in the order they
+ * came, one at a time (other jobs' meanwhile), so its answer comes after
+ * that job's setup handed to it before.  libc alone (fmbroker-slurm-prolog
+ * builds it in). */
 #ifndef FMB_COMMON_NODESERVICE_H
 #define FMB_COMMON_NODESERVICE_H
 
 #include "error.h"
+#include "nodeproto.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -38,8 +40,7 @@ int node_service_answer (int fd, int timeout_ms, char *line, size_t len);
 #define NODE_SERVICE_WAIT_MS (60 * 1000)
 
 /* Wait until the node service at STATE_DIR/service.sock has finished
- * every prolog handed to it so far ('job', the one the caller needs,
- * goes in the request).  1: it answered (any answer: a service older
+ * what it was handed for 'job' so far.  1: it answered (any answer: a service older
  * than the wait made its prologs before answering them); 0: no service
  * listens there (none, or one that died: nothing of it is in the
  * making); -1 with 'e' saying why (its line is full, no answer in
@@ -69,13 +70,13 @@ struct node_service_call {
     char path[PATH_MAX]; /* the socket, for the messages */
 };
 
-/* Connect to STATE_DIR/service.sock and send 'req' (n bytes): 1 sent,
- * 0 no service listens there (none, or one that died), -1 with 'e' (its
- * line of callers is full, the socket failed). */
+/* Connect to STATE_DIR/service.sock and send 'req': 1 sent, 0 no
+ * service listens there (none, or one that died), -1 with 'e' (its line
+ * of callers is full, the socket failed, a request that cannot be
+ * sent). */
 int node_service_call_start (struct node_service_call *c,
                              const char *state_dir,
-                             const char *req,
-                             size_t n,
+                             const struct node_request *req,
                              struct fmb_error *e);
 
 /* The answer line of a call started, into 'line'; the call closed.  -1
@@ -86,18 +87,6 @@ int node_service_call_finish (struct node_service_call *c,
                               int timeout_ms,
                               char *line,
                               size_t len,
-                              struct fmb_error *e);
-
-/* The job's setup on this node by the node service, for the job's first
- * step where no Prolog= made it: 'vars' (NAME=VALUE, NULL-terminated) are
- * the variables slurmd gives a prolog (slurmvars.h) and FMB_SETUP=1.  The
- * service makes the job's prolog unless its record is there by its turn
- * (a prolog handed over, or another step, made it first), and answers
- * once it is made: the outcome is the job's record.  As
- * node_service_call_start. */
-int node_service_setup_start (struct node_service_call *c,
-                              const char *state_dir,
-                              char *const *vars,
                               struct fmb_error *e);
 
 /* A step's end handed to the node service, which makes the broker's call
