@@ -44,7 +44,8 @@ struct engine *engine_create (const struct agent *service)
     eng->cfg = service->cfg;
     eng->args = service->args;
     eng->libcxi_given = service->args.libcxi != service->cfg.cxi_libcxi;
-    const char *node = service->args.node ? service->args.node : getenv ("FMBROKER_NODE");
+    const char *node =
+        service->args.node ? service->args.node : getenv ("FMBROKER_NODE");
     if (node && valid_node_name (node))
         snprintf (eng->node, sizeof (eng->node), "%s", node);
     else {
@@ -174,16 +175,18 @@ static void keep_reason (const struct agent *run, const struct node_request *req
         jobrecord_path (path, sizeof (path), run->args.state_dir, req->job) < 0 ||
         access (path, F_OK) == 0)
         return;
-    if (jobrecord_write_reason (run->args.state_dir, req->job, req->uid,
-                                run->final_reason, &e) < 0)
+    if (jobrecord_write_reason (
+            run->args.state_dir, req->job, req->uid, run->final_reason, &e) < 0)
         fmb_log (LOG_ERR, "job %s: %s", req->job, e.text);
 }
 
 /* The job's RUN body from the request, when this node makes the RUN
  * (Slurm's launch setup: [api] node_run); NULL when it does not, or with
  * *failed set. */
-static char *run_body (const struct agent *run, const struct node_request *req,
-                       int64_t caller_uid, bool *failed)
+static char *run_body (const struct agent *run,
+                       const struct node_request *req,
+                       int64_t caller_uid,
+                       bool *failed)
 {
     struct fmb_error e;
     char cpus[16] = "";
@@ -198,8 +201,14 @@ static char *run_body (const struct agent *run, const struct node_request *req,
      * node's, never the RUN's (its user could change it) */
     if (req->early && req->ncores)
         snprintf (cpus, sizeof (cpus), "%u", req->ncores);
-    char *body = slurm_run_request (req->uid, req->user, req->nodes, cpus,
-                                    req->hwcoll, req->vni_count, req->tcs, &e);
+    char *body = slurm_run_request (req->uid,
+                                    req->user,
+                                    req->nodes,
+                                    cpus,
+                                    req->hwcoll,
+                                    req->vni_count,
+                                    req->tcs,
+                                    &e);
     if (!body) {
         fmb_log (LOG_ERR, "job %s: %s", req->job, e.text);
         *failed = true;
@@ -227,8 +236,10 @@ void engine_setup (struct engine *eng,
     char *body = run_body (run, req, caller_uid, &failed);
     run->args.run = body;
     if (failed)
-        out->status = agent_fail_job (run, "job %s: the RUN request could not be made "
-                                      "(no uid, or out of memory)", req->job);
+        out->status = agent_fail_job (run,
+                                      "job %s: the RUN request could not be made "
+                                      "(no uid, or out of memory)",
+                                      req->job);
     else
         out->status = cmd_prolog (run);
     if (out->status != 0) {
@@ -269,7 +280,9 @@ void engine_end (struct engine *eng,
                  "job %s: the epilog could not run (exit %d): its CXI services may be "
                  "left behind and its VNIs stay quarantined; fix it, then run: "
                  "fmbroker-cxi housekeeping --job %s",
-                 req->job, rc, req->job);
+                 req->job,
+                 rc,
+                 req->job);
         rc = 0;
     }
     out->status = rc;
@@ -290,7 +303,8 @@ int engine_step_end (struct engine *eng, const char *path, bool *away)
     run->single_try = true; /* tried again never: the job's end deletes all */
     rc = agent_broker_call (run, "DELETE", path, NULL, NULL, &e);
     if (rc < 0)
-        fmb_log (LOG_WARNING, "step cleanup: %s (the job's end deletes its trees)", e.text);
+        fmb_log (
+            LOG_WARNING, "step cleanup: %s (the job's end deletes its trees)", e.text);
     else
         fmb_log (LOG_DEBUG, "step cleanup: DELETE %s done", path);
     *away = run->broker_down;
@@ -321,8 +335,8 @@ void engine_warm (struct engine *eng, bool *local)
         *local = true;
     else if (!api_keep_is_open (run->keep)) {
         if (agent_broker_call (run, "GET", "/v1/health", NULL, NULL, &e) < 0)
-            fmb_log (LOG_INFO, "the broker's connection, opened ahead of jobs: %s",
-                     e.text);
+            fmb_log (
+                LOG_INFO, "the broker's connection, opened ahead of jobs: %s", e.text);
         else
             fmb_log (LOG_DEBUG, "the broker's connection opened ahead of jobs");
     }

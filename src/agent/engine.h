@@ -24,8 +24,8 @@ struct engine;
 
 /* What one call did. */
 struct engine_outcome {
-    int status;  /* 0 done; EXIT_FAIL (an end: drain); NODE_SERVICE_BUSY; EXIT_USAGE */
-    bool kept;   /* a report left for engine_deliver (the broker was not away) */
+    int status; /* 0 done; EXIT_FAIL (an end: drain); NODE_SERVICE_BUSY; EXIT_USAGE */
+    bool kept;  /* a report left for engine_deliver (the broker was not away) */
     char why[sizeof (((struct agent *)0)->final_reason)]; /* "" when 0 */
 };
 

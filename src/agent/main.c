@@ -165,7 +165,10 @@ static int run (struct agent *ag)
 /* The command line parsed, the configuration read, the command run;
  * the exit status.  Run by slurmd (hook->active), the prolog makes the
  * job's RUN when this node's configuration says so. */
-static int parse_and_run (struct agent *ag, struct slurm_hook *hook, int argc, char **argv)
+static int parse_and_run (struct agent *ag,
+                          struct slurm_hook *hook,
+                          int argc,
+                          char **argv)
 {
     struct fmb_error e;
     if (agent_args_parse (argc, argv, &ag->args, &e) < 0) {

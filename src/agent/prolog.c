@@ -241,7 +241,9 @@ int cmd_prolog (struct agent *ag)
         ag->lib.free_device_list (dl);
         fmb_log (LOG_WARNING,
                  "job %s: uid %lld asked for its setup, but it is uid %u's: refused",
-                 f.id, (long long)ag->caller_uid, f.uid);
+                 f.id,
+                 (long long)ag->caller_uid,
+                 f.uid);
         return agent_fail_job (ag, "job %s is not this user's", f.id);
     }
     int done = without_services (ag, &f);

@@ -32,10 +32,10 @@
 /* A user (not root) may have this many requests in the service at once,
  * and all users together half the workers: root's callers (slurmd's
  * hooks, slurmstepd) always find a worker. */
-#define USER_CALLS_MAX    4
-#define USER_WORKERS_MAX  (SERVE_WORKERS / 2)
-#define USERS_TRACKED     USER_WORKERS_MAX
-#define ENDED_REMEMBERED  256 /* jobs ended here: no user sets them up again */
+#define USER_CALLS_MAX   4
+#define USER_WORKERS_MAX (SERVE_WORKERS / 2)
+#define USERS_TRACKED    USER_WORKERS_MAX
+#define ENDED_REMEMBERED 256 /* jobs ended here: no user sets them up again */
 /* The broker's bookkeeping (the nodes' reports, the steps' ends) waits
  * until no caller came for IDLE_MS, or at most DEFER_MAX_MS: it does not
  * take the CPU the job's tasks start on. */
@@ -317,15 +317,20 @@ static void step_end (struct service *svc, int fd, const struct node_request *r)
     struct deferred *d = &svc->d;
     bool full = d->nsteps == STEPS_MAX;
     if (!full) {
-        snprintf (d->steps[d->nsteps++], sizeof (d->steps[0]), "/v1/jobs/%s/steps/%s",
-                  r->job, r->step);
+        snprintf (d->steps[d->nsteps++],
+                  sizeof (d->steps[0]),
+                  "/v1/jobs/%s/steps/%s",
+                  r->job,
+                  r->step);
         defer_locked (svc);
     }
     pthread_mutex_unlock (&svc->mu);
     if (full) {
         fmb_log (LOG_WARNING,
                  "job %s step %s: %d step ends wait already: left to the job's end",
-                 r->job, r->step, STEPS_MAX);
+                 r->job,
+                 r->step,
+                 STEPS_MAX);
         answer (fd, EXIT_FAIL, "too many step ends waiting");
         return;
     }
@@ -349,7 +354,8 @@ static void drop_steps (struct service *svc, const char *job)
     if (kept < had)
         fmb_log (LOG_DEBUG,
                  "job %s: %u step end(s) dropped: the job's end deletes its trees",
-                 job, had - kept);
+                 job,
+                 had - kept);
 }
 
 static void report_kept (struct service *svc, bool kept)
@@ -375,14 +381,18 @@ static bool record_there (struct service *svc, const char *job)
  * id (requeued) removed first.  Otherwise (a step's or a job shell's)
  * made unless the job's record is there by its turn, answered once made.
  * A user's only for a job of its own that has not ended here. */
-static void setup (struct service *svc, const struct caller *c, const struct node_request *r)
+static void setup (struct service *svc,
+                   const struct caller *c,
+                   const struct node_request *r)
 {
     struct engine_outcome out;
     struct fmb_error e;
     bool user = c->uid != 0;
     if (user && job_ended (svc, r->job)) {
-        fmb_log (LOG_WARNING, "job %s: uid %u asked for its setup after its end: refused",
-                 r->job, (unsigned)c->uid);
+        fmb_log (LOG_WARNING,
+                 "job %s: uid %u asked for its setup after its end: refused",
+                 r->job,
+                 (unsigned)c->uid);
         answer (c->fd, EXIT_FAIL, "the job has ended on this node");
         return;
     }
@@ -398,17 +408,24 @@ static void setup (struct service *svc, const struct caller *c, const struct nod
     if (!r->early && caller_gone (c->fd)) {
         fmb_log (LOG_WARNING,
                  "job %s: its setup's caller stopped waiting before its turn: not made "
-                 "here", r->job);
+                 "here",
+                 r->job);
         return turn_give (svc, t);
     }
     int64_t t0 = fmb_monotime_ms ();
     engine_setup (svc->eng, r, user ? (int64_t)c->uid : -1, &out);
     char whose[64] = "";
     if (user)
-        snprintf (whose, sizeof (whose), ", for its job shell (uid %u)", (unsigned)c->uid);
-    fmb_log (LOG_DEBUG, "job %s: prolog made in %lld ms (exit %d%s)", r->job,
-             (long long)(fmb_monotime_ms () - t0), out.status,
-             r->early ? "" : user ? whose : ", for its first step");
+        snprintf (
+            whose, sizeof (whose), ", for its job shell (uid %u)", (unsigned)c->uid);
+    fmb_log (LOG_DEBUG,
+             "job %s: prolog made in %lld ms (exit %d%s)",
+             r->job,
+             (long long)(fmb_monotime_ms () - t0),
+             out.status,
+             r->early ? ""
+             : user   ? whose
+                      : ", for its first step");
     turn_give (svc, t);
     if (!r->early)
         answer (c->fd, out.status, out.why);
@@ -421,7 +438,9 @@ static void setup (struct service *svc, const struct caller *c, const struct nod
  * use (the caller then runs fmbroker-cxi, whose epilog waits for it: the
  * service serves others meanwhile).  One whose caller has gone is not
  * made: the caller ran fmbroker-cxi. */
-static void end (struct service *svc, const struct caller *c, const struct node_request *r)
+static void end (struct service *svc,
+                 const struct caller *c,
+                 const struct node_request *r)
 {
     struct engine_outcome out;
     struct job_turn *t = turn_take (svc, r->job);
@@ -435,13 +454,18 @@ static void end (struct service *svc, const struct caller *c, const struct node_
     drop_steps (svc, r->job);
     int64_t t0 = fmb_monotime_ms ();
     engine_end (svc->eng, r, &out);
-    fmb_log (LOG_DEBUG, "job %s: epilog made in %lld ms (exit %d)", r->job,
-             (long long)(fmb_monotime_ms () - t0), out.status);
+    fmb_log (LOG_DEBUG,
+             "job %s: epilog made in %lld ms (exit %d)",
+             r->job,
+             (long long)(fmb_monotime_ms () - t0),
+             out.status);
     turn_give (svc, t);
-    answer (c->fd, out.status,
-            out.status == 0                   ? "done"
-            : out.status == NODE_SERVICE_BUSY ? "the job's CXI services are still in use"
-                                              : out.why);
+    answer (c->fd,
+            out.status,
+            out.status == 0 ? "done"
+            : out.status == NODE_SERVICE_BUSY
+                ? "the job's CXI services are still in use"
+                : out.why);
     report_kept (svc, out.kept);
 }
 
@@ -449,13 +473,17 @@ static void end (struct service *svc, const struct caller *c, const struct node_
 static bool allowed (const struct caller *c, const struct node_request *r)
 {
     if (c->uid != 0 && (r->op != NODE_OP_SETUP || r->early)) {
-        fmb_log (LOG_WARNING, "a request (%s) from uid %u (pid %d) refused: root's only",
-                 node_op_name (r->op), (unsigned)c->uid, (int)c->pid);
+        fmb_log (LOG_WARNING,
+                 "a request (%s) from uid %u (pid %d) refused: root's only",
+                 node_op_name (r->op),
+                 (unsigned)c->uid,
+                 (int)c->pid);
         answer (c->fd, EXIT_USAGE, "root's only");
         return false;
     }
     if (r->op != NODE_OP_STEP_END && !valid_job_id (r->job)) {
-        fmb_log (LOG_WARNING, "a request (%s) without a valid job id: refused",
+        fmb_log (LOG_WARNING,
+                 "a request (%s) without a valid job id: refused",
                  node_op_name (r->op));
         answer (c->fd, EXIT_USAGE, "not a job id");
         return false;
@@ -469,8 +497,11 @@ static void serve_caller (struct caller *c)
     static __thread struct node_request r; /* large: not on a thread's stack */
     struct fmb_error e;
     if (read_request (c->fd, &r, &e) < 0) {
-        fmb_log (LOG_WARNING, "a request from uid %u (pid %d): %s", (unsigned)c->uid,
-                 (int)c->pid, e.text);
+        fmb_log (LOG_WARNING,
+                 "a request from uid %u (pid %d): %s",
+                 (unsigned)c->uid,
+                 (int)c->pid,
+                 e.text);
         answer (c->fd, EXIT_USAGE, e.text);
         return;
     }
@@ -559,10 +590,13 @@ static void take_caller (struct service *svc, int fd)
     pthread_mutex_lock (&svc->mu);
     svc->last_caller_ms = fmb_monotime_ms ();
     struct user_calls *u = cred.uid ? user_slot (svc, cred.uid) : NULL;
-    if (cred.uid && (!u || u->n >= USER_CALLS_MAX || svc->nuser_workers >= USER_WORKERS_MAX)) {
+    if (cred.uid &&
+        (!u || u->n >= USER_CALLS_MAX || svc->nuser_workers >= USER_WORKERS_MAX)) {
         pthread_mutex_unlock (&svc->mu);
-        fmb_log (LOG_WARNING, "uid %u (pid %d): too many requests at once: refused",
-                 (unsigned)cred.uid, (int)cred.pid);
+        fmb_log (LOG_WARNING,
+                 "uid %u (pid %d): too many requests at once: refused",
+                 (unsigned)cred.uid,
+                 (int)cred.pid);
         answer (fd, EXIT_FAIL, "too many requests from this user at once");
         close (fd);
         free (c);
@@ -599,7 +633,8 @@ static void schedule_retry (struct deferred *d, bool left)
         d->retry_at_ms = d->retry_delay_ms = 0;
         return;
     }
-    d->retry_delay_ms = d->retry_delay_ms ? d->retry_delay_ms * 2 : REPORT_RETRY_FIRST_MS;
+    d->retry_delay_ms =
+        d->retry_delay_ms ? d->retry_delay_ms * 2 : REPORT_RETRY_FIRST_MS;
     if (d->retry_delay_ms > REPORT_RETRY_MAX_MS)
         d->retry_delay_ms = REPORT_RETRY_MAX_MS;
     d->retry_at_ms = fmb_monotime_ms () + jittered (d->retry_delay_ms);
@@ -709,9 +744,9 @@ static void *background (void *arg)
         pthread_mutex_unlock (&svc->mu);
         if (stopping)
             break;
-        struct pollfd p[2] = {{.fd = svc->wake[0], .events = POLLIN},
-                              {.fd = local ? -1 : engine_idle_fd (svc->eng),
-                               .events = POLLIN}};
+        struct pollfd p[2] = {
+            {.fd = svc->wake[0], .events = POLLIN},
+            {.fd = local ? -1 : engine_idle_fd (svc->eng), .events = POLLIN}};
         int n = poll (p, 2, ms < 0 || ms > INT32_MAX ? -1 : (int)ms);
         if (n > 0 && p[0].revents)
             (void)!read (svc->wake[0], drain, sizeof (drain));
@@ -762,14 +797,18 @@ static void reload (struct service *svc)
     struct fmb_error e;
     reload_signal = 0;
     if (engine_reload (svc->eng, &e) < 0)
-        fmb_log (LOG_ERR, "SIGHUP: the configuration is not reloaded (%s): "
-                 "the one read before stays in force", e.text);
+        fmb_log (LOG_ERR,
+                 "SIGHUP: the configuration is not reloaded (%s): "
+                 "the one read before stays in force",
+                 e.text);
     else
         fmb_log (LOG_NOTICE, "SIGHUP: the configuration is reloaded");
 }
 
 /* Callers until SIGTERM or SIGINT. */
-static void accept_loop (struct service *svc, int lfd, const char *path,
+static void accept_loop (struct service *svc,
+                         int lfd,
+                         const char *path,
                          const sigset_t *waiting)
 {
     while (!stop_signal) {
@@ -796,7 +835,8 @@ static struct service *service_create (struct agent *ag)
     struct service *svc = calloc (1, sizeof (*svc)); /* large: not on the stack */
     if (!svc)
         return NULL;
-    if (pipe2 (svc->wake, O_CLOEXEC | O_NONBLOCK) < 0 || !(svc->eng = engine_create (ag))) {
+    if (pipe2 (svc->wake, O_CLOEXEC | O_NONBLOCK) < 0 ||
+        !(svc->eng = engine_create (ag))) {
         free (svc);
         return NULL;
     }
@@ -804,7 +844,8 @@ static struct service *service_create (struct agent *ag)
     pthread_cond_init (&svc->changed, NULL);
     svc->state_dir = ag->args.state_dir;
     srandom ((unsigned)(fmb_monotime_ms () ^ (getpid () << 16)));
-    svc->d.warm_at_ms = fmb_monotime_ms () + (int64_t)(random () % (WARM_SPREAD_MS / 10));
+    svc->d.warm_at_ms =
+        fmb_monotime_ms () + (int64_t)(random () % (WARM_SPREAD_MS / 10));
     schedule_retry (&svc->d, reports_kept (svc->state_dir)); /* kept before a restart */
     return svc;
 }
@@ -825,7 +866,8 @@ int cmd_serve (struct agent *ag)
     struct cxilib resident = {0};
     char dflt[1200];
     pthread_t bg;
-    snprintf (dflt, sizeof (dflt), "%s/%s", ag->args.state_dir, JOBRECORD_SERVICE_SOCKET);
+    snprintf (
+        dflt, sizeof (dflt), "%s/%s", ag->args.state_dir, JOBRECORD_SERVICE_SOCKET);
     const char *path = ag->args.listen ? ag->args.listen : dflt;
     sigset_t waiting;
     handle_signals (&waiting);
@@ -846,7 +888,8 @@ int cmd_serve (struct agent *ag)
     if (cxilib_open (ag->args.libcxi, &resident, &e) < 0)
         fmb_log (LOG_INFO, "libcxi not loaded now (%s): each setup tries", e.text);
     fmb_log (LOG_NOTICE,
-             "serving job setups and ends, and step ends, on %s (node %s)", path,
+             "serving job setups and ends, and step ends, on %s (node %s)",
+             path,
              engine_node (svc->eng));
     accept_loop (svc, lfd, path, &waiting);
     fmb_log (LOG_NOTICE, "stopping: serving those in line on %s, then no more", path);

@@ -29,7 +29,10 @@ struct field {
     size_t size;
 };
 
-#define FIELD(k, m) {k, offsetof (struct node_request, m), sizeof (((struct node_request *)0)->m)}
+#define FIELD(k, m)                                                                  \
+    {                                                                                \
+        k, offsetof (struct node_request, m), sizeof (((struct node_request *)0)->m) \
+    }
 static const struct field fields[] = {
     FIELD ("job", job),
     FIELD ("step", step),
@@ -80,8 +83,8 @@ int node_request_encode (const struct node_request *r,
         if (strchr (v, '\n')) {
             /* the key only: a value may be the job's user's */
             errno = EINVAL;
-            return fmb_errorf (e, "the node service request's %s holds a newline",
-                               fields[i].key);
+            return fmb_errorf (
+                e, "the node service request's %s holds a newline", fields[i].key);
         }
         put (&o, fields[i].key, v);
     }
@@ -104,7 +107,10 @@ int node_request_encode (const struct node_request *r,
     return (int)o.used;
 }
 
-static int number (const char *key, const char *v, unsigned long max, unsigned long *out,
+static int number (const char *key,
+                   const char *v,
+                   unsigned long max,
+                   unsigned long *out,
                    struct fmb_error *e)
 {
     char *end;
@@ -112,15 +118,17 @@ static int number (const char *key, const char *v, unsigned long max, unsigned l
     unsigned long n = strtoul (v, &end, 10);
     if (!*v || *end || errno || n > max || *v == '-') {
         errno = EINVAL;
-        return fmb_errorf (e, "the request's %s '%.32s' is not a number up to %lu",
-                           key, v, max);
+        return fmb_errorf (
+            e, "the request's %s '%.32s' is not a number up to %lu", key, v, max);
     }
     *out = n;
     return 0;
 }
 
 /* One KEY=VALUE line into r. */
-static int take (struct node_request *r, const char *key, const char *v,
+static int take (struct node_request *r,
+                 const char *key,
+                 const char *v,
                  struct fmb_error *e)
 {
     unsigned long n;
@@ -129,8 +137,10 @@ static int take (struct node_request *r, const char *key, const char *v,
             continue;
         if (strlen (v) >= fields[i].size) {
             errno = EINVAL;
-            return fmb_errorf (e, "the request's %s is longer than %zu bytes",
-                               key, fields[i].size - 1);
+            return fmb_errorf (e,
+                               "the request's %s is longer than %zu bytes",
+                               key,
+                               fields[i].size - 1);
         }
         memcpy ((char *)r + fields[i].offset, v, strlen (v) + 1);
         return 0;
@@ -158,16 +168,16 @@ int node_request_decode (char *buf, struct node_request *r, struct fmb_error *e)
         *nl = '\0';
     if (strncmp (line, NODE_PROTO_MAGIC " ", magic + 1) != 0) {
         errno = EPROTO;
-        return fmb_errorf (e, "not a node service request (%s expected)",
-                           NODE_PROTO_MAGIC);
+        return fmb_errorf (
+            e, "not a node service request (%s expected)", NODE_PROTO_MAGIC);
     }
     for (unsigned i = 1; i < NOPS; i++)
         if (strcmp (line + magic + 1, op_names[i]) == 0)
             r->op = (enum node_op)i;
     if (r->op == NODE_OP_NONE) {
         errno = EPROTO;
-        return fmb_errorf (e, "an unknown node service operation '%.32s'",
-                           line + magic + 1);
+        return fmb_errorf (
+            e, "an unknown node service operation '%.32s'", line + magic + 1);
     }
     for (line = nl ? nl + 1 : NULL; line && *line; line = nl ? nl + 1 : NULL) {
         if ((nl = strchr (line, '\n')))

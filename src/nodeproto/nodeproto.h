@@ -43,10 +43,11 @@ enum node_op {
 
 struct node_request {
     enum node_op op;
-    char job[NODE_PROTO_JOB_MAX];   /* the job's id as the broker has it */
-    char step[NODE_PROTO_JOB_MAX];  /* STEP_END: the step's id */
-    char node[NODE_PROTO_NODE_MAX]; /* this node as the RM names it; "": the service's */
-    bool early;                     /* SETUP: answer once taken */
+    char job[NODE_PROTO_JOB_MAX];  /* the job's id as the broker has it */
+    char step[NODE_PROTO_JOB_MAX]; /* STEP_END: the step's id */
+    char
+        node[NODE_PROTO_NODE_MAX]; /* this node as the RM names it; "": the service's */
+    bool early;                    /* SETUP: answer once taken */
     /* SETUP: the job's RUN, made from this node when its configuration
      * says so ([api] node_run, Slurm's launch setup) and 'nodes' is set */
     bool have_uid;

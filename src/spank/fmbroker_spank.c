@@ -165,10 +165,11 @@ static void setup_env_var (spank_t sp, char *out, size_t len, const char *from)
 {
     spank_err_t rc = spank_getenv (sp, from, out, (int)len);
     if (rc == ESPANK_NOSPACE)
-        slurm_error ("fmbroker: %s is longer than %zu bytes: not handed to the node "
-                     "service",
-                     from,
-                     len - 1);
+        slurm_error (
+            "fmbroker: %s is longer than %zu bytes: not handed to the node "
+            "service",
+            from,
+            len - 1);
     if (rc != ESPANK_SUCCESS)
         out[0] = '\0';
 }

@@ -342,8 +342,8 @@ static void service_setup_request (void **state)
     struct fmb_error e;
     struct node_service_call c;
     char line[64];
-    struct node_request req = {.op = NODE_OP_SETUP, .job = "42", .have_uid = true,
-                               .uid = 65534};
+    struct node_request req = {
+        .op = NODE_OP_SETUP, .job = "42", .have_uid = true, .uid = 65534};
     assert_int_equal (node_service_call_start (&c, dir, &req, &e), 0);
     /* backlog 0: one caller waits in line, the next finds it full */
     int lfd = listen_in (dir, 0);
@@ -360,8 +360,8 @@ static void service_setup_request (void **state)
     assert_string_equal (line, "0\t");
     assert_int_equal (c.fd, -1);
     close (fd);
-    struct node_request bad = {.op = NODE_OP_SETUP, .job = "42",
-                               .nodes = "n1\nFMB_WAIT=1"};
+    struct node_request bad = {
+        .op = NODE_OP_SETUP, .job = "42", .nodes = "n1\nFMB_WAIT=1"};
     assert_int_equal (node_service_call_start (&c, dir, &bad, &e), -1);
     assert_non_null (strstr (e.text, "nodes holds a newline"));
     close (lfd);
@@ -373,10 +373,18 @@ static void request_round_trip (void **state)
 {
     (void)state;
     struct fmb_error e;
-    struct node_request in = {.op = NODE_OP_SETUP, .job = "7", .node = "n1",
-                              .early = true, .have_uid = true, .uid = 1000,
-                              .user = "alice", .nodes = "n[1-2]", .ncores = 8,
-                              .hwcoll = "on", .vni_count = "2", .tcs = "0x3"};
+    struct node_request in = {.op = NODE_OP_SETUP,
+                              .job = "7",
+                              .node = "n1",
+                              .early = true,
+                              .have_uid = true,
+                              .uid = 1000,
+                              .user = "alice",
+                              .nodes = "n[1-2]",
+                              .ncores = 8,
+                              .hwcoll = "on",
+                              .vni_count = "2",
+                              .tcs = "0x3"};
     struct node_request out;
     char buf[1024];
     int n = node_request_encode (&in, buf, sizeof (buf), &e);
