@@ -26,4 +26,4 @@ fmb_node () {
 fmb_jobid () { flux job id --to=dec "$FLUX_JOB_ID" 2>/dev/null || echo "$FLUX_JOB_ID"; }
 # What the system instance's rc1.d script and the per-rank prolog say
 # when the job-manager has no fmbroker.so (an admin's fix, in one place).
-FMBROKER_NOT_LOADED="fmbroker.so is not loaded in the system instance's job-manager (flux jobtap list): is [job-manager] plugins set in another conf.d file too (system.toml)?  Flux replaces that array rather than merging it, so put { load = \"fmbroker.so\", conf = { policy = \"fail_closed\" } } in the one array, then restart the instance; until then every job fails in its prolog"
+FMBROKER_NOT_LOADED="fmbroker.so is not loaded in the system instance's job-manager (flux jobtap list): is [job-manager] plugins set in another conf.d file too (system.toml)?  Flux replaces that array rather than merging it, so put { load = \"fmbroker.so\", conf = { policy = \"fail_closed\" } } in the one array, then restart the instance; until then every job fails at its start"

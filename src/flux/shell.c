@@ -3,8 +3,11 @@
  * Puts the job's SLINGSHOT_* and FI_CXI_* variables into its tasks'
  * environment, with no broker call:
  *   system instance  from the job's record on this node, which the
- *                    per-rank prolog (fmbroker-cxi prolog) wrote after
- *                    making the job's CXI services;
+ *                    node service (fmbroker-cxi serve) writes after
+ *                    making the job's CXI services: this plugin hands it
+ *                    the job's setup (nodeproto.h) and waits for it, as
+ *                    the job's user (the service makes only a job the
+ *                    broker says is that user's);
  *   sub-instance     from the enclosing job's variables, which this
  *                    instance's broker holds (the broker.getenv RPC, as
  *                    flux-coral2 does), all but the step id;
@@ -15,11 +18,18 @@
  * tuning (FI_CXI_RX_MATCH_MODE, FI_CXI_RDZV_*, ...) is not ours and
  * passes, as under Slurm.
  *
+ * Why the shell and not a per-rank prolog: the IMP's prolog script and
+ * the helpers it ran (flux getattr, flux job id, flux job wait-event, jq,
+ * fmbroker-cxi) cost a Flux launch 1.6 times its time (issue 50); the
+ * shell is on every node already, starts after the jobtap plugin's RUN
+ * (a prolog action), and a Unix socket request to the resident service
+ * costs a few milliseconds.
+ *
  * Under policy fail_closed (the site's, which fmbroker's jobtap plugin
  * puts in its "fmbroker" event with the state-dir), a system-instance job with no
- * CXI service on this node does not start: whatever skipped the per-rank
- * prolog (a misconfigured IMP, a missing prolog.d file), the job never
- * runs without isolation silently.  A job with no such event was not
+ * CXI service on this node does not start: whatever kept the service from
+ * making it (none running, the broker away), the job never runs without
+ * isolation silently.  A job with no such event was not
  * seen by the jobtap plugin (it is not loaded in this instance): the
  * plugin then only drops the submitter's variables.
  */
@@ -35,6 +45,7 @@
 #include <unistd.h>
 
 #include "jobrecord.h"
+#include "nodeservice.h"
 
 #define NAME "fmbroker"
 
@@ -133,7 +144,47 @@ static void node_dir (flux_t *h, const char *tmpl, char *out, size_t len)
         snprintf (out, len, "%.*s%s%s", (int)(n - tmpl), tmpl, node, n + 2);
 }
 
+/* The job's setup handed to the node service at state_dir/service.sock,
+ * as the job's user, and its answer: 0 made (or there already), -1 with
+ * 'why'. */
+static int service_setup (flux_t *h,
+                          const char *state_dir,
+                          const char *jobid,
+                          char *why,
+                          size_t len)
+{
+    struct node_request req = {.op = NODE_OP_SETUP};
+    struct node_service_call c;
+    struct fmb_error e;
+    char line[FMB_ERROR_TEXT_MAX + 160];
+    const char *node = flux_attr_get (h, "hostname");
+    snprintf (req.job, sizeof (req.job), "%s", jobid);
+    snprintf (req.node, sizeof (req.node), "%s", node ? node : "");
+    int rc = node_service_call_start (&c, state_dir, &req, &e);
+    if (rc == 0) {
+        snprintf (why,
+                  len,
+                  "no node service answers at %s/%s (is fmbroker-cxi.service running "
+                  "on this node?)",
+                  state_dir,
+                  JOBRECORD_SERVICE_SOCKET);
+        return -1;
+    }
+    if (rc < 0 ||
+        node_service_call_finish (&c, NODE_SERVICE_WAIT_MS, line, sizeof (line), &e) < 0) {
+        snprintf (why, len, "%s", e.text);
+        return -1;
+    }
+    if (atoi (line) != 0) {
+        const char *reason = strchr (line, '\t');
+        snprintf (why, len, "%s", reason && reason[1] ? reason + 1 : line);
+        return -1;
+    }
+    return 0;
+}
+
 static int system_instance (flux_shell_t *shell,
+                            flux_t *h,
                             const char *jobid,
                             const char *policy,
                             const char *state_dir)
@@ -143,6 +194,13 @@ static int system_instance (flux_shell_t *shell,
     char why[1600];
     bool closed = strcmp (policy, "fail_open") != 0;
     int rc = jobrecord_read (state_dir, jobid, &r, &e);
+    if (rc < 0 && errno == ENOENT) {
+        /* not made yet on this node: the node service makes it now */
+        if (service_setup (h, state_dir, jobid, why, sizeof (why)) == 0)
+            rc = jobrecord_read (state_dir, jobid, &r, &e);
+        else
+            goto refuse;
+    }
     if (rc == 0 && r.nservices > 0) {
         flux_shell_log (NAME,
                         FLUX_SHELL_DEBUG,
@@ -161,16 +219,9 @@ static int system_instance (flux_shell_t *shell,
                   "no CXI service for this job on this node: %s",
                   r.reason);
         jobrecord_clear (&r);
-    } else if (errno == ENOENT) {
-        char path[1200];
-        jobrecord_path (path, sizeof (path), state_dir, jobid);
-        snprintf (why,
-                  sizeof (why),
-                  "no job record %s: the per-rank prolog did not set up the job's CXI "
-                  "services (is fmbroker-cxi-prolog.sh in the IMP's prolog.d?)",
-                  path);
     } else
         snprintf (why, sizeof (why), "%s", e.text);
+refuse:
     if (wants_no_vni (shell))
         return 0;
     if (closed) {
@@ -276,6 +327,36 @@ static int fmbroker_event (
     return -1;
 }
 
+/* No "fmbroker" event: the jobtap plugin is not loaded in this instance.
+ * Where this node runs fmbroker's node service (its socket in
+ * $FMBROKER_STATE_DIR, %n this node's name, else the default state
+ * directory), the site meant it to be: a [job-manager] plugins array in
+ * another conf.d file (system.toml) replaced fmbroker's, and the job does
+ * not start without isolation (rc1.d said so at the instance's start,
+ * with the fix).  Elsewhere fmbroker is not used here: 1. */
+static int no_event (flux_shell_t *shell, flux_t *h)
+{
+    /* the job's environment (its user's: one who hides the socket only
+     * runs without an isolation nobody else has either) */
+    const char *tmpl = flux_shell_getenv (shell, "FMBROKER_STATE_DIR");
+    char dir[1024], sock[1200];
+    node_dir (h, tmpl && *tmpl ? tmpl : JOBRECORD_DIR_DEFAULT, dir, sizeof (dir));
+    snprintf (sock, sizeof (sock), "%s/%s", dir, JOBRECORD_SERVICE_SOCKET);
+    if (access (sock, F_OK) < 0) {
+        flux_shell_log (NAME,
+                        FLUX_SHELL_DEBUG,
+                        __FILE__,
+                        __LINE__,
+                        "no fmbroker event: its jobtap plugin is not loaded here");
+        return 1;
+    }
+    flux_shell_raise (NAME,
+                      0,
+                      "fmbroker: no VNI isolation for this job: fmbroker.so is not loaded "
+                      "in the system instance's job-manager; the job does not start");
+    return -1;
+}
+
 static int level0 (flux_shell_t *shell, flux_t *h, flux_jobid_t id, const char *dec)
 {
     json_t *ev;
@@ -288,14 +369,8 @@ static int level0 (flux_shell_t *shell, flux_t *h, flux_jobid_t id, const char *
         flux_shell_raise (NAME, 0, "fmbroker: %s; the job does not start", why);
         return -1;
     }
-    if (rc > 0) {
-        flux_shell_log (NAME,
-                        FLUX_SHELL_DEBUG,
-                        __FILE__,
-                        __LINE__,
-                        "no fmbroker event: its jobtap plugin is not loaded here");
-        return 1;
-    }
+    if (rc > 0)
+        return no_event (shell, h);
     (void)json_unpack (ev,
                        "{s?s s?s s?s s?s}",
                        "status",
@@ -329,7 +404,7 @@ static int level0 (flux_shell_t *shell, flux_t *h, flux_jobid_t id, const char *
         return 0;
     }
     node_dir (h, state_dir, dir, sizeof (dir));
-    rc = system_instance (shell, dec, policy, dir);
+    rc = system_instance (shell, h, dec, policy, dir);
     json_decref (ev);
     return rc;
 }

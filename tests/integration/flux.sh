@@ -127,8 +127,7 @@ on_exit imp_conf_gone
 # /etc/default/fmbroker gives them on a node: this node's NICs (the
 # double's state) and records by its Flux hostname.
 flux_node_scripts () {
-    for pair in prolog.d:fmbroker-cxi-prolog.sh epilog.d:fmbroker-cxi-epilog.sh \
-        housekeeping.d:fmbroker-cxi-housekeeping.sh; do
+    for pair in epilog.d:fmbroker-cxi-epilog.sh housekeeping.d:fmbroker-cxi-housekeeping.sh; do
         cat >"$FD/etc/${pair%%:*}/fmbroker" <<WRAP
 #!/bin/sh
 node=\$(flux getattr hostname)
@@ -141,6 +140,27 @@ WRAP
         chmod 755 "$FD/etc/${pair%%:*}/fmbroker"
     done
 }
+# flux_node_services CONF: each node's resident service (fmbroker-cxi
+# serve, as fmbroker-cxi.service runs it), which makes a job's setup
+# when its job shell asks; its log in $T/serve-NODE.log.
+flux_node_services () {
+    for n in n1 n2; do
+        [ -S "$T/rec-$n/service.sock" ] && kill -0 "$(cat "$T/serve-$n.pid" 2>/dev/null)" 2>/dev/null && continue
+        FMBROKER_NODE=$n MOCKCXI_STATE=$T/$n.cxi.json MOCKCXI_DEVICES=2 MOCKCXI_SYSTEM_SVC=1 \
+            "$FMB_BIN/fmbroker-cxi" -c "$1" --state-dir "$T/rec-$n" --node $n serve 2>>"$T/serve-$n.log" &
+        echo $! >"$T/serve-$n.pid"
+        wait_for 100 0.05 test -S "$T/rec-$n/service.sock" || return 1
+    done
+}
+flux_node_services_stop () {
+    for n in n1 n2; do
+        [ -s "$T/serve-$n.pid" ] && kill "$(cat "$T/serve-$n.pid")" 2>/dev/null &&
+            wait_for 100 0.05 sh -c "! kill -0 $(cat "$T/serve-$n.pid") 2>/dev/null"
+        rm -f "$T/serve-$n.pid"
+    done
+    return 0
+}
+on_exit flux_node_services_stop
 
 # flux_config POLICY [EXTRA TOML]: the instance's configuration.
 flux_config () {

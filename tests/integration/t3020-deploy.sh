@@ -69,7 +69,7 @@ node_files="/usr/sbin/fmbroker-cxi /usr/sbin/fmbroker-slurm-prolog /usr/bin/fmbr
     /usr/share/fmbroker/hooklib.sh /usr/share/fmbroker/slurm/fmbroker-slurm-sweep.sh /usr/lib/systemd/system/fmbroker-slurm-sweep.timer
     /usr/lib/systemd/system/fmbroker-slurm-sweep.service /usr/share/fmbroker/sweeplib.sh
     /usr/share/fmbroker/flux/fmbroker-flux-sweep.sh /usr/lib/systemd/system/fmbroker-flux-sweep.timer
-    /usr/share/fmbroker/flux/fmbroker-cxi-prolog.sh /usr/share/doc/fmbroker-node/copyright
+    /usr/share/fmbroker/flux/fmbroker-cxi-epilog.sh /usr/share/doc/fmbroker-node/copyright
     /usr/share/doc/fmbroker-node/README.md /usr/share/doc/fmbroker-node/doc/slurm.md
     /usr/share/doc/fmbroker-node/doc/compute-nodes.md"
 # Slurm's plugin directory on Debian (where doc/slurm.md says it is)

@@ -3,8 +3,9 @@
 # (tests/integration/flux.sh: flux-core 0.88.0 built from
 # ../shared/thirdparty, owner flux, the IMP, munge, ranks n1 and n2, jobs
 # by nobody), nodes reaching fmbrokerd over TLS each with its own node token.
-# The jobtap plugin makes the RUN and CLEANUP, the per-rank prolog the
-# CXI services, the shell plugin the tasks' variables.
+# The jobtap plugin makes the RUN and CLEANUP; the shell plugin hands each
+# node's resident service (fmbroker-cxi serve) the job's setup, as the
+# job's user, and sets the tasks' variables from the record it made.
 . "$(dirname "$0")/lib.sh"
 skip_unless_root
 . "$(dirname "$0")/flux.sh"
@@ -21,6 +22,7 @@ printf "[api]\nsocket = %s\n" "$T/api.sock" >"$T/rm.conf"
 chmod 644 "$T/rm.conf"
 mkdir -p "$T/home" && chown nobody "$T/home"
 flux_node_scripts "$T/node.conf"
+flux_node_services "$T/node.conf" || bail_out "no node services"
 flux_config fail_closed
 flux_start || bail_out "the Flux instance did not start: $(tail -5 "$FD/start.log")"
 
@@ -86,13 +88,26 @@ expect_ok 'broker down under fail_closed: a fatal exception with the reason, no 
 expect_ok 'the broker back: jobs run again' '
     start_broker && id=$(submit -N1 -n1) && wait_job "$id" && flux_as_owner flux job status "$id"
 '
-expect_ok 'a per-rank prolog that is not installed: the job does not run, the shell says why' '
-    mv "$FD/etc/prolog.d/fmbroker" "$T/prolog.off" &&
-    id=$(submit -N1 -n1) && wait_job "$id"; rc=$?
-    mv "$T/prolog.off" "$FD/etc/prolog.d/fmbroker" && test $rc = 0 &&
+expect_ok 'no node service on the nodes: the job does not run, and says why' '
+    flux_node_services_stop && id=$(submit -N1 -n1) && wait_job "$id"; rc=$?
+    flux_node_services "$T/node.conf" && test $rc = 0 &&
     ! flux_as_owner flux job status "$id" &&
-    flux_as_owner flux job eventlog "$id" | grep exception | grep -q "no job record" &&
+    flux_as_owner flux job eventlog "$id" | grep exception | grep -q "no node service answers at" &&
     ! grep -q "SLINGSHOT_VNIS" "$T/home/$id.out"
+'
+# A user who asks a node service for another user'"'"'s job gets nothing.
+other_job_setup () { # JOB: as uid 1 (daemon), the setup of JOB on n1
+    setpriv --reuid=1 --regid=1 --clear-groups /usr/bin/python3 -c "import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall((\"fmbroker-node/1 setup\\njob=%s\\n\\n\" % sys.argv[2]).encode())
+print(s.recv(512).decode(), end=\"\")" "$T/rec-n1/service.sock" "$1"
+}
+expect_ok 'another user asking the node service for a job of nobody'"'"'s: refused, nothing made' '
+    rm_call PUT /v1/jobs/4343 "{\"uid\":$(id -u nobody),\"nodes\":[\"n1\"]}" >/dev/null &&
+    other_job_setup 4343 | tee "$T/other.out" | grep -q "^1	job 4343 is not this user.s" &&
+    test ! -e "$T/rec-n1/4343.env" && test ! -e "$T/rec-n1/4343.json" &&
+    grep -q "job 4343: uid 1 asked for its setup, but it is uid $(id -u nobody).s: refused" "$T/serve-n1.log" &&
+    rm_call DELETE /v1/jobs/4343 >/dev/null
 '
 expect_ok 'a job that ends while no broker answers is ended once one is back (CLEANUP retry)' '
     id=$(flux_as_user flux submit -N1 sleep 2) && j=$(dec "$id") &&
@@ -184,7 +199,8 @@ expect_ok 'a system.toml with its own [job-manager] plugins array: said at the i
     flux_stop && printf "[job-manager]\nplugins = [ { load = \"perilog.so\" } ]\n" >"$FD/conf/system.toml" &&
     chmod 644 "$FD/conf/system.toml" && flux_start &&
     flux_as_owner flux dmesg | grep "rc1" | grep -q "fmbroker.so is not loaded in the system instance.s job-manager" &&
-    t0=$(ms_now) && id=$(submit -N1 -n1) && wait_job "$id" && ! flux_as_owner flux job status "$id" &&
+    t0=$(ms_now) && id=$(submit -N1 -n1 --env=FMBROKER_STATE_DIR="$T/rec-%n") && wait_job "$id" &&
+    ! flux_as_owner flux job status "$id" &&
     flux_as_owner flux job eventlog "$id" | grep exception | grep -q "fmbroker.so is not loaded" &&
     echo "the job failed $(($(ms_now) - t0)) ms after its submission" && test $(($(ms_now) - t0)) -lt 20000 &&
     rm -f "$FD/conf/system.toml" && flux_stop && flux_start
