@@ -23,12 +23,13 @@ FMBROKER_CXI_ARGS=${FMBROKER_CXI_ARGS:-}
 FMBROKER_CLEANUP_RETRY_S=${FMBROKER_CLEANUP_RETRY_S:-600}
 
 # Is a failed fmbroker call (exit status $1) worth another try?  The CLI
-# exits 2 when no broker answered or one answered 408, 429 or 5xx (busy,
-# failing over); 124 is timeout(1)'s.  1 (refused), 3 (usage or
-# configuration) do not change by waiting.  ($2, the call's output, is
-# for the callers' messages.)
+# exits 75 (EX_TEMPFAIL) when no broker answered or one answered 408, 429
+# or 5xx (busy, failing over): the one rule every client of the broker
+# follows (src/apiclient/apiretry.h); 124 is timeout(1)'s.  1 (refused)
+# and 3 (usage, a bad option, or configuration) do not change by waiting.
+# ($2, the call's output, is for the callers' messages.)
 fmb_transient () {
-    [ "$1" = 2 ] || [ "$1" = 124 ]
+    [ "$1" = 75 ] || [ "$1" = 124 ]
 }
 
 # Run "$@" in a session of its own, in the background, and return once it

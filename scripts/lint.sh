@@ -12,7 +12,7 @@ cppcheck)
     # shellcheck disable=SC2086
     cppcheck --error-exitcode=1 --enable=warning,portability,performance \
         --inline-suppr -q --std=c11 -D_GNU_SOURCE \
-        -I src/common -I src/store -I src/fmclient $files
+        -I src/common -I src/apiclient -I src/store -I src/fmclient $files
     ;;
 cycles)
     # No file of src/ calls a function of a file that calls back into it,

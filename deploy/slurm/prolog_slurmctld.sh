@@ -7,23 +7,18 @@
 # policy=fail_closed, or run without isolation (fail_open).  A broker
 # that does not answer (a failover) is waited for first (below).
 case $0 in */*) . "${0%/*}/common.sh" ;; *) . ./common.sh ;; esac
-opts=
-case "${SPANK_FMB_HWCOLL:-}" in
-    on | off | auto) opts="--hwcoll $SPANK_FMB_HWCOLL" ;;
-esac
-case "${SPANK_FMB_VNIS:-}" in
-    [0-4]) opts="$opts --vni-count $SPANK_FMB_VNIS" ;;
-esac
-case "${SPANK_FMB_TCS:-}" in # a mask, 0x1..0xf
-    0x[1-9a-f]) opts="$opts --tcs $SPANK_FMB_TCS" ;;
-esac
+# The user's options go to the CLI as they came: it checks them, the one
+# place every client does (src/apiclient/runopts.c), and refuses a bad
+# one (exit 3) with a line naming it, which is logged below.
+set -- ${SPANK_FMB_HWCOLL:+--hwcoll "$SPANK_FMB_HWCOLL"} \
+    ${SPANK_FMB_VNIS:+--vni-count "$SPANK_FMB_VNIS"} ${SPANK_FMB_TCS:+--tcs "$SPANK_FMB_TCS"}
 # (no timeout(1) around it: the CLI bounds its own call, and every
 # process here is paid by every job's launch; no subshell for the cores)
 cpus=${SLURM_JOB_CPUS_PER_NODE:-0}
-run_job () {
+run_job () { # the user's options
     "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
         --timeout "$FMBROKER_HOOK_TIMEOUT" run-job "$SLURM_JOB_ID" --uid "$SLURM_JOB_UID" \
-        --user "$SLURM_JOB_USER" --nodes "$SLURM_JOB_NODELIST" --ncores "${cpus%%[!0-9]*}" $opts --quiet 2>&1
+        --user "$SLURM_JOB_USER" --nodes "$SLURM_JOB_NODELIST" --ncores "${cpus%%[!0-9]*}" "$@" --quiet 2>&1
 }
 # No broker answering (a failover takes tens of seconds) or a 429/5xx:
 # the job waits for one, with back-off, for FMBROKER_RUN_RETRY_S (default
@@ -32,7 +27,7 @@ run_job () {
 FMBROKER_RUN_RETRY_S=${FMBROKER_RUN_RETRY_S:-60}
 delay=1 waited=0
 while :; do
-    out=$(run_job) && break
+    out=$(run_job "$@") && break
     rc=$?
     if ! fmb_transient $rc "$out" || [ "$waited" -ge "$FMBROKER_RUN_RETRY_S" ]; then
         after=

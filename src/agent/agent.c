@@ -17,10 +17,11 @@
 
 #define BROKER_TIMEOUT_S 5 /* the broker answers from its own store */
 /* A call the broker did not answer in time (a whole machine's nodes
- * calling at once), or answered 429, is made again, up to this many
- * tries, after 250 ms then doubling, each wait drawn within +-50% so
- * that the nodes that missed together do not come back together.  A
- * broker that refused the connection (down: not busy) is not waited
+ * calling at once), or answered 429 (apiretry.h's API_OUTCOME_BUSY), is
+ * made again, up to this many tries, after 250 ms then doubling, each
+ * wait drawn within +-50% so that the nodes that missed together do not
+ * come back together.  A broker that refused the connection, or answered
+ * 5xx (API_OUTCOME_AWAY: down or failing over, not busy) is not waited
  * for here: the target's URL list and the caller's own fallbacks are
  * for that.  Every call a node makes may come twice (a RUN, a GET, a
  * report, a step's end: the broker takes a repeat as the same). */
@@ -30,8 +31,6 @@
  * one (down, not busy) fails a job's setup after this, not 3 timeouts */
 #define BROKER_RETRY_WINDOW_MS 12000
 #define BROKER_TRY_MIN_S       2 /* a try with less time left is not made */
-/* a call that failed after this long waited for an answer: busy, not down */
-#define BROKER_SLOW_MS 1000
 
 int agent_fail_job (struct agent *ag, const char *fmt, ...)
 {
@@ -70,12 +69,16 @@ static int call_with_retries (struct agent *ag,
         int64_t t0 = fmb_monotime_ms ();
         int rc = api_client_call (
             &ag->target, ag->keep, timeout_s, method, path, body, NULL, r, error);
-        bool busy =
-            rc < 0 ? fmb_monotime_ms () - t0 >= BROKER_SLOW_MS : r->status == 429;
+        int err = errno;
+        ag->broker_outcome =
+            api_outcome_of (rc, err, rc < 0 ? 0 : r->status, fmb_monotime_ms () - t0);
+        bool busy = ag->broker_outcome == API_OUTCOME_BUSY;
         int64_t left = first + BROKER_RETRY_WINDOW_MS - fmb_monotime_ms () - backoff;
         if (!busy || tries == BROKER_TRIES || !ag->target.url || ag->single_try ||
-            left < BROKER_TRY_MIN_S * 1000)
+            left < BROKER_TRY_MIN_S * 1000) {
+            errno = err;
             return rc;
+        }
         timeout_s =
             left / 1000 < BROKER_TIMEOUT_S ? (long)(left / 1000) : BROKER_TIMEOUT_S;
         if (rc == 0)

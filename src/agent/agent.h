@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "apiclient.h"
+#include "apiretry.h"
 #include "args.h"
 #include "config.h"
 #include "cxilib.h"
@@ -26,8 +27,9 @@ struct agent {
     struct fmb_config cfg;
     struct api_target target;
     struct cxilib lib;
-    long broker_status; /* of the last broker call; 0: not reached */
-    bool broker_down;   /* a call found no broker in this run */
+    long broker_status;              /* of the last broker call; 0: not reached */
+    enum api_outcome broker_outcome; /* of the last broker call (apiretry.h) */
+    bool broker_down;                /* a call found no broker in this run */
     /* prolog --report-later: a detached child delivers the kept reports
      * (report.c), or the node service after its answer (in_service) */
     bool delivery_detached;

@@ -201,13 +201,14 @@ static char *run_body (const struct agent *run,
      * node's, never the RUN's (its user could change it) */
     if (req->early && req->ncores)
         snprintf (cpus, sizeof (cpus), "%u", req->ncores);
+    /* "" is an option not given */
     char *body = slurm_run_request (req->uid,
                                     req->user,
                                     req->nodes,
                                     cpus,
-                                    req->hwcoll,
-                                    req->vni_count,
-                                    req->tcs,
+                                    req->hwcoll[0] ? req->hwcoll : NULL,
+                                    req->vni_count[0] ? req->vni_count : NULL,
+                                    req->tcs[0] ? req->tcs : NULL,
                                     &e);
     if (!body) {
         fmb_log (LOG_ERR, "job %s: %s", req->job, e.text);

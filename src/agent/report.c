@@ -54,7 +54,9 @@ static void spool_unlock (int fd)
 enum sent { SENT, SEND_LATER, SEND_NEVER };
 
 /* PUT the report; SEND_LATER when the broker could not take it now
- * (unreachable, 408, 429, 5xx), SEND_NEVER when it refused it for good. */
+ * (apiretry.h's transient: unreachable, 408, 429, 5xx) or the call was
+ * not made (no client token this node may read: kept until the admin
+ * mends it), SEND_NEVER when the broker refused it for good. */
 static enum sent send_report (struct agent *ag,
                               const struct spooled_report *r,
                               struct fmb_error *e)
@@ -70,8 +72,8 @@ static enum sent send_report (struct agent *ag,
     free (body);
     if (rc == 0)
         return SENT;
-    if (ag->broker_status == 0 || ag->broker_status == 408 ||
-        ag->broker_status == 429 || ag->broker_status >= 500)
+    if (api_outcome_transient (ag->broker_outcome) ||
+        ag->broker_outcome == API_OUTCOME_NOT_SENT)
         return SEND_LATER;
     return SEND_NEVER;
 }

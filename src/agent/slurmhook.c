@@ -9,6 +9,7 @@
 
 #include "jobrecord.h"
 #include "log.h"
+#include "runopts.h"
 #include "slurmhook.h"
 #include "validate.h"
 
@@ -26,20 +27,28 @@ char *slurm_run_request (unsigned long uid,
         fmb_errorf (e, "no SLURM_NODELIST: the job's nodes are not known here");
         return NULL;
     }
+    /* SLURM_JOB_CPUS_PER_NODE is "4(x2),2": the first node's count */
+    const char *cpus = cpus_per_node ? cpus_per_node : "";
+    char cores[16];
+    snprintf (cores, sizeof (cores), "%.*s", (int)strspn (cpus, "0123456789"), cpus);
+    const char *const values[RUN_OPT_COUNT] = {
+        nodelist, cores[0] ? cores : NULL, hwcoll, vnis, tcs};
+    static const char *const names[RUN_OPT_COUNT] = {"SLURM_NODELIST=",
+                                                     "SLURM_JOB_CPUS_PER_NODE=",
+                                                     "SPANK_FMB_HWCOLL=",
+                                                     "SPANK_FMB_VNIS=",
+                                                     "SPANK_FMB_TCS="};
+    struct run_options opts;
+    run_options_init (&opts, RUN_VNI_COUNT_MAX, RUN_TCS_ALL);
+    if (run_options_parse (&opts, values, names, e) < 0)
+        return NULL;
     json_t *o = json_pack ("{s:I, s:s}", "uid", (json_int_t)uid, "nodes", nodelist);
-    unsigned long ncores = cpus_per_node ? strtoul (cpus_per_node, NULL, 10) : 0;
     if (o && user && *user)
         json_object_set_new (o, "user", json_string (user));
-    if (o && ncores > 0 && ncores <= (1ul << 20))
-        json_object_set_new (o, "ncores", json_integer ((json_int_t)ncores));
-    if (o && hwcoll &&
-        (!strcmp (hwcoll, "on") || !strcmp (hwcoll, "off") || !strcmp (hwcoll, "auto")))
-        json_object_set_new (o, "hwcoll", json_string (hwcoll));
-    if (o && vnis && vnis[0] >= '0' && vnis[0] <= '4' && !vnis[1])
-        json_object_set_new (o, "vni_count", json_integer (vnis[0] - '0'));
-    if (o && tcs && strlen (tcs) == 3 && tcs[0] == '0' && tcs[1] == 'x' &&
-        strchr ("123456789abcdef", tcs[2]))
-        json_object_set_new (o, "tcs", json_string (tcs));
+    if (o && run_options_to_json (&opts, o, e) < 0) {
+        json_decref (o);
+        return NULL;
+    }
     char *text = o ? json_dumps (o, JSON_COMPACT) : NULL;
     json_decref (o);
     if (!text) {

@@ -65,8 +65,9 @@ int slurm_hook_finish (struct agent *ag, const struct slurm_hook *h, int rc);
 void slurm_hook_clear (struct slurm_hook *h);
 
 /* The job's RUN request from Slurm's variables: uid, user, nodes and the
- * submitter's options (SPANK_FMB_*, checked here again: they come from
- * the user's srun).  NULL with a message when the node list is missing. */
+ * submitter's options (SPANK_FMB_*, checked here again, by runopts.h:
+ * they come from the user's srun).  NULL with a message when the node
+ * list is missing or a value is bad (EINVAL, naming the variable). */
 char *slurm_run_request (unsigned long uid,
                          const char *user,
                          const char *nodelist,

@@ -27,6 +27,7 @@
 #include "jobs_view.h"
 #include "hostlist.h"
 #include "log.h"
+#include "runopts.h"
 
 /* ---- RUN ----------------------------------------------------------- */
 
@@ -155,7 +156,8 @@ static int parse_run_nodes (json_t *body, struct run_request *rr, char *why, siz
     return 0;
 }
 
-/* RUN's optional ncores, hwcoll, vni_count and tcs. */
+/* RUN's optional ncores, hwcoll, vni_count and tcs: the rules every
+ * client checks before it sends them (runopts.h), in the server's words. */
 static int parse_run_options (const struct fmb_config *cfg,
                               json_t *body,
                               struct run_request *rr,
@@ -164,18 +166,19 @@ static int parse_run_options (const struct fmb_config *cfg,
 {
     json_t *v;
     if ((v = json_object_get (body, "ncores"))) {
-        if (!integer_in (v, 0, 1000000))
-            return refuse (why, len, "ncores: an integer 0..1000000");
+        if (!json_is_integer (v) || !run_ncores_ok (json_integer_value (v)))
+            return refuse (why, len, "ncores: an integer 0..%d", RUN_NCORES_MAX);
         rr->ncores = json_integer_value (v);
     }
     if ((v = json_object_get (body, "hwcoll"))) {
-        const char *s = json_string_value (v);
-        if (!s || (strcmp (s, "auto") && strcmp (s, "on") && strcmp (s, "off")))
+        int h = run_hwcoll_parse (json_string_value (v));
+        if (h < 0)
             return refuse (why, len, "hwcoll: one of auto, on, off");
-        rr->hwcoll = s;
+        rr->hwcoll = run_hwcoll_name ((enum run_hwcoll)h);
     }
     if ((v = json_object_get (body, "vni_count"))) {
-        if (!integer_in (v, 0, cfg->vni_max_per_job))
+        if (!json_is_integer (v) ||
+            !run_vni_count_ok (json_integer_value (v), cfg->vni_max_per_job))
             return refuse (why,
                            len,
                            "vni_count: an integer 0..%u ([vni] max_per_job)",

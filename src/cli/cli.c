@@ -6,14 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An answer that says "not now" rather than "no": the same request may
- * well succeed later (the broker busy, failing over, or its disk
- * failing), so it exits as if no broker answered. */
-static bool transient_status (long status)
-{
-    return status == 408 || status == 429 || (status >= 500 && status <= 599);
-}
-
 int cli_call (struct cli *cli,
               const char *method,
               const char *path,
@@ -28,8 +20,8 @@ int cli_call (struct cli *cli,
         int err = errno;
         fprintf (stderr, "fmbroker: %s\n", e.text);
         /* EACCES: no call was made, for want of a client token this user
-         * may read: the configuration's to fix, not worth a retry. */
-        return err == EACCES ? EXIT_USAGE : EXIT_UNREACHABLE;
+         * may read: the configuration's to fix (3), not worth a retry. */
+        return api_outcome_exit (api_outcome_of (-1, err, 0, 0));
     }
     if (r.status < 200 || r.status > 299) {
         const char *detail = json_string_value (json_object_get (r.body, "detail"));
@@ -40,7 +32,7 @@ int cli_call (struct cli *cli,
                  r.status,
                  detail ? detail : "");
         json_decref (r.body);
-        return transient_status (r.status) ? EXIT_UNREACHABLE : EXIT_REFUSED;
+        return api_outcome_exit (api_outcome_of (0, 0, r.status, 0));
     }
     if (ret)
         *ret = r.body;

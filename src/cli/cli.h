@@ -2,9 +2,11 @@
  * global options, the configuration, the broker target), and the call to
  * the broker that every command makes.
  *
- * Exit status, one scheme for every command: the Nagios plugin codes,
- * since `status` is a monitoring check and a hook reads the others the
- * same way (deploy/hooklib.sh's fmb_transient: only 2 is worth a retry). */
+ * Exit status, one scheme for every command but status: the broker's
+ * answer as apiretry.h's rule judges it, with sysexits.h's EX_TEMPFAIL
+ * (75) for "try again", the one status deploy/hooklib.sh's fmb_transient
+ * retries.  status is a monitoring check, so it keeps the Nagios plugin
+ * codes (2 CRITICAL where the others say 75). */
 #ifndef FMB_CLI_CLI_H
 #define FMB_CLI_CLI_H
 
@@ -13,20 +15,22 @@
 #include <jansson.h>
 
 #include "apiclient.h"
+#include "apiretry.h"
 #include "config.h"
 
 /* 1: the broker refused (a 4xx: asking again changes nothing), status's
  * degraded (WARNING), or a command that failed.
- * 2: no broker answered, or one answered that it cannot now (408, 429,
- * 5xx: busy, failing over, its disk failing): try again later
- * (CRITICAL for status).
  * 3: the command line or the configuration (UNKNOWN for status, so a
- * mistake in a check's own command line is not read as the broker down). */
-#define EXIT_OK          0
-#define EXIT_REFUSED     1
-#define EXIT_DEGRADED    1
-#define EXIT_UNREACHABLE 2
-#define EXIT_USAGE       3
+ * mistake in a check's own command line is not read as the broker down).
+ * 75: no broker answered, or one answered that it cannot now (408, 429,
+ * 5xx: busy, failing over, its disk failing): try again later.
+ * 2: status's CRITICAL, what 75 is for the other commands. */
+#define EXIT_OK       API_EXIT_OK
+#define EXIT_REFUSED  API_EXIT_REFUSED
+#define EXIT_DEGRADED 1
+#define EXIT_CRITICAL 2
+#define EXIT_USAGE    API_EXIT_USAGE
+#define EXIT_TEMPFAIL API_EXIT_TEMPFAIL
 
 struct cli {
     const char *config;

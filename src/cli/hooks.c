@@ -8,27 +8,36 @@
 
 #include "argcheck.h"
 #include "fields.h"
-#include "hostlist.h"
+#include "runopts.h"
 #include "validate.h"
 
-/* --nodes HOSTLIST (may be compressed: nid[001-004],login1). */
-static bool set_nodes (json_t *body, const char *hostlist)
+/* One of RUN's user options (runopts.h checks it: the SPANK plugin, the
+ * node's prolog and the Flux plugin check theirs there too). */
+static bool set_option (struct run_options *opts,
+                        enum run_opt which,
+                        const char *name,
+                        const char *value)
 {
     struct fmb_error e;
-    json_t *nodes = json_array ();
-    if (hostlist_expand (hostlist, nodes, &e) < 0) {
-        fprintf (stderr, "fmbroker: run-job: --nodes: %s\n", e.text);
-        json_decref (nodes);
+    if (run_option_parse (opts, which, value, name, &e) < 0) {
+        fprintf (stderr, "fmbroker: run-job: %s\n", e.text);
         return false;
     }
-    json_object_set_new (body, "nodes", nodes);
     return true;
 }
 
 /* What run-job needs once its options are read: JOB (alone), --uid,
- * --nodes or --node-count. */
-static bool run_job_complete (int argc, char **argv, json_t *body)
+ * --nodes or --node-count.  The options go into the body. */
+static bool run_job_complete (int argc,
+                              char **argv,
+                              const struct run_options *opts,
+                              json_t *body)
 {
+    struct fmb_error e;
+    if (run_options_to_json (opts, body, &e) < 0) {
+        fprintf (stderr, "fmbroker: run-job: %s\n", e.text);
+        return false;
+    }
     if (optind >= argc || !json_object_get (body, "uid")) {
         fprintf (stderr, "fmbroker: run-job: JOB and --uid are required\n");
         return false;
@@ -60,6 +69,10 @@ static bool run_job_options (int argc, char **argv, json_t *body, bool *quiet)
                                       {0}};
     int c;
     long long v;
+    struct run_options opts;
+    /* the broker checks vni_count against [vni] max_per_job, tcs
+     * against [cxi] allowed_tcs: this host need not know them */
+    run_options_init (&opts, RUN_VNI_COUNT_MAX, RUN_TCS_ALL);
     optind = 0; /* 0: glibc restarts its scan (main used "+") */
     while ((c = getopt_long (argc, argv, "u:U:N:c:C:H:v:T:q", o, NULL)) != -1) {
         switch (c) {
@@ -71,8 +84,8 @@ static bool run_job_options (int argc, char **argv, json_t *body, bool *quiet)
         case 'U':
             json_object_set_new (body, "user", json_string (optarg));
             break;
-        case 'N':
-            if (!set_nodes (body, optarg))
+        case 'N': /* sent compressed, as given: the broker expands it */
+            if (!set_option (&opts, RUN_OPT_NODES, "--nodes ", optarg))
                 return false;
             break;
         case 'c':
@@ -81,27 +94,20 @@ static bool run_job_options (int argc, char **argv, json_t *body, bool *quiet)
             json_object_set_new (body, "node_count", json_integer (v));
             break;
         case 'C':
-            if (!cli_parse_number ("run-job --ncores", optarg, 1, 1 << 20, &v))
+            if (!set_option (&opts, RUN_OPT_NCORES, "--ncores ", optarg))
                 return false;
-            json_object_set_new (body, "ncores", json_integer (v));
             break;
         case 'H':
-            if (strcmp (optarg, "on") && strcmp (optarg, "off") &&
-                strcmp (optarg, "auto")) {
-                fprintf (stderr,
-                         "fmbroker: run-job: --hwcoll %s: on, off or auto\n",
-                         optarg);
+            if (!set_option (&opts, RUN_OPT_HWCOLL, "--hwcoll ", optarg))
                 return false;
-            }
-            json_object_set_new (body, "hwcoll", json_string (optarg));
             break;
         case 'v':
-            if (!cli_parse_number ("run-job --vni-count", optarg, 0, 4, &v))
+            if (!set_option (&opts, RUN_OPT_VNI_COUNT, "--vni-count ", optarg))
                 return false;
-            json_object_set_new (body, "vni_count", json_integer (v));
             break;
-        case 'T': /* the broker checks it against [cxi] allowed_tcs */
-            json_object_set_new (body, "tcs", json_string (optarg));
+        case 'T':
+            if (!set_option (&opts, RUN_OPT_TCS, "--tcs ", optarg))
+                return false;
             break;
         case 'q':
             *quiet = true;
@@ -110,7 +116,7 @@ static bool run_job_options (int argc, char **argv, json_t *body, bool *quiet)
             return false;
         }
     }
-    return run_job_complete (argc, argv, body);
+    return run_job_complete (argc, argv, &opts, body);
 }
 
 /* run-job JOB --uid U [--user NAME] (--nodes HOSTLIST | --node-count N)

@@ -1,14 +1,14 @@
 /* fmbroker: the admin and hook CLI.  Talks to fmbrokerd over its Unix
  * socket; tables for people, --json for programs.
  *
- * Exit status, the same for every command (cli.h): 0 ok; 1 refused,
- * degraded or failed; 2 the broker unreachable or answering "not now"
- * (a hook may try again later); 3 usage or configuration.  These are the
- * Nagios plugin codes, so `status` is a monitoring check as it is.  Hooks
- * (run-job, end-job, step-clean) use a short timeout and are meant to be
- * called so that a failure never holds a job (the deploy/ hooks ignore
- * it, or retry a 2).  Every line the CLI prints on stderr starts with
- * "fmbroker: ", getopt's too (its argv[0] is made so).
+ * Exit status (cli.h): 0 ok; 1 refused or failed; 3 usage or
+ * configuration; 75 (EX_TEMPFAIL) the broker unreachable or answering
+ * "not now": try again later.  `status` is a monitoring check and keeps
+ * the Nagios plugin codes (1 degraded, 2 CRITICAL where the others say
+ * 75).  Hooks (run-job, end-job, step-clean) use a short timeout and are
+ * meant to be called so that a failure never holds a job (the deploy/
+ * hooks ignore it, or retry a 75).  Every line the CLI prints on stderr
+ * starts with "fmbroker: ", getopt's too (its argv[0] is made so).
  *
  * "--help" anywhere in a subcommand's arguments prints its usage and
  * exits 0 before anything is parsed or sent.  Numbers are parsed whole
@@ -156,25 +156,24 @@ static void usage (FILE *f)
         "timeout.\n\nCommands:\n");
     for (size_t i = 0; i < sizeof (cmds) / sizeof (cmds[0]); i++)
         fprintf (f, "  %-11s %s\n", cmds[i].name, cmds[i].help);
-    fprintf (
-        f,
-        "\nOptions:\n"
-        "  -c, --config FILE         configuration (default " FMB_CONFIG_PATH
-        ")\n"
-        "  -s, --socket PATH         the broker's socket (default [api] socket)\n"
-        "  -b, --broker-url URL[,URL...]  replaces [api] broker_url\n"
-        "  -j, --json                the broker's JSON, for scripts (also after "
-        "the\n"
-        "                            command: fmbroker status --json)\n"
-        "  -t, --timeout S           bound each call to S seconds (1-3600; 10)\n"
-        "  -h, --help                this help ('fmbroker COMMAND --help': a "
-        "command's)\n"
-        "  -V, --version             print the version\n"
-        "\nExit status, every command (the Nagios plugin codes): 0 ok; 1 the broker\n"
-        "refused (a 4xx), status degraded, or the command failed; 2 the broker\n"
-        "could not be reached or answered 408, 429 or 5xx: try again later;\n"
-        "3 usage or configuration error.  Every error line starts with "
-        "'fmbroker: '.\n");
+    fprintf (f,
+             "\nOptions:\n"
+             "  -c, --config FILE         configuration (default " FMB_CONFIG_PATH
+             ")\n"
+             "  -s, --socket PATH         the broker's socket (default [api] socket)\n"
+             "  -b, --broker-url URL[,URL...]  replaces [api] broker_url\n"
+             "  -j, --json                the broker's JSON, for scripts (also after "
+             "the\n"
+             "                            command: fmbroker status --json)\n"
+             "  -t, --timeout S           bound each call to S seconds (1-3600; 10)\n"
+             "  -h, --help                this help ('fmbroker COMMAND --help': a "
+             "command's)\n"
+             "  -V, --version             print the version\n"
+             "\nExit status, every command: 0 ok; 1 the broker refused (a 4xx) or the\n"
+             "command failed; 3 usage or configuration error (nothing sent);\n"
+             "75 the broker could not be reached or answered 408, 429 or 5xx: try\n"
+             "again later.  status keeps the Nagios codes (1 degraded, 2 where the\n"
+             "others say 75).  Every error line starts with 'fmbroker: '.\n");
 }
 
 /* After a usage error getopt or a check has named: where to look. */

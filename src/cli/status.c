@@ -109,8 +109,8 @@ int cmd_status (struct cli *cli, int argc, char **argv)
         return EXIT_USAGE;
     }
     int rc = cli_call (cli, "GET", "/v1/status", NULL, NULL, &o);
-    if (rc)
-        return rc; /* 2 unreachable (CRITICAL), 1 refused */
+    if (rc) /* a monitoring check: no broker, or "not now", is CRITICAL */
+        return rc == EXIT_TEMPFAIL ? EXIT_CRITICAL : rc;
     json_t *reasons = health_reasons (cli);
     rc = reasons ? EXIT_DEGRADED : EXIT_OK;
     if (reasons)

@@ -71,8 +71,10 @@ static void *call_thread (void *arg)
                          req->bearer,
                          &reply,
                          &e) < 0) {
+        r->outcome = api_outcome_of (-1, errno, 0, 0);
         snprintf (r->error, sizeof (r->error), "%s", e.text);
     } else {
+        r->outcome = api_outcome_of (0, 0, reply.status, 0);
         const char *detail = json_string_value (json_object_get (reply.body, "detail"));
         r->reached = 1;
         r->status = reply.status;
@@ -210,7 +212,7 @@ int brokercall_start (struct brokercall *bc,
 
 int brokercall_transient (const struct brokercall_result *r)
 {
-    return !r->reached || r->status == 429 || r->status >= 500;
+    return api_outcome_transient (r->outcome);
 }
 
 const char *brokercall_reason (const struct brokercall_result *r)

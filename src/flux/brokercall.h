@@ -15,16 +15,18 @@
 #include <jansson.h>
 
 #include "apiclient.h"
+#include "apiretry.h"
 #include "config.h"
 
 struct brokercall;
 
 /* The outcome of one call, for the callback. */
 struct brokercall_result {
-    int reached;     /* 1: the broker answered (status is its HTTP status) */
-    long status;     /* HTTP status, 0 when not reached */
-    json_t *body;    /* the answer, or NULL (owned by the result) */
-    char error[512]; /* why not reached, or the broker's detail */
+    int reached;              /* 1: the broker answered (status is its HTTP status) */
+    long status;              /* HTTP status, 0 when not reached */
+    json_t *body;             /* the answer, or NULL (owned by the result) */
+    char error[512];          /* why not reached, or the broker's detail */
+    enum api_outcome outcome; /* apiretry.h's judgement of it */
 };
 
 typedef void (*brokercall_f) (const struct brokercall_result *r, void *arg);
@@ -50,7 +52,8 @@ int brokercall_start (struct brokercall *bc,
                       void *arg);
 
 /* Is a failed result worth another try later: no broker answered, or one
- * answered 429 or 5xx (a failover, an overloaded broker)? */
+ * answered 408, 429 or 5xx (a failover, an overloaded broker)?  The rule
+ * every client of the broker follows (apiretry.h). */
 int brokercall_transient (const struct brokercall_result *r);
 
 /* The broker's words for a refused or failed call, for a message. */

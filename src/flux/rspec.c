@@ -2,10 +2,12 @@
 #include "rspec.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hostlist.h"
+#include "runopts.h"
 
 long rspec_idset_count (const char *s)
 {
@@ -56,23 +58,34 @@ static int user_options (json_t *jobspec, json_t *body, struct fmb_error *e)
         return 0;
     if (!json_is_object (o))
         return fmb_errorf (e, "attributes.system.fmbroker: not an object");
-    if ((v = json_object_get (o, "hwcoll"))) {
-        const char *s = json_string_value (v);
-        if (!s || (strcmp (s, "on") && strcmp (s, "off") && strcmp (s, "auto")))
-            return fmb_errorf (e, "system.fmbroker.hwcoll: on, off or auto");
-        json_object_set_new (body, "hwcoll", json_string (s));
-    }
+    /* jobspec's values as text, checked as every client checks them
+     * (runopts.h): vnis is a JSON number, the others strings */
+    char vnis[24];
+    const char *values[RUN_OPT_COUNT] = {NULL};
+    static const char *const names[RUN_OPT_COUNT] = {
+        [RUN_OPT_HWCOLL] = "system.fmbroker.hwcoll=",
+        [RUN_OPT_VNI_COUNT] = "system.fmbroker.vnis=",
+        [RUN_OPT_TCS] = "system.fmbroker.tcs=",
+    };
+    if ((v = json_object_get (o, "hwcoll")))
+        values[RUN_OPT_HWCOLL] =
+            json_is_string (v) ? json_string_value (v) : "(not a string)";
     if ((v = json_object_get (o, "vnis"))) {
-        json_int_t n = json_integer_value (v);
-        if (!json_is_integer (v) || n < 0 || n > 4)
-            return fmb_errorf (e, "system.fmbroker.vnis: the job's VNI count, 0..4");
-        json_object_set_new (body, "vni_count", json_integer (n));
+        if (json_is_integer (v))
+            snprintf (
+                vnis, sizeof (vnis), "%" JSON_INTEGER_FORMAT, json_integer_value (v));
+        else
+            snprintf (vnis, sizeof (vnis), "(not a number)");
+        values[RUN_OPT_VNI_COUNT] = vnis;
     }
-    if ((v = json_object_get (o, "tcs"))) {
-        if (!json_is_string (v))
-            return fmb_errorf (e, "system.fmbroker.tcs: a list of traffic classes");
-        json_object_set (body, "tcs", v);
-    }
+    if ((v = json_object_get (o, "tcs")))
+        values[RUN_OPT_TCS] =
+            json_is_string (v) ? json_string_value (v) : "(not a string)";
+    struct run_options opts;
+    run_options_init (&opts, RUN_VNI_COUNT_MAX, RUN_TCS_ALL);
+    if (run_options_parse (&opts, values, names, e) < 0 ||
+        run_options_to_json (&opts, body, e) < 0)
+        return -1;
     return 0;
 }
 

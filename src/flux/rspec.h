@@ -11,8 +11,9 @@
 
 /* The RUN body for a job of 'uid' allocated 'R': {"uid", "nodes",
  * "ncores"} plus what the user asked in jobspec attributes.system.fmbroker
- * (hwcoll: "on"/"off"/"auto", vnis: 0-4, tcs: a list), passed on for the
- * broker to check.  NULL with a message naming what is wrong. */
+ * (hwcoll: "on"/"off"/"auto", vnis: 0-4, tcs: a list), checked as every
+ * client checks them (runopts.h; the broker checks tcs against [cxi]
+ * allowed_tcs).  NULL with a message naming what is wrong. */
 json_t *rspec_run_body (json_t *R, json_t *jobspec, unsigned uid, struct fmb_error *e);
 
 /* How many ids an RFC 22 idset ("0-3,7") holds; -1 when it is not one. */

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "jobrecord.h"
 #include "monotime.h"
+#include "runopts.h"
 #include "spankcore.h"
 
 #define bad(e, ...) (errno = EINVAL, fmb_errorf ((e), __VA_ARGS__))
@@ -114,24 +115,27 @@ int spank_conf_parse (struct spank_conf *c, int argc, char **argv, struct fmb_er
     return 0;
 }
 
-/* ---- user options -------------------------------------------------- */
+/* ---- user options (checked as every client checks them: runopts.h) -- */
 
 int spank_parse_hwcoll (const char *arg,
                         char out[SPANK_HWCOLL_MAX],
                         struct fmb_error *e)
 {
-    if (!arg || (strcmp (arg, "on") && strcmp (arg, "off") && strcmp (arg, "auto")))
-        return bad (e,
-                    "--fmb-hwcoll=%.32s: on, off or auto (hardware collectives)",
-                    arg ? arg : "");
-    snprintf (out, SPANK_HWCOLL_MAX, "%s", arg);
+    struct run_options o;
+    run_options_init (&o, RUN_VNI_COUNT_MAX, RUN_TCS_ALL);
+    if (run_option_parse (&o, RUN_OPT_HWCOLL, arg, "--fmb-hwcoll=", e) < 0)
+        return -1;
+    snprintf (out, SPANK_HWCOLL_MAX, "%s", run_hwcoll_name (o.hwcoll));
     return 0;
 }
 
 int spank_parse_vni_count (const char *arg, unsigned *count, struct fmb_error *e)
 {
-    if (!arg || parse_uint (arg, 0, 4, count) < 0)
-        return bad (e, "--fmb-vnis=%.32s: the job's VNI count, 0..4", arg ? arg : "");
+    struct run_options o;
+    run_options_init (&o, RUN_VNI_COUNT_MAX, RUN_TCS_ALL);
+    if (run_option_parse (&o, RUN_OPT_VNI_COUNT, arg, "--fmb-vnis=", e) < 0)
+        return -1;
+    *count = (unsigned)o.vni_count;
     return 0;
 }
 
@@ -140,9 +144,11 @@ int spank_parse_tcs (const char *arg,
                      unsigned *mask,
                      struct fmb_error *e)
 {
-    struct fmb_error te;
-    if (!arg || fmb_config_parse_tcs_within (arg, allowed, mask, &te) < 0)
-        return bad (e, "--fmb-tcs=%.64s: %s", arg ? arg : "", arg ? te.text : "a list");
+    struct run_options o;
+    run_options_init (&o, RUN_VNI_COUNT_MAX, allowed);
+    if (run_option_parse (&o, RUN_OPT_TCS, arg, "--fmb-tcs=", e) < 0)
+        return -1;
+    *mask = o.tcs;
     return 0;
 }
 

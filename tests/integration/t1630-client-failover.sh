@@ -72,17 +72,17 @@ expect_ok 'the first accepts and never answers: both still get through in their 
 '
 expect_ok '--broker-url replaces [api] broker_url, in the CLI and the agent' '
     node_conf "https://127.0.0.1:$third" &&
-    { "$FMB_BIN/fmbroker" -c "$T/node.conf" --timeout 2 job show 1 2>err; test $? = 2; } &&
+    { "$FMB_BIN/fmbroker" -c "$T/node.conf" --timeout 2 job show 1 2>err; test $? = 75; } &&
     "$FMB_BIN/fmbroker" -c "$T/node.conf" --timeout 6 --broker-url "https://127.0.0.1:$third,https://127.0.0.1:$second" \
         --json job show 1 | jq -e ".id == \"1\"" &&
     rm_call DELETE /v1/jobs/1 >/dev/null &&
     node_agent a epilog --job 1 --broker-url "https://127.0.0.1:$third,https://127.0.0.1:$second" &&
     rm_call GET /v1/jobs/1 | jq -e "[.node_reports[] | select(.node == \"a\" and .cxi == \"destroyed\")] | length == 1"
 '
-expect_ok 'nobody answers: the error names every broker tried, exit 2 (a hook retries it)' '
+expect_ok 'nobody answers: the error names every broker tried, exit 75 (a hook retries it)' '
     stop_silent && stop_broker &&
     node_conf "https://127.0.0.1:$first,https://127.0.0.1:$second" &&
-    { "$FMB_BIN/fmbroker" -c "$T/node.conf" --timeout 3 job show 1 2>err; test $? = 2; } && cat err &&
+    { "$FMB_BIN/fmbroker" -c "$T/node.conf" --timeout 3 job show 1 2>err; test $? = 75; } && cat err &&
     grep -q "127.0.0.1:$first: .*127.0.0.1:$second: " err
 '
 expect_ok 'the standby takes over on the first address: the same list follows it' '

@@ -90,7 +90,7 @@ expect_ok 'vni list and reconcile' '
 '
 # One scheme for every command, status's (Nagios): 0 ok, 1 refused,
 # 2 unreachable (what a hook retries), 3 usage.
-expect_ok 'exit codes, every command: 1 refused, 2 unreachable, 3 usage' '
+expect_ok 'exit codes, every command: 1 refused, 75 unreachable (status: 2), 3 usage' '
     { fmb job show nosuch 2>err; test $? = 1; } && grep -q "404" err &&
     { fmb bogus 2>/dev/null; test $? = 3; } &&
     { fmb 2>/dev/null; test $? = 3; } &&
@@ -105,12 +105,13 @@ expect_ok 'exit codes, every command: 1 refused, 2 unreachable, 3 usage' '
     test "$(api_call GET /v1/jobs/9 | cut -d" " -f1)" = 404 &&
     for c in jobs "job show 1" "end-job 1" "vni list" events reconcile metrics status; do
         "$FMB_BIN/fmbroker" --socket "$T/nowhere.sock" $c 2>err; rc=$?
-        test $rc = 2 && grep -q "nowhere.sock" err || { echo "$c: exit $rc: $(cat err)"; return 1; }
+        want=75 && { [ "$c" != status ] || want=2; } && # status: Nagios CRITICAL
+        test $rc = $want && grep -q "nowhere.sock" err || { echo "$c: exit $rc: $(cat err)"; return 1; }
     done
 '
 # A broker that answers "not now" (busy, failing over, its disk failing)
 # is a transient failure too: a hook retries it as it retries no answer.
-expect_ok 'an answer of 429 or 503 exits 2, a 4xx refusal 1, each with the broker'"'"'s detail' '
+expect_ok 'an answer of 429 or 503 exits 75, a 4xx refusal 1, each with the broker'"'"'s detail' '
     python3 - "$T/busy.sock" <<'"'"'PY'"'"' &
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); s.settimeout(0.2)
@@ -129,8 +130,8 @@ while time.time() < end:
 PY
     busy_pid=$! && wait_for 100 0.05 test -S "$T/busy.sock" &&
     at () { "$FMB_BIN/fmbroker" --socket "$T/busy.sock" "$@"; } &&
-    { at end-job busy 2>err; rc=$?; test $rc = 2; } && grep -q "^fmbroker: DELETE /v1/jobs/busy: 429 as scripted" err &&
-    { at end-job down 2>err; rc=$?; test $rc = 2; } && grep -q ": 503 as scripted" err &&
+    { at end-job busy 2>err; rc=$?; test $rc = 75; } && grep -q "^fmbroker: DELETE /v1/jobs/busy: 429 as scripted" err &&
+    { at end-job down 2>err; rc=$?; test $rc = 75; } && grep -q ": 503 as scripted" err &&
     { at end-job other 2>err; rc=$?; test $rc = 1; } && grep -q ": 409 as scripted" err &&
     { at status 2>err; rc=$?; test $rc = 1; } &&
     # the hooks retry what the CLI calls transient, and only that
@@ -141,6 +142,37 @@ PY
     { at end-job 2>/dev/null; ! fmb_transient $? ""; } &&
     { "$FMB_BIN/fmbroker" --socket "$T/nowhere.sock" end-job 1 2>/dev/null; fmb_transient $? ""; }
     r=$?; kill $busy_pid; wait $busy_pid 2>/dev/null; test $r = 0
+'
+# A hook tells "try again" from "no" by the CLI's exit status alone
+# (apiretry.h's rule); the options are checked before anything is sent.
+expect_ok 'a script sees 75 for a broker that is away, a refusal for a bad option' '
+    fmb_log () { :; } && . "$FMB_SRC/deploy/hooklib.sh" &&
+    { "$FMB_BIN/fmbroker" --socket "$T/nowhere.sock" run-job 9 --uid 1 --nodes n1 2>err; rc=$?; } &&
+    test $rc = 75 && fmb_transient $rc "" &&
+    { fmb run-job 9 --uid 1 --nodes n1 --vni-count 7 2>err; rc=$?; } && test $rc = 3 &&
+    grep -qx "fmbroker: run-job: --vni-count 7: the job.s VNI count, 0..4" err && ! fmb_transient $rc "" &&
+    { fmb run-job 9 --uid 1 --nodes "n[1-2],n2" 2>err; rc=$?; } && test $rc = 3 &&
+    grep -qx "fmbroker: run-job: --nodes n\[1-2\],n2: .n2. listed twice" err &&
+    { fmb run-job 9 --uid 1 --nodes n1 --tcs DEDICATED_ACCESS 2>err; rc=$?; } && test $rc = 1 &&
+    grep -q "this cluster allows only" err && ! fmb_transient $rc "" &&
+    test "$(api_call GET /v1/jobs/9 | cut -d" " -f1)" = 404
+'
+# PrologSlurmctld hands the user's options to the CLI as they came: the
+# CLI's check is the script's, and its words reach the hook's log.
+prolog_slurmctld () { # JOB [VAR=VALUE...]
+    _job=$1 && shift &&
+    env SLURM_JOB_ID=$_job SLURM_JOB_UID=1000 SLURM_JOB_USER=nobody SLURM_JOB_NODELIST="n[1-2]" \
+        SLURM_JOB_CPUS_PER_NODE="4(x2)" FMBROKER_CONF=$T/broker.conf FMBROKER_BINDIR=$FMB_BIN \
+        FMBROKER_HOOK_TIMEOUT=2 FMBROKER_HOOK_LOG=$T/hooks.log "$@" "$FMB_SRC/deploy/slurm/prolog_slurmctld.sh"
+}
+expect_ok 'PrologSlurmctld: options reach RUN; a bad one is logged in the CLI'"'"'s words, not retried' '
+    prolog_slurmctld pc1 SPANK_FMB_HWCOLL=off SPANK_FMB_VNIS=2 SPANK_FMB_TCS=0x4 &&
+    api_call GET /v1/jobs/pc1 | cut -d" " -f2- >pc1.json &&
+    jq -e "(.vnis | length) == 2 and .hwcoll.reason == \"hwcoll=off requested\" and .tcs == \"0x4\" and .ncores == 4" pc1.json &&
+    prolog_slurmctld pc2 SPANK_FMB_VNIS=7 FMBROKER_RUN_RETRY_S=30 &&
+    grep -q "job pc2: run-job failed: fmbroker: run-job: --vni-count 7: the job.s VNI count, 0..4$" "$T/hooks.log" &&
+    ! grep -q "job pc2: .*retries" "$T/hooks.log" &&
+    test "$(api_call GET /v1/jobs/pc2 | cut -d" " -f1)" = 404
 '
 expect_ok 'every subcommand has --help' '
     for c in jobs job step-clean events run-job; do fmb $c --help | grep -q "^Usage: fmbroker $c" || { echo "$c"; return 1; }; done &&

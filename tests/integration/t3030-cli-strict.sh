@@ -51,7 +51,8 @@ expect_ok 'every subcommand answers --help and -h with its usage, exit 0, sendin
 '
 expect_ok 'status --help and --help document the monitoring exit codes' '
     rec status --help | grep -q "0 all well; 1 degraded" &&
-    "$cli" --help | grep -q "0 ok; 1 the broker" && "$cli" --help | grep -q "^3 usage or configuration error"
+    "$cli" --help | grep -q "0 ok; 1 the broker" && "$cli" --help | grep -q "; 3 usage or configuration error" &&
+    "$cli" --help | grep -q "^75 the broker could not be reached"
 '
 # refused ARGS...: exit 3 (usage), a message, nothing sent
 refused () {

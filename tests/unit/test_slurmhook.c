@@ -184,9 +184,20 @@ static void run_request_from_slurms_words (void **state)
         "{\"uid\":65534,\"nodes\":\"n[1-2]\",\"user\":\"nobody\","
         "\"ncores\":4,\"hwcoll\":\"off\",\"vni_count\":2,\"tcs\":\"0xa\"}");
     free (r);
-    r = slurm_run_request (1000, NULL, "n1", NULL, "maybe", "7", "0xz", &e);
+    r = slurm_run_request (1000, NULL, "n1", NULL, NULL, NULL, NULL, &e);
     assert_string_equal (r, "{\"uid\":1000,\"nodes\":\"n1\"}");
     free (r);
+    /* a value the SPANK plugin would have refused (the user's srun set
+     * it): the job's reason names it, rather than a RUN without it */
+    errno = 0;
+    assert_null (slurm_run_request (1000, NULL, "n1", NULL, "maybe", "2", NULL, &e));
+    assert_int_equal (errno, EINVAL);
+    assert_string_equal (
+        e.text, "SPANK_FMB_HWCOLL=maybe: on, off or auto (hardware collectives)");
+    assert_null (slurm_run_request (1000, NULL, "n1", NULL, NULL, "7", NULL, &e));
+    assert_string_equal (e.text, "SPANK_FMB_VNIS=7: the job's VNI count, 0..4");
+    assert_null (slurm_run_request (1000, NULL, "n1", NULL, NULL, NULL, "0xz", &e));
+    assert_non_null (strstr (e.text, "SPANK_FMB_TCS=0xz: "));
     assert_null (slurm_run_request (1000, "u", NULL, "1", NULL, NULL, NULL, &e));
     assert_non_null (strstr (e.text, "SLURM_NODELIST"));
 }
