@@ -141,10 +141,10 @@ static void refuses_with_a_reason (void **state)
         {"env --job 42 --run {}", "--run: prolog only"},
         {"prolog --job 42 --run {} --uid 1 --vnis 7", "not with --uid/--vnis"},
         {"prolog --job 42 --run [1]", "a RUN request"},
-        {"serve --ncores 4", "serve takes only"},
+        {"list --lnx=1", "unknown option '--lnx=1'"},
         /* the service takes its runs' setup only: a job is the caller's */
         {"serve --job 42", "serve takes only -c, --libcxi"},
-        {"serve --uid 1", "serve takes only"},
+        {"serve --ncores 4", "serve takes only"},
         {"prolog --job 42 --listen /x", "--listen: serve only"},
     };
     for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
