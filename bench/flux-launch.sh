@@ -9,7 +9,7 @@
 # and without it,
 # alternately, and prints the medians, p90 and the slowest side by side.
 # "Without" is the same instance with fmbroker's jobtap plugin unloaded
-# and its epilog.d/housekeeping.d scripts moved away: the IMP's per-rank
+# and its epilog.d/housekeeping.d scripts switched off: the IMP's per-rank
 # prolog and epilog still run (empty), as on a Flux site that runs them;
 # the shell plugin and the node services stay (they do nothing for a job
 # the jobtap plugin did not see).  Needs root.  Bounded: BENCH_LAUNCHES (100) of each kind.
@@ -26,22 +26,21 @@ rm_users=root,flux
 start_broker_for_nodes n1 n2 || exit 1
 printf "[api]\nsocket = %s\n" "$T/api.sock" >"$T/rm.conf"
 chmod 644 "$T/rm.conf"
-mkdir -p "$T/home" "$T/off" && chown nobody "$T/home"
+mkdir -p "$T/home" && chown nobody "$T/home"
 flux_node_scripts "$T/node.conf"
 flux_node_services "$T/node.conf" || exit 1
 flux_config fail_closed
 flux_start || { echo "flux did not start" >&2; exit 1; }
 mode () {
+    # the epilog and housekeeping scripts are switched off by a file they
+    # look for, not moved away: a script moved while the IMP's loop runs
+    # it fails, and the stand-in for flux-run-housekeeping drains its node
     if [ "$1" = with ]; then
-        for d in epilog.d housekeeping.d; do
-            [ -e "$T/off/$d" ] && mv "$T/off/$d" "$FD/etc/$d/fmbroker"
-        done
+        rm -f "$T/fmbroker.off"
         flux_as_owner flux jobtap list | grep -q '^fmbroker' ||
             flux_as_owner flux jobtap load fmbroker.so config="$T/rm.conf" state-dir="$T/rec-%n"
     else
-        for d in epilog.d housekeeping.d; do
-            [ -e "$FD/etc/$d/fmbroker" ] && mv "$FD/etc/$d/fmbroker" "$T/off/$d"
-        done
+        touch "$T/fmbroker.off"
         flux_as_owner flux jobtap remove fmbroker.so 2>/dev/null
     fi
 }

@@ -123,6 +123,42 @@ static int set_string (const struct agent_option *o,
     return 0;
 }
 
+/* A Flux job id in its f58 form ("ƒ" and base58, as Flux gives its
+ * per-rank epilog FLUX_JOB_ID) into *id: 0, or -1 when 'text' is not
+ * one.  Read here so that the epilog starts no `flux job id`. */
+static int f58_decode (const char *text, uint64_t *id)
+{
+    static const char digits[] =
+        "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+    const unsigned char *s = (const unsigned char *)text;
+    uint64_t n = 0;
+    if (s[0] != 0xc6 || s[1] != 0x92 || !s[2]) /* U+0192, UTF-8 */
+        return -1;
+    for (s += 2; *s; s++) {
+        const char *d = strchr (digits, *s);
+        if (!d || n > (UINT64_MAX - (uint64_t)(d - digits)) / 58)
+            return -1;
+        n = n * 58 + (uint64_t)(d - digits);
+    }
+    *id = n;
+    return 0;
+}
+
+/* --job: a job id, or a Flux f58 id taken in its decimal form (the
+ * broker's). */
+static int set_job (const struct agent_option *o,
+                    const char *value,
+                    struct agent_args *a,
+                    struct fmb_error *error)
+{
+    uint64_t id;
+    if (f58_decode (value, &id) < 0)
+        return set_string (o, value, a, error);
+    snprintf (a->job_dec, sizeof (a->job_dec), "%llu", (unsigned long long)id);
+    a->job = a->job_dec;
+    return 0;
+}
+
 static int set_flag (const struct agent_option *o,
                      const char *value,
                      struct agent_args *a,
@@ -233,7 +269,7 @@ static const struct agent_option options[] = {
     {"state-dir",  0,   true,  set_string, FIELD (state_dir),  NULL, 0, NULL, SETUP},
     {"node",       0,   true,  set_string, FIELD (node),       valid_node_name, 0,
      "not a host name ([A-Za-z0-9._-]{1,64})", SETUP},
-    {"job",        0,   true,  set_string, FIELD (job),        valid_job_id, 0,
+    {"job",        0,   true,  set_job,    FIELD (job),        valid_job_id, 0,
      "not a job id ([A-Za-z0-9._-]{1,128})", ALL},
     {"uid",        0,   true,  set_number, FIELD (uid),        NULL, UID_MAX_VALID,
      "not a uid (0..4294967294)", ALL},

@@ -59,6 +59,8 @@ struct agent_args {
      * launch setup); the RUN body, "nodes" possibly a hostlist */
     const char *run;
     const char *listen; /* serve: the node service's socket */
+    /* --job given as a Flux f58 id ("ƒ..."), in decimal: job points here */
+    char job_dec[24];
 };
 
 #define AGENT_RUN_MAX 16384 /* a RUN body with a compressed node list */

@@ -83,8 +83,58 @@ static int destroy_on_device (struct agent *ag,
     return failures;
 }
 
+/* The job's end made by the node service, where one answers in the state
+ * directory and this is a plain run (no --dry-run, no facts given): the
+ * service has libcxi loaded and its broker connection open, and this
+ * process then loads neither.  Its exit status, or -1: made here (no
+ * service; its services still in use, which this run's retry window
+ * waits for; or the service failed).  The service reports what it did,
+ * even under --no-report: a 'destroyed' frees the VNIs sooner, and a
+ * service in use it leaves unreported, as --no-report would. */
+static int via_service (struct agent *ag)
+{
+    struct node_request r = {.op = NODE_OP_END};
+    struct node_service_call c;
+    struct fmb_error e;
+    char line[FMB_ERROR_TEXT_MAX + 160];
+    if (ag->in_service || ag->args.dry_run || ag->args.have_facts)
+        return -1;
+    snprintf (r.job, sizeof (r.job), "%s", ag->args.job);
+    snprintf (r.node, sizeof (r.node), "%s", ag->args.node ? ag->args.node : "");
+    int rc = node_service_call_start (&c, ag->args.state_dir, &r, &e);
+    if (rc == 0)
+        return -1;
+    if (rc < 0 ||
+        node_service_call_finish (&c, NODE_SERVICE_WAIT_MS, line, sizeof (line), &e) < 0) {
+        fmb_log (LOG_WARNING, "job %s: %s: its end is made here", ag->args.job, e.text);
+        return -1;
+    }
+    int status = atoi (line);
+    const char *why = strchr (line, '\t');
+    why = why && why[1] ? why + 1 : "";
+    if (status == 0) {
+        fmb_log (LOG_DEBUG, "job %s: its end made by the node service", ag->args.job);
+        return 0;
+    }
+    if (status == EXIT_FAIL)
+        return agent_fail_job (ag, "%s", why);
+    if (status == NODE_SERVICE_BUSY)
+        fmb_log (LOG_INFO,
+                 "job %s: its CXI services are still in use: this epilog waits for them",
+                 ag->args.job);
+    else
+        fmb_log (LOG_WARNING,
+                 "job %s: the node service did not make its end (%s): made here",
+                 ag->args.job,
+                 why);
+    return -1;
+}
+
 int cmd_epilog (struct agent *ag)
 {
+    int made = via_service (ag);
+    if (made >= 0)
+        return made;
     struct job_facts f;
     struct fmb_error e;
     struct cxil_device_list *dl;

@@ -130,8 +130,11 @@ flux_node_scripts () {
     for pair in epilog.d:fmbroker-cxi-epilog.sh housekeeping.d:fmbroker-cxi-housekeeping.sh; do
         cat >"$FD/etc/${pair%%:*}/fmbroker" <<WRAP
 #!/bin/sh
-node=\$(flux getattr hostname)
-export FMBROKER_CONF=$1 FMBROKER_BINDIR=$FMB_BIN FMBROKER_SBINDIR=$FMB_BIN \\
+[ -e "$T/fmbroker.off" ] && exit 0 # bench/flux-launch.sh: a launch without fmbroker
+# this rank's node, as /etc/default/fmbroker's FMBROKER_NODE gives it on
+# a real node: the rank's own broker socket, local-0 for n1 (no process)
+case \$FLUX_URI in *local-0) node=n1 ;; *local-1) node=n2 ;; *) node=\$(flux getattr hostname) ;; esac
+export FMBROKER_NODE=\$node FMBROKER_CONF=$1 FMBROKER_BINDIR=$FMB_BIN FMBROKER_SBINDIR=$FMB_BIN \\
     FMBROKER_HOOK_TIMEOUT=3 FMBROKER_HOUSEKEEPING_S=\${FMBROKER_HOUSEKEEPING_S:-2} \\
     FMBROKER_HOOK_LOG=$T/hooks.log MOCKCXI_STATE=$T/\$node.cxi.json MOCKCXI_DEVICES=2 \\
     MOCKCXI_SYSTEM_SVC=1 FMBROKER_CXI_ARGS="--state-dir $T/rec-\$node"

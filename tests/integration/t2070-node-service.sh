@@ -206,6 +206,23 @@ expect_ok '... and services still in use: the service reports nothing and says s
     test "$(job_services 5)" = 0 && test "$(n1_report 5)" = destroyed &&
     ! rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\")" >/dev/null
 '
+# Issue 50: the service serves each job on a thread of its own.
+setup_ms () { # JOB OUT: a step's setup of JOB, its answer and ms in OUT
+    t=$(ms_now) && a=$(step_setup "$1") && echo "$a $(($(ms_now) - t))" >"$2"
+}
+expect_ok 'a slow FM reservation for one job: another job'"'"'s setup on the node completes meanwhile, in its own time' '
+    mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=4000 x1" &&
+    { setup_ms 41 "$T/s41.out" & } && sleep 0.3 &&
+    setup_ms 42 "$T/s42.out" && read -r st42 ms42 <"$T/s42.out" &&
+    test "$st42" = 0 && test ! -s "$T/s41.out" &&
+    echo "job 42 answered in $ms42 ms while job 41 waits for the FM" &&
+    test "$(job_services 42)" = 2 &&
+    wait_for 100 0.1 test -s "$T/s41.out" && read -r st41 ms41 <"$T/s41.out" &&
+    echo "job 41 answered in $ms41 ms" && test "$st41" = 0 && test "$ms41" -ge 1500 &&
+    test "$(job_services 41)" = 2 &&
+    service_epilog 41 "$T/epilog-fallback.sh" && service_epilog 42 "$T/epilog-fallback.sh" &&
+    test "$(job_services 41)" = 0 && test "$(job_services 42)" = 0
+'
 expect_ok 'the broker stalled past a node'"'"'s timeout at a job'"'"'s setup: the node tries again, and the job gets its services' '
     kill -STOP "$broker_pid" && { sleep 6; kill -CONT "$broker_pid"; } &
     waker=$! && step_setup 12 >"$T/s12.out"; wait "$waker" &&
