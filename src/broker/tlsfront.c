@@ -116,7 +116,8 @@ struct worker {
     unsigned relays, fresh;  /* socketpairs held; of them, new connections' */
     unsigned relays_max, fresh_max;
     struct tconn *stalled_head, *stalled_tail; /* with bytes waiting, oldest first */
-    struct tconn *dead; /* closed, freed once the batch of events is done */
+    struct tconn *dead;      /* closed, freed once the batch of events is done */
+    struct closing *closing; /* parked connections' old socketpairs */
 };
 
 /* What the loop asks of a worker. */
@@ -301,8 +302,18 @@ static void conn_free (struct tconn *c)
     free (c);
 }
 
+/* A relay's place in the budget given back. */
+static void relay_unbudget (struct worker *w, bool kept)
+{
+    w->relays--;
+    if (!kept)
+        w->fresh--;
+    atomic_fetch_sub (&w->tf->n_relays, 1);
+}
+
 /* Its socketpair goes (closed: the loop's end reads end of file), and
- * with it its place in the budget. */
+ * with it its place in the budget: the connection ends, its TLS socket
+ * with it, so the loop's end outlives it by one descriptor at most. */
 static void relay_free (struct tconn *c)
 {
     struct worker *w = c->w;
@@ -312,10 +323,75 @@ static void relay_free (struct tconn *c)
     c->plain_fd = -1;
     c->ev_plain = UINT32_MAX;
     c->plain_hup = false;
-    w->relays--;
-    if (!c->kept)
-        w->fresh--;
-    atomic_fetch_sub (&w->tf->n_relays, 1);
+    relay_unbudget (w, c->kept);
+}
+
+/* A parked connection's old socketpair: its end here is shut for
+ * writing, and it stays in the budget until the loop has closed its end
+ * (end of file here): else a storm's parks and unparks, each leaving the
+ * loop an end to close later, would hold more descriptors than the
+ * budget says. */
+struct closing {
+    struct worker *w;
+    struct closing *prev, *next; /* the worker's, to free at the end */
+    int fd;
+    bool kept;
+};
+
+static void closing_free (struct closing *k)
+{
+    struct worker *w = k->w;
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        w->closing = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    close (k->fd);
+    free (k);
+}
+
+/* Park's half of relay_free: the budget is given back by closing_event. */
+static void relay_drain (struct tconn *c)
+{
+    struct worker *w = c->w;
+    struct closing *k = malloc (sizeof (*k));
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uintptr_t)k | 4};
+    if (!k || shutdown (c->plain_fd, SHUT_WR) < 0 ||
+        epoll_ctl (w->ep,
+                   c->ev_plain == UINT32_MAX ? EPOLL_CTL_ADD : EPOLL_CTL_MOD,
+                   c->plain_fd,
+                   &ev) < 0) {
+        free (k);
+        relay_free (c);
+        return;
+    }
+    stalled_del (w, c);
+    *k = (struct closing){
+        .w = w, .next = w->closing, .fd = c->plain_fd, .kept = c->kept};
+    if (w->closing)
+        w->closing->prev = k;
+    w->closing = k;
+    c->plain_fd = -1;
+    c->ev_plain = UINT32_MAX;
+    c->plain_hup = false;
+}
+
+/* The loop's end of a parked connection's old socketpair: read until
+ * it closes (it writes nothing more: its request was done). */
+static void closing_event (struct closing *k)
+{
+    char buf[512];
+    for (;;) {
+        ssize_t n = recv (k->fd, buf, sizeof (buf), MSG_DONTWAIT);
+        if (n > 0)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        break; /* end of file, or an error: it is gone either way */
+    }
+    relay_unbudget (k->w, k->kept);
+    closing_free (k);
 }
 
 /* Close a connection in any phase.  A handshake's slot is the loop's to
@@ -536,7 +612,7 @@ static void try_park (struct tconn *c)
             conn_close (c);
         return;
     }
-    relay_free (c);
+    relay_drain (c);
     c->kept = true;
     list_move (&w->parked, c);
     c->parked_ms = fmb_monotime_ms ();
@@ -931,6 +1007,11 @@ static void *worker_main (void *arg)
                 take_inbox (w);
                 continue;
             }
+            if (ev[i].data.u64 & 4) {
+                closing_event (
+                    (struct closing *)(uintptr_t)(ev[i].data.u64 & ~(uint64_t)7));
+                continue;
+            }
             struct tconn *c =
                 (struct tconn *)(uintptr_t)(ev[i].data.u64 & ~(uint64_t)3);
             if (c->dead) /* closed by an earlier event of this batch */
@@ -1072,6 +1153,8 @@ static void worker_stop (struct worker *w)
         conn_free (c);
     }
     free_dead (w);
+    while (w->closing)
+        closing_free (w->closing);
     free (w->msgs);
     if (w->ep >= 0)
         close (w->ep);
