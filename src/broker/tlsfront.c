@@ -51,189 +51,13 @@
 #include <gnutls/x509.h>
 
 #include "monotime.h"
+#include "tlsconn.h"
 #include "tlsfront.h"
 
-#define RELAY_CHUNK 16384
-#define EVENTS_MAX  64
+#define EVENTS_MAX 64
 /* The workers yield to the loop when both want a core: a storm of
  * handshakes slows down, the RM's RUN does not. */
 #define WORKER_NICE 5
-
-struct conn_list {
-    struct tconn *head, *tail;
-};
-
-struct tconn {
-    struct worker *w;
-    struct tconn *prev, *next; /* on 'on', one of the worker's lists */
-    struct conn_list *on;
-    int tls_fd, plain_fd;
-    gnutls_session_t s;
-    int64_t deadline_ms; /* of the handshake, or of the wait for a relay */
-    int64_t parked_ms;   /* when it was parked: its idle time */
-    struct sockaddr_storage sa;
-    socklen_t salen;
-    char addr[TCPGUARD_ADDR_MAX];
-    void *tag; /* the loop's, handed back with the connection */
-    /* what one side read and the other could not take yet */
-    char *to_plain;
-    size_t to_plain_len, to_plain_off;
-    char *to_tls;
-    size_t to_tls_len, to_tls_off;
-    bool tls_again; /* a record is in GnuTLS, to be flushed with (NULL, 0) */
-    uint32_t ev_tls, ev_plain;
-    bool dead; /* closed in this batch of events: freed after it */
-    struct tconn *dead_next;
-    /* one side's bytes waiting for the other, since then: a side that
-     * takes nothing for the stall time closes the connection */
-    struct tconn *sprev, *snext;
-    bool stalled_listed;
-    int64_t stalled_since_ms;
-    bool plain_hup;   /* the loop closed its end: what it wrote goes, then we close */
-    bool handed;      /* the loop has it: its end comes back as 'gone' */
-    bool kept;        /* parked before: its relay is not a new connection's */
-    bool park_wanted; /* the loop's request is done: park once all went */
-    bool req_open;    /* the peer's bytes went to the loop since its last answer */
-    unsigned gen;     /* of its relay: an event of a closed one's end is stale */
-};
-
-struct worker {
-    struct tlsfront *tf;
-    pthread_t thread;
-    bool started;
-    int ep;
-    int wake; /* eventfd: new connections, or stop */
-    pthread_mutex_t mu;
-    struct tconn *inbox, *inbox_tail; /* handed over by tlsfront_add (mu) */
-    struct msg *msgs;                 /* the loop's cuts, parks, releases (mu) */
-    size_t nmsgs, msgs_size;
-    struct conn_list handshaking;  /* oldest first: their deadlines in order */
-    struct conn_list waiting;      /* handshake done, no relay: deadlines in order */
-    struct conn_list waiting_kept; /* parked, bytes came, no relay yet */
-    struct conn_list relaying;
-    struct conn_list parked; /* in the order they were parked */
-    struct conn_list gone;   /* closed, the loop told: freed at its release */
-    unsigned relays, fresh;  /* socketpairs held; of them, new connections' */
-    unsigned relays_max, fresh_max;
-    struct tconn *stalled_head, *stalled_tail; /* with bytes waiting, oldest first */
-    struct tconn *dead;      /* closed, freed once the batch of events is done */
-    struct closing *closing; /* parked connections' old socketpairs */
-};
-
-/* What the loop asks of a worker. */
-enum msg_kind {
-    MSG_CUT,     /* a handshake (by tag): give it up */
-    MSG_PARK,    /* a relayed connection (handle): its request is done */
-    MSG_RELEASE, /* a connection (handle) that ended: the loop forgot it */
-};
-
-struct msg {
-    enum msg_kind kind;
-    void *p;
-};
-
-struct done {
-    struct done *next;
-    struct tlsfront_conn c;
-};
-
-struct tlsfront {
-    gnutls_certificate_credentials_t cred;
-    gnutls_priority_t prio;
-    gnutls_datum_t ticket_key;
-    bool ask_cert;
-    unsigned handshake_ms; /* also how long bytes may wait for a side */
-    unsigned idle_ms;      /* a parked connection's life; 0: while the peer's */
-    unsigned nworkers;
-    unsigned next_worker;
-    struct worker *w;
-    atomic_bool stopping;
-    int done_fd; /* eventfd: connections wait in 'done' */
-    pthread_mutex_t mu;
-    struct done *done_head, *done_tail;
-    atomic_ullong handshakes, resumed, failed, timed_out, handshake_us;
-    atomic_ullong parks, unparks;
-    atomic_llong n_parked, n_relays, n_waiting; /* gauges */
-};
-
-/* ---- lists ---------------------------------------------------------- */
-
-static void list_add (struct conn_list *l, struct tconn *c)
-{
-    c->on = l;
-    c->next = NULL;
-    c->prev = l->tail;
-    if (l->tail)
-        l->tail->next = c;
-    else
-        l->head = c;
-    l->tail = c;
-}
-
-static void list_del (struct tconn *c)
-{
-    struct conn_list *l = c->on;
-    if (!l)
-        return;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        l->tail = c->prev;
-    c->prev = c->next = NULL;
-    c->on = NULL;
-}
-
-static void list_move (struct conn_list *to, struct tconn *c)
-{
-    list_del (c);
-    list_add (to, c);
-}
-
-/* The stalled list: connections one of whose sides has not taken what
- * the other sent.  In the order they began waiting: the head is the
- * first to be cut. */
-static void stalled_del (struct worker *w, struct tconn *c)
-{
-    if (!c->stalled_listed)
-        return;
-    if (c->sprev)
-        c->sprev->snext = c->snext;
-    else
-        w->stalled_head = c->snext;
-    if (c->snext)
-        c->snext->sprev = c->sprev;
-    else
-        w->stalled_tail = c->sprev;
-    c->sprev = c->snext = NULL;
-    c->stalled_listed = false;
-}
-
-/* On the list while bytes wait, with the time they began to; off it
- * once none do (a side that takes something is not stalled). */
-static void stalled_update (struct tconn *c)
-{
-    struct worker *w = c->w;
-    bool waiting = c->to_plain || c->to_tls;
-    if (!waiting) {
-        stalled_del (w, c);
-        return;
-    }
-    if (c->stalled_listed)
-        return;
-    c->stalled_since_ms = fmb_monotime_ms ();
-    c->snext = NULL;
-    c->sprev = w->stalled_tail;
-    if (w->stalled_tail)
-        w->stalled_tail->snext = c;
-    else
-        w->stalled_head = c;
-    w->stalled_tail = c;
-    c->stalled_listed = true;
-}
 
 /* ---- to the loop ---------------------------------------------------- */
 
@@ -317,7 +141,7 @@ static void relay_unbudget (struct worker *w, bool kept)
 static void relay_free (struct tconn *c)
 {
     struct worker *w = c->w;
-    stalled_del (w, c);
+    tlsrelay_stalled_del (w, c);
     if (c->plain_fd >= 0)
         close (c->plain_fd);
     c->plain_fd = -1;
@@ -366,7 +190,7 @@ static void relay_drain (struct tconn *c)
         relay_free (c);
         return;
     }
-    stalled_del (w, c);
+    tlsrelay_stalled_del (w, c);
     *k = (struct closing){
         .w = w, .next = w->closing, .fd = c->plain_fd, .kept = c->kept};
     if (w->closing)
@@ -400,7 +224,7 @@ static void closing_event (struct closing *k)
 static void conn_close (struct tconn *c)
 {
     struct worker *w = c->w;
-    stalled_del (w, c);
+    tlsrelay_stalled_del (w, c);
     if (c->on == &w->relaying) {
         if (c->s)
             gnutls_bye (c->s, GNUTLS_SHUT_WR); /* non-blocking: best effort */
@@ -409,12 +233,12 @@ static void conn_close (struct tconn *c)
         atomic_fetch_sub (&w->tf->n_parked, 1);
     else if (c->on == &w->waiting || c->on == &w->waiting_kept)
         atomic_fetch_sub (&w->tf->n_waiting, 1);
-    list_del (c);
+    tlsrelay_list_del (c);
     give_back (c);
     conn_release (c);
     c->dead = true;
     if (c->handed) /* the loop may still name it: kept until it says */
-        list_add (&w->gone, c);
+        tlsrelay_list_add (&w->gone, c);
     else {
         c->dead_next = w->dead;
         w->dead = c;
@@ -428,162 +252,6 @@ static void free_dead (struct worker *w)
         w->dead = c->dead_next;
         free (c);
     }
-}
-
-static int watch (struct tconn *c, int fd, uint32_t *have, uint32_t want, uintptr_t tag)
-{
-    if (*have == want)
-        return 0;
-    struct epoll_event ev = {.events = want, .data.u64 = (uintptr_t)c | tag};
-    int op = *have == UINT32_MAX ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
-    if (epoll_ctl (c->w->ep, op, fd, &ev) < 0)
-        return -1;
-    *have = want;
-    return 0;
-}
-
-/* What each side waits for: a side is read only while the other has
- * taken everything read before (back-pressure, no unbounded buffer). */
-static int relay_events (struct tconn *c)
-{
-    uint32_t tls = (c->to_plain ? 0 : EPOLLIN) | (c->to_tls ? EPOLLOUT : 0);
-    uint32_t plain = (c->to_tls ? 0 : EPOLLIN) | (c->to_plain ? EPOLLOUT : 0);
-    stalled_update (c);
-    if (watch (c, c->tls_fd, &c->ev_tls, tls, 0) < 0 ||
-        (!c->plain_hup &&
-         watch (c, c->plain_fd, &c->ev_plain, plain, 1 | (c->gen & 1) << 1) < 0))
-        return -1;
-    return 0;
-}
-
-/* Keep buf[off..len) for later; -1 out of memory. */
-static int keep (char **dst, size_t *dlen, size_t *doff, const char *buf, size_t len)
-{
-    if (!(*dst = malloc (len)))
-        return -1;
-    memcpy (*dst, buf, len);
-    *dlen = len;
-    *doff = 0;
-    return 0;
-}
-
-/* Write what is pending for the loop's end; 1 when all went. */
-static int flush_plain (struct tconn *c)
-{
-    while (c->to_plain) {
-        ssize_t n = send (c->plain_fd,
-                          c->to_plain + c->to_plain_off,
-                          c->to_plain_len - c->to_plain_off,
-                          MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0)
-            return errno == EAGAIN || errno == EINTR ? 0 : -1;
-        c->to_plain_off += (size_t)n;
-        if (c->to_plain_off == c->to_plain_len) {
-            free (c->to_plain);
-            c->to_plain = NULL;
-        }
-    }
-    return 1;
-}
-
-/* Records from the peer, decrypted, to the loop's end. */
-static int tls_to_plain (struct tconn *c)
-{
-    char buf[RELAY_CHUNK];
-    int f;
-    if ((f = flush_plain (c)) <= 0)
-        return f;
-    for (;;) {
-        ssize_t n = gnutls_record_recv (c->s, buf, sizeof (buf));
-        if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
-            return 0;
-        if (n <= 0) /* closed, or an error (a renegotiation attempt too) */
-            return -1;
-        c->req_open = true;
-        ssize_t w = send (c->plain_fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w < 0 && errno != EAGAIN && errno != EINTR)
-            return -1;
-        if (w < 0)
-            w = 0;
-        if (w < n) {
-            if (keep (&c->to_plain,
-                      &c->to_plain_len,
-                      &c->to_plain_off,
-                      buf + w,
-                      (size_t)(n - w)) < 0)
-                return -1;
-            return 0;
-        }
-    }
-}
-
-/* Send what is pending to the peer; 1 when all went. */
-static int flush_tls (struct tconn *c)
-{
-    while (c->to_tls) {
-        ssize_t n = c->tls_again ? gnutls_record_send (c->s, NULL, 0)
-                                 : gnutls_record_send (c->s,
-                                                       c->to_tls + c->to_tls_off,
-                                                       c->to_tls_len - c->to_tls_off);
-        if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) {
-            c->tls_again = true;
-            return 0;
-        }
-        if (n < 0)
-            return -1;
-        c->tls_again = false;
-        c->to_tls_off += (size_t)n;
-        if (c->to_tls_off >= c->to_tls_len) {
-            free (c->to_tls);
-            c->to_tls = NULL;
-        }
-    }
-    return 1;
-}
-
-/* Bytes from the loop's end, encrypted, to the peer. */
-static int plain_to_tls (struct tconn *c)
-{
-    char buf[RELAY_CHUNK];
-    int f;
-    if ((f = flush_tls (c)) <= 0)
-        return f;
-    for (;;) {
-        ssize_t n = recv (c->plain_fd, buf, sizeof (buf), MSG_DONTWAIT);
-        if (n < 0)
-            return errno == EAGAIN || errno == EINTR ? 0 : -1;
-        if (n == 0) /* the loop closed it */
-            return -1;
-        c->req_open = false; /* its answer: a request since is a new one */
-        size_t off = 0;
-        while (off < (size_t)n) {
-            ssize_t s = gnutls_record_send (c->s, buf + off, (size_t)n - off);
-            if (s == GNUTLS_E_AGAIN || s == GNUTLS_E_INTERRUPTED) {
-                if (keep (&c->to_tls,
-                          &c->to_tls_len,
-                          &c->to_tls_off,
-                          buf + off,
-                          (size_t)n - off) < 0)
-                    return -1;
-                c->tls_again = true;
-                return 0;
-            }
-            if (s < 0)
-                return -1;
-            off += (size_t)s;
-        }
-    }
-}
-
-/* The loop closed its end while the peer had not taken what it wrote:
- * epoll would report the hang-up at every wait (a side left unwatched
- * still reports it), so the loop's end leaves the set; what it wrote is
- * still read and sent, and end of file then closes the connection. */
-static void plain_hung_up (struct tconn *c)
-{
-    c->plain_hup = true;
-    (void)epoll_ctl (c->w->ep, EPOLL_CTL_DEL, c->plain_fd, NULL);
-    c->ev_plain = UINT32_MAX;
 }
 
 /* The loop's request is done (tlsfront_park): once its answer has all
@@ -600,7 +268,7 @@ static void try_park (struct tconn *c)
     c->park_wanted = false;
     if (c->plain_hup) /* the loop closed its end: the connection ends */
         return;
-    if (plain_to_tls (c) < 0) {
+    if (tlsrelay_plain_to_tls (c) < 0) {
         conn_close (c);
         return;
     }
@@ -608,17 +276,17 @@ static void try_park (struct tconn *c)
         return;
     if (c->to_tls || c->tls_again) { /* once the answer went */
         c->park_wanted = true;
-        if (relay_events (c) < 0)
+        if (tlsrelay_relay_events (c) < 0)
             conn_close (c);
         return;
     }
     relay_drain (c);
     c->kept = true;
-    list_move (&w->parked, c);
+    tlsrelay_list_move (&w->parked, c);
     c->parked_ms = fmb_monotime_ms ();
     atomic_fetch_add (&w->tf->n_parked, 1);
     atomic_fetch_add (&w->tf->parks, 1);
-    if (watch (c, c->tls_fd, &c->ev_tls, EPOLLIN, 0) < 0)
+    if (tlsrelay_watch (c, c->tls_fd, &c->ev_tls, EPOLLIN, 0) < 0)
         conn_close (c);
 }
 
@@ -631,13 +299,15 @@ static void relay (struct tconn *c, bool plain_side, uint32_t events)
         return;
     }
     if (hup && plain_side && c->to_tls && !c->plain_hup)
-        plain_hung_up (c);
+        tlsrelay_plain_hung_up (c);
     /* Each side first: what waits for it may now go, then read more.
      * Whichever side fired, both are tried: a flush on one side lets the
      * other be read again. */
-    int a = plain_side ? plain_to_tls (c) : tls_to_plain (c);
-    int b = a < 0 ? -1 : plain_side ? tls_to_plain (c) : plain_to_tls (c);
-    if (a < 0 || b < 0 || relay_events (c) < 0)
+    int a = plain_side ? tlsrelay_plain_to_tls (c) : tlsrelay_tls_to_plain (c);
+    int b = a < 0        ? -1
+            : plain_side ? tlsrelay_tls_to_plain (c)
+                         : tlsrelay_plain_to_tls (c);
+    if (a < 0 || b < 0 || tlsrelay_relay_events (c) < 0)
         conn_close (c);
     else if (c->park_wanted)
         try_park (c);
@@ -670,7 +340,7 @@ static void start_relay (struct tconn *c)
     }
     if (c->on == &w->waiting || c->on == &w->waiting_kept)
         atomic_fetch_sub (&tf->n_waiting, 1);
-    list_move (&w->relaying, c);
+    tlsrelay_list_move (&w->relaying, c);
     c->plain_fd = sv[0];
     c->ev_plain = UINT32_MAX;
     c->gen++;
@@ -701,10 +371,10 @@ static void relay_or_wait (struct tconn *c)
         start_relay (c);
         return;
     }
-    list_move (c->kept ? &w->waiting_kept : &w->waiting, c);
+    tlsrelay_list_move (c->kept ? &w->waiting_kept : &w->waiting, c);
     c->deadline_ms = fmb_monotime_ms () + w->tf->handshake_ms;
     atomic_fetch_add (&w->tf->n_waiting, 1);
-    if (watch (c, c->tls_fd, &c->ev_tls, 0, 0) < 0)
+    if (tlsrelay_watch (c, c->tls_fd, &c->ev_tls, 0, 0) < 0)
         conn_close (c);
 }
 
@@ -727,7 +397,8 @@ static void unpark (struct tconn *c)
     if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
         return; /* a record with no data (a TLS 1.3 key update) */
     if (n <= 0 ||
-        keep (&c->to_plain, &c->to_plain_len, &c->to_plain_off, buf, (size_t)n) < 0) {
+        tlsrelay_keep (
+            &c->to_plain, &c->to_plain_len, &c->to_plain_off, buf, (size_t)n) < 0) {
         conn_close (c);
         return;
     }
@@ -835,7 +506,7 @@ static void handshake_step (struct tconn *c)
     }
     if (!gnutls_error_is_fatal (r)) {
         uint32_t want = gnutls_record_get_direction (c->s) ? EPOLLOUT : EPOLLIN;
-        if (watch (c, c->tls_fd, &c->ev_tls, want, 0) == 0)
+        if (tlsrelay_watch (c, c->tls_fd, &c->ev_tls, want, 0) == 0)
             return;
     }
     atomic_fetch_add (&c->w->tf->failed, 1);
@@ -890,7 +561,7 @@ static void take_msgs (struct worker *w, struct msg *msgs, size_t n)
                 try_park (c);
             break;
         case MSG_RELEASE: /* freed after this batch: its events may follow */
-            list_del (c);
+            tlsrelay_list_del (c);
             c->dead_next = w->dead;
             w->dead = c;
             break;
@@ -916,7 +587,7 @@ static void take_inbox (struct worker *w)
     pthread_mutex_unlock (&w->mu);
     while (c) {
         struct tconn *next = c->next;
-        list_add (&w->handshaking, c);
+        tlsrelay_list_add (&w->handshaking, c);
         if (session_new (w->tf, c) < 0) {
             atomic_fetch_add (&w->tf->failed, 1);
             conn_close (c);
@@ -1145,7 +816,7 @@ static void worker_stop (struct worker *w)
     for (size_t i = 0; i < sizeof (lists) / sizeof (lists[0]); i++)
         while (lists[i]->head) {
             struct tconn *c = lists[i]->head;
-            list_del (c);
+            tlsrelay_list_del (c);
             conn_free (c);
         }
     for (struct tconn *c = w->inbox, *next; c; c = next) {
