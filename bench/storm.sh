@@ -95,8 +95,9 @@ trap 'echo "storm.sh: interrupted" >&2; exit 130' INT
 trap 'echo "storm.sh: terminated" >&2; exit 143' TERM
 
 # ---- the machine ---------------------------------------------------------
-# as the unit runs the broker (LimitNOFILE=65536): a TCP connection
-# takes the broker 3 descriptors, 10,000 nodes 30,000
+# as the unit runs the broker (LimitNOFILE=131072): a kept TCP connection
+# takes the broker 1 descriptor while parked, 3 while it has a request
+# (at most 4,096 of those at once): 10,000 nodes about 10,000-18,200
 [ "$(ulimit -Hn)" -lt 65536 ] && ulimit -Hn 65536 2>/dev/null
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
 nofile=$(ulimit -n)
@@ -158,7 +159,9 @@ run_one () {
     for _ in $(seq 100); do [ -s "$R/fm.port" ] && break; sleep 0.05; done
     [ -s "$R/fm.port" ] || { echo "storm.sh: mockfm did not start: $(tail -3 "$R/fm.err")" >&2; return 1; }
     # The shipped limits, except where one stops the test itself:
-    local extra=() sysnodes=$((n > 64 ? n : 64)) tcpmax=$(((nofile - 1024 - 16 - 64) / 3))
+    local extra=() sysnodes=$((n > 64 ? n : 64)) tcp=$((nofile - 1024 - 16 - 64)) tcpmax relays
+    # the broker's split (conns.c fit_file_limit): the relays' pairs first
+    relays=$((tcp / 8 > 4096 ? 4096 : tcp / 8)) tcpmax=$((tcp - 2 * relays))
     [ "$n" -gt "$tcpmax" ] && notes="$notes WARNING: ulimit -n $nofile leaves the broker $tcpmax TCP connections, fewer than $n nodes;"
     local up=
     for _ in 1 2 3 4 5; do
@@ -245,10 +248,10 @@ failed_text () { # FILE PHASE: "N (kind N, ...)"
 row () { # N MODE
     local f=$T/$1-$2/out
     if [ ! -s "$f" ] || [ -z "$(kv "$f" launch calls)" ]; then
-        echo "| $1 | run failed: $(grep -v '^STORM' "$f" 2>/dev/null | tail -1) | | | | | | | | | | |"
+        echo "| $1 | run failed: $(grep -v '^STORM' "$f" 2>/dev/null | tail -1) | | | | | | | | | | | |"
         return
     fi
-    local launch end vni cpu hs rss gen
+    local launch end vni cpu hs rss gen fds
     launch="$(kv "$f" launch answered) / $(failed_text "$f" launch)"
     [ "$form" = hostlist ] && [[ $(kv "$f" launch http) == *400:* ]] &&
         launch="$launch: this broker refuses the hostlist form"
@@ -283,6 +286,8 @@ row () { # N MODE
     local endph=end
     [ -n "$(kv "$f" end hwm_kib)" ] && [ "$(kv "$f" end hwm_kib)" != 0 ] || endph=launch
     rss="$(fmt '%.0f' "$(awk -v k="$(kv "$f" "$endph" hwm_kib)" 'BEGIN { print k / 1024 }')") / $(fmt '%.0f' "$(awk -v k="$(kv "$f" "$endph" rss_kib)" 'BEGIN { print k / 1024 }')") MiB"
+    fds="$(kv "$f" warmup fds) / $(kv "$f" launch fds_peak) / $(kv "$f" "$endph" fds)"
+    [ "$2" = warm ] || fds="- / $(kv "$f" launch fds_peak) / $(kv "$f" "$endph" fds)"
     local bsum
     bsum=$(awk -v a="$(kv "$f" warmup broker_cpu_s)" -v b="$(kv "$f" launch broker_cpu_s)" \
         -v c="$(kv "$f" end broker_cpu_s)" 'BEGIN { printf "%.1f", a + b + (c > 0 ? c : 0) }')
@@ -290,7 +295,7 @@ row () { # N MODE
     busy=$(awk -v a="$(kv "$f" launch gen_busy_pct)" -v b="$(kv "$f" end gen_busy_pct)" -v c="$(kv "$f" warmup gen_busy_pct)" \
         'BEGIN { m = a; if (b > m) m = b; if (c > m) m = c; print m }')
     gen="$(fmt '%.1f' "$(kv "$f" total gen_cpu_s)") s, busiest phase $busy% of a core (broker $bsum s)"
-    echo "| $1 | $launch | $tl | $p50 / $p99 / $mx ms | $rmrun | $end | $vni | $cpu | $hs | $rss | $gen |"
+    echo "| $1 | $launch | $tl | $p50 / $p99 / $mx ms | $rmrun | $end | $vni | $cpu | $hs | $rss | $fds | $gen |"
 }
 
 # ---- the runs -------------------------------------------------------------
@@ -317,11 +322,12 @@ for mode in $modes; do
     echo
     echo "load average before ${load0[$mode]}, after ${load1[$mode]}; CPU steal over these runs $(steal_between "${cpu0[$mode]}" "${cpu1[$mode]}")% (/proc/stat)"
     echo
-    echo "| nodes | launch: answered / failed | time to last answer | per node p50 / p99 / max | RM RUN p99 during launch | end: reports answered / failed | end p99 (RM meanwhile) | VNIs out of quarantine after CLEANUP | broker CPU per node call, launch / end (ms) | broker CPU per handshake (ms) | broker peak RSS / after | generator CPU |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| nodes | launch: answered / failed | time to last answer | per node p50 / p99 / max | RM RUN p99 during launch | end: reports answered / failed | end p99 (RM meanwhile) | VNIs out of quarantine after CLEANUP | broker CPU per node call, launch / end (ms) | broker CPU per handshake (ms) | broker peak RSS / after | broker fds: kept idle / most in launch / after | generator CPU |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for n in "${counts[@]}"; do row "$n" "$mode"; done
 done
 echo
 echo "Broker CPU per node call: the broker's CPU over the phase less the RM's cycles (at their baseline cost), divided by the nodes; cold calls include their TLS handshake."
 echo "VNIs out of quarantine: from the CLEANUP's start to the broker's vni_released event for the job (its time_ms), and when the 50 ms poll of GET /v1/events on the socket saw it."
+echo "Broker fds: its open descriptors (/proc/PID/fd) when the warm-up ended (every node's connection idle, parked), the most seen during the launch (sampled every 100 ms), and after the run."
 echo "Generator CPU: fmb-storm's own (getrusage), with its busiest phase as a share of one core (near 100%: the generator, not the broker, sets the pace)."

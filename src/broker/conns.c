@@ -38,9 +38,18 @@
 #define KEEPALIVE_IDLE_S  120
 #define KEEPALIVE_INTVL_S 30
 #define KEEPALIVE_CNT     4
-/* Descriptors per TCP connection: the peer's socket and the socketpair
- * between the TLS front and libmicrohttpd. */
-#define FDS_PER_TCP 3
+/* Descriptors: a TCP connection holds its socket, and while it has a
+ * request (or, new, until its first is done) the socketpair between the
+ * TLS front and libmicrohttpd: 2 more.  An idle kept one is parked
+ * (tlsfront.h): 1.  The socketpairs at once are bounded (TCP_RELAYS_MAX,
+ * or a quarter of what the file limit leaves for TCP): a full machine's
+ * nodes all asking at once wait a few milliseconds for one rather than
+ * the file limit deciding how many nodes the broker keeps. */
+#define FDS_PER_RELAY 2
+/* 10,000 nodes answered in ~1 s at ~0.1 ms each hold a few hundred
+ * relays at once; 4,096 is far from limiting them, and costs 8,192
+ * descriptors and at most 4,096 x 32 KiB of HTTP buffers. */
+#define TCP_RELAYS_MAX 4096
 /* Descriptors the broker holds besides API connections: the database and
  * its journal, the FM client's connections (counted apart), listeners,
  * epoll and signal fds, logs, key files read at reload. */
@@ -68,7 +77,15 @@ struct tcp_slot {
     bool listed;                          /* on 'unauth' */
     bool evicted; /* cut to make room; its slot comes back when closed */
     int worker;   /* the TLS front's worker that has its handshake */
-    struct http_conn *hc;
+    /* The TCP connection outlives its HTTP connections: one per request
+     * burst, a parked connection has none (tlsfront.h).  What must
+     * survive a park lives here: the slot is given back when the front
+     * says the connection ended and its HTTP connection has closed. */
+    struct http_conn *hc;        /* its HTTP connection now, or NULL */
+    void *fconn;                 /* the front's handle, once handed over */
+    bool front_gone;             /* the front said it ended */
+    bool authed;                 /* a request on it showed a valid credential */
+    struct tls_peer tls;         /* what its handshake learned of the peer */
     char key[TCPGUARD_ADDR_MAX]; /* the guard's: an IPv6 address's /64 */
 };
 
@@ -93,7 +110,6 @@ struct conns {
         bool privileged;
         bool tcp;
         char addr[TCPGUARD_ADDR_MAX];
-        struct tls_peer tls;
         struct tcp_slot *slot;
     } pending;
     int64_t refused_logged_ms;
@@ -106,6 +122,7 @@ struct conns {
     } unauth;
     struct tcp_slot *slots; /* every TCP connection's */
     unsigned idle_ms;       /* an authenticated TCP connection's idle time; 0: kept */
+    unsigned relays;        /* the front's socketpairs at most (fit_file_limit) */
     int64_t accept_paused_until_ms;
     struct { /* a repeated accept error, logged once a minute with a count */
         int err;
@@ -250,13 +267,16 @@ static struct tcp_slot *slot_new (struct conns *h, const char *key)
     return s;
 }
 
-/* The connection is gone: its place in the guard given back. */
-static void slot_free (struct conns *h, struct tcp_slot *s, bool authed)
+/* The connection is gone: its place in the guard given back, the
+ * front's record of it released. */
+static void slot_free (struct conns *h, struct tcp_slot *s)
 {
     unauth_del (h, s);
     if (s->evicted && h->unauth.evicting)
         h->unauth.evicting--;
-    tcpguard_release (h->guard, s->key, authed);
+    tcpguard_release (h->guard, s->key, s->authed);
+    if (s->fconn)
+        tlsfront_release (h->front, s->worker, s->fconn);
     if (s->all_prev)
         s->all_prev->all_next = s->all_next;
     else
@@ -309,6 +329,7 @@ void conns_authenticated (struct http_conn *c)
         return;
     c->authed = true;
     if (c->slot) {
+        c->slot->authed = true;
         unauth_del (c->cs, c->slot);
         tcpguard_authenticated (c->cs->guard, c->slot->key);
     }
@@ -333,6 +354,19 @@ void conns_arm_idle (struct http_conn *c)
         queue_del (c);
         c->deadline_ms = 0;
     }
+}
+
+/* A request on an authenticated TCP connection is done and answered:
+ * the front parks the connection once the answer went (tlsfront_park),
+ * unless its next request has begun.  A parked node costs the broker its
+ * TLS socket and session, not a socketpair and an HTTP connection. */
+void conns_park (struct http_conn *c)
+{
+    struct tcp_slot *s = c->slot;
+    if (!c->tcp || !c->authed || c->cut || !s || s->hc != c || !s->fconn ||
+        s->front_gone)
+        return;
+    (void)tlsfront_park (c->cs->front, s->worker, s->fconn); /* else kept as is */
 }
 
 /* The request is read: what remains is the broker's work, not the peer's. */
@@ -362,11 +396,16 @@ void conns_started (struct conns *h, bool tcp, struct MHD_Connection *mc, void *
         c->privileged = h->pending.privileged;
         c->tcp = h->pending.tcp;
         snprintf (c->addr, sizeof (c->addr), "%s", h->pending.addr);
-        c->tls = h->pending.tls;
         c->slot = c->tcp ? h->pending.slot : NULL;
         h->pending.slot = NULL;
-        if (c->slot)
+        if (c->slot) {
+            /* a parked connection's next request: who it is stays */
+            if (c->slot->hc) /* the HTTP connection it left is closing */
+                c->slot->hc->slot = NULL;
             c->slot->hc = c;
+            c->authed = c->slot->authed;
+            c->tls = c->slot->tls;
+        }
         if (c->slot && c->slot->evicted) {
             /* cut while the front finished its handshake: cut here */
             c->cut = true;
@@ -385,8 +424,12 @@ void conns_closed (struct conns *h, void **ctx)
         return;
     queue_del (c);
     if (c->counted && c->tcp) {
-        if (c->slot)
-            slot_free (h, c->slot, c->authed);
+        /* parked, or its end at the front closing: the slot goes once
+         * the front says the connection ended too */
+        if (c->slot && c->slot->hc == c)
+            c->slot->hc = NULL;
+        if (c->slot && c->slot->front_gone)
+            slot_free (h, c->slot);
     } else if (c->counted)
         peers_release (h->peers, c->uid, c->privileged);
     free (c);
@@ -583,7 +626,7 @@ static void accept_tcp (struct conns *h)
         /* full: this one takes the place of an older one that showed
          * no credential (evict_for), or, with none to take, is refused */
         if (adm == TCPGUARD_EVICT && !evict_for (h, key)) {
-            slot_free (h, slot, false);
+            slot_free (h, slot);
             adm = TCPGUARD_REFUSED;
         }
         if (adm == TCPGUARD_REFUSED) {
@@ -604,13 +647,24 @@ static void accept_tcp (struct conns *h)
             tlsfront_add (h->front, fd, (struct sockaddr *)&sa, salen, addr, slot);
         if (slot->worker < 0) {
             close (fd);
-            slot_free (h, slot, false);
+            slot_free (h, slot);
         }
     }
 }
 
-/* Connections whose handshake the TLS front finished: to libmicrohttpd,
- * with what the handshake learned; those it gave up on free their slot. */
+/* A connection the front has ended: its slot goes now, or when its
+ * HTTP connection closes (it reads end of file). */
+static void front_gone (struct conns *h, struct tcp_slot *slot, void *handle)
+{
+    slot->fconn = handle;
+    slot->front_gone = true;
+    if (!slot->hc)
+        slot_free (h, slot);
+}
+
+/* What the TLS front has for the loop (tlsfront.h): connections to hand
+ * to libmicrohttpd, with what the handshake learned (a parked one's next
+ * request keeps what its slot holds), and connections that ended. */
 static void take_tls (struct conns *h)
 {
     struct tlsfront_conn done[64];
@@ -619,19 +673,24 @@ static void take_tls (struct conns *h)
         for (int i = 0; i < n; i++) {
             struct tlsfront_conn *c = &done[i];
             struct tcp_slot *slot = c->tag;
-            if (c->fd < 0) {
-                slot_free (h, slot, false);
+            if (c->fd < 0 && !c->handle) { /* a handshake that failed */
+                slot_free (h, slot);
                 continue;
             }
+            if (c->fd < 0) {
+                front_gone (h, slot, c->handle);
+                continue;
+            }
+            if (!c->kept)
+                slot->tls = c->peer;
+            slot->fconn = c->handle;
             snprintf (h->pending.addr, sizeof (h->pending.addr), "%s", c->addr);
-            h->pending.tls = c->peer;
             h->pending.slot = slot;
             hand_over (h, true, c->fd, (struct sockaddr *)&c->sa, c->salen);
-            if (h->pending.valid) {
-                h->pending.valid = false;
-                h->pending.slot = NULL;
-                slot_free (h, slot, false);
-            }
+            /* not taken (libmicrohttpd closed it): the front reads end of
+             * file, ends the connection and says so */
+            h->pending.valid = false;
+            h->pending.slot = NULL;
         }
         if (n < 64)
             break;
@@ -776,9 +835,13 @@ int conns_listen_unix (struct conns *h, const char *path, struct fmb_error *erro
 
 /* The TCP listener's bounds fit the file limit: its soft limit raised to
  * the hard one, what the socket's connections, the FM client and the
- * broker's own files need set apart, the rest for TCP.  A configured
- * tcp_max_connections above that is lowered, saying so. */
-static void fit_file_limit (const struct fmb_config *cfg, struct tcpguard_limits *lim)
+ * broker's own files need set apart, then the relays' (TCP_RELAYS_MAX,
+ * at most a quarter of the rest), the rest for TCP connections, one
+ * descriptor each.  A configured tcp_max_connections above that is
+ * lowered, saying so. */
+static void fit_file_limit (const struct fmb_config *cfg,
+                            struct tcpguard_limits *lim,
+                            unsigned *relays)
 {
     struct rlimit rl;
     rlim_t have = 1024;
@@ -792,8 +855,11 @@ static void fit_file_limit (const struct fmb_config *cfg, struct tcpguard_limits
         have = rl.rlim_cur == RLIM_INFINITY ? 65536 : rl.rlim_cur;
     }
     rlim_t own = (rlim_t)cfg->api_max_connections + cfg->fm_max_connections + FDS_OWN;
-    rlim_t left =
-        (have > own + 16 * FDS_PER_TCP ? have - own : 16 * FDS_PER_TCP) / FDS_PER_TCP;
+    /* too little left: 16 connections, each may have its relay */
+    rlim_t tcp = have > own + 64 ? have - own : 16 * (1 + FDS_PER_RELAY);
+    rlim_t pairs = have > own + 64 ? tcp / 4 / FDS_PER_RELAY : 16;
+    *relays = (unsigned)(pairs > TCP_RELAYS_MAX ? TCP_RELAYS_MAX : pairs);
+    rlim_t left = tcp - (rlim_t)*relays * FDS_PER_RELAY;
     if (have < own + 16)
         fmb_log (LOG_WARNING,
                  "api: the file limit (%lu) leaves too little beside [api] "
@@ -805,12 +871,13 @@ static void fit_file_limit (const struct fmb_config *cfg, struct tcpguard_limits
     if (lim->max_total > left) {
         fmb_log (LOG_WARNING,
                  "api: [api] tcp_max_connections %u lowered to %lu: the file limit "
-                 "is %lu, the socket's max_connections take %u and each TCP "
-                 "connection 3 (raise LimitNOFILE=)",
+                 "is %lu, the socket's max_connections take %u, the TLS relays %u "
+                 "and each TCP connection 1 (raise LimitNOFILE=)",
                  lim->max_total,
                  (unsigned long)left,
                  (unsigned long)have,
-                 cfg->api_max_connections);
+                 cfg->api_max_connections,
+                 *relays * FDS_PER_RELAY);
         lim->max_total = (unsigned)left;
     }
     lim->max_unauth = cfg->tcp_max_unauthenticated ? cfg->tcp_max_unauthenticated
@@ -821,12 +888,14 @@ static void fit_file_limit (const struct fmb_config *cfg, struct tcpguard_limits
     lim->per_addr_unauth = cfg->tcp_max_unauthenticated_per_address;
     fmb_log (LOG_INFO,
              "api: file limit %lu: TCP takes at most %u connections (%u "
-             "unauthenticated, %u per address, %u of them unauthenticated)",
+             "unauthenticated, %u per address, %u of them unauthenticated), "
+             "%u of them with a request at once",
              (unsigned long)have,
              lim->max_total,
              lim->max_unauth,
              lim->per_addr,
-             lim->per_addr_unauth);
+             lim->per_addr_unauth,
+             *relays);
 }
 
 /* The kernel's cap on any listen backlog (net.core.somaxconn); 0 if
@@ -899,7 +968,7 @@ int conns_listen_tcp (struct conns *h,
                       struct fmb_error *error)
 {
     struct tcpguard_limits lim;
-    fit_file_limit (cfg, &lim);
+    fit_file_limit (cfg, &lim, &h->relays);
     if (!(h->guard = tcpguard_create (&lim)))
         return fmb_errorf (error, "out of memory");
     unsigned threads = cfg->tls_threads;
@@ -907,7 +976,11 @@ int conns_listen_tcp (struct conns *h,
         long cpus = sysconf (_SC_NPROCESSORS_ONLN);
         threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus;
     }
-    if (tlsfront_create (tls, threads, h->request_timeout_ms, &h->front, error) < 0)
+    struct tlsfront_limits flim = {.threads = threads,
+                                   .handshake_ms = h->request_timeout_ms,
+                                   .idle_ms = h->idle_ms,
+                                   .relays = h->relays};
+    if (tlsfront_create (tls, &flim, &h->front, error) < 0)
         return fmb_error_prefix (error, "[api] tcp = %s", cfg->tcp);
     if ((h->tcp_fd = tcp_listen (cfg, tcp_backlog (cfg), error)) < 0)
         return -1;

@@ -63,6 +63,9 @@ void conns_arm_idle (struct http_conn *c);
 /* A request on TCP connection 'c' showed a valid credential: it no
  * longer counts as unauthenticated, and is never evicted. */
 void conns_authenticated (struct http_conn *c);
+/* A request on TCP connection 'c' is done and answered: an
+ * authenticated one is parked once its answer went (tlsfront.h). */
+void conns_park (struct http_conn *c);
 /* ...and ends: the request is read, what remains is the broker's work. */
 void conns_disarm (struct MHD_Connection *mc);
 /* Cut connections whose request is late. */

@@ -311,10 +311,11 @@ static void completed_cb (void *cls,
                           enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)toe;
     struct http_conn *hc = conn_of (c);
     if (hc && !hc->cut) /* until the next request on this connection */
         conns_arm_idle (hc);
+    if (hc && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        conns_park (hc);
     struct http_req *req = *con_cls;
     if (req && req->in_tarpit)
         tarpit_remove (req);
@@ -537,6 +538,25 @@ void http_print_tls (struct http *h, FILE *f)
              "# TYPE fmbroker_tls_handshake_cpu_seconds_total counter\n"
              "fmbroker_tls_handshake_cpu_seconds_total %.6f\n",
              (double)st.handshake_us / 1e6);
+    fprintf (f,
+             "# HELP fmbroker_tcp_connections TCP connections past their handshake, by "
+             "state: relayed (a socketpair to the HTTP server: a request, or a new "
+             "connection's first), parked (authenticated, idle: its TLS socket "
+             "only), waiting (for a relay).\n"
+             "# TYPE fmbroker_tcp_connections gauge\n"
+             "fmbroker_tcp_connections{state=\"relayed\"} %llu\n"
+             "fmbroker_tcp_connections{state=\"parked\"} %llu\n"
+             "fmbroker_tcp_connections{state=\"waiting\"} %llu\n",
+             st.relayed,
+             st.parked,
+             st.waiting);
+    fprintf (f,
+             "# HELP fmbroker_tcp_parks_total Idle authenticated TCP connections "
+             "parked (their socketpair and HTTP connection closed, the TLS session "
+             "kept).\n"
+             "# TYPE fmbroker_tcp_parks_total counter\n"
+             "fmbroker_tcp_parks_total %llu\n",
+             st.parks);
 }
 
 void http_quiesce (struct http *h)

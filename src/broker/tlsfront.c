@@ -6,7 +6,21 @@
  * peer, decrypted, into its end; bytes from its end, encrypted, to the
  * peer.  Either side closing closes both.  Nothing here touches what the
  * loop owns: a connection's slot, its credentials and its requests are
- * the loop's, found from the plaintext end it is handed.
+ * the loop's, found from the tag it is handed back.
+ *
+ * Parking (issue 49): a node's authenticated connection is kept between
+ * jobs, idle for hours.  When the loop says a request is done
+ * (tlsfront_park) and nothing is on its way either way, the worker
+ * closes the socketpair (libmicrohttpd then closes its connection) and
+ * keeps only the TLS socket and its session: 1 descriptor instead of 3,
+ * and no HTTP connection.  The peer's next bytes get a new socketpair,
+ * handed to the loop as a connection it knows ('kept'); the slot, the
+ * authentication and the certificate's name stay with the loop's slot.
+ *
+ * Relays (socketpairs) are a budget: at most 'relays' at once, half of
+ * them for connections not parked before (new, unauthenticated ones), so
+ * that a flood of handshakes never keeps a node's next request waiting
+ * for one.  A connection without one waits, its TLS socket unread.
  *
  * Session tickets (RFC 5077, TLS 1.3 PSK) let a node that reconnects
  * resume without the certificate's signature: the expensive part of a
@@ -18,6 +32,7 @@
  * read (and freed when it has).
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -36,150 +51,13 @@
 #include <gnutls/x509.h>
 
 #include "monotime.h"
+#include "tlsconn.h"
 #include "tlsfront.h"
 
-#define RELAY_CHUNK 16384
-#define EVENTS_MAX  64
+#define EVENTS_MAX 64
 /* The workers yield to the loop when both want a core: a storm of
  * handshakes slows down, the RM's RUN does not. */
 #define WORKER_NICE 5
-
-struct tconn {
-    struct worker *w;
-    struct tconn *prev, *next; /* the worker's list it is on */
-    int tls_fd, plain_fd;
-    gnutls_session_t s;
-    bool relaying;
-    int64_t deadline_ms; /* of the handshake */
-    struct sockaddr_storage sa;
-    socklen_t salen;
-    char addr[TCPGUARD_ADDR_MAX];
-    void *tag; /* the loop's, handed back with the connection */
-    /* what one side read and the other could not take yet */
-    char *to_plain;
-    size_t to_plain_len, to_plain_off;
-    char *to_tls;
-    size_t to_tls_len, to_tls_off;
-    bool tls_again; /* a record is in GnuTLS, to be flushed with (NULL, 0) */
-    uint32_t ev_tls, ev_plain;
-    bool dead; /* closed in this batch of events: freed after it */
-    struct tconn *dead_next;
-    /* one side's bytes waiting for the other, since then: a side that
-     * takes nothing for the stall time closes the connection */
-    struct tconn *sprev, *snext;
-    bool stalled_listed;
-    int64_t stalled_since_ms;
-    bool plain_hup; /* the loop closed its end: what it wrote goes, then we close */
-};
-
-struct conn_list {
-    struct tconn *head, *tail;
-};
-
-struct worker {
-    struct tlsfront *tf;
-    pthread_t thread;
-    bool started;
-    int ep;
-    int wake; /* eventfd: new connections, or stop */
-    pthread_mutex_t mu;
-    struct tconn *inbox, *inbox_tail; /* handed over by tlsfront_add (mu) */
-    void **cuts;                      /* tags of handshakes the loop wants cut (mu) */
-    size_t ncuts, cuts_size;
-    struct conn_list handshaking; /* oldest first: their deadlines in order */
-    struct conn_list relaying;
-    struct tconn *stalled_head, *stalled_tail; /* with bytes waiting, oldest first */
-    struct tconn *dead; /* closed, freed once the batch of events is done */
-};
-
-struct done {
-    struct done *next;
-    struct tlsfront_conn c;
-};
-
-struct tlsfront {
-    gnutls_certificate_credentials_t cred;
-    gnutls_priority_t prio;
-    gnutls_datum_t ticket_key;
-    bool ask_cert;
-    unsigned handshake_ms; /* also how long bytes may wait for a side */
-    unsigned nworkers;
-    unsigned next_worker;
-    struct worker *w;
-    atomic_bool stopping;
-    int done_fd; /* eventfd: connections wait in 'done' */
-    pthread_mutex_t mu;
-    struct done *done_head, *done_tail;
-    atomic_ullong handshakes, resumed, failed, timed_out, handshake_us;
-};
-
-/* ---- lists ---------------------------------------------------------- */
-
-static void list_add (struct conn_list *l, struct tconn *c)
-{
-    c->next = NULL;
-    c->prev = l->tail;
-    if (l->tail)
-        l->tail->next = c;
-    else
-        l->head = c;
-    l->tail = c;
-}
-
-static void list_del (struct conn_list *l, struct tconn *c)
-{
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        l->tail = c->prev;
-    c->prev = c->next = NULL;
-}
-
-/* The stalled list: connections one of whose sides has not taken what
- * the other sent.  In the order they began waiting: the head is the
- * first to be cut. */
-static void stalled_del (struct worker *w, struct tconn *c)
-{
-    if (!c->stalled_listed)
-        return;
-    if (c->sprev)
-        c->sprev->snext = c->snext;
-    else
-        w->stalled_head = c->snext;
-    if (c->snext)
-        c->snext->sprev = c->sprev;
-    else
-        w->stalled_tail = c->sprev;
-    c->sprev = c->snext = NULL;
-    c->stalled_listed = false;
-}
-
-/* On the list while bytes wait, with the time they began to; off it
- * once none do (a side that takes something is not stalled). */
-static void stalled_update (struct tconn *c)
-{
-    struct worker *w = c->w;
-    bool waiting = c->to_plain || c->to_tls;
-    if (!waiting) {
-        stalled_del (w, c);
-        return;
-    }
-    if (c->stalled_listed)
-        return;
-    c->stalled_since_ms = fmb_monotime_ms ();
-    c->snext = NULL;
-    c->sprev = w->stalled_tail;
-    if (w->stalled_tail)
-        w->stalled_tail->snext = c;
-    else
-        w->stalled_head = c;
-    w->stalled_tail = c;
-    c->stalled_listed = true;
-}
 
 /* ---- to the loop ---------------------------------------------------- */
 
@@ -210,13 +88,16 @@ static void give_loop (struct tlsfront *tf, const struct tlsfront_conn *c)
     wake_fd (tf->done_fd);
 }
 
-/* A handshake that did not finish: the loop gives the slot back. */
+/* A connection ended: a handshake that did not finish (the loop gives
+ * the slot back), or ('handed') one the loop had, whose slot goes once
+ * its HTTP connection has closed too. */
 static void give_back (struct tconn *c)
 {
     struct tlsfront_conn out = {.fd = -1, .salen = c->salen};
     memcpy (&out.sa, &c->sa, sizeof (out.sa));
     snprintf (out.addr, sizeof (out.addr), "%s", c->addr);
     out.tag = c->tag;
+    out.handle = c->handed ? c : NULL;
     give_loop (c->w->tf, &out);
 }
 
@@ -245,24 +126,123 @@ static void conn_free (struct tconn *c)
     free (c);
 }
 
-/* Close a connection in either phase.  A handshake's slot is the loop's
- * to give back; a relayed connection's end at the loop reads EOF. */
+/* A relay's place in the budget given back. */
+static void relay_unbudget (struct worker *w, bool kept)
+{
+    w->relays--;
+    if (!kept)
+        w->fresh--;
+    atomic_fetch_sub (&w->tf->n_relays, 1);
+}
+
+/* Its socketpair goes (closed: the loop's end reads end of file), and
+ * with it its place in the budget: the connection ends, its TLS socket
+ * with it, so the loop's end outlives it by one descriptor at most. */
+static void relay_free (struct tconn *c)
+{
+    struct worker *w = c->w;
+    tlsrelay_stalled_del (w, c);
+    if (c->plain_fd >= 0)
+        close (c->plain_fd);
+    c->plain_fd = -1;
+    c->ev_plain = UINT32_MAX;
+    c->plain_hup = false;
+    relay_unbudget (w, c->kept);
+}
+
+/* A parked connection's old socketpair: its end here is shut for
+ * writing, and it stays in the budget until the loop has closed its end
+ * (end of file here): else a storm's parks and unparks, each leaving the
+ * loop an end to close later, would hold more descriptors than the
+ * budget says. */
+struct closing {
+    struct worker *w;
+    struct closing *prev, *next; /* the worker's, to free at the end */
+    int fd;
+    bool kept;
+};
+
+static void closing_free (struct closing *k)
+{
+    struct worker *w = k->w;
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        w->closing = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    close (k->fd);
+    free (k);
+}
+
+/* Park's half of relay_free: the budget is given back by closing_event. */
+static void relay_drain (struct tconn *c)
+{
+    struct worker *w = c->w;
+    struct closing *k = malloc (sizeof (*k));
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uintptr_t)k | 4};
+    if (!k || shutdown (c->plain_fd, SHUT_WR) < 0 ||
+        epoll_ctl (w->ep,
+                   c->ev_plain == UINT32_MAX ? EPOLL_CTL_ADD : EPOLL_CTL_MOD,
+                   c->plain_fd,
+                   &ev) < 0) {
+        free (k);
+        relay_free (c);
+        return;
+    }
+    tlsrelay_stalled_del (w, c);
+    *k = (struct closing){
+        .w = w, .next = w->closing, .fd = c->plain_fd, .kept = c->kept};
+    if (w->closing)
+        w->closing->prev = k;
+    w->closing = k;
+    c->plain_fd = -1;
+    c->ev_plain = UINT32_MAX;
+    c->plain_hup = false;
+}
+
+/* The loop's end of a parked connection's old socketpair: read until
+ * it closes (it writes nothing more: its request was done). */
+static void closing_event (struct closing *k)
+{
+    char buf[512];
+    for (;;) {
+        ssize_t n = recv (k->fd, buf, sizeof (buf), MSG_DONTWAIT);
+        if (n > 0)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        break; /* end of file, or an error: it is gone either way */
+    }
+    relay_unbudget (k->w, k->kept);
+    closing_free (k);
+}
+
+/* Close a connection in any phase.  A handshake's slot is the loop's to
+ * give back; a relayed connection's end at the loop reads EOF; the loop
+ * is told of every one it had, and releases it (tlsfront_release). */
 static void conn_close (struct tconn *c)
 {
     struct worker *w = c->w;
-    stalled_del (w, c);
-    if (c->relaying) {
-        list_del (&w->relaying, c);
+    tlsrelay_stalled_del (w, c);
+    if (c->on == &w->relaying) {
         if (c->s)
             gnutls_bye (c->s, GNUTLS_SHUT_WR); /* non-blocking: best effort */
-    } else {
-        list_del (&w->handshaking, c);
-        give_back (c);
-    }
+        relay_free (c);
+    } else if (c->on == &w->parked)
+        atomic_fetch_sub (&w->tf->n_parked, 1);
+    else if (c->on == &w->waiting || c->on == &w->waiting_kept)
+        atomic_fetch_sub (&w->tf->n_waiting, 1);
+    tlsrelay_list_del (c);
+    give_back (c);
     conn_release (c);
     c->dead = true;
-    c->dead_next = w->dead;
-    w->dead = c;
+    if (c->handed) /* the loop may still name it: kept until it says */
+        tlsrelay_list_add (&w->gone, c);
+    else {
+        c->dead_next = w->dead;
+        w->dead = c;
+    }
 }
 
 static void free_dead (struct worker *w)
@@ -274,157 +254,40 @@ static void free_dead (struct worker *w)
     }
 }
 
-static int watch (struct tconn *c, int fd, uint32_t *have, uint32_t want, uintptr_t tag)
+/* The loop's request is done (tlsfront_park): once its answer has all
+ * gone to the peer and none of the peer's bytes is on its way to the
+ * loop, the socketpair closes (the loop's HTTP connection reads end of
+ * file and goes) and the TLS socket waits alone for the next request.
+ * A request begun meanwhile keeps the relay: the loop asks again when
+ * that one is done.  (A client that pipelines, sending its next request
+ * before it read the answer, could lose that request to a park; HTTP
+ * clients do not pipeline, the node service's libcurl among them.) */
+static void try_park (struct tconn *c)
 {
-    if (*have == want)
-        return 0;
-    struct epoll_event ev = {.events = want, .data.u64 = (uintptr_t)c | tag};
-    int op = *have == UINT32_MAX ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
-    if (epoll_ctl (c->w->ep, op, fd, &ev) < 0)
-        return -1;
-    *have = want;
-    return 0;
-}
-
-/* What each side waits for: a side is read only while the other has
- * taken everything read before (back-pressure, no unbounded buffer). */
-static int relay_events (struct tconn *c)
-{
-    uint32_t tls = (c->to_plain ? 0 : EPOLLIN) | (c->to_tls ? EPOLLOUT : 0);
-    uint32_t plain = (c->to_tls ? 0 : EPOLLIN) | (c->to_plain ? EPOLLOUT : 0);
-    stalled_update (c);
-    if (watch (c, c->tls_fd, &c->ev_tls, tls, 0) < 0 ||
-        (!c->plain_hup && watch (c, c->plain_fd, &c->ev_plain, plain, 1) < 0))
-        return -1;
-    return 0;
-}
-
-/* Keep buf[off..len) for later; -1 out of memory. */
-static int keep (char **dst, size_t *dlen, size_t *doff, const char *buf, size_t len)
-{
-    if (!(*dst = malloc (len)))
-        return -1;
-    memcpy (*dst, buf, len);
-    *dlen = len;
-    *doff = 0;
-    return 0;
-}
-
-/* Write what is pending for the loop's end; 1 when all went. */
-static int flush_plain (struct tconn *c)
-{
-    while (c->to_plain) {
-        ssize_t n = send (c->plain_fd,
-                          c->to_plain + c->to_plain_off,
-                          c->to_plain_len - c->to_plain_off,
-                          MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0)
-            return errno == EAGAIN || errno == EINTR ? 0 : -1;
-        c->to_plain_off += (size_t)n;
-        if (c->to_plain_off == c->to_plain_len) {
-            free (c->to_plain);
-            c->to_plain = NULL;
-        }
+    struct worker *w = c->w;
+    c->park_wanted = false;
+    if (c->plain_hup) /* the loop closed its end: the connection ends */
+        return;
+    if (tlsrelay_plain_to_tls (c) < 0) {
+        conn_close (c);
+        return;
     }
-    return 1;
-}
-
-/* Records from the peer, decrypted, to the loop's end. */
-static int tls_to_plain (struct tconn *c)
-{
-    char buf[RELAY_CHUNK];
-    int f;
-    if ((f = flush_plain (c)) <= 0)
-        return f;
-    for (;;) {
-        ssize_t n = gnutls_record_recv (c->s, buf, sizeof (buf));
-        if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
-            return 0;
-        if (n <= 0) /* closed, or an error (a renegotiation attempt too) */
-            return -1;
-        ssize_t w = send (c->plain_fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w < 0 && errno != EAGAIN && errno != EINTR)
-            return -1;
-        if (w < 0)
-            w = 0;
-        if (w < n) {
-            if (keep (&c->to_plain,
-                      &c->to_plain_len,
-                      &c->to_plain_off,
-                      buf + w,
-                      (size_t)(n - w)) < 0)
-                return -1;
-            return 0;
-        }
+    if (c->req_open || gnutls_record_check_pending (c->s) > 0)
+        return;
+    if (c->to_tls || c->tls_again) { /* once the answer went */
+        c->park_wanted = true;
+        if (tlsrelay_relay_events (c) < 0)
+            conn_close (c);
+        return;
     }
-}
-
-/* Send what is pending to the peer; 1 when all went. */
-static int flush_tls (struct tconn *c)
-{
-    while (c->to_tls) {
-        ssize_t n = c->tls_again ? gnutls_record_send (c->s, NULL, 0)
-                                 : gnutls_record_send (c->s,
-                                                       c->to_tls + c->to_tls_off,
-                                                       c->to_tls_len - c->to_tls_off);
-        if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) {
-            c->tls_again = true;
-            return 0;
-        }
-        if (n < 0)
-            return -1;
-        c->tls_again = false;
-        c->to_tls_off += (size_t)n;
-        if (c->to_tls_off >= c->to_tls_len) {
-            free (c->to_tls);
-            c->to_tls = NULL;
-        }
-    }
-    return 1;
-}
-
-/* Bytes from the loop's end, encrypted, to the peer. */
-static int plain_to_tls (struct tconn *c)
-{
-    char buf[RELAY_CHUNK];
-    int f;
-    if ((f = flush_tls (c)) <= 0)
-        return f;
-    for (;;) {
-        ssize_t n = recv (c->plain_fd, buf, sizeof (buf), MSG_DONTWAIT);
-        if (n < 0)
-            return errno == EAGAIN || errno == EINTR ? 0 : -1;
-        if (n == 0) /* the loop closed it */
-            return -1;
-        size_t off = 0;
-        while (off < (size_t)n) {
-            ssize_t s = gnutls_record_send (c->s, buf + off, (size_t)n - off);
-            if (s == GNUTLS_E_AGAIN || s == GNUTLS_E_INTERRUPTED) {
-                if (keep (&c->to_tls,
-                          &c->to_tls_len,
-                          &c->to_tls_off,
-                          buf + off,
-                          (size_t)n - off) < 0)
-                    return -1;
-                c->tls_again = true;
-                return 0;
-            }
-            if (s < 0)
-                return -1;
-            off += (size_t)s;
-        }
-    }
-}
-
-/* The loop closed its end while the peer had not taken what it wrote:
- * epoll would report the hang-up at every wait (a side left unwatched
- * still reports it), so the loop's end leaves the set; what it wrote is
- * still read and sent, and end of file then closes the connection. */
-static void plain_hung_up (struct tconn *c)
-{
-    c->plain_hup = true;
-    (void)epoll_ctl (c->w->ep, EPOLL_CTL_DEL, c->plain_fd, NULL);
-    c->ev_plain = UINT32_MAX;
+    relay_drain (c);
+    c->kept = true;
+    tlsrelay_list_move (&w->parked, c);
+    c->parked_ms = fmb_monotime_ms ();
+    atomic_fetch_add (&w->tf->n_parked, 1);
+    atomic_fetch_add (&w->tf->parks, 1);
+    if (tlsrelay_watch (c, c->tls_fd, &c->ev_tls, EPOLLIN, 0) < 0)
+        conn_close (c);
 }
 
 static void relay (struct tconn *c, bool plain_side, uint32_t events)
@@ -436,14 +299,113 @@ static void relay (struct tconn *c, bool plain_side, uint32_t events)
         return;
     }
     if (hup && plain_side && c->to_tls && !c->plain_hup)
-        plain_hung_up (c);
+        tlsrelay_plain_hung_up (c);
     /* Each side first: what waits for it may now go, then read more.
      * Whichever side fired, both are tried: a flush on one side lets the
      * other be read again. */
-    int a = plain_side ? plain_to_tls (c) : tls_to_plain (c);
-    int b = a < 0 ? -1 : plain_side ? tls_to_plain (c) : plain_to_tls (c);
-    if (a < 0 || b < 0 || relay_events (c) < 0)
+    int a = plain_side ? tlsrelay_plain_to_tls (c) : tlsrelay_tls_to_plain (c);
+    int b = a < 0        ? -1
+            : plain_side ? tlsrelay_tls_to_plain (c)
+                         : tlsrelay_plain_to_tls (c);
+    if (a < 0 || b < 0 || tlsrelay_relay_events (c) < 0)
         conn_close (c);
+    else if (c->park_wanted)
+        try_park (c);
+}
+
+/* ---- relays: the budget of socketpairs ------------------------------ */
+
+static bool has_relay (const struct worker *w, bool kept)
+{
+    return w->relays < w->relays_max && (kept || w->fresh < w->fresh_max);
+}
+
+static void identify_peer (const struct tlsfront *tf,
+                           gnutls_session_t s,
+                           struct tls_peer *p);
+
+/* The connection gets a socketpair: one end to the loop (a new HTTP
+ * connection; 'kept' if the loop had it before), the other relayed. */
+static void start_relay (struct tconn *c)
+{
+    struct worker *w = c->w;
+    struct tlsfront *tf = w->tf;
+    struct tlsfront_conn out = {.salen = c->salen, .kept = c->handed};
+    int sv[2];
+    if (!c->handed) /* a kept one's is the loop's already */
+        identify_peer (tf, c->s, &out.peer);
+    if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
+        conn_close (c);
+        return;
+    }
+    if (c->on == &w->waiting || c->on == &w->waiting_kept)
+        atomic_fetch_sub (&tf->n_waiting, 1);
+    tlsrelay_list_move (&w->relaying, c);
+    c->plain_fd = sv[0];
+    c->ev_plain = UINT32_MAX;
+    c->gen++;
+    w->relays++;
+    if (!c->kept)
+        w->fresh++;
+    atomic_fetch_add (&tf->n_relays, 1);
+    out.fd = sv[1];
+    memcpy (&out.sa, &c->sa, sizeof (out.sa));
+    snprintf (out.addr, sizeof (out.addr), "%s", c->addr);
+    out.tag = c->tag;
+    out.handle = c;
+    c->handed = true;
+    give_loop (tf, &out);
+    /* bytes may wait already: kept from the peer's first record after a
+     * park, or in GnuTLS from the handshake's last flight (epoll will not
+     * say so again) */
+    relay (c, false, 0);
+}
+
+/* A relay now, or a wait for one: its TLS socket is not read meanwhile
+ * (only its hang-up is seen); a new connection's wait has the
+ * handshake's deadline. */
+static void relay_or_wait (struct tconn *c)
+{
+    struct worker *w = c->w;
+    if (has_relay (w, c->kept)) {
+        start_relay (c);
+        return;
+    }
+    tlsrelay_list_move (c->kept ? &w->waiting_kept : &w->waiting, c);
+    c->deadline_ms = fmb_monotime_ms () + w->tf->handshake_ms;
+    atomic_fetch_add (&w->tf->n_waiting, 1);
+    if (tlsrelay_watch (c, c->tls_fd, &c->ev_tls, 0, 0) < 0)
+        conn_close (c);
+}
+
+/* Relays freed in this batch go to those waiting: parked connections'
+ * requests first, then new connections. */
+static void serve_waiting (struct worker *w)
+{
+    while (w->waiting_kept.head && has_relay (w, true))
+        start_relay (w->waiting_kept.head);
+    while (w->waiting.head && has_relay (w, false))
+        start_relay (w->waiting.head);
+}
+
+/* A parked connection's peer sent something: its next request (a relay
+ * for it, now or once one is free), or its end. */
+static void unpark (struct tconn *c)
+{
+    char buf[RELAY_CHUNK];
+    ssize_t n = gnutls_record_recv (c->s, buf, sizeof (buf));
+    if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
+        return; /* a record with no data (a TLS 1.3 key update) */
+    if (n <= 0 ||
+        tlsrelay_keep (
+            &c->to_plain, &c->to_plain_len, &c->to_plain_off, buf, (size_t)n) < 0) {
+        conn_close (c);
+        return;
+    }
+    c->req_open = true;
+    atomic_fetch_sub (&c->w->tf->n_parked, 1);
+    atomic_fetch_add (&c->w->tf->unparks, 1);
+    relay_or_wait (c);
 }
 
 /* ---- the handshake -------------------------------------------------- */
@@ -522,33 +484,14 @@ static int64_t thread_cpu_us (void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* The handshake is done: the loop gets its end, the relay starts. */
+/* The handshake is done: a relay, or the wait for one. */
 static void handshake_done (struct tconn *c)
 {
     struct tlsfront *tf = c->w->tf;
-    struct tlsfront_conn out = {.salen = c->salen};
-    int sv[2];
-    identify_peer (tf, c->s, &out.peer);
-    if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
-        conn_close (c);
-        return;
-    }
-    list_del (&c->w->handshaking, c);
-    list_add (&c->w->relaying, c);
-    c->relaying = true;
-    c->plain_fd = sv[0];
-    c->ev_plain = UINT32_MAX;
     atomic_fetch_add (&tf->handshakes, 1);
-    if (out.peer.resumed)
+    if (gnutls_session_is_resumed (c->s))
         atomic_fetch_add (&tf->resumed, 1);
-    out.fd = sv[1];
-    memcpy (&out.sa, &c->sa, sizeof (out.sa));
-    snprintf (out.addr, sizeof (out.addr), "%s", c->addr);
-    out.tag = c->tag;
-    give_loop (tf, &out);
-    /* a request may have come with the handshake's last flight: GnuTLS
-     * holds it already, and epoll will not say so again */
-    relay (c, false, 0);
+    relay_or_wait (c);
 }
 
 static void handshake_step (struct tconn *c)
@@ -563,7 +506,7 @@ static void handshake_step (struct tconn *c)
     }
     if (!gnutls_error_is_fatal (r)) {
         uint32_t want = gnutls_record_get_direction (c->s) ? EPOLLOUT : EPOLLIN;
-        if (watch (c, c->tls_fd, &c->ev_tls, want, 0) == 0)
+        if (tlsrelay_watch (c, c->tls_fd, &c->ev_tls, want, 0) == 0)
             return;
     }
     atomic_fetch_add (&c->w->tf->failed, 1);
@@ -586,23 +529,49 @@ static int session_new (struct tlsfront *tf, struct tconn *c)
     return 0;
 }
 
-/* Handshakes the loop wants cut (tlsfront_cut): each found among this
- * worker's is closed, its slot given back as for a failed one; one done
- * meanwhile is the loop's already.  Linear in the worker's handshakes,
- * only when the loop evicts. */
-static void take_cuts (struct worker *w, void **cuts, size_t n)
+/* A handshake the loop wants cut (tlsfront_cut): closed if found among
+ * this worker's handshakes or those waiting for a relay, its slot given
+ * back as for a failed one; one handed over meanwhile is the loop's
+ * already.  Linear in those, only when the loop evicts. */
+static void take_cut (struct worker *w, void *tag)
 {
-    for (size_t i = 0; i < n; i++)
-        for (struct tconn *c = w->handshaking.head; c; c = c->next)
-            if (c->tag == cuts[i]) {
+    struct conn_list *lists[] = {&w->handshaking, &w->waiting};
+    for (size_t i = 0; i < sizeof (lists) / sizeof (lists[0]); i++)
+        for (struct tconn *c = lists[i]->head; c; c = c->next)
+            if (c->tag == tag) {
                 atomic_fetch_add (&w->tf->failed, 1);
                 conn_close (c);
-                break;
+                return;
             }
-    free (cuts);
 }
 
-/* New connections from the loop: each starts its handshake. */
+/* The loop's requests, in the order it made them: a park or a release
+ * names a connection it was handed, and a release comes after every
+ * other message naming it (the loop sends none once told it is gone). */
+static void take_msgs (struct worker *w, struct msg *msgs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct tconn *c = msgs[i].p;
+        switch (msgs[i].kind) {
+        case MSG_CUT:
+            take_cut (w, msgs[i].p);
+            break;
+        case MSG_PARK:
+            if (!c->dead && c->on == &w->relaying)
+                try_park (c);
+            break;
+        case MSG_RELEASE: /* freed after this batch: its events may follow */
+            tlsrelay_list_del (c);
+            c->dead_next = w->dead;
+            w->dead = c;
+            break;
+        }
+    }
+    free (msgs);
+}
+
+/* New connections and messages from the loop: each connection starts
+ * its handshake. */
 static void take_inbox (struct worker *w)
 {
     uint64_t n;
@@ -611,14 +580,14 @@ static void take_inbox (struct worker *w)
     pthread_mutex_lock (&w->mu);
     struct tconn *c = w->inbox;
     w->inbox = w->inbox_tail = NULL;
-    void **cuts = w->cuts;
-    size_t ncuts = w->ncuts;
-    w->cuts = NULL;
-    w->ncuts = w->cuts_size = 0;
+    struct msg *msgs = w->msgs;
+    size_t nmsgs = w->nmsgs;
+    w->msgs = NULL;
+    w->nmsgs = w->msgs_size = 0;
     pthread_mutex_unlock (&w->mu);
     while (c) {
         struct tconn *next = c->next;
-        list_add (&w->handshaking, c);
+        tlsrelay_list_add (&w->handshaking, c);
         if (session_new (w->tf, c) < 0) {
             atomic_fetch_add (&w->tf->failed, 1);
             conn_close (c);
@@ -626,30 +595,67 @@ static void take_inbox (struct worker *w)
             handshake_step (c);
         c = next;
     }
-    take_cuts (w, cuts, ncuts);
+    take_msgs (w, msgs, nmsgs);
+}
+
+/* The earlier of 'next' (-1: none) and 'at' - 'now'. */
+static int64_t sooner (int64_t next, int64_t at, int64_t now)
+{
+    int64_t d = at - now;
+    return next < 0 || d < next ? d : next;
 }
 
 /* Handshakes past their time are cut (a peer that never sends its
- * ClientHello holds nothing for long).  Returns the wait until the next
- * deadline, or -1. */
-static int cut_late (struct worker *w)
+ * ClientHello holds nothing for long), as are new connections that
+ * waited as long for a relay, relays stalled as long, and parked
+ * connections idle past [api] tcp_idle_timeout_s.  Returns the wait
+ * until the next deadline, or -1; *cut: how many went. */
+static int cut_late (struct worker *w, unsigned *cut)
 {
-    int64_t now = fmb_monotime_ms (), stall = w->tf->handshake_ms, next = -1;
-    while (w->handshaking.head && w->handshaking.head->deadline_ms <= now) {
-        atomic_fetch_add (&w->tf->timed_out, 1);
-        conn_close (w->handshaking.head);
+    struct tlsfront *tf = w->tf;
+    int64_t now = fmb_monotime_ms (), stall = tf->handshake_ms, next = -1;
+    *cut = 0;
+    struct conn_list *timed[] = {&w->handshaking, &w->waiting};
+    for (size_t i = 0; i < sizeof (timed) / sizeof (timed[0]); i++) {
+        while (timed[i]->head && timed[i]->head->deadline_ms <= now) {
+            atomic_fetch_add (&tf->timed_out, 1);
+            conn_close (timed[i]->head);
+            ++*cut;
+        }
+        if (timed[i]->head)
+            next = sooner (next, timed[i]->head->deadline_ms, now);
     }
     /* a peer (or the loop) that takes nothing for as long: the connection
      * goes, and with it what it holds (its slot at the loop, too) */
-    while (w->stalled_head && w->stalled_head->stalled_since_ms + stall <= now)
+    while (w->stalled_head && w->stalled_head->stalled_since_ms + stall <= now) {
         conn_close (w->stalled_head);
-    if (w->handshaking.head)
-        next = w->handshaking.head->deadline_ms - now;
-    if (w->stalled_head) {
-        int64_t d = w->stalled_head->stalled_since_ms + stall - now;
-        next = next < 0 || d < next ? d : next;
+        ++*cut;
     }
-    return (int)next;
+    if (w->stalled_head)
+        next = sooner (next, w->stalled_head->stalled_since_ms + stall, now);
+    while (tf->idle_ms && w->parked.head &&
+           w->parked.head->parked_ms + tf->idle_ms <= now)
+        conn_close (w->parked.head);
+    if (tf->idle_ms && w->parked.head)
+        next = sooner (next, w->parked.head->parked_ms + tf->idle_ms, now);
+    return (int)(next > 60000 ? 60000 : next);
+}
+
+/* One event on a connection, by the phase it is in. */
+static void conn_event (struct worker *w, struct tconn *c, uint64_t data, uint32_t ev)
+{
+    bool plain_side = data & 1;
+    if (c->on == &w->relaying) {
+        if (!plain_side || ((data >> 1) & 1) == (c->gen & 1))
+            relay (c, plain_side, ev);
+    } else if (plain_side)
+        return; /* of a relay closed in this batch */
+    else if (c->on == &w->handshaking)
+        handshake_step (c);
+    else if (c->on == &w->parked)
+        unpark (c);
+    else if (ev & (EPOLLHUP | EPOLLERR)) /* waiting for a relay: the peer went */
+        conn_close (c);
 }
 
 static void *worker_main (void *arg)
@@ -658,21 +664,30 @@ static void *worker_main (void *arg)
     struct epoll_event ev[EVENTS_MAX];
     (void)setpriority (PRIO_PROCESS, (id_t)syscall (SYS_gettid), WORKER_NICE);
     while (!atomic_load (&w->tf->stopping)) {
-        int n = epoll_wait (w->ep, ev, EVENTS_MAX, cut_late (w));
+        /* cuts free relays, the relays given out may stall: until
+         * neither changes the other */
+        unsigned cut;
+        int timeout;
+        do {
+            serve_waiting (w);
+            timeout = cut_late (w, &cut);
+        } while (cut);
+        int n = epoll_wait (w->ep, ev, EVENTS_MAX, timeout);
         for (int i = 0; i < n; i++) {
             if (ev[i].data.u64 == 0) {
                 take_inbox (w);
                 continue;
             }
+            if (ev[i].data.u64 & 4) {
+                closing_event (
+                    (struct closing *)(uintptr_t)(ev[i].data.u64 & ~(uint64_t)7));
+                continue;
+            }
             struct tconn *c =
-                (struct tconn *)(uintptr_t)(ev[i].data.u64 & ~(uint64_t)1);
-            bool plain_side = ev[i].data.u64 & 1;
+                (struct tconn *)(uintptr_t)(ev[i].data.u64 & ~(uint64_t)3);
             if (c->dead) /* closed by an earlier event of this batch */
                 continue;
-            if (c->relaying)
-                relay (c, plain_side, ev[i].events);
-            else
-                handshake_step (c);
+            conn_event (w, c, ev[i].data.u64, ev[i].events);
         }
         free_dead (w);
     }
@@ -746,8 +761,7 @@ static int worker_start (struct tlsfront *tf, struct worker *w)
 }
 
 int tlsfront_create (const struct tlsfront_files *files,
-                     unsigned threads,
-                     unsigned handshake_ms,
+                     const struct tlsfront_limits *lim,
                      struct tlsfront **ret,
                      struct fmb_error *error)
 {
@@ -756,8 +770,9 @@ int tlsfront_create (const struct tlsfront_files *files,
         return fmb_errorf (error, "out of memory");
     tf->done_fd = -1;
     pthread_mutex_init (&tf->mu, NULL);
-    tf->handshake_ms = handshake_ms;
-    tf->nworkers = threads < 1 ? 1 : threads > 64 ? 64 : threads;
+    tf->handshake_ms = lim->handshake_ms;
+    tf->idle_ms = lim->idle_ms;
+    tf->nworkers = lim->threads < 1 ? 1 : lim->threads > 64 ? 64 : lim->threads;
     if (load_creds (tf, files, error) < 0)
         goto fail;
     if ((tf->done_fd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
@@ -765,8 +780,14 @@ int tlsfront_create (const struct tlsfront_files *files,
         fmb_errorf (error, "TLS threads: %s", strerror (errno ? errno : ENOMEM));
         goto fail;
     }
-    for (unsigned i = 0; i < tf->nworkers; i++) /* none closes fd 0 on a failure */
+    /* each worker its share of the relays, half of it for new
+     * connections (at least 2 and 1: a worker always makes progress) */
+    unsigned share = lim->relays ? lim->relays / tf->nworkers : UINT_MAX;
+    for (unsigned i = 0; i < tf->nworkers; i++) { /* none closes fd 0 on a failure */
         tf->w[i].ep = tf->w[i].wake = -1;
+        tf->w[i].relays_max = share < 2 ? 2 : share;
+        tf->w[i].fresh_max = tf->w[i].relays_max / 2;
+    }
     for (unsigned i = 0; i < tf->nworkers; i++) {
         if (worker_start (tf, &tf->w[i]) < 0) {
             fmb_errorf (error, "TLS thread %u: %s", i, strerror (errno));
@@ -786,22 +807,26 @@ static void worker_stop (struct worker *w)
         wake_fd (w->wake);
         pthread_join (w->thread, NULL);
     }
-    while (w->handshaking.head) {
-        struct tconn *c = w->handshaking.head;
-        list_del (&w->handshaking, c);
-        conn_free (c);
-    }
-    while (w->relaying.head) {
-        struct tconn *c = w->relaying.head;
-        list_del (&w->relaying, c);
-        conn_free (c);
-    }
+    struct conn_list *lists[] = {&w->handshaking,
+                                 &w->waiting,
+                                 &w->waiting_kept,
+                                 &w->relaying,
+                                 &w->parked,
+                                 &w->gone};
+    for (size_t i = 0; i < sizeof (lists) / sizeof (lists[0]); i++)
+        while (lists[i]->head) {
+            struct tconn *c = lists[i]->head;
+            tlsrelay_list_del (c);
+            conn_free (c);
+        }
     for (struct tconn *c = w->inbox, *next; c; c = next) {
         next = c->next;
         conn_free (c);
     }
     free_dead (w);
-    free (w->cuts);
+    while (w->closing)
+        closing_free (w->closing);
+    free (w->msgs);
     if (w->ep >= 0)
         close (w->ep);
     if (w->wake >= 0)
@@ -872,7 +897,9 @@ int tlsfront_add (struct tlsfront *tf,
     return (int)wi;
 }
 
-int tlsfront_cut (struct tlsfront *tf, int worker, void *tag)
+/* A message for worker 'worker'; it is woken only if none waited (it
+ * takes them all at once). */
+static int post (struct tlsfront *tf, int worker, enum msg_kind kind, void *p)
 {
     if (worker < 0 || (unsigned)worker >= tf->nworkers) {
         errno = EINVAL;
@@ -880,21 +907,40 @@ int tlsfront_cut (struct tlsfront *tf, int worker, void *tag)
     }
     struct worker *w = &tf->w[worker];
     pthread_mutex_lock (&w->mu);
-    if (w->ncuts == w->cuts_size) {
-        size_t size = w->cuts_size ? 2 * w->cuts_size : 16;
-        void **more = realloc (w->cuts, size * sizeof (*more));
+    if (w->nmsgs == w->msgs_size) {
+        size_t size = w->msgs_size ? 2 * w->msgs_size : 16;
+        struct msg *more = realloc (w->msgs, size * sizeof (*more));
         if (!more) {
             pthread_mutex_unlock (&w->mu);
             errno = ENOMEM;
             return -1;
         }
-        w->cuts = more;
-        w->cuts_size = size;
+        w->msgs = more;
+        w->msgs_size = size;
     }
-    w->cuts[w->ncuts++] = tag;
+    w->msgs[w->nmsgs++] = (struct msg){kind, p};
+    bool first = w->nmsgs == 1;
     pthread_mutex_unlock (&w->mu);
-    wake_fd (w->wake);
+    if (first)
+        wake_fd (w->wake);
     return 0;
+}
+
+int tlsfront_cut (struct tlsfront *tf, int worker, void *tag)
+{
+    return post (tf, worker, MSG_CUT, tag);
+}
+
+int tlsfront_park (struct tlsfront *tf, int worker, void *handle)
+{
+    return post (tf, worker, MSG_PARK, handle);
+}
+
+void tlsfront_release (struct tlsfront *tf, int worker, void *handle)
+{
+    /* (out of memory: the record, a few hundred bytes, stays until the
+     * front is destroyed) */
+    (void)post (tf, worker, MSG_RELEASE, handle);
 }
 
 int tlsfront_pollfd (const struct tlsfront *tf)
@@ -931,4 +977,9 @@ void tlsfront_stats (struct tlsfront *tf, struct tlsfront_stats *st)
     st->failed = atomic_load (&tf->failed);
     st->timed_out = atomic_load (&tf->timed_out);
     st->handshake_us = atomic_load (&tf->handshake_us);
+    st->parks = atomic_load (&tf->parks);
+    st->unparks = atomic_load (&tf->unparks);
+    st->parked = (unsigned long long)atomic_load (&tf->n_parked);
+    st->relayed = (unsigned long long)atomic_load (&tf->n_relays);
+    st->waiting = (unsigned long long)atomic_load (&tf->n_waiting);
 }

@@ -44,29 +44,47 @@ struct tls_peer {
     bool resumed;  /* the handshake resumed an earlier session (a ticket) */
 };
 
-/* A connection the front is done setting up.  fd >= 0: the plaintext
- * end for the loop's HTTP server; fd < 0: the handshake failed or took
- * too long, and 'addr' gives its slot back. */
+/* What the front tells the loop of a connection:
+ * - fd >= 0: the plaintext end for the loop's HTTP server, 'handle'
+ *   naming the connection at the front (tlsfront_park, _release).
+ *   'kept': one the loop was handed before and that was parked, now with
+ *   a request ('peer' is not filled again: the loop kept it);
+ * - fd < 0, handle NULL: the handshake failed or took too long, and
+ *   'tag' gives its slot back;
+ * - fd < 0, handle set: a connection handed before has ended (its HTTP
+ *   connection, if any, reads end of file); the loop gives its slot back
+ *   once that has closed too, and then calls tlsfront_release. */
 struct tlsfront_conn {
     int fd;
     struct sockaddr_storage sa;
     socklen_t salen;
     char addr[TCPGUARD_ADDR_MAX];
     struct tls_peer peer;
-    void *tag; /* tlsfront_add's */
+    void *tag;    /* tlsfront_add's */
+    void *handle; /* the front's */
+    bool kept;
+};
+
+/* The front's bounds. */
+struct tlsfront_limits {
+    unsigned threads;      /* 1-64 workers */
+    unsigned handshake_ms; /* a handshake, a wait for a relay, a stalled relay */
+    unsigned idle_ms;      /* a parked connection's life; 0: while its peer's */
+    unsigned relays;       /* socketpairs at once (0: no bound); half of them
+                              for connections never parked */
 };
 
 /* Counters the loop reads for /metrics (monotonic). */
 struct tlsfront_stats {
     unsigned long long handshakes, resumed, failed, timed_out;
     unsigned long long handshake_us; /* CPU-less wall time is not counted: thread CPU */
+    unsigned long long parks, unparks;
+    unsigned long long parked, relayed, waiting; /* now: connections in each state */
 };
 
-/* 'threads' workers (1-64); a handshake not done within 'handshake_ms'
- * is cut.  The files are copied. */
+/* The files are copied. */
 int tlsfront_create (const struct tlsfront_files *files,
-                     unsigned threads,
-                     unsigned handshake_ms,
+                     const struct tlsfront_limits *lim,
                      struct tlsfront **ret,
                      struct fmb_error *error);
 void tlsfront_destroy (struct tlsfront *tf);
@@ -85,6 +103,16 @@ int tlsfront_add (struct tlsfront *tf,
  * comes back from tlsfront_take as a failed one (fd < 0).  If it is done
  * already, nothing happens (the loop has it, or soon will). */
 int tlsfront_cut (struct tlsfront *tf, int worker, void *tag);
+
+/* The request on connection 'handle' (of 'worker') is done and its
+ * answer written: once the answer has gone and no next request has
+ * begun, the front parks the connection: its socketpair closes (the
+ * loop's HTTP connection reads end of file), its TLS socket stays; the
+ * peer's next bytes come back from tlsfront_take as a 'kept' connection.
+ * Never blocks. */
+int tlsfront_park (struct tlsfront *tf, int worker, void *handle);
+/* The loop has forgotten connection 'handle', told it had ended. */
+void tlsfront_release (struct tlsfront *tf, int worker, void *handle);
 
 /* Readable when connections wait in tlsfront_take. */
 int tlsfront_pollfd (const struct tlsfront *tf);

@@ -8,7 +8,10 @@
 # connection stays open while idle (the resident node service's: no
 # handshake at the next launch), one without a credential does not; a
 # node that reconnects resumes its TLS session, and a client
-# certificate still names its node on a resumed session.  The storm
+# certificate still names its node on a resumed session.  An idle kept
+# connection is parked (its TLS socket only: one descriptor, not three)
+# and its next request is served as the node's, by token or by
+# certificate.  The storm
 # itself (1,000-10,000 nodes) is bench/storm.sh's: no timing here.
 . "$(dirname "$0")/lib.sh"
 skip_unless_root
@@ -74,6 +77,38 @@ expect_ok 'a peer that sends and never reads is cut once nothing moves for reque
     test $((t1 - t0)) -lt $(($(getconf CLK_TCK) / 2)) &&
     wait_for 50 0.1 test "$(held_from_probe)" = 0 && wait "$p"
 '
+broker_fds () { ls "/proc/$broker_pid/fd" | wc -l; }
+gauge () { rm_call GET /metrics | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
+parked_is () { test "$(gauge "fmbroker_tcp_connections{state=\"parked\"}")" = "$1"; }
+# park_start N TOKEN [CERT KEY]: N connections made idle by tlsprobe
+# (park), the broker's descriptors counted before; park_go "PATH BODY":
+# each used again, the first for that PUT too; prints the probe's line
+park_start () {
+    rm -f "$T/park.go" "$T/park.out" &&
+    wait_for 50 0.1 test "$(held_from_probe)" = 0 && fds0=$(broker_fds) &&
+    { probe park "$T/park.go" "$@" >"$T/park.out" 2>&1 & park_pid=$!; } &&
+    wait_for 100 0.1 grep -q "^idle" "$T/park.out"
+}
+park_go () { # (not in a pipeline: the probe is this shell's child)
+    echo "$1" >"$T/park.go" && wait "$park_pid" && tail -1 "$T/park.out"
+}
+expect_ok 'idle kept connections are parked: about one broker descriptor each, not three' '
+    park_start 24 "$(cat "$T/n1.token")" && wait_for 50 0.1 parked_is 24 &&
+    fds=$(broker_fds) && echo "broker fds: $fds0 before, $fds with 24 parked" &&
+    test "$fds" -ge $((fds0 + 24)) && test "$fds" -le $((fds0 + 24 + 4))
+'
+expect_ok 'a parked connection serves its next requests as its node (token), with no new handshake' '
+    hs0=$(gauge "fmbroker_tls_handshakes_total{resumed=\"false\"}") &&
+    park_go "/v1/jobs/700 $run_body" >r && cat r &&
+    grep -q "^again 24/24 put 200 " r && sed "s/^again [^ ]* put 200 //" r |
+        jq -e "(has(\"nodes\") | not) and .node_count == 3" &&
+    test "$(gauge "fmbroker_tls_handshakes_total{resumed=\"false\"}")" = "$hs0" &&
+    test "$(gauge fmbroker_tcp_parks_total)" -ge 24
+'
+expect_ok 'a parked node outside the job is still refused as itself' '
+    park_start 1 "$(cat "$T/n4.token")" && wait_for 50 0.1 parked_is 1 &&
+    park_go "/v1/jobs/700 $run_body" >r && grep -q "^again 1/1 put 403 " r
+'
 node_cert () { # NAME EKU: $T/certs/NAME.pem and .key, signed by the test CA
     (cd "$T/certs" && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$1" \
         -keyout "$1.key" -out "$1.csr" 2>/dev/null &&
@@ -87,6 +122,10 @@ expect_ok 'with client certificates required: a resumed session still names its 
     printf "[api]\ntls_client_ca = %s\ntls_client_cert = required\n" "$T/certs/ca.pem" >>"$T/broker.conf" &&
     start_broker &&
     test "$(probe resume - "$T/certs/n1.pem" "$T/certs/n1.key")" = "resumed 200 200"
+'
+expect_ok 'a parked connection keeps its client certificate: with no token, still its node' '
+    park_start 3 - "$T/certs/n1.pem" "$T/certs/n1.key" && wait_for 50 0.1 parked_is 3 &&
+    park_go "/v1/jobs/700 $run_body" >r && grep -q "^again 3/3 put 200 " r
 '
 expect_ok 'a certificate not meant for TLS clients (serverAuth only) names no node' '
     probe resume - "$T/certs/n2.pem" "$T/certs/n2.key" | grep -q " 401 401$" &&

@@ -12,10 +12,17 @@ connection, step by step, for the tests (Python's ssl, OpenSSL).
       first's TLS session (a ticket); each makes GET /v1/jobs?limit=1 with
       TOKEN (or none).  Prints "resumed STATUS1 STATUS2" or
       "full STATUS1 STATUS2".
+  tlsprobe.py PORT CA park GO N TOKEN [CERT KEY]
+      N TLS connections, each makes GET /v1/jobs?limit=1 with TOKEN (or
+      none); prints "idle N" and waits (60 s at most) for file GO to
+      exist (meanwhile the broker parks them); then on each connection
+      again GET /v1/jobs?limit=1, and on the first a PUT of GO's line:
+      "PATH BODY".  Prints "again OK/N put STATUS BODY" (OK: answered 200).
   tlsprobe.py PORT CA stall SECONDS
       pipelined requests sent and no answer read, until the connection
       takes no more; then SECONDS holding it open.
 """
+import os
 import socket
 import ssl
 import sys
@@ -30,14 +37,23 @@ def context(ca, cert=None, key=None):
     return ctx
 
 
-def request(sock, token, path):
+def request(sock, token, path, method="GET", body=None):
+    status, _ = exchange(sock, token, path, method, body)
+    return status
+
+
+def exchange(sock, token, path, method="GET", body=None):
     auth = "Authorization: Bearer %s\r\n" % token if token != "-" else ""
-    sock.sendall(("GET %s HTTP/1.1\r\nHost: fmbroker\r\n%s\r\n" % (path, auth)).encode())
+    extra = ""
+    if body is not None:
+        extra = "Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
+    sock.sendall(("%s %s HTTP/1.1\r\nHost: fmbroker\r\n%s%s\r\n%s" % (
+        method, path, auth, extra, body or "")).encode())
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = sock.recv(65536)
         if not chunk:
-            return None
+            return None, None
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     length = 0
@@ -48,9 +64,9 @@ def request(sock, token, path):
     while len(body) < length:
         chunk = sock.recv(65536)
         if not chunk:
-            return None
+            return None, None
         body += chunk
-    return int(head.split(b" ")[1])
+    return int(head.split(b" ")[1]), body.decode(errors="replace")
 
 
 def connect(port, ctx, session=None):
@@ -83,6 +99,29 @@ def resume(port, ca, token, cert=None, key=None):
     return "%s %s %s" % (how, first, second)
 
 
+def park(port, ca, go, n, token, cert=None, key=None):
+    """N connections kept idle (the broker parks them), then each used
+    again: the node service's connection between two jobs, N times."""
+    ctx = context(ca, cert, key)
+    socks = []
+    for _ in range(n):
+        s = connect(port, ctx)
+        if request(s, token, "/v1/jobs?limit=1") != 200:
+            return "no-answer"
+        socks.append(s)
+    print("idle %d" % n, flush=True)
+    deadline = time.time() + 60
+    while not os.path.exists(go) and time.time() < deadline:
+        time.sleep(0.05)
+    with open(go) as f:
+        path, _, body = f.readline().strip().partition(" ")
+    ok = sum(1 for s in socks if request(s, token, "/v1/jobs?limit=1") == 200)
+    status, answer = exchange(socks[0], token, path, "PUT", body)
+    for s in socks:
+        s.close()
+    return "again %d/%d put %s %s" % (ok, n, status, (answer or "").replace("\n", " "))
+
+
 def stall(port, ca, seconds):
     """A peer that sends and never reads: pipelined requests until the
     connection takes no more, then nothing, holding it open."""
@@ -113,6 +152,8 @@ def main():
         print(idle(port, ca, sys.argv[4], float(sys.argv[5])))
     elif what == "stall":
         stall(port, ca, float(sys.argv[4]))
+    elif what == "park":
+        print(park(port, ca, sys.argv[4], int(sys.argv[5]), sys.argv[6], *sys.argv[7:9]))
     elif what == "resume":
         print(resume(port, ca, sys.argv[4], *sys.argv[5:7]))
     else:
