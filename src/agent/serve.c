@@ -443,7 +443,16 @@ static void end (struct service *svc,
                  const struct node_request *r)
 {
     struct engine_outcome out;
+    char facts[1200];
     struct job_turn *t = turn_take (svc, r->job);
+    /* Ended here already, nothing of it left (Flux's housekeeping after
+     * its epilog): its report went, or is kept and goes; not twice. */
+    snprintf (facts, sizeof (facts), "%s/%s.json", svc->state_dir, r->job);
+    if (job_ended (svc, r->job) && access (facts, F_OK) < 0) {
+        fmb_log (LOG_DEBUG, "job %s: its end was made here already", r->job);
+        answer (c->fd, 0, "done");
+        return turn_give (svc, t);
+    }
     remember_ended (svc, r->job);
     if (caller_gone (c->fd)) {
         fmb_log (LOG_WARNING,

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostlist.h"
 #include "runopts.h"
 
 long rspec_idset_count (const char *s)
@@ -89,26 +88,47 @@ static int user_options (json_t *jobspec, json_t *body, struct fmb_error *e)
     return 0;
 }
 
-json_t *rspec_run_body (json_t *R, json_t *jobspec, unsigned uid, struct fmb_error *e)
+/* R's execution.nodelist (RFC 29 host lists) as one host list, as the
+ * broker takes "nodes": a 10,000-node job's RUN then carries a few bytes,
+ * not 120 KiB of names, and the broker expands it once. */
+static char *nodelist_text (json_t *nodelist, struct fmb_error *e)
 {
-    json_t *nodelist = json_object_get (json_object_get (R, "execution"), "nodelist");
-    json_t *nodes = json_array (), *item;
-    size_t i;
+    json_t *item;
+    size_t i, len = 1;
     if (!json_is_array (nodelist) || json_array_size (nodelist) == 0) {
         fmb_errorf (e, "R has no execution.nodelist");
-        goto fail;
+        return NULL;
     }
     json_array_foreach (nodelist, i, item)
     {
-        const char *text = json_string_value (item);
-        if (!text) {
-            fmb_errorf (e, "R execution.nodelist[%zu] is not a string", i);
-            goto fail;
+        if (!json_string_value (item) || !*json_string_value (item)) {
+            fmb_errorf (e, "R execution.nodelist[%zu] is not a host list", i);
+            return NULL;
         }
-        if (hostlist_expand (text, nodes, e) < 0)
-            goto fail;
+        len += strlen (json_string_value (item)) + 1;
     }
-    json_t *body = json_pack ("{s:I s:o}", "uid", (json_int_t)uid, "nodes", nodes);
+    char *text = calloc (1, len);
+    if (!text) {
+        fmb_errorf (e, "out of memory");
+        return NULL;
+    }
+    json_array_foreach (nodelist, i, item)
+    {
+        if (i)
+            strcat (text, ",");
+        strcat (text, json_string_value (item));
+    }
+    return text;
+}
+
+json_t *rspec_run_body (json_t *R, json_t *jobspec, unsigned uid, struct fmb_error *e)
+{
+    char *nodes =
+        nodelist_text (json_object_get (json_object_get (R, "execution"), "nodelist"), e);
+    if (!nodes)
+        return NULL;
+    json_t *body = json_pack ("{s:I s:s}", "uid", (json_int_t)uid, "nodes", nodes);
+    free (nodes);
     if (!body) {
         fmb_errorf (e, "out of memory");
         return NULL;
@@ -121,7 +141,4 @@ json_t *rspec_run_body (json_t *R, json_t *jobspec, unsigned uid, struct fmb_err
         return NULL;
     }
     return body;
-fail:
-    json_decref (nodes);
-    return NULL;
 }

@@ -34,7 +34,7 @@ static void nodes_and_cores_from_R (void **state)
     assert_non_null (body);
     char *s = json_dumps (body, JSON_COMPACT | JSON_SORT_KEYS);
     assert_string_equal (
-        s, "{\"ncores\":5,\"nodes\":[\"nid001\",\"nid002\"],\"uid\":1234}");
+        s, "{\"ncores\":5,\"nodes\":\"nid[001-002]\",\"uid\":1234}");
     free (s);
     json_decref (body);
     json_decref (R);
