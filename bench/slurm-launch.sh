@@ -84,8 +84,17 @@ mkdir -p "$S/hooks"
 # record's fsync would be timed as the prolog's), and the mock NICs'
 # state (a NIC writes no file: on the disk, each service made or
 # destroyed cost the job's setup 1-2 ms of writes, section 18).
-R=$(mktemp -d /dev/shm/fmbbench.XXXXXX) && chmod 755 "$R" || exit 1
-rm_records () { rm -rf "$R"; }
+# BENCH_NODE_STATE=disk puts the records and spools on this host's
+# ordinary disk instead (/var/tmp), as a node without a tmpfs /run has
+# them; the NICs' stand-in state stays on tmpfs either way.
+case ${BENCH_NODE_STATE:-tmpfs} in
+tmpfs) R=$(mktemp -d /dev/shm/fmbbench.XXXXXX) ;;
+disk) R=$(mktemp -d /var/tmp/fmbbench.XXXXXX) ;;
+*) echo "BENCH_NODE_STATE: tmpfs or disk" >&2; exit 1 ;;
+esac
+chmod 755 "$R" || exit 1
+NIC=$(mktemp -d /dev/shm/fmbnic.XXXXXX) || exit 1
+rm_records () { rm -rf "$R" "$NIC"; }
 on_exit rm_records
 mkdir -m 0755 "$R/rec-n1" "$R/rec-n2" || exit 1
 # /run/fmbroker-cxi in each node's namespace is its $R/rec-NODE.  The
@@ -127,7 +136,7 @@ read m <$S/mode
 [ \$m = wrappers ] && { /bin/true; echo "$h \$m \${t0/./} \${EPOCHREALTIME/./}" >>$T/hooks.times; exit 0; }
 conf=$T/node.conf
 case \$m in node | nohold) conf=$T/node-run.conf ;; esac
-export MOCKCXI_STATE=$R/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
+export MOCKCXI_STATE=$NIC/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2
 $FMB_BIN/fmbroker-cxi -c \$conf --state-dir $R/rec-\$SLURMD_NODENAME
 rc=\$?
 echo "$h \$m \${t0/./} \${EPOCHREALTIME/./}" >>$T/hooks.times
@@ -146,7 +155,7 @@ HOOK
 # node's mock NICs (a real node has its own) and execs it.
 cat >"$S/hooks/epilog-sh.sh" <<HOOK
 #!/bin/sh
-MOCKCXI_STATE=$R/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2 exec $FMB_BIN/fmbroker-cxi -c $T/node-run.conf --state-dir $R/rec-\$SLURMD_NODENAME
+MOCKCXI_STATE=$NIC/\$SLURMD_NODENAME.cxi.json MOCKCXI_DEVICES=2 exec $FMB_BIN/fmbroker-cxi -c $T/node-run.conf --state-dir $R/rec-\$SLURMD_NODENAME
 HOOK
 chmod 755 "$S"/hooks/*.sh
 plugin="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf state_dir=$R/rec-%n"
@@ -161,7 +170,7 @@ sed "/^\[api\]/a node_run = true" "$T/node.conf" >"$T/node-run.conf" || exit 1
 start_services () {
     for n in n1 n2; do
         [ -S "$R/rec-$n/service.sock" ] && continue
-        FMBROKER_NODE=$n MOCKCXI_STATE=$R/$n.cxi.json MOCKCXI_DEVICES=2 $FMB_BIN/fmbroker-cxi \
+        FMBROKER_NODE=$n MOCKCXI_STATE=$NIC/$n.cxi.json MOCKCXI_DEVICES=2 $FMB_BIN/fmbroker-cxi \
             -c "$T/node-run.conf" --state-dir "$R/rec-$n" serve 2>>"$T/serve-$n.log" &
         echo $! >"$T/serve-$n.pid"
     done
@@ -279,7 +288,7 @@ wo=$(pct 50 <"$T/without.ms" 2>/dev/null)
 echo "# fmbroker with Slurm: launch cost, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "# machine: $(nproc) cores, load average $load at the end"
 echo
-echo "## srun -N2 true as nobody, from an idle cluster, setups alternated in blocks of $B"
+echo "## srun -N2 true as nobody, from an idle cluster, setups alternated in blocks of $B (node state: ${BENCH_NODE_STATE:-tmpfs}; load $(cut -d" " -f1-3 /proc/loadavg))"
 echo "| setup | launches | median ms | p90 ms | max ms | over 1 s | median / without | host steal % |"
 echo "|---|---|---|---|---|---|---|---|"
 for m in $MODES; do
