@@ -78,6 +78,11 @@ start_mockfm || exit 1
 # As a site runs: each node its own token (client_token_file %n).
 tls_and_node_tokens || exit 1
 start_broker_for_nodes n1 n2 -- "agent_run = true" || exit 1
+# BENCH_SERVERS_NICE=N: the broker and the mock FM at nice N, a rough
+# stand-in for their own hosts on a real cluster (they share this host's
+# 2 cores with slurmctld, both nodes and srun here); a diagnostic only,
+# not the setup the figures are for.
+[ -n "${BENCH_SERVERS_NICE:-}" ] && renice -n "$BENCH_SERVERS_NICE" -p "$broker_pid" "$fm_pid" >/dev/null
 mkdir -p "$S/hooks"
 # The nodes' job records and report spools on tmpfs, as in /run on a
 # real node (the test host's /run and /tmp are a disk, where each
@@ -164,6 +169,8 @@ plugin_run="required $FMB_BIN/../lib/fmbroker_spank.so config=$T/node.conf"
 servicehooks=$(printf "Prolog=%s\nEpilog=%s" "$FMB_BIN/fmbroker-slurm-prolog" "$FMB_BIN/fmbroker-slurm-prolog")
 # the launch setup's nodes make the RUN ([api] node_run = true)
 sed "/^\[api\]/a node_run = true" "$T/node.conf" >"$T/node-run.conf" || exit 1
+# (debug: the node service logs each setup's time, tabled below)
+printf "[broker]\nlog_level = debug\n" >>"$T/node-run.conf"
 # the service setups' node services, one per emulated node, as
 # fmbroker-cxi.service runs them; up only in those setups (the others
 # are measured without them)
@@ -316,6 +323,11 @@ for m in $MODES; do
     hook_row "the step's wait for the node service's setup (the plugin in slurmstepd, blocked before the tasks)" "$m" "$T/wait.$m"
     hook_row "step-end cleanup on node 0 (the plugin's own timing)" "$m" "$T/clean.$m"
 done
+# the node service's own log: a job's setup from its request to its
+# answer (the RUN over the kept TLS connection, both NICs' services, the
+# records), every setup of the setups that use the service
+cat "$T"/serve-n*.log 2>/dev/null | sed -n 's/.*: prolog made in \([0-9]*\) ms (exit 0.*/\1/p' >"$T/h.engine"
+hook_row "the node engine's setup of a job (the service's log)" "noprolog, service" "$T/h.engine"
 echo
 [ -s "$T/sched.data" ] && perf script -i "$T/sched.data" -F pid,time,event,trace 2>>"$T/perf.out" |
     awk -f "$FMB_SRC/bench/launch-phases.awk" >"$T/phases"

@@ -104,8 +104,8 @@ static int via_service (struct agent *ag)
     int rc = node_service_call_start (&c, ag->args.state_dir, &r, &e);
     if (rc == 0)
         return -1;
-    if (rc < 0 ||
-        node_service_call_finish (&c, NODE_SERVICE_WAIT_MS, line, sizeof (line), &e) < 0) {
+    if (rc < 0 || node_service_call_finish (
+                      &c, NODE_SERVICE_WAIT_MS, line, sizeof (line), &e) < 0) {
         fmb_log (LOG_WARNING, "job %s: %s: its end is made here", ag->args.job, e.text);
         return -1;
     }
@@ -119,9 +119,10 @@ static int via_service (struct agent *ag)
     if (status == EXIT_FAIL)
         return agent_fail_job (ag, "%s", why);
     if (status == NODE_SERVICE_BUSY)
-        fmb_log (LOG_INFO,
-                 "job %s: its CXI services are still in use: this epilog waits for them",
-                 ag->args.job);
+        fmb_log (
+            LOG_INFO,
+            "job %s: its CXI services are still in use: this epilog waits for them",
+            ag->args.job);
     else
         fmb_log (LOG_WARNING,
                  "job %s: the node service did not make its end (%s): made here",

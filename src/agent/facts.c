@@ -198,7 +198,10 @@ int facts_write_record (struct agent *ag, const struct job_facts *f, json_t *ser
     facts_record_path (ag, path, sizeof (path));
     int rc = fmb_mkdir_p (ag->args.state_dir, 0700, &e);
     if (rc == 0)
-        rc = fmb_write_file_atomic (path, 0600, text, strlen (text), &e);
+        /* not waited for on disk: the services it records do not
+         * outlive a crash of the node (fileutil.h) */
+        rc = fmb_write_file_replace_owned (
+            path, 0600, (uid_t)-1, text, strlen (text), &e);
     if (rc < 0)
         fmb_log (LOG_WARNING, "job %s: %s", f->id, e.text);
     free (text);

@@ -66,7 +66,15 @@ int spool_put (const char *state_dir,
         errno = ENOMEM;
         return fmb_errorf (error, "%s: out of memory", path);
     }
-    int rc = fmb_write_file_atomic (path, 0600, text, strlen (text), error);
+    /* A 'created' kept for the service's deferred delivery (every job)
+     * is not waited for on disk: lost to a crash of the node, the node's
+     * 'destroyed' after supersedes it.  One the broker did not take
+     * ('destroyed', 'failed') must outlive a reboot: its job's VNIs stay
+     * quarantined until it arrives. */
+    int rc = strcmp (r->cxi, "created") == 0
+                 ? fmb_write_file_replace_owned (
+                       path, 0600, (uid_t)-1, text, strlen (text), error)
+                 : fmb_write_file_atomic (path, 0600, text, strlen (text), error);
     free (text);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* fileutil.c: see fileutil.h. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -88,12 +89,41 @@ int fmb_write_file_atomic (const char *path,
     return fmb_write_file_atomic_owned (path, mode, (uid_t)-1, data, len, error);
 }
 
+static int write_replace (const char *path,
+                          mode_t mode,
+                          uid_t owner,
+                          const void *data,
+                          size_t len,
+                          bool durable,
+                          struct fmb_error *error);
+
 int fmb_write_file_atomic_owned (const char *path,
                                  mode_t mode,
                                  uid_t owner,
                                  const void *data,
                                  size_t len,
                                  struct fmb_error *error)
+{
+    return write_replace (path, mode, owner, data, len, true, error);
+}
+
+int fmb_write_file_replace_owned (const char *path,
+                                  mode_t mode,
+                                  uid_t owner,
+                                  const void *data,
+                                  size_t len,
+                                  struct fmb_error *error)
+{
+    return write_replace (path, mode, owner, data, len, false, error);
+}
+
+static int write_replace (const char *path,
+                          mode_t mode,
+                          uid_t owner,
+                          const void *data,
+                          size_t len,
+                          bool durable,
+                          struct fmb_error *error)
 {
     char tmp[PATH_MAX];
     if (snprintf (tmp, sizeof (tmp), "%s.tmpXXXXXX", path) >= (int)sizeof (tmp)) {
@@ -120,7 +150,7 @@ int fmb_write_file_atomic_owned (const char *path,
         p += n;
         left -= (size_t)n;
     }
-    if (fsync (fd) < 0 || close (fd) < 0) {
+    if ((durable && fsync (fd) < 0) || close (fd) < 0) {
         fd = -1;
         goto error;
     }

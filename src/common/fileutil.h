@@ -37,6 +37,19 @@ int fmb_write_file_atomic_owned (const char *path,
                                  size_t len,
                                  struct fmb_error *error);
 
+/* As fmb_write_file_atomic_owned, without waiting for the disk: readers
+ * and a process that dies still see the old or the new content, but a
+ * crash of the machine may lose it.  For what such a crash ends anyway:
+ * a node's job records describe CXI services, which do not outlive the
+ * node's kernel (and are on tmpfs, /run, by default); waiting for the
+ * disk there cost each job's setup some 3 ms (bench/RESULTS.md). */
+int fmb_write_file_replace_owned (const char *path,
+                                  mode_t mode,
+                                  uid_t owner,
+                                  const void *data,
+                                  size_t len,
+                                  struct fmb_error *error);
+
 /* Fail with EPERM if 'path' (an open fd's file) can be read or written by
  * group or others: secrets must be private to the service user. */
 int fmb_check_private_fd (int fd, const char *path, struct fmb_error *error);

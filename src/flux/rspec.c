@@ -123,8 +123,8 @@ static char *nodelist_text (json_t *nodelist, struct fmb_error *e)
 
 json_t *rspec_run_body (json_t *R, json_t *jobspec, unsigned uid, struct fmb_error *e)
 {
-    char *nodes =
-        nodelist_text (json_object_get (json_object_get (R, "execution"), "nodelist"), e);
+    char *nodes = nodelist_text (
+        json_object_get (json_object_get (R, "execution"), "nodelist"), e);
     if (!nodes)
         return NULL;
     json_t *body = json_pack ("{s:I s:s}", "uid", (json_int_t)uid, "nodes", nodes);

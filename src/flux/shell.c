@@ -147,11 +147,8 @@ static void node_dir (flux_t *h, const char *tmpl, char *out, size_t len)
 /* The job's setup handed to the node service at state_dir/service.sock,
  * as the job's user, and its answer: 0 made (or there already), -1 with
  * 'why'. */
-static int service_setup (flux_t *h,
-                          const char *state_dir,
-                          const char *jobid,
-                          char *why,
-                          size_t len)
+static int service_setup (
+    flux_t *h, const char *state_dir, const char *jobid, char *why, size_t len)
 {
     struct node_request req = {.op = NODE_OP_SETUP};
     struct node_service_call c;
@@ -170,8 +167,8 @@ static int service_setup (flux_t *h,
                   JOBRECORD_SERVICE_SOCKET);
         return -1;
     }
-    if (rc < 0 ||
-        node_service_call_finish (&c, NODE_SERVICE_WAIT_MS, line, sizeof (line), &e) < 0) {
+    if (rc < 0 || node_service_call_finish (
+                      &c, NODE_SERVICE_WAIT_MS, line, sizeof (line), &e) < 0) {
         snprintf (why, len, "%s", e.text);
         return -1;
     }
@@ -350,10 +347,11 @@ static int no_event (flux_shell_t *shell, flux_t *h)
                         "no fmbroker event: its jobtap plugin is not loaded here");
         return 1;
     }
-    flux_shell_raise (NAME,
-                      0,
-                      "fmbroker: no VNI isolation for this job: fmbroker.so is not loaded "
-                      "in the system instance's job-manager; the job does not start");
+    flux_shell_raise (
+        NAME,
+        0,
+        "fmbroker: no VNI isolation for this job: fmbroker.so is not loaded "
+        "in the system instance's job-manager; the job does not start");
     return -1;
 }
 

@@ -96,11 +96,23 @@ static void defaults_and_names (void **state)
     assert_string_equal (a.listen, "/s/x.sock");
     assert_string_equal (a.state_dir, "/s");
     /* a Flux f58 id (its per-rank epilog's FLUX_JOB_ID) in decimal */
-    assert_int_equal (parse ("epilog --job \xc6\x92" "2X8bJv2ob", &a, &e), 0);
+    assert_int_equal (parse ("epilog --job \xc6\x92"
+                             "2X8bJv2ob",
+                             &a,
+                             &e),
+                      0);
     assert_string_equal (a.job, "194591606449930");
-    assert_int_equal (parse ("epilog --job \xc6\x92" "jpXCZedGfVQ", &a, &e), 0);
+    assert_int_equal (parse ("epilog --job \xc6\x92"
+                             "jpXCZedGfVQ",
+                             &a,
+                             &e),
+                      0);
     assert_string_equal (a.job, "18446744073709551615");
-    assert_int_equal (parse ("epilog --job \xc6\x92" "1", &a, &e), 0);
+    assert_int_equal (parse ("epilog --job \xc6\x92"
+                             "1",
+                             &a,
+                             &e),
+                      0);
     assert_string_equal (a.job, "0");
     /* ... and the node it serves (its reports, its token's %n) */
     assert_int_equal (parse ("serve --node n7", &a, &e), 0);
@@ -150,8 +162,12 @@ static void refuses_with_a_reason (void **state)
         {"prolog --job 42 --run [1]", "a RUN request"},
         {"list --lnx=1", "unknown option '--lnx=1'"},
         /* past 2^64, a digit not in f58, nothing after the sign */
-        {"epilog --job \xc6\x92" "jpXCZedGfVR", "not a job id"},
-        {"epilog --job \xc6\x92" "0", "not a job id"},
+        {"epilog --job \xc6\x92"
+         "jpXCZedGfVR",
+         "not a job id"},
+        {"epilog --job \xc6\x92"
+         "0",
+         "not a job id"},
         {"epilog --job \xc6\x92", "not a job id"},
         /* the service takes its runs' setup only: a job is the caller's */
         {"serve --job 42", "serve takes only -c, --libcxi"},

@@ -33,8 +33,7 @@ static void nodes_and_cores_from_R (void **state)
     json_t *body = rspec_run_body (R, NULL, 1234, &e);
     assert_non_null (body);
     char *s = json_dumps (body, JSON_COMPACT | JSON_SORT_KEYS);
-    assert_string_equal (
-        s, "{\"ncores\":5,\"nodes\":\"nid[001-002]\",\"uid\":1234}");
+    assert_string_equal (s, "{\"ncores\":5,\"nodes\":\"nid[001-002]\",\"uid\":1234}");
     free (s);
     json_decref (body);
     json_decref (R);
