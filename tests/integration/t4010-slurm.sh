@@ -475,6 +475,19 @@ expect_ok '... and a batch job gets its options on every node, whichever step co
         grep -q "^SLINGSHOT_VNIS=[0-9]*,[0-9]*,[0-9]*$" "$D/env.$n" && ! grep -q "^FI_CXI_" "$D/env.$n" || return 1
     done
 '
+# Issue 50: each node's service serves each job on a thread of its own.
+expect_ok '... and a job waiting for its FM reservation holds no other job'"'"'s setup on the same nodes' '
+    wait_for 200 0.1 all_idle && rm -f "$D"/env.* "$D/slow.end" &&
+    mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=3000 x1" && t0=$(ms_now) &&
+    { { as_nobody timeout 45 srun -N2 true 2>"$D/slow.err"; echo "$? $(ms_now)" >"$D/slow.end"; } & } &&
+    sleep 0.5 && as_nobody timeout 45 srun -N2 --fmb-hwcoll=off "$D/showenv.sh" "$D" "$T/rec" &&
+    t1=$(ms_now) && test ! -s "$D/slow.end" &&
+    echo "the second job ran, $((t1 - t0)) ms after the first began, while the first waited for the FM" &&
+    for n in n1 n2; do grep -q "^SLINGSHOT_VNIS=[0-9]" "$D/env.$n" || return 1; done &&
+    wait_for 300 0.1 test -s "$D/slow.end" && read -r rc tend <"$D/slow.end" &&
+    echo "the first job ended $((tend - t0)) ms after it began" && test "$rc" = 0 &&
+    mockfm_ctl POST /_mock/faults ""
+'
 # The CPUs a job's CXI services are sized for come from the step's
 # credential, not from its environment: a user who writes
 # SLURM_JOB_CPUS_PER_NODE cannot size a service on a node others share.
