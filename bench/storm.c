@@ -94,6 +94,10 @@
 
 enum mode { MODE_COLD, MODE_WARM };
 enum form { FORM_ARRAY, FORM_HOSTLIST };
+/* What each node does at launch: the job's RUN (Slurm's launch setup),
+ * or its node view after the RM's one RUN (Flux: the jobtap plugin RUNs
+ * at rank 0, each rank's node service reads the job) */
+enum launch { LAUNCH_RUN, LAUNCH_VIEW };
 
 static struct {
     char url[256], host[128], hostport[160];
@@ -103,6 +107,7 @@ static struct {
     unsigned long uid;
     enum mode mode;
     enum form form;
+    enum launch launch;
     int timeout_ms, retries, backoff_ms, rm_interval_ms, deadline_s, baseline_ms;
     int gap_ms, release_wait_ms, spread_ms, nice;
     pid_t broker_pid;
@@ -504,7 +509,7 @@ static int rx_feed (struct rx *r, const char *p, size_t n)
 /* ---- peers: the nodes ------------------------------------------------------ */
 
 enum cstate { CS_NONE, CS_CONNECTING, CS_HANDSHAKE, CS_IDLE, CS_WRITE, CS_READ };
-enum call { CALL_NONE, CALL_HANDSHAKE, CALL_RUN, CALL_REPORT, CALL_PROBE };
+enum call { CALL_NONE, CALL_HANDSHAKE, CALL_RUN, CALL_VIEW, CALL_REPORT, CALL_PROBE };
 
 /* Why a call failed. */
 enum fail {
@@ -1191,7 +1196,9 @@ static void build_node_request (struct peer *p)
         snprintf (path, sizeof (path), "/v1/jobs/%s", opt.job);
         p->body = run_body;
         p->blen = run_body_len;
-    } else if (p->call == CALL_REPORT) {
+    } else if (p->call == CALL_VIEW) /* as facts.c asks: this node's view */
+        snprintf (path, sizeof (path), "/v1/jobs/%s/nodes/%s", opt.job, name);
+    else if (p->call == CALL_REPORT) {
         method = "PUT";
         snprintf (path, sizeof (path), "/v1/jobs/%s/nodes/%s", opt.job, name);
         p->body = report_body;
@@ -1942,6 +1949,14 @@ static bool ctl_sync (const char *method, const char *path, const char *body)
 
 /* ---- phases ------------------------------------------------------------- */
 
+/* the storm job's path, for the RM's one RUN of it (--launch view) */
+static const char *rm_run_path (void)
+{
+    static char path[256];
+    snprintf (path, sizeof (path), "/v1/jobs/%s", opt.job);
+    return path;
+}
+
 static void phase_nodes (struct phase *ph, enum call c)
 {
     phase_begin (ph);
@@ -2351,13 +2366,16 @@ static void usage (int st)
         "                 [--rm-interval-ms 20] [--broker-pid PID] [--deadline-s 120]\n"
         "                 [--baseline-ms 2000] [--gap-ms 1000] [--release-wait-ms "
         "10000]\n"
-        "                 [--spread-ms 0] [--nice 0]\n"
+        "                 [--spread-ms 0] [--nice 0] [--launch run|view]\n"
         "N emulated compute nodes, each with its own 127.x.y.z address and node "
         "token,\n"
         "RUN a job over TLS and report its end, while an RM RUNs small jobs on the\n"
         "socket (on a thread of its own); see the head of bench/storm.c.\n"
         "--nice N lowers the nodes' thread's priority by N, and only its: the RM and\n"
-        "the socket's other timed calls keep this process's.\n",
+        "the socket's other timed calls keep this process's.\n"
+        "--launch view: the RM RUNs the job once on the socket first, and each node\n"
+        "GETs its own view of it, /v1/jobs/J/nodes/NODE (Flux: the jobtap plugin's\n"
+        "RUN, then each rank's node service).\n",
         st ? stderr : stdout);
     exit (st);
 }
@@ -2431,6 +2449,7 @@ static void parse_args (int argc, char **argv)
         {"release-wait-ms", required_argument, NULL, 'R'},
         {"spread-ms", required_argument, NULL, 'S'},
         {"nice", required_argument, NULL, 'N'},
+        {"launch", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -2472,6 +2491,14 @@ static void parse_args (int argc, char **argv)
                 opt.mode = MODE_COLD;
             else if (!strcmp (optarg, "warm"))
                 opt.mode = MODE_WARM;
+            else
+                usage (2);
+            break;
+        case 'L':
+            if (!strcmp (optarg, "run"))
+                opt.launch = LAUNCH_RUN;
+            else if (!strcmp (optarg, "view"))
+                opt.launch = LAUNCH_VIEW;
             else
                 usage (2);
             break;
@@ -2720,7 +2747,9 @@ int main (int argc, char **argv)
         phase_nodes (&ph_warm, CALL_HANDSHAKE);
         phase_none ();
     }
-    phase_nodes (&ph_launch, CALL_RUN);
+    if (opt.launch == LAUNCH_VIEW && !ctl_sync ("PUT", rm_run_path (), run_body))
+        die ("the RM's RUN of the storm's job failed");
+    phase_nodes (&ph_launch, opt.launch == LAUNCH_VIEW ? CALL_VIEW : CALL_RUN);
     phase_none ();
     /* when the broker made the job and recorded its reservation's outcome
      * (the nodes' RUNs wait for it): one node's view, constant in size */
