@@ -138,6 +138,15 @@ expect_ok 'tasks of an unprivileged user get exactly their node'"'"'s variables,
     jq -e ".uid == 65534 and .hwcoll.fm_job_id == \"c1-$j\"" job.json
 '
 
+expect_ok 'a user'"'"'s own libfabric tuning reaches her tasks; a forged fabric variable does not' '
+    as_nobody env FI_CXI_RX_MATCH_MODE=hybrid FI_CXI_RDZV_THRESHOLD=16384 SLINGSHOT_VNIS=99 \
+        timeout 45 srun -N2 "$D/showenv.sh" "$D" "$T/rec" &&
+    for n in n1 n2; do
+        grep -qx "FI_CXI_RX_MATCH_MODE=hybrid" "$D/env.$n" && grep -qx "FI_CXI_RDZV_THRESHOLD=16384" "$D/env.$n" &&
+        test "$(grep -c "^SLINGSHOT_VNIS=" "$D/env.$n")" = 1 && ! grep -qx "SLINGSHOT_VNIS=99" "$D/env.$n" || return 1
+    done
+'
+
 # A step's task 0 creates a multicast tree as libfabric does.
 cat >"$D/mcast.sh" <<'EOF'
 #!/bin/sh
