@@ -15,12 +15,6 @@ fmb_log () {
     logger -t fmbroker-flux -- "$*" 2>/dev/null
     echo "fmbroker-flux: $*" >&2
 }
-# This node as Flux names it in R (the rank's hostname attribute), which
-# is what the RUN gave the broker; hostname -s may differ.
-fmb_node () {
-    [ -n "${FMBROKER_NODE:-}" ] && { echo "$FMBROKER_NODE"; return; }
-    flux getattr hostname 2>/dev/null || hostname -s
-}
 # The job's id for the broker: decimal (Flux's f58 form is not a valid
 # broker job id).
 fmb_jobid () { flux job id --to=dec "$FLUX_JOB_ID" 2>/dev/null || echo "$FLUX_JOB_ID"; }

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "engine.h"
 #include "fileutil.h"
 #include "jobrecord.h"
@@ -36,6 +38,10 @@
 #define USER_WORKERS_MAX (SERVE_WORKERS / 2)
 #define USERS_TRACKED    USER_WORKERS_MAX
 #define ENDED_REMEMBERED 256 /* jobs ended here: no user sets them up again */
+/* A user's requests over its share wait, in arrival order, for one of its
+ * own to end (a Flux user's burst of jobs on one node); this many at most
+ * wait, the rest are refused. */
+#define USER_QUEUE_MAX 256
 /* The broker's bookkeeping (the nodes' reports, the steps' ends) waits
  * until no caller came for IDLE_MS, or at most DEFER_MAX_MS: it does not
  * take the CPU the job's tasks start on. */
@@ -89,6 +95,12 @@ struct service {
     struct user_calls users[USERS_TRACKED];
     char ended[ENDED_REMEMBERED][NODE_PROTO_JOB_MAX];
     unsigned next_ended;
+    /* jobs whose end was made and reported (or kept) here: a second end
+     * (housekeeping after the epilog) has nothing left to do */
+    char made[ENDED_REMEMBERED][NODE_PROTO_JOB_MAX];
+    unsigned next_made;
+    struct caller *user_queue[USER_QUEUE_MAX];
+    unsigned nqueued;
     struct deferred d;
     int64_t last_caller_ms;
     bool stopping;
@@ -194,20 +206,25 @@ static int listen_at (const char *path, struct fmb_error *e)
     return fd;
 }
 
-/* The request into r; -1 with why. */
+/* The request into r, all of it within REQUEST_WAIT_S (a caller that
+ * trickles bytes holds no worker longer); -1 with why. */
 static int read_request (int fd, struct node_request *r, struct fmb_error *e)
 {
     static __thread char buf[NODE_SERVICE_REQUEST_MAX + 1];
-    struct timeval tv = {.tv_sec = REQUEST_WAIT_S};
+    int64_t deadline = fmb_monotime_ms () + REQUEST_WAIT_S * 1000;
     size_t n = 0;
-    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv));
     while (n < 2 || memcmp (buf + n - 2, "\n\n", 2) != 0) {
-        ssize_t got = read (fd, buf + n, NODE_SERVICE_REQUEST_MAX - n);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int64_t left = deadline - fmb_monotime_ms ();
+        int ready = left > 0 ? poll (&p, 1, (int)left) : 0;
+        if (ready < 0 && errno == EINTR)
+            continue;
+        ssize_t got = ready > 0 ? read (fd, buf + n, NODE_SERVICE_REQUEST_MAX - n) : -1;
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0 || (n += (size_t)got) == NODE_SERVICE_REQUEST_MAX) {
             errno = EPROTO;
-            return fmb_errorf (e, "a request ended early or is too long");
+            return fmb_errorf (e, "a request ended early, is too long or too slow");
         }
     }
     buf[n - 1] = '\0';
@@ -223,7 +240,8 @@ static void answer (int fd, int status, const char *reason)
         return;
     if ((size_t)n >= sizeof (line) - 1)
         n = (int)sizeof (line) - 2;
-    for (int i = 2; i < n; i++)
+    char *tab = strchr (line, '\t'); /* the reason: one line, no controls */
+    for (int i = tab ? (int)(tab - line) + 1 : n; i < n; i++)
         if ((unsigned char)line[i] < 0x20)
             line[i] = ' ';
     line[n] = '\n';
@@ -275,23 +293,34 @@ static void turn_give (struct service *svc, struct job_turn *t)
     pthread_mutex_unlock (&svc->mu);
 }
 
-/* Has the job ended on this node (its end made here)? */
-static bool job_ended (struct service *svc, const char *job)
+/* Is 'job' in 'ring' (ENDED_REMEMBERED entries)? */
+static bool in_ring (struct service *svc,
+                     char (*ring)[NODE_PROTO_JOB_MAX],
+                     const char *job)
 {
-    bool ended = false;
+    bool found = false;
     pthread_mutex_lock (&svc->mu);
-    for (unsigned i = 0; i < ENDED_REMEMBERED && !ended; i++)
-        ended = strcmp (svc->ended[i], job) == 0;
+    for (unsigned i = 0; i < ENDED_REMEMBERED && !found; i++)
+        found = strcmp (ring[i], job) == 0;
     pthread_mutex_unlock (&svc->mu);
-    return ended;
+    return found;
 }
 
-static void remember_ended (struct service *svc, const char *job)
+static void ring_add (struct service *svc,
+                      char (*ring)[NODE_PROTO_JOB_MAX],
+                      unsigned *next,
+                      const char *job)
 {
     pthread_mutex_lock (&svc->mu);
-    snprintf (svc->ended[svc->next_ended], sizeof (svc->ended[0]), "%s", job);
-    svc->next_ended = (svc->next_ended + 1) % ENDED_REMEMBERED;
+    snprintf (ring[*next], NODE_PROTO_JOB_MAX, "%s", job);
+    *next = (*next + 1) % ENDED_REMEMBERED;
     pthread_mutex_unlock (&svc->mu);
+}
+
+/* Has the job's end been asked for here (no user sets it up again)? */
+static bool job_ended (struct service *svc, const char *job)
+{
+    return in_ring (svc, svc->ended, job);
 }
 
 /* Bookkeeping for the background thread: a report kept, or a step's
@@ -381,6 +410,43 @@ static bool record_there (struct service *svc, const char *job)
  * id (requeued) removed first.  Otherwise (a step's or a job shell's)
  * made unless the job's record is there by its turn, answered once made.
  * A user's only for a job of its own that has not ended here. */
+/* Does this node's record of the job (root's, written at its setup)
+ * name another uid than 'uid'?  A user asking for someone else's job is
+ * then refused before it takes the job's turn (where it could hold the
+ * job's own setup back). */
+static bool record_names_other (struct service *svc, const char *job, uid_t uid)
+{
+    char path[1200];
+    snprintf (path, sizeof (path), "%s/%s.json", svc->state_dir, job);
+    json_t *o = json_load_file (path, 0, NULL);
+    json_t *owner = json_object_get (o, "uid");
+    bool other = json_is_integer (owner) && json_integer_value (owner) != (json_int_t)uid;
+    json_decref (o);
+    return other;
+}
+
+/* A user's setup of a job that is not its own, or has ended here:
+ * refused (answered), true. */
+static bool user_refused (struct service *svc,
+                          const struct caller *c,
+                          const struct node_request *r)
+{
+    const char *why = NULL;
+    if (job_ended (svc, r->job))
+        why = "the job has ended on this node";
+    else if (record_names_other (svc, r->job, c->uid))
+        why = "not this user's job";
+    if (!why)
+        return false;
+    fmb_log (LOG_WARNING,
+             "job %s: uid %u asked for its setup: refused (%s)",
+             r->job,
+             (unsigned)c->uid,
+             why);
+    answer (c->fd, EXIT_FAIL, why);
+    return true;
+}
+
 static void setup (struct service *svc,
                    const struct caller *c,
                    const struct node_request *r)
@@ -388,28 +454,27 @@ static void setup (struct service *svc,
     struct engine_outcome out;
     struct fmb_error e;
     bool user = c->uid != 0;
-    if (user && job_ended (svc, r->job)) {
-        fmb_log (LOG_WARNING,
-                 "job %s: uid %u asked for its setup after its end: refused",
-                 r->job,
-                 (unsigned)c->uid);
-        answer (c->fd, EXIT_FAIL, "the job has ended on this node");
+    if (user && user_refused (svc, c, r))
         return;
-    }
     struct job_turn *t = turn_take (svc, r->job);
+    /* the turn may have waited behind the job's end: asked again */
+    if (user && user_refused (svc, c, r))
+        return turn_give (svc, t);
+    /* a caller gone by now made the job itself (fmbroker-slurm-prolog
+     * gave up waiting and ran fmbroker-cxi) or is being torn down */
+    if (caller_gone (c->fd)) {
+        fmb_log (LOG_WARNING,
+                 "job %s: its setup's caller stopped waiting before its turn: not made "
+                 "here",
+                 r->job);
+        return turn_give (svc, t);
+    }
     if (r->early && !user) {
         if (jobrecord_remove (svc->state_dir, r->job, &e) < 0)
             fmb_log (LOG_WARNING, "job %s: %s", r->job, e.text);
         answer (c->fd, 0, "");
     } else if (record_there (svc, r->job)) {
         answer (c->fd, 0, "");
-        return turn_give (svc, t);
-    }
-    if (!r->early && caller_gone (c->fd)) {
-        fmb_log (LOG_WARNING,
-                 "job %s: its setup's caller stopped waiting before its turn: not made "
-                 "here",
-                 r->job);
         return turn_give (svc, t);
     }
     int64_t t0 = fmb_monotime_ms ();
@@ -445,15 +510,17 @@ static void end (struct service *svc,
     struct engine_outcome out;
     char facts[1200];
     struct job_turn *t = turn_take (svc, r->job);
-    /* Ended here already, nothing of it left (Flux's housekeeping after
-     * its epilog): its report went, or is kept and goes; not twice. */
+    /* Its end made and reported here already, nothing of it left
+     * (Flux's housekeeping after its epilog): not reported twice.  An
+     * end that found services in use, or whose caller had gone, is not
+     * in 'made': the next one makes it. */
     snprintf (facts, sizeof (facts), "%s/%s.json", svc->state_dir, r->job);
-    if (job_ended (svc, r->job) && access (facts, F_OK) < 0) {
+    if (in_ring (svc, svc->made, r->job) && access (facts, F_OK) < 0) {
         fmb_log (LOG_DEBUG, "job %s: its end was made here already", r->job);
         answer (c->fd, 0, "done");
         return turn_give (svc, t);
     }
-    remember_ended (svc, r->job);
+    ring_add (svc, svc->ended, &svc->next_ended, r->job);
     if (caller_gone (c->fd)) {
         fmb_log (LOG_WARNING,
                  "job %s: its epilog stopped waiting before its turn: not made here",
@@ -463,6 +530,8 @@ static void end (struct service *svc,
     drop_steps (svc, r->job);
     int64_t t0 = fmb_monotime_ms ();
     engine_end (svc->eng, r, &out);
+    if (out.status == 0)
+        ring_add (svc, svc->made, &svc->next_made, r->job);
     fmb_log (LOG_DEBUG,
              "job %s: epilog made in %lld ms (exit %d)",
              r->job,
@@ -488,6 +557,13 @@ static bool allowed (const struct caller *c, const struct node_request *r)
                  (unsigned)c->uid,
                  (int)c->pid);
         answer (c->fd, EXIT_USAGE, "root's only");
+        return false;
+    }
+    if (r->node[0] && !valid_node_name (r->node)) {
+        fmb_log (LOG_WARNING,
+                 "a request (%s) with a node name that is none: refused",
+                 node_op_name (r->op));
+        answer (c->fd, EXIT_USAGE, "not a node name");
         return false;
     }
     if (r->op != NODE_OP_STEP_END && !valid_job_id (r->job)) {
@@ -551,6 +627,9 @@ static struct user_calls *user_slot (struct service *svc, uid_t uid)
 static void schedule_retry (struct deferred *d, bool left);
 static bool reports_kept (const char *state_dir);
 
+static struct caller *user_next_locked (struct service *svc);
+static void start_worker (struct caller *c);
+
 static void *worker (void *arg)
 {
     struct caller *c = arg;
@@ -575,50 +654,23 @@ static void *worker (void *arg)
         svc->nuser_workers--;
         user_slot (svc, c->uid)->n--;
     }
+    struct caller *next = user_next_locked (svc);
     pthread_cond_broadcast (&svc->changed);
     pthread_mutex_unlock (&svc->mu);
     free (c);
+    if (next)
+        start_worker (next);
     return NULL;
 }
 
 /* A worker for the caller on fd, once one is free; a user over its share
  * is turned away at once. */
-static void take_caller (struct service *svc, int fd)
+/* A thread for the caller (counted already); in line where none can
+ * start. */
+static void start_worker (struct caller *c)
 {
-    struct ucred cred = {0};
-    socklen_t len = sizeof (cred);
-    struct caller *c = calloc (1, sizeof (*c));
     pthread_attr_t attr;
     pthread_t th;
-    if (!c || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-        free (c);
-        close (fd);
-        return;
-    }
-    *c = (struct caller){.svc = svc, .fd = fd, .uid = cred.uid, .pid = cred.pid};
-    pthread_mutex_lock (&svc->mu);
-    svc->last_caller_ms = fmb_monotime_ms ();
-    struct user_calls *u = cred.uid ? user_slot (svc, cred.uid) : NULL;
-    if (cred.uid &&
-        (!u || u->n >= USER_CALLS_MAX || svc->nuser_workers >= USER_WORKERS_MAX)) {
-        pthread_mutex_unlock (&svc->mu);
-        fmb_log (LOG_WARNING,
-                 "uid %u (pid %d): too many requests at once: refused",
-                 (unsigned)cred.uid,
-                 (int)cred.pid);
-        answer (fd, EXIT_FAIL, "too many requests from this user at once");
-        close (fd);
-        free (c);
-        return;
-    }
-    while (svc->nworkers >= SERVE_WORKERS)
-        pthread_cond_wait (&svc->changed, &svc->mu);
-    svc->nworkers++;
-    if (u) {
-        u->n++;
-        svc->nuser_workers++;
-    }
-    pthread_mutex_unlock (&svc->mu);
     pthread_attr_init (&attr);
     pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize (&attr, 256 * 1024);
@@ -627,6 +679,79 @@ static void take_caller (struct service *svc, int fd)
         worker (c);
     }
     pthread_attr_destroy (&attr);
+}
+
+/* May a user caller start now?  Counted if so.  Under svc->mu. */
+static bool user_start_locked (struct service *svc, uid_t uid)
+{
+    struct user_calls *u = user_slot (svc, uid);
+    if (!u || u->n >= USER_CALLS_MAX || svc->nuser_workers >= USER_WORKERS_MAX ||
+        svc->nworkers >= SERVE_WORKERS)
+        return false;
+    u->n++;
+    svc->nuser_workers++;
+    svc->nworkers++;
+    return true;
+}
+
+/* The first user caller waiting in line that may start now, taken off
+ * the line and counted, or NULL.  Under svc->mu. */
+static struct caller *user_next_locked (struct service *svc)
+{
+    for (unsigned i = 0; i < svc->nqueued; i++) {
+        struct caller *c = svc->user_queue[i];
+        if (!user_start_locked (svc, c->uid))
+            continue;
+        memmove (&svc->user_queue[i],
+                 &svc->user_queue[i + 1],
+                 (svc->nqueued - i - 1) * sizeof (svc->user_queue[0]));
+        svc->nqueued--;
+        return c;
+    }
+    return NULL;
+}
+
+/* A worker for the caller on fd, once one is free.  A user over its
+ * share waits in line for one of its own to end (a burst of a Flux
+ * user's jobs on one node); a full line refuses it. */
+static void take_caller (struct service *svc, int fd)
+{
+    struct ucred cred = {0};
+    socklen_t len = sizeof (cred);
+    struct caller *c = calloc (1, sizeof (*c));
+    if (!c || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        free (c);
+        close (fd);
+        return;
+    }
+    *c = (struct caller){.svc = svc, .fd = fd, .uid = cred.uid, .pid = cred.pid};
+    pthread_mutex_lock (&svc->mu);
+    svc->last_caller_ms = fmb_monotime_ms ();
+    if (cred.uid) {
+        bool now = user_start_locked (svc, cred.uid);
+        bool queued = !now && svc->nqueued < USER_QUEUE_MAX;
+        if (queued)
+            svc->user_queue[svc->nqueued++] = c;
+        pthread_mutex_unlock (&svc->mu);
+        if (now)
+            start_worker (c);
+        else if (!queued) {
+            fmb_log (LOG_WARNING,
+                     "uid %u (pid %d): %d requests of users wait already: refused",
+                     (unsigned)cred.uid,
+                     (int)cred.pid,
+                     USER_QUEUE_MAX);
+            answer (fd, EXIT_FAIL, "too many requests from users at once");
+            close (fd);
+            free (c);
+        }
+        return;
+    }
+    while (svc->nworkers >= SERVE_WORKERS)
+        pthread_cond_wait (&svc->changed, &svc->mu);
+    svc->nworkers++;
+    pthread_mutex_unlock (&svc->mu);
+    start_worker (c);
 }
 
 /* A wait of about 'ms': somewhere in [ms/2, 3ms/2). */
@@ -713,8 +838,12 @@ static void run_deferred (struct service *svc)
         engine_step_end (svc->eng, steps[i], &away);
     if (reports && !away)
         left = engine_deliver (svc->eng);
+    /* (a batch of step ends alone must not cancel the kept reports'
+     * retry: what is on disk says) */
+    bool kept = left > 0 || (!reports && reports_kept (svc->state_dir));
     pthread_mutex_lock (&svc->mu);
-    schedule_retry (d, left > 0);
+    if (reports || !kept || !d->retry_at_ms) /* a retry due stays as it is */
+        schedule_retry (d, kept);
     pthread_mutex_unlock (&svc->mu);
 }
 
@@ -903,7 +1032,10 @@ int cmd_serve (struct agent *ag)
     accept_loop (svc, lfd, path, &waiting);
     fmb_log (LOG_NOTICE, "stopping: serving those in line on %s, then no more", path);
     drain_callers (svc, lfd);
+    /* no new caller finds the socket; those that connected just before
+     * its name went are served, not reset */
     unlink (path);
+    drain_callers (svc, lfd);
     close (lfd);
     pthread_mutex_lock (&svc->mu);
     svc->stopping = true;

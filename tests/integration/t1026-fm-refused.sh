@@ -38,7 +38,7 @@ expect_ok 'repeated refusals are logged once and counted, with no "session up" a
 '
 expect_ok 'once the FM accepts the calls: up, one line with the count, fm_reconnected' '
     mockfm_ctl DELETE /_mock/faults &&
-    wait_for 200 0.1 eval "status; test \$? = 0" && grep -q "^fabric manager: up" status.out &&
+    wait_for 400 0.1 eval "status; test \$? = 0" && grep -q "^fabric manager: up" status.out &&
     grep -q "accepts fmbroker.s credentials again ([0-9]* calls refused over [0-9]* s)" broker.err &&
     test "$(grep -c "session up" broker.err)" = 1 &&
     rm_call GET "/v1/events?after=0" | jq -e "[.events[] | select(.type == \"fm_reconnected\")] | length == 1"

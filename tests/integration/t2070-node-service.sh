@@ -223,6 +223,30 @@ expect_ok 'a slow FM reservation for one job: another job'"'"'s setup on the nod
     service_epilog 41 "$T/epilog-fallback.sh" && service_epilog 42 "$T/epilog-fallback.sh" &&
     test "$(job_services 41)" = 0 && test "$(job_services 42)" = 0
 '
+# A Flux user's burst of jobs on one node: the job shell asks for each
+# job's setup as the user; over the user's share they wait, not fail.
+user_setups () { # JOB...: as nobody, all at once; "JOB STATUS" lines in $T/us.out
+    as_user 65534 /usr/bin/python3 -c "import socket, sys, threading
+out = []
+def one(job):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+    s.sendall(('fmbroker-node/1 setup\\njob=%s\\nnode=n1\\n\\n' % job).encode())
+    out.append('%s %s' % (job, s.recv(512).decode().split(chr(9))[0]))
+ts = [threading.Thread(target=one, args=(j,)) for j in sys.argv[2:]]
+[t.start() for t in ts]; [t.join() for t in ts]
+print(chr(10).join(sorted(out)))" "$sock" "$@" >"$T/us.out"
+}
+expect_ok 'a user'"'"'s eight job setups at once (its share is four): all made, the rest waiting their turn' '
+    for j in 51 52 53 54 55 56 57 58; do
+        rm_call PUT /v1/jobs/$j "{\"uid\":65534,\"nodes\":[\"n1\"],\"hwcoll\":\"off\"}" >/dev/null || return 1
+    done &&
+    user_setups 51 52 53 54 55 56 57 58 && cat "$T/us.out" &&
+    test "$(grep -c " 0$" "$T/us.out")" = 8 &&
+    for j in 51 52 53 54 55 56 57 58; do
+        test "$(job_services $j)" = 2 && service_epilog $j "$T/epilog-fallback.sh" &&
+        test "$(job_services $j)" = 0 || return 1
+    done
+'
 expect_ok 'the broker stalled past a node'"'"'s timeout at a job'"'"'s setup: the node tries again, and the job gets its services' '
     kill -STOP "$broker_pid" && { sleep 6; kill -CONT "$broker_pid"; } &
     waker=$! && step_setup 12 >"$T/s12.out"; wait "$waker" &&
