@@ -420,7 +420,8 @@ static bool record_names_other (struct service *svc, const char *job, uid_t uid)
     snprintf (path, sizeof (path), "%s/%s.json", svc->state_dir, job);
     json_t *o = json_load_file (path, 0, NULL);
     json_t *owner = json_object_get (o, "uid");
-    bool other = json_is_integer (owner) && json_integer_value (owner) != (json_int_t)uid;
+    bool other =
+        json_is_integer (owner) && json_integer_value (owner) != (json_int_t)uid;
     json_decref (o);
     return other;
 }
