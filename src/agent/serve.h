@@ -28,7 +28,7 @@
  * Each caller is served on a thread of its own (at most SERVE_WORKERS at
  * once), so one job's slow setup (a RUN waiting for an FM reservation)
  * never holds another job's.  One job's requests are served one at a
- * time, in the order they took their turn: a step's setup, an epilog or
+ * time (not strictly in arrival order): a step's setup, an epilog or
  * a wait that comes while the job's setup is in the making is answered
  * after it.  A request whose caller has gone by its turn is not made.
  * On SIGTERM those already connected are served, then the socket goes

@@ -8,12 +8,13 @@
  * service took the job from slurmd's Prolog= and answered at once,
  * before the job's CXI services were made.  Whoever needs the services
  * made (the step, before its tasks; the epilog, before it destroys them)
- * asks the service: it serves each job's requests in the order they
- * came, one at a time (other jobs' meanwhile), so its answer comes after
- * that job's setup handed to it before.  libc alone (fmbroker-slurm-prolog
+ * asks the service: it serves each job's requests one at a time (other
+ * jobs' meanwhile), and a setup handed to it holds the job's turn before
+ * it is answered, so the answer to a later request of that job comes
+ * after the setup is made.  libc alone (fmbroker-slurm-prolog
  * builds it in). */
-#ifndef FMB_COMMON_NODESERVICE_H
-#define FMB_COMMON_NODESERVICE_H
+#ifndef FMB_NODEPROTO_NODESERVICE_H
+#define FMB_NODEPROTO_NODESERVICE_H
 
 #include "error.h"
 #include "nodeproto.h"
