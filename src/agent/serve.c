@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "engine.h"
+#include "servestate.h"
 #include "fileutil.h"
 #include "jobrecord.h"
 #include "log.h"
@@ -26,93 +27,6 @@
 #include "nodeservice.h"
 #include "spool.h"
 #include "validate.h"
-
-#define REQUEST_WAIT_S 2 /* a caller that sends nothing is dropped */
-/* Callers served at once: each is a thread (a job's setup, mostly
- * waiting for the broker).  More wait in the socket's backlog. */
-#define SERVE_WORKERS 32
-/* A user (not root) may have this many requests in the service at once,
- * and all users together half the workers: root's callers (slurmd's
- * hooks, slurmstepd) always find a worker. */
-#define USER_CALLS_MAX   4
-#define USER_WORKERS_MAX (SERVE_WORKERS / 2)
-#define USERS_TRACKED    USER_WORKERS_MAX
-#define ENDED_REMEMBERED 256 /* jobs ended here: no user sets them up again */
-/* A user's requests over its share wait, in arrival order, for one of its
- * own to end (a Flux user's burst of jobs on one node); this many at most
- * wait, the rest are refused. */
-#define USER_QUEUE_MAX 256
-/* The broker's bookkeeping (the nodes' reports, the steps' ends) waits
- * until no caller came for IDLE_MS, or at most DEFER_MAX_MS: it does not
- * take the CPU the job's tasks start on. */
-#define IDLE_MS      50
-#define DEFER_MAX_MS 1000
-#define STEPS_MAX    256
-/* Kept reports the broker could not take are tried again within
- * seconds, not at the next timer: 1 s, doubling to 30 s, each wait
- * drawn within +-50% so that the nodes of a job that all missed (a
- * broker restarting) do not come back in step. */
-#define REPORT_RETRY_FIRST_MS 1000
-#define REPORT_RETRY_MAX_MS   30000
-/* The kept connection to the broker is opened at start and again after
- * the broker closed it (a restart, a fail-over), each node at a moment
- * of its own within this window: the next job's launch then costs no
- * node a TLS handshake, and a whole machine's handshakes are spread
- * over the window rather than all at the next launch. */
-#define WARM_SPREAD_MS 30000
-
-/* The broker's bookkeeping, done by the background thread. */
-struct deferred {
-    bool reports;               /* kept reports to deliver */
-    char steps[STEPS_MAX][300]; /* DELETE paths of steps that ended */
-    unsigned nsteps;
-    int64_t since_ms;       /* when the oldest was deferred; 0: none */
-    int64_t retry_at_ms;    /* kept reports tried again then; 0: none kept */
-    int64_t retry_delay_ms; /* the last wait, doubled at each miss */
-    int64_t warm_at_ms;     /* the connection to the broker opened then; 0: open */
-    bool local_broker;      /* on its Unix socket: nothing to keep warm */
-};
-
-/* One job's turn: its requests are served one at a time. */
-struct job_turn {
-    char job[NODE_PROTO_JOB_MAX];
-    unsigned users; /* requests holding or waiting for the turn */
-    bool busy;
-};
-
-struct user_calls {
-    uid_t uid;
-    unsigned n;
-};
-
-struct service {
-    struct engine *eng;
-    const char *state_dir;
-    pthread_mutex_t mu; /* guards everything below */
-    pthread_cond_t changed;
-    struct job_turn turns[SERVE_WORKERS];
-    unsigned nworkers, nuser_workers;
-    struct user_calls users[USERS_TRACKED];
-    char ended[ENDED_REMEMBERED][NODE_PROTO_JOB_MAX];
-    unsigned next_ended;
-    /* jobs whose end was made and reported (or kept) here: a second end
-     * (housekeeping after the epilog) has nothing left to do */
-    char made[ENDED_REMEMBERED][NODE_PROTO_JOB_MAX];
-    unsigned next_made;
-    struct caller *user_queue[USER_QUEUE_MAX];
-    unsigned nqueued;
-    struct deferred d;
-    int64_t last_caller_ms;
-    bool stopping;
-    int wake[2]; /* the background thread's */
-};
-
-struct caller {
-    struct service *svc;
-    int fd;
-    uid_t uid;
-    pid_t pid;
-};
 
 static volatile sig_atomic_t stop_signal, reload_signal;
 
@@ -257,11 +171,6 @@ static bool caller_gone (int fd)
     return poll (&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-static void wake_background (struct service *svc)
-{
-    (void)!write (svc->wake[1], "", 1);
-}
-
 /* 'job''s turn, once no other request of it holds it. */
 static struct job_turn *turn_take (struct service *svc, const char *job)
 {
@@ -323,15 +232,6 @@ static bool job_ended (struct service *svc, const char *job)
     return in_ring (svc, svc->ended, job);
 }
 
-/* Bookkeeping for the background thread: a report kept, or a step's
- * end.  Under svc->mu. */
-static void defer_locked (struct service *svc)
-{
-    if (svc->d.since_ms == 0)
-        svc->d.since_ms = fmb_monotime_ms ();
-    wake_background (svc);
-}
-
 /* A step's end: the answer at once (srun waits for node 0's slurmstepd);
  * the broker's DELETE of the step's trees is deferred.  One never made
  * (the broker away) leaves them to the job's end, which deletes all. */
@@ -351,7 +251,7 @@ static void step_end (struct service *svc, int fd, const struct node_request *r)
                   "/v1/jobs/%s/steps/%s",
                   r->job,
                   r->step);
-        defer_locked (svc);
+        serve_defer_locked (svc);
     }
     pthread_mutex_unlock (&svc->mu);
     if (full) {
@@ -385,16 +285,6 @@ static void drop_steps (struct service *svc, const char *job)
                  "job %s: %u step end(s) dropped: the job's end deletes its trees",
                  job,
                  had - kept);
-}
-
-static void report_kept (struct service *svc, bool kept)
-{
-    if (!kept)
-        return;
-    pthread_mutex_lock (&svc->mu);
-    svc->d.reports = true;
-    defer_locked (svc);
-    pthread_mutex_unlock (&svc->mu);
 }
 
 /* Is the job's record on this node (its setup made)? */
@@ -495,7 +385,7 @@ static void setup (struct service *svc,
     turn_give (svc, t);
     if (!r->early)
         answer (c->fd, out.status, out.why);
-    report_kept (svc, out.kept);
+    serve_report_kept (svc, out.kept);
 }
 
 /* The job's end: made with the broker connection already open, and
@@ -545,7 +435,7 @@ static void end (struct service *svc,
             : out.status == NODE_SERVICE_BUSY
                 ? "the job's CXI services are still in use"
                 : out.why);
-    report_kept (svc, out.kept);
+    serve_report_kept (svc, out.kept);
 }
 
 /* Is the request one this caller may make?  Answered (refused) if not. */
@@ -625,9 +515,6 @@ static struct user_calls *user_slot (struct service *svc, uid_t uid)
     return free_slot;
 }
 
-static void schedule_retry (struct deferred *d, bool left);
-static bool reports_kept (const char *state_dir);
-
 static struct caller *user_next_locked (struct service *svc);
 static void start_worker (struct caller *c);
 
@@ -642,12 +529,12 @@ static void *worker (void *arg)
     pthread_mutex_lock (&svc->mu);
     bool idle = !svc->d.retry_at_ms && !svc->d.reports;
     pthread_mutex_unlock (&svc->mu);
-    if (idle && reports_kept (svc->state_dir)) {
+    if (idle && serve_reports_kept (svc->state_dir)) {
         pthread_mutex_lock (&svc->mu);
         if (!svc->d.retry_at_ms && !svc->d.reports)
-            schedule_retry (&svc->d, true);
+            serve_schedule_retry (&svc->d, true);
         pthread_mutex_unlock (&svc->mu);
-        wake_background (svc);
+        serve_wake_background (svc);
     }
     pthread_mutex_lock (&svc->mu);
     svc->nworkers--;
@@ -755,161 +642,6 @@ static void take_caller (struct service *svc, int fd)
     start_worker (c);
 }
 
-/* A wait of about 'ms': somewhere in [ms/2, 3ms/2). */
-static int64_t jittered (int64_t ms)
-{
-    return ms / 2 + (int64_t)(random () % (ms > 0 ? ms : 1));
-}
-
-/* Kept reports left: tried again after a back-off; none: reset. */
-static void schedule_retry (struct deferred *d, bool left)
-{
-    if (!left) {
-        d->retry_at_ms = d->retry_delay_ms = 0;
-        return;
-    }
-    d->retry_delay_ms =
-        d->retry_delay_ms ? d->retry_delay_ms * 2 : REPORT_RETRY_FIRST_MS;
-    if (d->retry_delay_ms > REPORT_RETRY_MAX_MS)
-        d->retry_delay_ms = REPORT_RETRY_MAX_MS;
-    d->retry_at_ms = fmb_monotime_ms () + jittered (d->retry_delay_ms);
-}
-
-static int spooled_one (const struct spooled_report *r, void *arg)
-{
-    (void)r;
-    *(bool *)arg = true;
-    return 1;
-}
-
-static bool reports_kept (const char *state_dir)
-{
-    bool any = false;
-    (void)spool_each (state_dir, spooled_one, &any, NULL);
-    return any;
-}
-
-/* Until 'at' (0: never): -1, or the ms left (0: due). */
-static int64_t until (int64_t at)
-{
-    if (at == 0)
-        return -1;
-    int64_t left = at - fmb_monotime_ms ();
-    return left < 0 ? 0 : left;
-}
-
-static int64_t sooner (int64_t a, int64_t b)
-{
-    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
-}
-
-/* How long the background thread sleeps before the deferred work, a
- * retry of kept reports or opening the broker's connection: -1 forever.
- * Under svc->mu. */
-static int64_t wait_ms (const struct service *svc)
-{
-    const struct deferred *d = &svc->d;
-    int64_t ms = sooner (until (d->retry_at_ms), until (d->warm_at_ms));
-    if (d->since_ms == 0)
-        return ms;
-    int64_t now = fmb_monotime_ms ();
-    int64_t idle = svc->nworkers ? IDLE_MS : svc->last_caller_ms + IDLE_MS - now;
-    int64_t cap = d->since_ms + DEFER_MAX_MS - now;
-    int64_t left = idle < cap ? idle : cap;
-    return sooner (ms, left < 0 ? 0 : left);
-}
-
-/* The deferred work, one try each; stops at a broker away.  Kept
- * reports left are tried again after a back-off. */
-static void run_deferred (struct service *svc)
-{
-    static char steps[STEPS_MAX][300]; /* the background thread's alone */
-    pthread_mutex_lock (&svc->mu);
-    struct deferred *d = &svc->d;
-    unsigned nsteps = d->nsteps;
-    bool reports = d->reports;
-    memcpy (steps, d->steps, sizeof (steps[0]) * nsteps);
-    d->nsteps = 0;
-    d->reports = false;
-    d->since_ms = 0;
-    pthread_mutex_unlock (&svc->mu);
-    bool away = false;
-    unsigned left = reports;
-    for (unsigned i = 0; i < nsteps && !away; i++)
-        engine_step_end (svc->eng, steps[i], &away);
-    if (reports && !away)
-        left = engine_deliver (svc->eng);
-    /* (a batch of step ends alone must not cancel the kept reports'
-     * retry: what is on disk says) */
-    bool kept = left > 0 || (!reports && reports_kept (svc->state_dir));
-    pthread_mutex_lock (&svc->mu);
-    if (reports || !kept || !d->retry_at_ms) /* a retry due stays as it is */
-        schedule_retry (d, kept);
-    pthread_mutex_unlock (&svc->mu);
-}
-
-/* The kept connection to the broker, opened before a job needs it; when
- * the broker closed it, again at a moment of this node's. */
-static void warm (struct service *svc, bool closed)
-{
-    bool local;
-    pthread_mutex_lock (&svc->mu);
-    struct deferred *d = &svc->d;
-    bool due = d->warm_at_ms && until (d->warm_at_ms) == 0;
-    if (closed && !d->warm_at_ms && !d->local_broker)
-        d->warm_at_ms = fmb_monotime_ms () + (int64_t)(random () % WARM_SPREAD_MS);
-    if (due)
-        d->warm_at_ms = 0;
-    pthread_mutex_unlock (&svc->mu);
-    if (!due)
-        return;
-    engine_warm (svc->eng, &local);
-    pthread_mutex_lock (&svc->mu);
-    d->local_broker = local;
-    pthread_mutex_unlock (&svc->mu);
-}
-
-/* The background thread: the broker's bookkeeping, the kept reports'
- * retries, the warm connection; until the service stops and nothing is
- * deferred. */
-static void *background (void *arg)
-{
-    struct service *svc = arg;
-    char drain[64];
-    for (;;) {
-        pthread_mutex_lock (&svc->mu);
-        int64_t ms = wait_ms (svc);
-        bool stopping = svc->stopping, local = svc->d.local_broker;
-        pthread_mutex_unlock (&svc->mu);
-        if (stopping)
-            break;
-        struct pollfd p[2] = {
-            {.fd = svc->wake[0], .events = POLLIN},
-            {.fd = local ? -1 : engine_idle_fd (svc->eng), .events = POLLIN}};
-        int n = poll (p, 2, ms < 0 || ms > INT32_MAX ? -1 : (int)ms);
-        if (n > 0 && p[0].revents)
-            (void)!read (svc->wake[0], drain, sizeof (drain));
-        pthread_mutex_lock (&svc->mu);
-        struct deferred *d = &svc->d;
-        if (d->retry_at_ms && until (d->retry_at_ms) == 0) {
-            d->reports = true; /* the kept reports' turn */
-            if (!d->since_ms)
-                d->since_ms = fmb_monotime_ms ();
-        }
-        bool due = d->since_ms && wait_ms (svc) == 0;
-        pthread_mutex_unlock (&svc->mu);
-        if (due)
-            run_deferred (svc);
-        warm (svc, n > 0 && p[1].fd >= 0 && p[1].revents);
-    }
-    pthread_mutex_lock (&svc->mu);
-    bool left = svc->d.since_ms != 0;
-    pthread_mutex_unlock (&svc->mu);
-    if (left)
-        run_deferred (svc);
-    return NULL;
-}
-
 /* Callers already connected when the service stops are served, and so
  * are those that come while a job is still in the making here: a step's
  * or an epilog's wait for a setup taken here is answered here.  Once no
@@ -985,7 +717,8 @@ static struct service *service_create (struct agent *ag)
     srandom ((unsigned)(fmb_monotime_ms () ^ (getpid () << 16)));
     svc->d.warm_at_ms =
         fmb_monotime_ms () + (int64_t)(random () % (WARM_SPREAD_MS / 10));
-    schedule_retry (&svc->d, reports_kept (svc->state_dir)); /* kept before a restart */
+    serve_schedule_retry (
+        &svc->d, serve_reports_kept (svc->state_dir)); /* kept before a restart */
     return svc;
 }
 
@@ -1016,7 +749,7 @@ int cmd_serve (struct agent *ag)
         return EXIT_FAIL;
     }
     struct service *svc = service_create (ag);
-    if (!svc || pthread_create (&bg, NULL, background, svc) != 0) {
+    if (!svc || pthread_create (&bg, NULL, serve_background, svc) != 0) {
         fmb_log (LOG_ERR, "the node service cannot start: out of memory or threads");
         if (svc)
             service_destroy (svc);
@@ -1041,7 +774,7 @@ int cmd_serve (struct agent *ag)
     pthread_mutex_lock (&svc->mu);
     svc->stopping = true;
     pthread_mutex_unlock (&svc->mu);
-    wake_background (svc);
+    serve_wake_background (svc);
     pthread_join (bg, NULL);
     cxilib_close (&resident);
     service_destroy (svc);
