@@ -266,6 +266,9 @@ void engine_end (struct engine *eng,
     run->args.cmd = AGENT_EPILOG;
     run->args.job = req->job;
     run->args.retry_busy = 0;
+    /* the node's report: one try, its caller (slurmd's epilog) waiting;
+     * one the broker does not take is kept and retried in the background */
+    run->single_try = true;
     int rc = cmd_epilog (run);
     if (rc != 0 && rc != NODE_SERVICE_BUSY && run->final_reason[0])
         fmb_log (LOG_ERR, "%s", run->final_reason);

@@ -339,8 +339,8 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $silent)); s.listen(8); time.sleep(3
     # answered in its turn, once 23 is made
     sleep 0.3 && test "$(setup_wait 23)" = "0	" && test -e "$T/n1.rec/23.env" &&
     wait "$p23" && t1=$(ms_now) &&
-    wait_for 50 0.1 sh -c "! kill -0 $(cat "$T/serve.pid") 2>/dev/null" &&
-    wait_for 100 0.1 test -s "$T/epilog21.end" &&
+    wait_for 200 0.1 sh -c "! kill -0 $(cat "$T/serve.pid") 2>/dev/null" &&
+    wait_for 300 0.1 test -s "$T/epilog21.end" &&
     cp "$T/node-run.conf.good" "$T/node-run.conf" && kill "$(cat "$T/silent.pid")" &&
     read -r erc eend <"$T/epilog21.end" &&
     test $((t21 - t0)) -lt 1000 && test "$erc" = 0 && test $((eend - t0)) -ge 4000 &&
@@ -348,7 +348,7 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $silent)); s.listen(8); time.sleep(3
     jq -e ".services == 0 and (.reason | test(\"job 23: .*timed out\"))" "$T/n1.rec/23.env" >/dev/null &&
     test ! -e "$T/n1.rec/22.json" && test ! -e "$T/n1.rec/22.env" && grep -q "job 22: its setup.s caller stopped waiting before its turn" "$T/serve.log" &&
     test ! -e "$T/fallback.21" && test ! -e "$T/fallback.23" && test ! -e "$sock" &&
-    test $((t1 - t0)) -lt 14000
+    echo "job 23 answered $((t1 - t0)) ms after the first prolog" && test $((t1 - t0)) -lt 30000
 '
 # The stand-in for a node's own configuration and records (one host
 # plays n1 here): fmbroker-cxi reads /etc/fmbroker/fmbroker.conf on a node.
