@@ -15,6 +15,8 @@
 
 void facts_record_path (struct agent *ag, char *out, size_t len)
 {
+    /* (the job id was checked with the arguments: jobrecord_facts_path's
+     * form, which the node service reads too) */
     snprintf (out, len, "%s/%s.json", ag->args.state_dir, ag->args.job);
 }
 

@@ -307,8 +307,9 @@ static bool record_there (struct service *svc, const char *job)
 static bool record_names_other (struct service *svc, const char *job, uid_t uid)
 {
     char path[1200];
-    snprintf (path, sizeof (path), "%s/%s.json", svc->state_dir, job);
-    json_t *o = json_load_file (path, 0, NULL);
+    json_t *o = jobrecord_facts_path (path, sizeof (path), svc->state_dir, job) == 0
+                    ? json_load_file (path, 0, NULL)
+                    : NULL;
     json_t *owner = json_object_get (o, "uid");
     bool other =
         json_is_integer (owner) && json_integer_value (owner) != (json_int_t)uid;
@@ -405,8 +406,9 @@ static void end (struct service *svc,
      * (Flux's housekeeping after its epilog): not reported twice.  An
      * end that found services in use, or whose caller had gone, is not
      * in 'made': the next one makes it. */
-    snprintf (facts, sizeof (facts), "%s/%s.json", svc->state_dir, r->job);
-    if (in_ring (svc, svc->made, r->job) && access (facts, F_OK) < 0) {
+    if (in_ring (svc, svc->made, r->job) &&
+        jobrecord_facts_path (facts, sizeof (facts), svc->state_dir, r->job) == 0 &&
+        access (facts, F_OK) < 0) {
         fmb_log (LOG_DEBUG, "job %s: its end was made here already", r->job);
         answer (c->fd, 0, "done");
         return turn_give (svc, t);

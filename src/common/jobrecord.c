@@ -130,17 +130,28 @@ static int check_record (const struct jobrecord *r,
     return check_lists (r, file, e);
 }
 
-int jobrecord_path (char *out, size_t len, const char *state_dir, const char *job)
+static int record_path (
+    char *out, size_t len, const char *state_dir, const char *job, const char *suffix)
 {
     if (!valid_job_id (job)) {
         errno = EINVAL;
         return -1;
     }
-    if ((size_t)snprintf (out, len, "%s/%s.env", state_dir, job) >= len) {
+    if ((size_t)snprintf (out, len, "%s/%s%s", state_dir, job, suffix) >= len) {
         errno = ENAMETOOLONG;
         return -1;
     }
     return 0;
+}
+
+int jobrecord_path (char *out, size_t len, const char *state_dir, const char *job)
+{
+    return record_path (out, len, state_dir, job, ".env");
+}
+
+int jobrecord_facts_path (char *out, size_t len, const char *state_dir, const char *job)
+{
+    return record_path (out, len, state_dir, job, ".json");
 }
 
 static int path_or_error (

@@ -50,6 +50,13 @@ struct jobrecord {
 /* "<state_dir>/<job>.env"; -1 with EINVAL for a bad job id, ENAMETOOLONG. */
 int jobrecord_path (char *out, size_t len, const char *state_dir, const char *job);
 
+/* "<state_dir>/<job>.json": root's record of the job's facts and services
+ * on this node (the node agent's, 0600); as jobrecord_path. */
+int jobrecord_facts_path (char *out,
+                          size_t len,
+                          const char *state_dir,
+                          const char *job);
+
 /* Write the record atomically, owned by r->uid, mode 0400; creates
  * state_dir (0755) if needed.  Refuses a record jobrecord_read would
  * refuse (EINVAL, message naming the variable). */

@@ -144,6 +144,22 @@ expect_ok 'a step'"'"'s setup that names no valid job is refused with why, and m
     step_setup ../7 | grep -qx "2	not a job id" && test "$(uid_services 65534)" = 10 &&
     grep -q "a request (setup) without a valid job id: refused" "$T/serve.log"
 '
+# trickle: a request sent a byte every 0.3 s (it would take 10 s in all)
+trickle () {
+    python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+try:
+    for b in sys.argv[2].encode():
+        s.send(bytes([b])); time.sleep(0.3)
+except OSError:
+    pass
+print(s.recv(256).decode(), end="")' "$sock" "$(printf "fmbroker-node/1 wait\njob=7\n\n")"
+}
+expect_ok '... and one naming no valid node, or sent too slowly to hold a worker, is refused with why' '
+    to_service answer "$(request setup job=7 node=../n1 uid=65534)"$'"'"'\n\n'"'"' | grep -qx "2	not a node name" &&
+    t0=$(ms_now) && trickle | grep -q "^2	a request ended early, is too long or too slow" &&
+    test $(($(ms_now) - t0)) -lt 5000 && test "$(uid_services 65534)" = 10
+'
 # slurmd's Epilog= beside the service: fmbroker-slurm-prolog hands it
 # the job's epilog and exits with its status; FALLBACK, the program run
 # when the service does not do it, notes that it ran.
