@@ -10,6 +10,7 @@
 
 #include "fileutil.h"
 #include "jobrecord.h"
+#include "jsonutil.h"
 #include "validate.h"
 
 #define bad(e, ...) (errno = EINVAL, fmb_errorf ((e), __VA_ARGS__))
@@ -344,21 +345,17 @@ int jobrecord_read (const char *state_dir,
 {
     char path[PATH_MAX];
     struct stat st;
-    json_error_t jerr;
     memset (r, 0, sizeof (*r));
     if (path_or_error (path, sizeof (path), state_dir, job, e) < 0)
         return -1;
     int fd = open_record (path, &st, e);
     if (fd < 0)
         return -1;
-    json_t *o = json_loadfd (fd, JSON_REJECT_DUPLICATES, &jerr);
+    struct fmb_error je;
+    json_t *o = fmb_json_load_fd (fd, JOBRECORD_FILE_MAX, &je);
     close (fd);
-    if (!o || !json_is_object (o)) {
-        json_decref (o);
-        if (o)
-            return bad (e, "%s: not a JSON object", path);
-        return bad (e, "%s: bad JSON at line %d: %s", path, jerr.line, jerr.text);
-    }
+    if (!o)
+        return bad (e, "%s: %s", path, je.text);
     int rc = fill_record (o, job, path, r, e);
     json_decref (o);
     /* The job's user may replace its own record; nobody else's. */

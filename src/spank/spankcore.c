@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "jobrecord.h"
+#include "jsonutil.h"
 #include "monotime.h"
 #include "runopts.h"
 #include "spankcore.h"
@@ -187,7 +188,6 @@ int spank_root_verdict (const char *state_dir, const char *job, struct fmb_error
 {
     char path[1200];
     struct stat st;
-    json_error_t jerr;
     snprintf (path, sizeof (path), "%s/%s.json", state_dir, job);
     int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -202,7 +202,7 @@ int spank_root_verdict (const char *state_dir, const char *job, struct fmb_error
         errno = EPERM;
         return fmb_errorf (e, "%s: not a root-owned file only root may change", path);
     }
-    json_t *o = json_loadfd (fd, 0, &jerr);
+    json_t *o = fmb_json_load_fd (fd, JOBRECORD_FILE_MAX, NULL);
     close (fd);
     json_t *vnis = json_object_get (o, "vnis");
     json_t *services = json_object_get (o, "services");

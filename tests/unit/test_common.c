@@ -1,5 +1,6 @@
 /* test_common.c: error chaining, log redaction and format, file helpers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,42 @@ static void json_loader_is_strict (void **state)
     assert_int_equal (errno, EINVAL);
 }
 
+/* A file read to its end in a few reads (not one per byte): a record
+ * of many pages whole, one over the cap refused, not cut short. */
+static void json_fd_loader_reads_whole_files_within_a_cap (void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp ();
+    char *path = tu_path (dir, "rec.json");
+    struct fmb_error e;
+    size_t n = 20000;
+    char *text = malloc (n + 16);
+    assert_non_null (text);
+    memcpy (text, "{\"a\":\"", 6);
+    memset (text + 6, 'x', n - 8);
+    memcpy (text + n - 2, "\"}", 3);
+    tu_write (path, text, 0600);
+    int fd = open (path, O_RDONLY);
+    json_t *o = fmb_json_load_fd (fd, n, &e);
+    close (fd);
+    assert_non_null (o);
+    assert_int_equal (json_string_length (json_object_get (o, "a")), n - 8);
+    json_decref (o);
+    fd = open (path, O_RDONLY);
+    assert_null (fmb_json_load_fd (fd, n - 1, &e));
+    close (fd);
+    assert_int_equal (errno, EFBIG);
+    assert_non_null (strstr (e.text, "larger than"));
+    tu_write (path, "{\"a\":1,\"a\":2}", 0600);
+    fd = open (path, O_RDONLY);
+    assert_null (fmb_json_load_fd (fd, n, &e));
+    close (fd);
+    assert_non_null (strstr (e.text, "duplicate"));
+    free (text);
+    free (path);
+    tu_rmtree (dir);
+}
+
 /* Failed authentications are counted per IPv4 address and per IPv6
  * /64: one host that has a /64 must not pass the tarpit by moving
  * through its addresses. */
@@ -195,6 +232,7 @@ int main (void)
         cmocka_unit_test (read_file_caps_and_strips),
         cmocka_unit_test (atomic_write_and_mkdir),
         cmocka_unit_test (json_loader_is_strict),
+        cmocka_unit_test (json_fd_loader_reads_whole_files_within_a_cap),
         cmocka_unit_test (guesses_count_per_ipv4_address_or_ipv6_64),
     };
     return cmocka_run_group_tests_name ("common", tests, NULL, NULL);

@@ -214,9 +214,9 @@ static void reader_refuses_bad_files (void **state)
            0400);
     expect_refused (f, EINVAL, "\"reason\" holds a control character");
     plant (f, "{\"version\":1,\"version\":1}", 0400);
-    expect_refused (f, EINVAL, "bad JSON");
+    expect_refused (f, EINVAL, "invalid JSON at line 1");
     plant (f, "[1]", 0400);
-    expect_refused (f, EINVAL, "not a JSON object");
+    expect_refused (f, EINVAL, "top level must be an object");
     snprintf (text, sizeof (text), "{\"version\":1,\"job\":\"42\",%s", good);
     plant (f, text, 0644);
     expect_refused (f, EPERM, "mode 0644 lets others read");
