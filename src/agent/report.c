@@ -78,6 +78,24 @@ static enum sent send_report (struct agent *ag,
     return SEND_NEVER;
 }
 
+struct kept_created {
+    struct agent *ag;
+    const char *job, *node;
+};
+
+/* The job's 'created' report of this node, still kept: sent now. */
+static int send_kept_created (const struct spooled_report *r, void *arg)
+{
+    struct kept_created *k = arg;
+    struct fmb_error e;
+    if (strcmp (r->job, k->job) || strcmp (r->node, k->node) || strcmp (r->cxi, "created"))
+        return 0;
+    if (send_report (k->ag, r, &e) == SEND_LATER)
+        return 1; /* the failure is kept after it, and sent after it */
+    (void)spool_drop (k->ag->args.state_dir, r->job, r->node, &e);
+    return 1;
+}
+
 void report_state (struct agent *ag, const char *cxi, const char *detail)
 {
     struct spooled_report r;
@@ -91,6 +109,16 @@ void report_state (struct agent *ag, const char *cxi, const char *detail)
     snprintf (r.detail, sizeof (r.detail), "%s", detail ? detail : "");
     r.at_ms = fmb_realtime_ms ();
     int lock = spool_lock (ag);
+    /* A failure after a 'created' still kept (a job that ended within
+     * moments of its setup): the broker hears 'created' first, for it
+     * reads a live job's failure after 'created' as the services' end
+     * failing (it asks for a drain), and after nothing as their setup
+     * failing (the job's, told to its user). */
+    if (strcmp (cxi, "failed") == 0)
+        (void)spool_each (ag->args.state_dir,
+                          send_kept_created,
+                          &(struct kept_created){ag, r.job, r.node},
+                          NULL);
     enum sent sent = send_report (ag, &r, &e);
     if (sent == SEND_LATER) {
         struct fmb_error se;

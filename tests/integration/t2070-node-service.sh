@@ -308,6 +308,18 @@ expect_ok '... and services it cannot destroy: the epilog exits 1 (slurmd drains
     test "$(n1_report 2)" = failed &&
     rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\" and .job == \"2\")" >/dev/null
 '
+# The same right after the job's setup, its 'created' report still kept
+# for the background: the broker must hear it before the failure, which
+# it would otherwise take for the setup's own (told to the user, no
+# drain asked for).
+expect_ok '... and services it cannot destroy just after they were made: the broker hears them made first, and the failure is taken as the end failing (a drain)' '
+    jq ".fail.cxil_destroy_svc = {\"errno\": 5, \"count\": 2}" "$T/n1.cxi.json" >"$T/cxi.new" &&
+    mv "$T/cxi.new" "$T/n1.cxi.json" &&
+    prolog 27 && { service_epilog 27 "$T/epilog-fallback.sh"; test $? = 1; } &&
+    test "$(n1_report 27)" = failed && test "$(job_services 27)" = 2 &&
+    rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\" and .job == \"27\")" >/dev/null &&
+    service_epilog 27 "$T/epilog-fallback.sh" && test "$(job_services 27)" = 0
+'
 bad_epilog () { to_service answer "$(request end job=../5)"$'\n\n'; }
 expect_ok '... and an epilog that names no valid job is refused with why' '
     bad_epilog | grep -qx "2	not a job id" && grep -q "a request (end) without a valid job id: refused" "$T/serve.log"
