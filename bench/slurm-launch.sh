@@ -52,7 +52,9 @@
 # around setpriv and srun.  Prints per setup: median, p90, max, the
 # launches over 1 s, the ratio to "without", the host's steal time
 # while the setup's launches ran (other guests' CPU on a shared VM: a
-# run with it is disturbed), and each hook's own time:
+# run with it is disturbed), the CPU time per launch of the whole host
+# and of fmbroker's own daemons (the broker with the mock FM, the two
+# node services), and each hook's own time:
 # the node prolog (its wrapper's clock where a bash wrapper runs it: the
 # stand-in for the emulated nodes' NICs; from the kernel's exec and exit
 # events otherwise), the PrologSlurmctld script, and the step-end
@@ -60,7 +62,11 @@
 # BENCH_TRACE not 0) the kernel's process exec and exit events are
 # recorded throughout, and a table splits each setup's launch into its
 # phases: srun's start to the step's slurmstepd, slurmstepd to the tasks,
-# the tasks' end to srun's exit.  Needs root.  Bounded: BENCH_LAUNCHES (100) per
+# the tasks' end to srun's exit.  The broker gives a job of 2 nodes or
+# more an FM reservation for its collectives (min_nodes = 2: every
+# launch here pays for one); hwcoll_min_nodes=64, the shipped default,
+# measures a 2-node job as a site's default makes it, with none.
+# Needs root.  Bounded: BENCH_LAUNCHES (100) per
 # setup, in blocks of BENCH_BLOCK (25), every daemon stopped at exit.
 set -u
 build=$(cd "${1:-$(dirname "$0")/../build}" && pwd)
@@ -251,9 +257,20 @@ for m in $MODES; do : >"$T/$m.ms" && : >"$T/steal.$m"; done
 # The host's CPU time taken by other guests (steal, /proc/stat) while a
 # setup's launches ran: on a shared VM, other tenants' bursts slow some
 # blocks and not others, and a setup's median with them is not its own.
-cpu_jiffies () { awk '$1 == "cpu" { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+# Also the host's busy time (user, nice, system, irq, softirq): every
+# process's CPU a setup's launches took, fmbroker's and Slurm's.
+cpu_jiffies () { awk '$1 == "cpu" { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 : >"$T/hooks.times"
-for m in $MODES; do : >"$T/clean.$m" && : >"$T/wait.$m"; done
+for m in $MODES; do : >"$T/clean.$m" && : >"$T/wait.$m" && : >"$T/own.$m"; done
+# The CPU fmbroker's own daemons took (clock ticks, /proc/PID/stat): the
+# broker with the mock FM (on a real cluster, other hosts), and the two
+# nodes' services (on a real cluster, a core of each node beside its
+# slurmstepd).  Their work after a block's last launch (its end's
+# reports) is counted too: it is the launches' as well.
+proc_ticks () { for p; do [ -n "$p" ] && awk '{ s += $14 + $15 } END { print s + 0 }' "/proc/$p/stat" 2>/dev/null; done | awk '{ s += $1 } END { print s + 0 }'; }
+own_ticks () {
+    echo "$(proc_ticks "$broker_pid" "$fm_pid") $(proc_ticks "$(cat "$T/serve-n1.pid" 2>/dev/null)" "$(cat "$T/serve-n2.pid" 2>/dev/null)")"
+}
 # The kernel's exec and exit events, for the phases of each launch; a
 # block's setup is named by the exec of $T/mark/SETUP (a /bin/true).
 mkdir "$T/mark" && for m in warmup $MODES; do ln -s /bin/true "$T/mark/$m"; done
@@ -274,16 +291,17 @@ for _ in $(seq "$blocks"); do
         mode $m && launch warmup || { echo "launch failed ($m)" >&2; slurm_diag >&2; exit 1; }
         "$T/mark/$m"
         off1=$(stat -c %s "$S/log/slurmd-n1.log") off2=$(stat -c %s "$S/log/slurmd-n2.log")
-        before=$(cpu_jiffies)
+        before=$(cpu_jiffies) own0=$(own_ticks)
         for _ in $(seq "$B"); do
             launch $m || { echo "launch failed ($m)" >&2; slurm_diag >&2; exit 1; }
         done
         echo "$before $(cpu_jiffies)" >>"$T/steal.$m"
+        echo "$own0 $(own_ticks)" >>"$T/own.$m"
         wait_for 300 0.05 slurm_all_idle
         # the plugin's own timing of the step-end cleanup (node 0) and of
         # each node's wait for the service's setup
         { tail -c +$((off1 + 1)) "$S/log/slurmd-n1.log"; tail -c +$((off2 + 1)) "$S/log/slurmd-n2.log"; } |
-            grep -o "step cleanup done in [0-9]* ms\|node service setup wait [0-9]* ms" |
+            grep -o "step cleanup done in [0-9]* ms\|node service setup wait [0-9.]* ms" |
             awk -v c="$T/clean.$m" -v w="$T/wait.$m" '{print $(NF - 1) >>($2 == "cleanup" ? c : w)}'
     done
 done
@@ -296,14 +314,18 @@ echo "# fmbroker with Slurm: launch cost, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "# machine: $(nproc) cores, load average $load at the end"
 echo
 echo "## srun -N2 true as nobody, from an idle cluster, setups alternated in blocks of $B (node state: ${BENCH_NODE_STATE:-tmpfs}; load $(cut -d" " -f1-3 /proc/loadavg))"
-echo "| setup | launches | median ms | p90 ms | max ms | over 1 s | median / without | host steal % |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| setup | launches | median ms | p90 ms | max ms | over 1 s | median / without | host steal % | host CPU ms per launch | broker + FM CPU ms per launch | node services CPU ms per launch |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+hz=$(getconf CLK_TCK)
 for m in $MODES; do
     f=$T/$m.ms
-    printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" "$m" "$(wc -l <"$f")" "$(pct 50 <"$f")" "$(pct 90 <"$f")" \
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$m" "$(wc -l <"$f")" "$(pct 50 <"$f")" "$(pct 90 <"$f")" \
         "$(sort -g "$f" | tail -1)" "$(awk '$1 > 1000' "$f" | wc -l)" \
         "$(awk -v a="$(pct 50 <"$f")" -v b="${wo:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
-        "$(awk '{ s += $3 - $1; t += $4 - $2 } END { if (t > 0) printf "%.1f", 100 * s / t; else print "-" }' "$T/steal.$m")"
+        "$(awk '{ s += $4 - $1; t += $5 - $2 } END { if (t > 0) printf "%.1f", 100 * s / t; else print "-" }' "$T/steal.$m")" \
+        "$(awk -v hz="$hz" -v n="$(wc -l <"$f")" '{ s += $6 - $3 } END { printf "%.1f", n ? 1000 * s / hz / n : 0 }' "$T/steal.$m")" \
+        "$(awk -v hz="$hz" -v n="$(wc -l <"$f")" '{ s += $3 - $1 } END { printf "%.1f", n ? 1000 * s / hz / n : 0 }' "$T/own.$m")" \
+        "$(awk -v hz="$hz" -v n="$(wc -l <"$f")" '$4 >= $2 { s += $4 - $2 } END { printf "%.1f", n ? 1000 * s / hz / n : 0 }' "$T/own.$m")"
 done
 echo
 # Each hook's own time, per setup.
@@ -326,8 +348,13 @@ done
 # the node service's own log: a job's setup from its request to its
 # answer (the RUN over the kept TLS connection, both NICs' services, the
 # records), every setup of the setups that use the service
-cat "$T"/serve-n*.log 2>/dev/null | sed -n 's/.*: prolog made in \([0-9]*\) ms (exit 0.*/\1/p' >"$T/h.engine"
+cat "$T"/serve-n*.log 2>/dev/null | sed -n 's/.*: prolog made in \([0-9]*\) ms, .*(exit 0.*/\1/p' >"$T/h.engine"
 hook_row "the node engine's setup of a job (the service's log)" "noprolog, service" "$T/h.engine"
+# and the CPU its thread took meanwhile (the node's own work, beside the
+# job's slurmstepd), in tenths of a ms
+cat "$T"/serve-n*.log 2>/dev/null | sed -n 's/.*: prolog made in [0-9]* ms, \([0-9]*\) us of CPU (exit 0.*/\1/p' |
+    awk '{ print int($1 / 100) / 10 }' >"$T/h.engine-cpu"
+hook_row "the node engine's setup of a job: its thread's CPU" "noprolog, service" "$T/h.engine-cpu"
 echo
 [ -s "$T/sched.data" ] && perf script -i "$T/sched.data" -F pid,time,event,trace 2>>"$T/perf.out" |
     awk -f "$FMB_SRC/bench/launch-phases.awk" >"$T/phases"

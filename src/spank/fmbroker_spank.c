@@ -87,7 +87,7 @@ static struct {
     char state_dir[1024];
     /* the job's setup asked of the node service (fd -1: none in flight) */
     struct node_service_call setup;
-    int64_t setup_t0;
+    int64_t setup_t0; /* us, fmb_monotime_us */
     /* why the node service's setup failed, if it did: the step's reason
      * when no record follows (a service that died after taking it) */
     char setup_error[FMB_ERROR_TEXT_MAX];
@@ -235,14 +235,14 @@ static void setup_start (spank_t sp)
             step.step);
         return;
     }
-    step.setup_t0 = fmb_monotime_ms ();
+    step.setup_t0 = fmb_monotime_us ();
     setup_request (sp, jobid, &req);
     int rc = node_service_call_start (&step.setup, dir, &req, &e);
     /* A service restarting (systemctl restart, a package upgrade) has no
      * socket for a moment: fail_closed waits a little for it, fail_open
      * (nodes that may have no service at all) does not. */
     while (rc == 0 && conf.policy == SPANK_FAIL_CLOSED &&
-           fmb_monotime_ms () - step.setup_t0 < SERVICE_RESTART_WAIT_MS) {
+           fmb_monotime_us () - step.setup_t0 < SERVICE_RESTART_WAIT_MS * 1000) {
         usleep (100 * 1000);
         rc = node_service_call_start (&step.setup, dir, &req, &e);
     }
@@ -274,8 +274,8 @@ static void setup_finish (void)
     struct fmb_error e;
     if (step.setup.fd < 0)
         return;
-    int64_t t1 = fmb_monotime_ms ();
-    int64_t left = step.setup_t0 + NODE_SERVICE_WAIT_MS - t1;
+    int64_t t1 = fmb_monotime_us ();
+    int64_t left = (step.setup_t0 - t1) / 1000 + NODE_SERVICE_WAIT_MS;
     if (node_service_call_finish (
             &step.setup, left > 0 ? (int)left : 0, line, sizeof (line), &e) < 0) {
         slurm_error ("fmbroker: job %s step %s: %s", step.job, step.step, e.text);
@@ -294,14 +294,14 @@ static void setup_finish (void)
                   "the node service refused it (%.200s)",
                   why && why[1] ? why + 1 : line);
     } else {
-        int64_t t2 = fmb_monotime_ms ();
+        int64_t t2 = fmb_monotime_us ();
         slurm_verbose (
-            "fmbroker: job %s step %s: node service setup wait %lld ms "
-            "(answered %lld ms after the request)",
+            "fmbroker: job %s step %s: node service setup wait %.1f ms "
+            "(answered %.1f ms after the request)",
             step.job,
             step.step,
-            (long long)(t2 - t1),
-            (long long)(t2 - step.setup_t0));
+            (double)(t2 - t1) / 1000,
+            (double)(t2 - step.setup_t0) / 1000);
     }
 }
 

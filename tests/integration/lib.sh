@@ -173,7 +173,8 @@ ms_now () { date +%s%3N; }
 mockfm_count () { curl -sf "$fm_url/_mock/count?prefix=$1" | jq -e .jobs; }
 
 # write_broker_conf [EXTRA INI LINES]: $T/broker.conf for a broker on
-# $T/api.sock talking to mockfm (if started), cluster "c1".
+# $T/api.sock talking to mockfm (if started), cluster "c1"; hwcoll_min_nodes
+# (default 2: every job of the tests gets an FM reservation) as set.
 write_broker_conf () {
     cat >"$T/broker.conf" <<CONF
 [broker]
@@ -191,7 +192,7 @@ reserve_timeout_ms = ${reserve_ms:-2000}
 timeout_ms = ${timeout_ms:-3000}
 [hwcoll]
 addrs_per_job = 4
-min_nodes = 2
+min_nodes = ${hwcoll_min_nodes:-2}
 [vni]
 pool = ${vni_pool:-1024-65535}
 quarantine_s = ${quarantine_s:-300}

@@ -463,7 +463,7 @@ expect_ok 'the launch setup, no Prolog= nor PrologSlurmctld: each node'"'"'s ser
     # and ended by them at the epilog, each node'"'"'s report at the broker
     for n in n1 n2; do
         grep -q "job $j: cxi0: service [0-9]* (uid 65534)" "$S/log/serve-$n.log" &&
-        test "$(grep -c "job $j: prolog made in [0-9]* ms (exit 0, for its first step)" "$S/log/serve-$n.log")" = 1 &&
+        test "$(grep -c "job $j: prolog made in [0-9]* ms, [0-9]* us of CPU (exit 0, for its first step)" "$S/log/serve-$n.log")" = 1 &&
         wait_for 100 0.1 grep -q "job $j: epilog made in [0-9]* ms (exit 0)" "$S/log/serve-$n.log" || return 1
     done &&
     wait_for 50 0.1 both_destroyed "$j" &&
@@ -506,7 +506,7 @@ expect_ok '... and a user'"'"'s SLURM_JOB_CPUS_PER_NODE does not reach the RUN n
         >/dev/null 2>"$D/salloc.err" &&
     j=$(newest_job) && test "$(job_field "$j" .ncores)" = 0 &&
     for n in n1 n2; do grep -q "^SLINGSHOT_VNIS=[0-9]" "$D/env.$n" || return 1; done &&
-    grep -q "job $j: prolog made in [0-9]* ms (exit 0, for its first step)" "$S/log/serve-n2.log"
+    grep -q "job $j: prolog made in [0-9]* ms, [0-9]* us of CPU (exit 0, for its first step)" "$S/log/serve-n2.log"
 '
 expect_ok '... and with the broker stopped, the job fails with its own reason, not an earlier job'"'"'s kept report' '
     wait_for 200 0.1 all_idle && stop_broker &&
@@ -579,7 +579,7 @@ expect_ok 'with Prolog=fmbroker-slurm-prolog, the prolog hands each node'"'"'s s
     j=$(newest_job) &&
     for n in n1 n2; do
         diff "$D/rec.$n" "$D/env.$n" && grep -q "^SLINGSHOT_VNIS=[0-9]" "$D/env.$n" &&
-        grep -q "job $j: prolog made in [0-9]* ms (exit 0)" "$S/log/serve-$n.log" &&
+        grep -q "job $j: prolog made in [0-9]* ms, [0-9]* us of CPU (exit 0)" "$S/log/serve-$n.log" &&
         ! grep -q "job $j: prolog made in .*first step" "$S/log/serve-$n.log" || return 1
     done
 '
