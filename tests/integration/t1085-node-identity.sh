@@ -50,6 +50,14 @@ expect_ok 'n1 reads no session token of a job that does not run on it' '
     test "$(status_of 1000 @stolen GET /v1/jobs/100/nodes/n2)" = 403 &&
     ! grep -F -q "$(job_field 100 .hwcoll.session_token)" r
 '
+# The whole job's node reports grow with its nodes: a node (or one who
+# stole its token) asking for them in a loop would hold the broker's
+# loop in proportion; it gets its own node's view instead.
+expect_ok 'n1 asking for the whole of job 101 gets its own view: no node list, no other node'"'"'s report' '
+    tcall 1000 @stolen GET /v1/jobs/101 >r && test "$(cut -d" " -f1 r)" = 200 &&
+    cut -d" " -f2- r | jq -e "(.nodes == null) and ([.node_reports[] | .node] | all(. == \"n1\")) and (.vnis | length > 0)" &&
+    rm_call GET /v1/jobs/101 | jq -e ".nodes != null and (.node_reports | type == \"array\")"
+'
 expect_ok 'n1 deletes no step of a job that does not run on it (no FM call)' '
     before=$(grep -c PATCH "$T/fm.log" || :) &&
     test "$(status_of 1000 @stolen DELETE /v1/jobs/100/steps/0)" = 403 &&
