@@ -88,7 +88,8 @@ static int send_kept_created (const struct spooled_report *r, void *arg)
 {
     struct kept_created *k = arg;
     struct fmb_error e;
-    if (strcmp (r->job, k->job) || strcmp (r->node, k->node) || strcmp (r->cxi, "created"))
+    if (strcmp (r->job, k->job) || strcmp (r->node, k->node) ||
+        strcmp (r->cxi, "created"))
         return 0;
     if (send_report (k->ag, r, &e) == SEND_LATER)
         return 1; /* the failure is kept after it, and sent after it */
