@@ -53,19 +53,18 @@ static void spool_unlock (int fd)
 
 enum sent { SENT, SEND_LATER, SEND_NEVER };
 
-/* PUT the report; SEND_LATER when the broker could not take it now
- * (apiretry.h's transient: unreachable, 408, 429, 5xx) or the call was
- * not made (no client token this node may read: kept until the admin
- * mends it), SEND_NEVER when the broker refused it for good. */
-static enum sent send_report (struct agent *ag,
-                              const struct spooled_report *r,
-                              struct fmb_error *e)
+/* PUT one report's state; as send_report answers. */
+static enum sent put_state (struct agent *ag,
+                            const struct spooled_report *r,
+                            const char *cxi,
+                            const char *detail,
+                            struct fmb_error *e)
 {
     char path[512];
     snprintf (path, sizeof (path), "/v1/jobs/%s/nodes/%s", r->job, r->node);
-    json_t *o = json_pack ("{s:s}", "cxi", r->cxi);
-    if (r->detail[0])
-        json_object_set_new (o, "detail", json_string (r->detail));
+    json_t *o = json_pack ("{s:s}", "cxi", cxi);
+    if (detail[0])
+        json_object_set_new (o, "detail", json_string (detail));
     char *body = json_dumps (o, JSON_COMPACT);
     json_decref (o);
     int rc = agent_broker_call (ag, "PUT", path, body, NULL, e);
@@ -78,23 +77,19 @@ static enum sent send_report (struct agent *ag,
     return SEND_NEVER;
 }
 
-struct kept_created {
-    struct agent *ag;
-    const char *job, *node;
-};
-
-/* The job's 'created' report of this node, still kept: sent now. */
-static int send_kept_created (const struct spooled_report *r, void *arg)
+/* PUT the report; SEND_LATER when the broker could not take it now
+ * (apiretry.h's transient: unreachable, 408, 429, 5xx) or the call was
+ * not made (no client token this node may read: kept until the admin
+ * mends it), SEND_NEVER when the broker refused it for good.  One kept
+ * 'after_created' is the 'created' it supersedes, then itself: a 'created'
+ * sent twice is the same state again. */
+static enum sent send_report (struct agent *ag,
+                              const struct spooled_report *r,
+                              struct fmb_error *e)
 {
-    struct kept_created *k = arg;
-    struct fmb_error e;
-    if (strcmp (r->job, k->job) || strcmp (r->node, k->node) ||
-        strcmp (r->cxi, "created"))
-        return 0;
-    if (send_report (k->ag, r, &e) == SEND_LATER)
-        return 1; /* the failure is kept after it, and sent after it */
-    (void)spool_drop (k->ag->args.state_dir, r->job, r->node, &e);
-    return 1;
+    if (r->after_created && put_state (ag, r, "created", "", e) == SEND_LATER)
+        return SEND_LATER;
+    return put_state (ag, r, r->cxi, r->detail, e);
 }
 
 void report_state (struct agent *ag, const char *cxi, const char *detail)
@@ -111,15 +106,13 @@ void report_state (struct agent *ag, const char *cxi, const char *detail)
     r.at_ms = fmb_realtime_ms ();
     int lock = spool_lock (ag);
     /* A failure after a 'created' still kept (a job that ended within
-     * moments of its setup): the broker hears 'created' first, for it
+     * moments of its setup): sent after it, now or when kept (the broker
      * reads a live job's failure after 'created' as the services' end
-     * failing (it asks for a drain), and after nothing as their setup
-     * failing (the job's, told to its user). */
-    if (strcmp (cxi, "failed") == 0)
-        (void)spool_each (ag->args.state_dir,
-                          send_kept_created,
-                          &(struct kept_created){ag, r.job, r.node},
-                          NULL);
+     * failing, and asks for a drain; after nothing, as their setup's). */
+    struct spooled_report kept;
+    if (strcmp (cxi, "failed") == 0 &&
+        spool_get (ag->args.state_dir, r.job, r.node, &kept, NULL) > 0)
+        r.after_created = !strcmp (kept.cxi, "created") || kept.after_created;
     enum sent sent = send_report (ag, &r, &e);
     if (sent == SEND_LATER) {
         struct fmb_error se;

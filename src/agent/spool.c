@@ -60,6 +60,8 @@ int spool_put (const char *state_dir,
                            (json_int_t)r->at_ms);
     if (o && r->detail[0])
         json_object_set_new (o, "detail", json_string (r->detail));
+    if (o && r->after_created)
+        json_object_set_new (o, "after_created", json_true ());
     char *text = o ? fmb_json_dump (o) : NULL;
     json_decref (o);
     if (!text) {
@@ -120,10 +122,23 @@ static int load_report (const char *path, struct spooled_report *r)
         snprintf (r->cxi, sizeof (r->cxi), "%s", cxi);
         snprintf (r->detail, sizeof (r->detail), "%s", detail ? detail : "");
         r->at_ms = json_integer_value (at);
+        r->after_created = json_is_true (json_object_get (o, "after_created"));
         rc = 0;
     }
     json_decref (o);
     return rc;
+}
+
+int spool_get (const char *state_dir,
+               const char *job,
+               const char *node,
+               struct spooled_report *r,
+               struct fmb_error *error)
+{
+    char path[PATH_MAX];
+    if (report_path (path, sizeof (path), state_dir, job, node, error) < 0)
+        return -1;
+    return load_report (path, r) == 0;
 }
 
 static int older_first (const void *a, const void *b)

@@ -10,6 +10,7 @@
 #ifndef FMB_AGENT_SPOOL_H
 #define FMB_AGENT_SPOOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -20,11 +21,24 @@ struct spooled_report {
     char cxi[16];     /* created, destroyed, failed */
     char detail[513]; /* "" if none */
     int64_t at_ms;    /* when the agent made it */
+    /* a 'failed' that ends services this node reported made, with that
+     * 'created' not delivered yet: sent after it (the broker reads a
+     * live job's failure after 'created' as the end's, which drains the
+     * node, and after nothing as the setup's) */
+    bool after_created;
 };
 
 /* Keep 'r', replacing any report of the same job and node. */
 int spool_put (const char *state_dir,
                const struct spooled_report *r,
+               struct fmb_error *error);
+
+/* The kept report of job and node into 'r': 1, or 0 when there is
+ * none (or none this agent could read). */
+int spool_get (const char *state_dir,
+               const char *job,
+               const char *node,
+               struct spooled_report *r,
                struct fmb_error *error);
 
 /* Forget the report of job and node (delivered or superseded); 0 if

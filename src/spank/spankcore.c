@@ -202,8 +202,14 @@ int spank_root_verdict (const char *state_dir, const char *job, struct fmb_error
         errno = EPERM;
         return fmb_errorf (e, "%s: not a root-owned file only root may change", path);
     }
-    json_t *o = fmb_json_load_fd (fd, JOBRECORD_FILE_MAX, NULL);
+    struct fmb_error je;
+    json_t *o = fmb_json_load_fd (fd, JOBRECORD_FILE_MAX, &je);
     close (fd);
+    if (!o) {
+        errno = EPROTO;
+        return fmb_errorf (
+            e, "%s: not a job record of the node prolog: %s", path, je.text);
+    }
     json_t *vnis = json_object_get (o, "vnis");
     json_t *services = json_object_get (o, "services");
     if (!json_is_array (vnis) || !json_is_array (services)) {

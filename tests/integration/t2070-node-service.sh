@@ -176,6 +176,7 @@ printf '#!/bin/sh\ntouch %s/fallback.$SLURM_JOB_ID\ntest -e %s/$SLURM_JOB_ID.jso
 # it, and those who come meanwhile are served one after the other.
 # (Each caller notes when it is connected: python starts slowly here.)
 hold_service () {
+    rm -f "$T/hold.connected"
     python3 -c 'import socket, sys, time
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
@@ -311,14 +312,28 @@ expect_ok '... and services it cannot destroy: the epilog exits 1 (slurmd drains
 # The same right after the job's setup, its 'created' report still kept
 # for the background: the broker must hear it before the failure, which
 # it would otherwise take for the setup's own (told to the user, no
-# drain asked for).
-expect_ok '... and services it cannot destroy just after they were made: the broker hears them made first, and the failure is taken as the end failing (a drain)' '
+# drain asked for).  (A caller holding a connection keeps the service's
+# bookkeeping deferred, up to 1 s: the report is still kept when the
+# epilog comes, however slow this host.)
+fail_destroys () {
     jq ".fail.cxil_destroy_svc = {\"errno\": 5, \"count\": 2}" "$T/n1.cxi.json" >"$T/cxi.new" &&
-    mv "$T/cxi.new" "$T/n1.cxi.json" &&
-    prolog 27 && { service_epilog 27 "$T/epilog-fallback.sh"; test $? = 1; } &&
-    test "$(n1_report 27)" = failed && test "$(job_services 27)" = 2 &&
-    rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\" and .job == \"27\")" >/dev/null &&
+        mv "$T/cxi.new" "$T/n1.cxi.json"
+}
+kept () { grep -q "$2" "$T/n1.rec/reports/$1@n1.json"; } # JOB TEXT
+n1_failed () { test "$(n1_report "$1")" = failed; }
+drained () { rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\" and .job == \"$1\")" >/dev/null; }
+expect_ok '... and services it cannot destroy just after they were made: the broker hears them made first, and the failure is taken as the end failing (a drain)' '
+    fail_destroys && hold_service && prolog 27 && test "$(setup_wait 27)" = "0	" && kept 27 "\"cxi\":\"created\"" &&
+    { service_epilog 27 "$T/epilog-fallback.sh"; test $? = 1; } &&
+    test "$(n1_report 27)" = failed && test "$(job_services 27)" = 2 && drained 27 &&
     service_epilog 27 "$T/epilog-fallback.sh" && test "$(job_services 27)" = 0
+'
+expect_ok '... and with the broker away at that end too: the failure is kept behind the created, and both reach the broker in order once it is back (a drain)' '
+    fail_destroys && hold_service && prolog 28 && test "$(setup_wait 28)" = "0	" && kept 28 "\"cxi\":\"created\"" &&
+    stop_broker && { service_epilog 28 "$T/epilog-fallback.sh"; test $? = 1; } &&
+    kept 28 "\"cxi\":\"failed\"" && kept 28 "\"after_created\":true" &&
+    start_broker && wait_for 300 0.1 n1_failed 28 && drained 28 &&
+    service_epilog 28 "$T/epilog-fallback.sh" && test "$(job_services 28)" = 0
 '
 bad_epilog () { to_service answer "$(request end job=../5)"$'\n\n'; }
 expect_ok '... and an epilog that names no valid job is refused with why' '
