@@ -31,8 +31,12 @@ int cmd_metrics (struct cli *cli, int argc, char **argv)
 
 /* The broker's own verdict (GET /v1/health: the FM session, commits,
  * the VNI pool) as "reasons" lines; NULL when all is well.  A health
- * check that fails is a reason too (the status answered). */
-static json_t *health_reasons (struct cli *cli)
+ * check that fails is a reason too (the status answered).  The FM
+ * session's state in 'status' becomes the verdict's: the status was
+ * read a moment before, and a session that came up (or went down)
+ * between the two must not print "down" beside an OK (or "up" beside
+ * its own reason). */
+static json_t *health_reasons (struct cli *cli, json_t *status)
 {
     json_t *h;
     if (cli_call (cli, "GET", "/v1/health", NULL, NULL, &h))
@@ -41,6 +45,13 @@ static json_t *health_reasons (struct cli *cli)
     const char *verdict = json_string_value (json_object_get (h, "status"));
     if (!reasons && verdict && strcmp (verdict, "ok") != 0)
         reasons = json_pack ("[s]", verdict);
+    json_t *fm_state = json_object_get (h, "fabric_manager");
+    json_t *fm = json_object_get (status, "fabric_manager");
+    if (json_is_string (fm_state) && json_is_object (fm) &&
+        !json_equal (fm_state, json_object_get (fm, "state"))) {
+        json_object_set (fm, "state", fm_state);
+        json_object_del (fm, "last_error"); /* the reasons say it now */
+    }
     json_decref (h);
     return reasons;
 }
@@ -111,7 +122,7 @@ int cmd_status (struct cli *cli, int argc, char **argv)
     int rc = cli_call (cli, "GET", "/v1/status", NULL, NULL, &o);
     if (rc) /* a monitoring check: no broker, or "not now", is CRITICAL */
         return rc == EXIT_TEMPFAIL ? EXIT_CRITICAL : rc;
-    json_t *reasons = health_reasons (cli);
+    json_t *reasons = health_reasons (cli, o);
     rc = reasons ? EXIT_DEGRADED : EXIT_OK;
     if (reasons)
         json_object_set (o, "degraded", reasons);
