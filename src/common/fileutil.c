@@ -11,30 +11,21 @@
 
 #include "fileutil.h"
 
-int fmb_read_file (const char *path,
-                   size_t cap,
-                   bool strip_newlines,
-                   char **ret_buf,
-                   size_t *ret_len,
-                   struct fmb_error *error)
+int fmb_read_fd (
+    int fd, size_t cap, char **ret_buf, size_t *ret_len, struct fmb_error *error)
 {
-    int fd = open (path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return fmb_errorf (error, "%s: %s", path, strerror (errno));
     char *buf = NULL;
     size_t len = 0;
     size_t size = 0;
     for (;;) {
         if (len == size) {
-            if (size > cap) {
-                errno = EFBIG;
-                fmb_errorf (error, "%s: larger than %zu bytes", path, cap);
-                goto error;
-            }
+            if (size > cap)
+                break; /* too large: said below */
             size_t nsize = size ? size * 2 : 4096;
             char *nbuf = realloc (buf, nsize + 1);
             if (!nbuf) {
-                fmb_errorf (error, "%s: out of memory", path);
+                errno = ENOMEM;
+                fmb_errorf (error, "out of memory");
                 goto error;
             }
             buf = nbuf;
@@ -44,7 +35,7 @@ int fmb_read_file (const char *path,
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            fmb_errorf (error, "%s: %s", path, strerror (errno));
+            fmb_errorf (error, "%s", strerror (errno));
             goto error;
         }
         if (n == 0)
@@ -53,18 +44,10 @@ int fmb_read_file (const char *path,
     }
     if (len > cap) {
         errno = EFBIG;
-        fmb_errorf (error, "%s: larger than %zu bytes", path, cap);
+        fmb_errorf (error, "larger than %zu bytes", cap);
         goto error;
     }
-    if (!buf && !(buf = malloc (1))) {
-        fmb_errorf (error, "%s: out of memory", path);
-        goto error;
-    }
-    if (strip_newlines)
-        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
-            len--;
-    buf[len] = '\0';
-    close (fd);
+    buf[len] = '\0'; /* the first pass allocated it, however short the file */
     *ret_buf = buf;
     if (ret_len)
         *ret_len = len;
@@ -74,10 +57,38 @@ error : {
     if (buf)
         explicit_bzero (buf, size);
     free (buf);
-    close (fd);
     errno = saved;
     return -1;
 }
+}
+
+int fmb_read_file (const char *path,
+                   size_t cap,
+                   bool strip_newlines,
+                   char **ret_buf,
+                   size_t *ret_len,
+                   struct fmb_error *error)
+{
+    struct fmb_error e;
+    char *buf;
+    size_t len;
+    int fd = open (path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return fmb_errorf (error, "%s: %s", path, strerror (errno));
+    int rc = fmb_read_fd (fd, cap, &buf, &len, &e);
+    int saved = errno;
+    close (fd);
+    errno = saved;
+    if (rc < 0)
+        return fmb_errorf (error, "%s: %s", path, e.text);
+    if (strip_newlines)
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+            len--;
+    buf[len] = '\0';
+    *ret_buf = buf;
+    if (ret_len)
+        *ret_len = len;
+    return 0;
 }
 
 int fmb_write_file_atomic (const char *path,

@@ -9,6 +9,13 @@
 
 #include "error.h"
 
+/* Read 'fd' to its end into a NUL-terminated malloc'd buffer (caller
+ * frees), in a few read(2)s.  Fails with EFBIG if there is more than
+ * 'cap' bytes; what was read is wiped on failure (credentials).  The
+ * message names no file: the caller's prefix does. */
+int fmb_read_fd (
+    int fd, size_t cap, char **ret_buf, size_t *ret_len, struct fmb_error *error);
+
 /* Read the whole of 'path' into a NUL-terminated malloc'd buffer (caller
  * frees).  Fails with EFBIG if the file is larger than 'cap'.  If
  * 'strip_newlines', trailing \r and \n are removed (credential files). */

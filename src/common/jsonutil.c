@@ -1,9 +1,8 @@
 /* jsonutil.c: see jsonutil.h. */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
+#include "fileutil.h"
 #include "jsonutil.h"
 
 json_t *fmb_json_load_object (const char *buf, size_t len, struct fmb_error *error)
@@ -30,47 +29,10 @@ json_t *fmb_json_load_object (const char *buf, size_t len, struct fmb_error *err
 
 json_t *fmb_json_load_fd (int fd, size_t cap, struct fmb_error *error)
 {
-    size_t len = 0, size = 4096;
-    char *buf = malloc (size);
-    if (!buf) {
-        errno = ENOMEM;
-        fmb_errorf (error, "out of memory");
+    char *buf;
+    size_t len;
+    if (fmb_read_fd (fd, cap, &buf, &len, error) < 0)
         return NULL;
-    }
-    for (;;) {
-        if (len == size) {
-            if (size > cap)
-                break; /* too large: said below */
-            char *bigger = realloc (buf, size * 2);
-            if (!bigger) {
-                free (buf);
-                errno = ENOMEM;
-                fmb_errorf (error, "out of memory");
-                return NULL;
-            }
-            buf = bigger;
-            size *= 2;
-        }
-        ssize_t n = read (fd, buf + len, size - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int saved = errno;
-            free (buf);
-            errno = saved;
-            fmb_errorf (error, "cannot read: %s", strerror (errno));
-            return NULL;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    if (len > cap) {
-        free (buf);
-        errno = EFBIG;
-        fmb_errorf (error, "larger than %zu bytes", cap);
-        return NULL;
-    }
     json_t *v = fmb_json_load_object (buf, len, error);
     free (buf);
     return v;
