@@ -40,7 +40,9 @@ struct outbox {
     struct timers *timers;
     struct fmsession *fms;
     const bool *stopping;              /* the broker is shutting down */
-    int64_t inflight[OUTBOX_PARALLEL]; /* ids of the entries whose call is out */
+    /* The calls out, owned here: fmc_destroy abandons a call still out at
+     * shutdown without its callback. */
+    struct outbox_call *inflight[OUTBOX_PARALLEL];
     int n_inflight;
     struct waitq step_waiters; /* step cleanups with ?wait */
     uint64_t abort_hooked;     /* the pass whose abort hook is registered */
@@ -74,10 +76,10 @@ struct outbox_call {
     char arg[STEP_ID_MAX + 1];
 };
 
-static void inflight_remove (struct outbox *o, int64_t id)
+static void inflight_remove (struct outbox *o, const struct outbox_call *c)
 {
     for (int i = 0; i < o->n_inflight; i++)
-        if (o->inflight[i] == id) {
+        if (o->inflight[i] == c) {
             o->inflight[i] = o->inflight[--o->n_inflight];
             return;
         }
@@ -86,7 +88,7 @@ static void inflight_remove (struct outbox *o, int64_t id)
 static bool inflight_has (struct outbox *o, int64_t id)
 {
     for (int i = 0; i < o->n_inflight; i++)
-        if (o->inflight[i] == id)
+        if (o->inflight[i]->id == id)
             return true;
     return false;
 }
@@ -236,7 +238,7 @@ static void outbox_done (const struct fmc_result *res, void *arg)
     struct outbox *o = c->o;
     struct fmb_error e;
     fmsession_note (o->fms, res);
-    inflight_remove (c->o, c->id);
+    inflight_remove (c->o, c);
     if (res->status == FMC_NOT_SENT) {
         /* The pass that queued it did not commit: the entry is as it was
          * before (due again, or gone with the pass). */
@@ -273,7 +275,7 @@ static void refused_at_once (struct outbox_call *c, const char *why)
     struct fmb_error e;
     struct fmc_result res = {.status = FMC_RETRYABLE, .error = why, .mcast_limit = -1};
     struct outbox_result r = {c, &res};
-    inflight_remove (c->o, c->id);
+    inflight_remove (c->o, c);
     if (pass_write (c->o->pass, write_result, &r, &e) < 0)
         broker_log_store_error (NULL, c->target, &e);
     free (c);
@@ -327,7 +329,7 @@ static int start_call (struct outbox *o, const struct outbox_call *src)
         return -1;
     *c = *src;
     c->o = o;
-    o->inflight[o->n_inflight++] = c->id;
+    o->inflight[o->n_inflight++] = c;
     o->tokens--;
     int rc = c->step
                  ? fmc_job_delete_step (o->fmc, c->target, c->arg, outbox_done, c, &e)
@@ -472,6 +474,10 @@ struct outbox *outbox_create (const struct fmb_config *cfg,
 
 void outbox_destroy (struct outbox *o)
 {
+    if (!o)
+        return;
+    for (int i = 0; i < o->n_inflight; i++)
+        free (o->inflight[i]);
     free (o);
 }
 

@@ -28,6 +28,14 @@
 #include "outbox.h"
 #include "reconcile.h"
 
+/* A listing asked of the FM. */
+struct listing {
+    struct reconciler *rc;
+    int64_t started;
+    bool probe;
+    bool reap_foreign;
+};
+
 struct reconciler {
     const struct fmb_config *cfg;
     struct store *st;
@@ -48,6 +56,11 @@ struct reconciler {
     struct background *slices; /* the listing being matched */
     struct reconcile_hooks hooks;
     void *hooks_arg;
+    /* The listings out: [0] the periodic one (at most one: inflight), [1]
+     * the session's probe (at most one: fmsession_probe_inflight).  Held
+     * here rather than allocated per call, since fmc_destroy abandons a
+     * call still out at shutdown without its callback. */
+    struct listing listings[2];
 };
 
 void reconcile_set_hooks (struct reconciler *rc,
@@ -445,16 +458,10 @@ static int64_t match_next_slice (void *arg, int64_t now)
 #define LISTING_RETRY_MS         5000
 #define LISTING_REFUSED_RETRY_MS (300 * 1000)
 
-struct listing {
-    struct reconciler *rc;
-    int64_t started;
-    bool probe;
-    bool reap_foreign;
-};
-
 static void listing_done (const struct fmc_result *res, void *arg)
 {
-    struct listing *l = arg;
+    /* a copy: its slot is free for the next listing from here on */
+    const struct listing done = *(const struct listing *)arg, *l = &done;
     struct reconciler *rc = l->rc;
     if (l->probe)
         fmsession_probe_done (rc->fms);
@@ -500,22 +507,18 @@ static void listing_done (const struct fmc_result *res, void *arg)
         if (res->http_status != 0 && res->status != FMC_UNAUTHORIZED)
             fmb_log (LOG_ERR, "reconcile: %s", res->error);
     }
-    free (l);
 }
 
 static void start_listing (struct reconciler *rc, bool probe)
 {
     struct fmb_error e;
-    struct listing *l = calloc (1, sizeof (*l));
-    if (!l) { /* the timers try again later */
-        if (probe)
-            fmsession_probe_done (rc->fms);
-        return;
-    }
-    l->rc = rc;
-    l->probe = probe;
-    l->started = now_recorded ();      /* compared with the jobs' updated_ms */
-    l->reap_foreign = rc->reap_wanted; /* asked before this listing */
+    struct listing *l = &rc->listings[probe ? 1 : 0];
+    *l = (struct listing){
+        .rc = rc,
+        .probe = probe,
+        .started = now_recorded (),      /* compared with the jobs' updated_ms */
+        .reap_foreign = rc->reap_wanted, /* asked before this listing */
+    };
     rc->reap_wanted = false;
     if (!probe) /* (the session counts its probes) */
         rc->inflight = true;
