@@ -3,10 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,30 +23,6 @@ void report_this_node (struct agent *ag, char *node, size_t len)
         node[len - 1] = '\0';
         node[strcspn (node, ".")] = '\0';
     }
-}
-
-/* Serialises report delivery on this node: a spooled "created" sent by
- * one run must never overtake the "destroyed" another run just sent. */
-static int spool_lock (struct agent *ag)
-{
-    char path[PATH_MAX];
-    struct fmb_error e;
-    snprintf (path, sizeof (path), "%s/reports", ag->args.state_dir);
-    if (fmb_mkdir_p (path, 0700, &e) < 0)
-        return -1;
-    snprintf (path, sizeof (path), "%s/reports/.lock", ag->args.state_dir);
-    int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd >= 0 && flock (fd, LOCK_EX) < 0) {
-        close (fd);
-        fd = -1;
-    }
-    return fd;
-}
-
-static void spool_unlock (int fd)
-{
-    if (fd >= 0)
-        close (fd);
 }
 
 enum sent { SENT, SEND_LATER, SEND_NEVER };
@@ -104,7 +78,7 @@ void report_state (struct agent *ag, const char *cxi, const char *detail)
     snprintf (r.cxi, sizeof (r.cxi), "%s", cxi);
     snprintf (r.detail, sizeof (r.detail), "%s", detail ? detail : "");
     r.at_ms = fmb_realtime_ms ();
-    int lock = spool_lock (ag);
+    int lock = spool_lock (ag->args.state_dir, r.job, r.node, true);
     /* A failure after a 'created' still kept (a job that ended within
      * moments of its setup): sent after it, now or when kept (the broker
      * reads a live job's failure after 'created' as the services' end
@@ -162,7 +136,7 @@ void report_after_exit (struct agent *ag, const char *cxi)
     report_this_node (ag, r.node, sizeof (r.node));
     snprintf (r.cxi, sizeof (r.cxi), "%s", cxi);
     r.at_ms = fmb_realtime_ms ();
-    int lock = spool_lock (ag);
+    int lock = spool_lock (ag->args.state_dir, r.job, r.node, true);
     int rc = spool_put (ag->args.state_dir, &r, &e);
     spool_unlock (lock);
     if (rc < 0) {
@@ -208,9 +182,8 @@ struct pending_ctx {
     unsigned delivered, refused, left;
 };
 
-static int deliver_one (const struct spooled_report *r, void *arg)
+static int deliver_locked (struct pending_ctx *pc, const struct spooled_report *r)
 {
-    struct pending_ctx *pc = arg;
     struct agent *ag = pc->ag;
     struct fmb_error e;
     enum sent sent = send_report (ag, r, &e);
@@ -245,10 +218,30 @@ static int deliver_one (const struct spooled_report *r, void *arg)
     return 0;
 }
 
+/* A kept report, sent under its job's lock and as it is then: a run
+ * that superseded or sent it since (it held the lock) is not undone.
+ * One whose lock another run holds is in that run's hands: skipped. */
+static int deliver_one (const struct spooled_report *listed, void *arg)
+{
+    struct pending_ctx *pc = arg;
+    struct spooled_report kept;
+    int rc = 0;
+    int lock = spool_lock (pc->ag->args.state_dir, listed->job, listed->node, false);
+    if (lock != -EAGAIN &&
+        spool_get (pc->ag->args.state_dir, listed->job, listed->node, &kept, NULL) > 0)
+        rc = deliver_locked (pc, &kept);
+    spool_unlock (lock);
+    return rc;
+}
+
+/* Still kept, and not another run's to deliver right now. */
 static int count_one (const struct spooled_report *r, void *arg)
 {
-    (void)r;
-    ((struct pending_ctx *)arg)->left++;
+    struct pending_ctx *pc = arg;
+    int lock = spool_lock (pc->ag->args.state_dir, r->job, r->node, false);
+    if (lock != -EAGAIN)
+        pc->left++;
+    spool_unlock (lock);
     return 0;
 }
 
@@ -257,11 +250,9 @@ static unsigned deliver_pending_left (struct agent *ag)
 {
     struct pending_ctx pc = {.ag = ag};
     struct fmb_error e;
-    int lock = spool_lock (ag);
     if (spool_each (ag->args.state_dir, deliver_one, &pc, &e) < 0)
         fmb_log (LOG_WARNING, "%s", e.text);
     spool_each (ag->args.state_dir, count_one, &pc, &e);
-    spool_unlock (lock);
     return pc.left;
 }
 

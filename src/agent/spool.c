@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,53 @@ static int report_path (char *out,
         return fmb_errorf (error, "%s/" SPOOL_DIR ": path too long", state_dir);
     }
     return 0;
+}
+
+#define SPOOL_LOCK_BYTES 65536 /* the lock file's bytes a (job, node) hashes to */
+
+/* FNV-1a of "job@node" */
+static uint32_t lock_byte (const char *job, const char *node)
+{
+    uint32_t h = 2166136261u;
+    for (const char *p = job; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    h = (h ^ '@') * 16777619u;
+    for (const char *p = node; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h % SPOOL_LOCK_BYTES;
+}
+
+int spool_lock (const char *state_dir, const char *job, const char *node, bool wait)
+{
+    char path[PATH_MAX];
+    struct fmb_error e;
+    snprintf (path, sizeof (path), "%s/" SPOOL_DIR, state_dir);
+    if (fmb_mkdir_p (path, 0700, &e) < 0)
+        return -(errno ? errno : EIO);
+    snprintf (path, sizeof (path), "%s/" SPOOL_DIR "/.lock", state_dir);
+    int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    struct flock fl = {.l_type = F_WRLCK,
+                       .l_whence = SEEK_SET,
+                       .l_start = lock_byte (job, node),
+                       .l_len = 1};
+    int rc;
+    while ((rc = fcntl (fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl)) < 0 &&
+           errno == EINTR)
+        ;
+    if (rc < 0) {
+        int err = errno == EACCES ? EAGAIN : errno;
+        close (fd);
+        return -err;
+    }
+    return fd;
+}
+
+void spool_unlock (int lock)
+{
+    if (lock >= 0)
+        close (lock); /* releases it */
 }
 
 int spool_put (const char *state_dir,

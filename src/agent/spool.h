@@ -28,6 +28,20 @@ struct spooled_report {
     bool after_created;
 };
 
+/* What is done with one job's report on this node (kept, sent, dropped)
+ * happens under its lock, across the node service's threads and the
+ * agent's processes: a kept 'created' sent by one must never overtake the
+ * 'destroyed' another just sent, nor a drop lose a report kept since.
+ * Other jobs' reports do not wait for it: each job and node locks one
+ * byte of STATE_DIR/reports/.lock (an open file description's lock; two
+ * pairs may share a byte, which only serialises them), so a job's setup
+ * never waits behind another job's delivery to a slow broker.  Returns
+ * the lock's fd; -EAGAIN when 'wait' is false and another holds it;
+ * another -errno when there is no lock to be had (callers go on
+ * without: a report is worth more than its order). */
+int spool_lock (const char *state_dir, const char *job, const char *node, bool wait);
+void spool_unlock (int lock);
+
 /* Keep 'r', replacing any report of the same job and node. */
 int spool_put (const char *state_dir,
                const struct spooled_report *r,

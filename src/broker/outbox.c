@@ -39,7 +39,7 @@ struct outbox {
     struct pass *pass;
     struct timers *timers;
     struct fmsession *fms;
-    const bool *stopping;              /* the broker is shutting down */
+    const bool *stopping; /* the broker is shutting down */
     /* The calls out, owned here: fmc_destroy abandons a call still out at
      * shutdown without its callback. */
     struct outbox_call *inflight[OUTBOX_PARALLEL];

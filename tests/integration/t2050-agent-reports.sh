@@ -83,6 +83,29 @@ expect_ok 'a kept report the broker refuses for good is dropped, not retried for
     grep -q "refused the kept report .destroyed. of node n5" err &&
     test ! -e "$T/n5.rec/reports/nosuchjob@n5.json" && test -e "$T/n5.rec/reports/junk@n5.json.bad"
 '
+# Each job's report has a lock of its own (spool.h): a kept report that
+# a slow broker holds up does not hold up another job's report, nor the
+# agent run that makes it (a job's setup in the node service waits on
+# the same lock).  The broker cannot be made to answer one job late and
+# another at once: slowbroker.py stands in for its report call.
+slow_done () { [ -z "${slow_pid:-}" ] || { kill "$slow_pid"; wait "$slow_pid"; } 2>/dev/null; slow_pid=; }
+on_exit slow_done
+expect_ok 'a kept report a slow broker holds up does not hold up another job'"'"'s report' '
+    stop_broker && mkdir -p "$T/n6.rec/reports" &&
+    printf "{\"job\":\"61\",\"node\":\"n6\",\"cxi\":\"destroyed\",\"at_ms\":1}" >"$T/n6.rec/reports/61@n6.json" &&
+    rm -f "$T/api.sock" && : >slow.log &&
+    { python3 "$FMB_SRC/tests/integration/slowbroker.py" "$T/api.sock" slow.log 61 release 2>slow.err &
+      slow_pid=$!; } &&
+    wait_for 100 0.05 test -S "$T/api.sock" &&
+    { agent n6 report --pending 2>pending.err & pending_pid=$!; } &&
+    wait_for 200 0.05 grep -qx "recv PUT /v1/jobs/61/nodes/n6" slow.log &&
+    agent n6 epilog --job 62 2>epilog.err &&
+    grep -qx "sent /v1/jobs/62/nodes/n6" slow.log && test ! -e "$T/n6.rec/reports/62@n6.json" &&
+    kill -0 "$pending_pid" && ! grep -q "^sent /v1/jobs/61/" slow.log &&
+    touch release && wait "$pending_pid" && grep -qx "sent /v1/jobs/61/nodes/n6" slow.log &&
+    test ! -e "$T/n6.rec/reports/61@n6.json" && test "$(grep -c "^recv PUT /v1/jobs/61/" slow.log)" = 1
+'
+slow_done
 expect_ok 'the node timer and its service pass systemd-analyze verify' '
     if ! command -v systemd-analyze >/dev/null; then echo "skipped: no systemd-analyze"; return 0; fi
     sed "s|^ExecStart=/usr/sbin/fmbroker-cxi|ExecStart=$FMB_BIN/fmbroker-cxi|" \
