@@ -180,6 +180,7 @@ void report_after_exit (struct agent *ag, const char *cxi)
 struct pending_ctx {
     struct agent *ag;
     unsigned delivered, refused, left;
+    unsigned busy; /* skipped: another run held its lock */
 };
 
 static int deliver_locked (struct pending_ctx *pc, const struct spooled_report *r)
@@ -220,56 +221,61 @@ static int deliver_locked (struct pending_ctx *pc, const struct spooled_report *
 
 /* A kept report, sent under its job's lock and as it is then: a run
  * that superseded or sent it since (it held the lock) is not undone.
- * One whose lock another run holds is in that run's hands: skipped. */
+ * One whose lock another run holds (making or sending a report of that
+ * job, or of one sharing its byte) is not waited for: skipped, and
+ * still counted as kept, so that the node service tries it again. */
 static int deliver_one (const struct spooled_report *listed, void *arg)
 {
     struct pending_ctx *pc = arg;
     struct spooled_report kept;
     int rc = 0;
     int lock = spool_lock (pc->ag->args.state_dir, listed->job, listed->node, false);
-    if (lock != -EAGAIN &&
-        spool_get (pc->ag->args.state_dir, listed->job, listed->node, &kept, NULL) > 0)
+    if (lock == -EAGAIN)
+        pc->busy++;
+    else if (spool_get (
+                 pc->ag->args.state_dir, listed->job, listed->node, &kept, NULL) > 0)
         rc = deliver_locked (pc, &kept);
     spool_unlock (lock);
     return rc;
 }
 
-/* Still kept, and not another run's to deliver right now. */
 static int count_one (const struct spooled_report *r, void *arg)
 {
-    struct pending_ctx *pc = arg;
-    int lock = spool_lock (pc->ag->args.state_dir, r->job, r->node, false);
-    if (lock != -EAGAIN)
-        pc->left++;
-    spool_unlock (lock);
+    (void)r;
+    ((struct pending_ctx *)arg)->left++;
     return 0;
 }
 
-/* Deliver the reports kept by earlier runs; how many are still kept. */
-static unsigned deliver_pending_left (struct agent *ag)
+/* Deliver the reports kept by earlier runs: how many are still kept,
+ * and of those how many another run was busy with. */
+static unsigned deliver_pending_left (struct agent *ag, unsigned *busy)
 {
     struct pending_ctx pc = {.ag = ag};
     struct fmb_error e;
     if (spool_each (ag->args.state_dir, deliver_one, &pc, &e) < 0)
         fmb_log (LOG_WARNING, "%s", e.text);
     spool_each (ag->args.state_dir, count_one, &pc, &e);
+    *busy = pc.busy < pc.left ? pc.busy : pc.left;
     return pc.left;
 }
 
 unsigned report_deliver_pending (struct agent *ag)
 {
-    return deliver_pending_left (ag);
+    unsigned busy;
+    return deliver_pending_left (ag, &busy);
 }
 
 /* report --pending: for a timer or housekeeping. */
 int cmd_report (struct agent *ag)
 {
-    unsigned left = deliver_pending_left (ag);
+    unsigned busy;
+    unsigned left = deliver_pending_left (ag, &busy);
     if (left) {
         fmb_log (LOG_ERR,
-                 "%u node report(s) still not delivered (kept in %s/reports)",
+                 "%u node report(s) still not delivered (kept in %s/reports%s)",
                  left,
-                 ag->args.state_dir);
+                 ag->args.state_dir,
+                 busy ? "; another run was making or sending some of them" : "");
         return EXIT_FAIL;
     }
     return 0;

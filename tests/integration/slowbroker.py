@@ -5,8 +5,9 @@ for what the real broker cannot be made to do: answer one job's report
 late and another's at once.  Every PUT of a node report is answered 200,
 at once, except for job HOLD_JOB's, whose answer waits until
 RELEASE_FILE exists (at most 20 s).  Anything else is answered 404.
-LOG gets "recv METHOD PATH" as a request arrives and "sent PATH" once
-its answer is written, in that order."""
+LOG gets "recv METHOD PATH" as a request arrives and "answer PATH" just
+before its answer is written (so that a client that has its answer
+finds the line)."""
 import http.server
 import os
 import re
@@ -50,8 +51,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             end = time.monotonic() + 20
             while not os.path.exists(release_file) and time.monotonic() < end:
                 time.sleep(0.02)
+        log("answer " + self.path)
         self.answer(200, '{"job":"%s","node":"%s"}' % (m.group(1), m.group(2)))
-        log("sent " + self.path)
 
     def do_GET(self):
         log("recv GET " + self.path)

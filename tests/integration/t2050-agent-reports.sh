@@ -100,9 +100,9 @@ expect_ok 'a kept report a slow broker holds up does not hold up another job'"'"
     { agent n6 report --pending 2>pending.err & pending_pid=$!; } &&
     wait_for 200 0.05 grep -qx "recv PUT /v1/jobs/61/nodes/n6" slow.log &&
     agent n6 epilog --job 62 2>epilog.err &&
-    grep -qx "sent /v1/jobs/62/nodes/n6" slow.log && test ! -e "$T/n6.rec/reports/62@n6.json" &&
-    kill -0 "$pending_pid" && ! grep -q "^sent /v1/jobs/61/" slow.log &&
-    touch release && wait "$pending_pid" && grep -qx "sent /v1/jobs/61/nodes/n6" slow.log &&
+    grep -qx "answer /v1/jobs/62/nodes/n6" slow.log && test ! -e "$T/n6.rec/reports/62@n6.json" &&
+    kill -0 "$pending_pid" && ! grep -q "^answer /v1/jobs/61/" slow.log &&
+    touch release && wait "$pending_pid" && grep -qx "answer /v1/jobs/61/nodes/n6" slow.log &&
     test ! -e "$T/n6.rec/reports/61@n6.json" && test "$(grep -c "^recv PUT /v1/jobs/61/" slow.log)" = 1
 '
 slow_done

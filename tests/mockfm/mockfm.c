@@ -14,7 +14,8 @@
  *     POST   /fabric/collectives/multicasts        {macs, vni, timeout, jobID,
  * jobStepID} DELETE /fabric/collectives/multicasts/{id}   200 JSON (never 204)
  *
- * and, for tests only, /_mock/state, /_mock/count?prefix=P (how many
+ * and, for tests only, /_mock/state (with counters; "in_flight": the
+ * FM calls received and not yet answered), /_mock/count?prefix=P (how many
  * jobs' IDs start with P: a watch that costs no copy of the state),
  * /_mock/faults, /_mock/restart, /_mock/expire-tokens and /_mock/config.  Error bodies
  * carry both "detail" (Slurm reads it) and "message" (libfabric reads it; 507s put the
@@ -227,6 +228,7 @@ static json_t *state_to_json (bool with_stats)
             o, "token_grants", json_integer ((json_int_t)stat_token_grants));
         json_object_set_new (o, "restarts", json_integer ((json_int_t)stat_restarts));
         json_object_set_new (o, "max_concurrency", json_integer (max_concurrency));
+        json_object_set_new (o, "in_flight", json_integer (atomic_load (&concurrency)));
     }
     return o;
 }
