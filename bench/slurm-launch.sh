@@ -66,6 +66,10 @@
 # more an FM reservation for its collectives (min_nodes = 2: every
 # launch here pays for one); hwcoll_min_nodes=64, the shipped default,
 # measures a 2-node job as a site's default makes it, with none.
+# BENCH_SETTLE=S sleeps S seconds once the cluster is idle, before
+# each launch of every setup: whether work left over from the last job
+# (the broker's release, the node services' deferred reports) costs the
+# next launch.
 # Needs root.  Bounded: BENCH_LAUNCHES (100) per
 # setup, in blocks of BENCH_BLOCK (25), every daemon stopped at exit.
 set -u
@@ -248,6 +252,7 @@ SlurmdDebug=verbose" || { slurm_diag; exit 1; }
 # 2 cores and on a real cluster run on other hosts).
 launch () { # MODE
     wait_for 300 0.05 slurm_all_idle || return 1
+    [ -z "${BENCH_SETTLE:-}" ] || sleep "$BENCH_SETTLE"
     t0=$EPOCHREALTIME
     setpriv --reuid=nobody --regid=nogroup --clear-groups srun -N2 true || return 1
     t1=$EPOCHREALTIME
