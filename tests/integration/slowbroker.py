@@ -5,9 +5,9 @@ for what the real broker cannot be made to do: answer one job's report
 late and another's at once.  Every PUT of a node report is answered 200,
 at once, except for job HOLD_JOB's, whose answer waits until
 RELEASE_FILE exists (at most 20 s).  Anything else is answered 404.
-LOG gets "recv METHOD PATH" as a request arrives and "answer PATH" just
-before its answer is written (so that a client that has its answer
-finds the line)."""
+LOG gets "ready" once it listens, "recv METHOD PATH" as a request
+arrives and "answer PATH" just before its answer is written (so that a
+client that has its answer finds the line)."""
 import http.server
 import os
 import re
@@ -73,4 +73,5 @@ class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 if os.path.exists(sock_path):
     os.unlink(sock_path)
 with Server(sock_path, Handler) as server:
+    log("ready")  # listening: a connect from now on is served
     server.serve_forever()

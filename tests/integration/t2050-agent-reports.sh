@@ -96,7 +96,7 @@ expect_ok 'a kept report a slow broker holds up does not hold up another job'"'"
     rm -f "$T/api.sock" && : >slow.log &&
     { python3 "$FMB_SRC/tests/integration/slowbroker.py" "$T/api.sock" slow.log 61 release 2>slow.err &
       slow_pid=$!; } &&
-    wait_for 100 0.05 test -S "$T/api.sock" &&
+    wait_for 200 0.05 grep -qx ready slow.log &&
     { agent n6 report --pending 2>pending.err & pending_pid=$!; } &&
     wait_for 200 0.05 grep -qx "recv PUT /v1/jobs/61/nodes/n6" slow.log &&
     agent n6 epilog --job 62 2>epilog.err &&
