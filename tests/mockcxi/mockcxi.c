@@ -67,7 +67,32 @@ struct mock {
     bool readonly; /* a user's TaskProlog may only read the NICs' state */
     bool dirty;    /* changed since loaded: write it back */
     json_t *root;
+    char *text; /* the file as read */
+    size_t len;
 };
+
+/* The state this process last read or wrote, with its text: a call that
+ * reads the same text again takes the tree as it is rather than parsing
+ * it (a call's state is small, but the service makes a dozen calls per
+ * job, and the double must not cost more than the calls it stands in
+ * for).  Used under the exclusive lock only, which every thread takes on
+ * an open of its own; the calls that change the tree write it back. */
+static struct {
+    json_t *root;
+    char *text;
+    size_t len;
+} cache;
+
+static void cache_keep (json_t *root, char *text, size_t len)
+{
+    json_decref (cache.root);
+    free (cache.text);
+    cache.root = root ? json_incref (root) : NULL;
+    cache.text = root ? text : NULL;
+    cache.len = root ? len : 0;
+    if (!root)
+        free (text);
+}
 
 /* ---- state --------------------------------------------------------- */
 
@@ -207,6 +232,7 @@ static int mock_open (struct mock *m)
 {
     const char *path = getenv ("MOCKCXI_STATE");
     m->root = NULL;
+    m->text = NULL;
     m->fd = -1;
     if (!path)
         return -ENODEV;
@@ -227,9 +253,17 @@ static int mock_open (struct mock *m)
          * must not cost more than the calls it stands in for. */
         char *text = malloc ((size_t)size + 1);
         ssize_t got = text ? read (m->fd, text, (size_t)size) : -1;
-        if (got == (ssize_t)size)
-            m->root = json_loadb (text, (size_t)got, 0, &jerr);
-        free (text);
+        if (got != (ssize_t)size) {
+            free (text);
+            return -EIO;
+        }
+        m->text = text;
+        m->len = (size_t)got;
+        if (!m->readonly && cache.root && cache.len == m->len &&
+            memcmp (cache.text, text, m->len) == 0)
+            m->root = json_incref (cache.root);
+        else
+            m->root = json_loadb (text, m->len, 0, &jerr);
     } else {
         m->root = json_object ();
         init_state (m->root);
@@ -240,14 +274,20 @@ static int mock_open (struct mock *m)
 
 static void mock_close (struct mock *m, bool save)
 {
-    if ((save || m->dirty) && m->root && !m->readonly) {
+    json_t *current = m->readonly ? NULL : m->root; /* the file's, as read */
+    if ((save || m->dirty) && current) {
         char *s = json_dumps (m->root, JSON_COMPACT | JSON_SORT_KEYS);
-        if (s && ftruncate (m->fd, 0) == 0 && lseek (m->fd, 0, SEEK_SET) == 0) {
-            ssize_t n = write (m->fd, s, strlen (s));
-            (void)n;
-        }
-        free (s);
+        free (m->text);
+        m->text = s;
+        m->len = s ? strlen (s) : 0;
+        if (!s || ftruncate (m->fd, 0) < 0 || lseek (m->fd, 0, SEEK_SET) < 0 ||
+            write (m->fd, s, m->len) != (ssize_t)m->len)
+            current = NULL; /* the file is not this tree: parse it next time */
     }
+    if (!m->readonly && m->fd >= 0)
+        cache_keep (current, m->text, m->len); /* takes the text */
+    else
+        free (m->text);
     json_decref (m->root);
     if (m->fd >= 0)
         close (m->fd); /* releases the lock */
