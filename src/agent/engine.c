@@ -322,7 +322,7 @@ unsigned engine_deliver (struct engine *eng)
     if (!run)
         return 1;
     run->single_try = true; /* kept reports are tried again after a wait */
-    unsigned left = report_deliver_pending (run);
+    unsigned left = report_deliver_pending (run, true);
     run_free (eng, run);
     return left;
 }

@@ -155,7 +155,7 @@ static int run (struct agent *ag)
          ag->args.cmd == AGENT_HOUSEKEEPING || ag->args.cmd == AGENT_CLEAN) &&
         !ag->args.dry_run && !ag->args.no_report && !ag->broker_down &&
         !ag->delivery_detached && !ag->in_service)
-        report_deliver_pending (ag);
+        report_deliver_pending (ag, false);
     /* The job's own reason last (ag->final_reason). */
     if (rc != 0 && ag->final_reason[0])
         fmb_log (LOG_ERR, "%s", ag->final_reason);

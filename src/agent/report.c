@@ -152,7 +152,7 @@ void report_after_exit (struct agent *ag, const char *cxi)
     fflush (NULL);
     pid_t pid = fork ();
     if (pid < 0) {
-        report_deliver_pending (ag);
+        report_deliver_pending (ag, false); /* the hook's own process */
         return;
     }
     if (pid == 0) {
@@ -168,7 +168,7 @@ void report_after_exit (struct agent *ag, const char *cxi)
                 dup2 (null, STDOUT_FILENO);
                 dup2 (null, STDERR_FILENO);
             }
-            report_deliver_pending (ag);
+            report_deliver_pending (ag, true); /* detached: it may wait */
         }
         _exit (0);
     }
@@ -179,8 +179,8 @@ void report_after_exit (struct agent *ag, const char *cxi)
 
 struct pending_ctx {
     struct agent *ag;
+    bool wait; /* for a lock another run holds, rather than skip it */
     unsigned delivered, refused, left;
-    unsigned busy; /* skipped: another run held its lock */
 };
 
 static int deliver_locked (struct pending_ctx *pc, const struct spooled_report *r)
@@ -222,18 +222,16 @@ static int deliver_locked (struct pending_ctx *pc, const struct spooled_report *
 /* A kept report, sent under its job's lock and as it is then: a run
  * that superseded or sent it since (it held the lock) is not undone.
  * One whose lock another run holds (making or sending a report of that
- * job, or of one sharing its byte) is not waited for: skipped, and
- * still counted as kept, so that the node service tries it again. */
+ * job, or of one sharing its byte) is waited for in the background, and
+ * by a hook run skipped, and still counted as kept. */
 static int deliver_one (const struct spooled_report *listed, void *arg)
 {
     struct pending_ctx *pc = arg;
     struct spooled_report kept;
     int rc = 0;
-    int lock = spool_lock (pc->ag->args.state_dir, listed->job, listed->node, false);
-    if (lock == -EAGAIN)
-        pc->busy++;
-    else if (spool_get (
-                 pc->ag->args.state_dir, listed->job, listed->node, &kept, NULL) > 0)
+    int lock = spool_lock (pc->ag->args.state_dir, listed->job, listed->node, pc->wait);
+    if (lock != -EAGAIN &&
+        spool_get (pc->ag->args.state_dir, listed->job, listed->node, &kept, NULL) > 0)
         rc = deliver_locked (pc, &kept);
     spool_unlock (lock);
     return rc;
@@ -246,36 +244,25 @@ static int count_one (const struct spooled_report *r, void *arg)
     return 0;
 }
 
-/* Deliver the reports kept by earlier runs: how many are still kept,
- * and of those how many another run was busy with. */
-static unsigned deliver_pending_left (struct agent *ag, unsigned *busy)
+unsigned report_deliver_pending (struct agent *ag, bool wait)
 {
-    struct pending_ctx pc = {.ag = ag};
+    struct pending_ctx pc = {.ag = ag, .wait = wait};
     struct fmb_error e;
     if (spool_each (ag->args.state_dir, deliver_one, &pc, &e) < 0)
         fmb_log (LOG_WARNING, "%s", e.text);
     spool_each (ag->args.state_dir, count_one, &pc, &e);
-    *busy = pc.busy < pc.left ? pc.busy : pc.left;
     return pc.left;
-}
-
-unsigned report_deliver_pending (struct agent *ag)
-{
-    unsigned busy;
-    return deliver_pending_left (ag, &busy);
 }
 
 /* report --pending: for a timer or housekeeping. */
 int cmd_report (struct agent *ag)
 {
-    unsigned busy;
-    unsigned left = deliver_pending_left (ag, &busy);
+    unsigned left = report_deliver_pending (ag, true);
     if (left) {
         fmb_log (LOG_ERR,
-                 "%u node report(s) still not delivered (kept in %s/reports%s)",
+                 "%u node report(s) still not delivered (kept in %s/reports)",
                  left,
-                 ag->args.state_dir,
-                 busy ? "; another run was making or sending some of them" : "");
+                 ag->args.state_dir);
         return EXIT_FAIL;
     }
     return 0;

@@ -19,8 +19,11 @@ void report_state (struct agent *ag, const char *cxi, const char *detail);
  * child after this process has exited. */
 void report_after_exit (struct agent *ag, const char *cxi);
 
-/* Deliver the reports kept by earlier runs; how many are still kept. */
-unsigned report_deliver_pending (struct agent *ag);
+/* Deliver the reports kept by earlier runs; how many are still kept.
+ * 'wait': for a report whose lock another run holds (spool.h), as the
+ * background does; a hook run skips it rather than wait behind another
+ * job's delivery. */
+unsigned report_deliver_pending (struct agent *ag, bool wait);
 
 /* report --pending: for a timer or housekeeping. */
 int cmd_report (struct agent *ag);
