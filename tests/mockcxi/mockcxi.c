@@ -241,16 +241,20 @@ static int mock_open (struct mock *m)
     m->root = NULL;
     m->text = NULL;
     m->fd = -1;
-    if (!path)
-        return -ENODEV;
     m->readonly = false;
     m->dirty = false;
+    if (!path)
+        return -ENODEV;
     m->fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (m->fd < 0 && errno == EACCES) {
         m->fd = open (path, O_RDONLY | O_CLOEXEC);
         m->readonly = true;
     }
-    if (m->fd < 0 || flock (m->fd, m->readonly ? LOCK_SH : LOCK_EX) < 0)
+    if (m->fd >= 0 && flock (m->fd, m->readonly ? LOCK_SH : LOCK_EX) < 0) {
+        close (m->fd); /* unlocked: mock_close must not touch the cache */
+        m->fd = -1;
+    }
+    if (m->fd < 0)
         return -EIO;
     json_error_t jerr;
     off_t size = lseek (m->fd, 0, SEEK_END);
