@@ -7,10 +7,13 @@
  * encoded slash in a job id can never change the route.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -42,6 +45,7 @@ struct listener {
     struct http *h;
     struct MHD_Daemon *d;
     bool tcp;
+    bool resumed; /* a connection of its resumed since its last MHD_run */
 };
 
 /* The TCP listener's connections are spread over this many libmicrohttpd
@@ -60,6 +64,7 @@ struct http {
     struct listener l[1 + TCP_SHARDS]; /* the Unix socket's, then TCP's shards */
     int n;
     int next_shard;          /* the TCP shard the next pass begins with */
+    int shards_ep;           /* an epoll set of the shards' epoll fds; -1: none */
     struct conns *cs;        /* listening sockets, connections, their caps */
     struct callerid *ids;    /* tokens, node keys: who a caller is */
     struct dispatch *disp;   /* the route table and its checks */
@@ -180,6 +185,7 @@ static struct http_req *req_new (struct listener *l,
     req->sh = &l->h->sh;
     req->tcp = l->tcp;
     req->conn = conn;
+    req->resumed = &l->resumed;
     req->wait.req = req;
     snprintf (req->method, sizeof (req->method), "%s", method);
     req->early_status = oversize_status (conn, url);
@@ -425,6 +431,23 @@ static struct MHD_Daemon *start_daemon (struct listener *l, unsigned max_conns)
         MHD_OPTION_END);
 }
 
+/* The shards' epoll fds in one epoll set of ours: the loop's poll()
+ * watches that one fd, and a pass asks it which shards are ready, not
+ * each of the 32 (ready_shards). */
+static int shards_watch (struct http *h, struct fmb_error *error)
+{
+    if ((h->shards_ep = epoll_create1 (EPOLL_CLOEXEC)) < 0)
+        return fmb_errorf (error, "epoll_create1: %s", strerror (errno));
+    for (int i = 1; i < h->n; i++) {
+        const union MHD_DaemonInfo *di =
+            MHD_get_daemon_info (h->l[i].d, MHD_DAEMON_INFO_EPOLL_FD);
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+        if (epoll_ctl (h->shards_ep, EPOLL_CTL_ADD, di->epoll_fd, &ev) < 0)
+            return fmb_errorf (error, "epoll_ctl: %s", strerror (errno));
+    }
+    return 0;
+}
+
 /* The TCP listener: tokens, node keys, certificate and key, the socket,
  * its bounds, and its MHD with TLS. */
 static int tcp_start (struct http *h,
@@ -455,7 +478,7 @@ static int tcp_start (struct http *h,
         conns_add_daemon (h->cs, true, h->l[i].d);
         h->n = i + 1;
     }
-    return 0;
+    return shards_watch (h, error);
 }
 
 int http_create (const struct fmb_config *cfg,
@@ -468,6 +491,7 @@ int http_create (const struct fmb_config *cfg,
         return fmb_errorf (error, "out of memory");
     for (int i = 0; i <= TCP_SHARDS; i++)
         h->l[i].h = h;
+    h->shards_ep = -1;
     h->sh.metrics = deps->metrics;
     if (!(h->sh.rlog = refusallog_create ()) ||
         !(h->cs = conns_create (cfg, deps->roles, deps->metrics)) ||
@@ -576,6 +600,8 @@ void http_destroy (struct http *h)
         for (int i = 0; i <= TCP_SHARDS; i++)
             if (h->l[i].d)
                 MHD_stop_daemon (h->l[i].d);
+        if (h->shards_ep >= 0)
+            close (h->shards_ep);
         conns_destroy (h->cs);
         dispatch_destroy (h->disp);
         callerid_destroy (h->ids);
@@ -592,14 +618,12 @@ void http_destroy (struct http *h)
 int http_pollfds (struct http *h, struct pollfd *fds, int max)
 {
     int n = conns_pollfds (h->cs, fds, max);
-    for (int i = 0; i < h->n && n < max; i++) {
-        const union MHD_DaemonInfo *di =
-            MHD_get_daemon_info (h->l[i].d, MHD_DAEMON_INFO_EPOLL_FD);
-        fds[n].fd = di->epoll_fd;
-        fds[n].events = POLLIN;
-        fds[n].revents = 0;
-        n++;
-    }
+    int watched[2] = {
+        MHD_get_daemon_info (h->l[0].d, MHD_DAEMON_INFO_EPOLL_FD)->epoll_fd,
+        h->shards_ep};
+    for (int i = 0; i < 2 && n < max; i++)
+        if (watched[i] >= 0)
+            fds[n++] = (struct pollfd){.fd = watched[i], .events = POLLIN};
     return n;
 }
 
@@ -617,6 +641,8 @@ int http_timeout_ms (struct http *h)
     int best = -1;
     for (int i = 0; i < h->n; i++) {
         MHD_UNSIGNED_LONG_LONG t;
+        if (h->l[i].resumed) /* left by a pass's budget */
+            return 0;
         if (MHD_get_timeout (h->l[i].d, &t) == MHD_YES)
             best = earliest (best, t > 60000 ? 60000 : (int64_t)t);
     }
@@ -626,23 +652,55 @@ int http_timeout_ms (struct http *h)
     return earliest (best, conns_accept_paused_ms (h->cs));
 }
 
+/* The TCP shards with work: an epoll fd readable (a request's bytes, a
+ * connection handed over), a wait of 0 (data it read ahead, a
+ * connection's timeout due) or a connection resumed (an answer released:
+ * libmicrohttpd in external mode has no eventfd to say so, MHD_run finds
+ * them).  One epoll_wait() on shards_ep, not an MHD_run of each shard:
+ * that is an epoll_wait() and a walk of its lists even when it finds
+ * nothing, for 32 shards mostly idle, several times a loop pass.
+ * Returns how many are in 'ready' (listener indexes), in the order they
+ * are to run. */
+static int ready_shards (struct http *h, int *ready)
+{
+    struct epoll_event ev[TCP_SHARDS];
+    bool readable[1 + TCP_SHARDS] = {false};
+    int shards = h->n - 1, n = 0;
+    int got = shards > 0 ? epoll_wait (h->shards_ep, ev, TCP_SHARDS, 0) : 0;
+    if (got < 0) /* cannot tell: every shard runs */
+        for (int i = 1; i <= shards; i++)
+            readable[i] = true;
+    for (int k = 0; k < got; k++)
+        readable[ev[k].data.u32] = true;
+    for (int k = 0; k < shards; k++) {
+        int i = 1 + (h->next_shard + k) % shards;
+        MHD_UNSIGNED_LONG_LONG t;
+        if (readable[i] || h->l[i].resumed ||
+            (MHD_get_timeout (h->l[i].d, &t) == MHD_YES && t == 0))
+            ready[n++] = i;
+    }
+    return n;
+}
+
 void http_process (struct http *h, const struct pollfd *fds, int n)
 {
     conns_accept (h->cs, fds, n);
     conns_cut_late (h->cs);
     tarpit_run (h);
     refusallog_flush (h->sh.rlog, fmb_monotime_ms ()); /* its window's end */
+    h->l[0].resumed = false;
     MHD_run (h->l[0].d); /* the Unix socket: the RM and admins */
-    /* then TCP's shards, each its ready connections, within the budget;
-     * the next pass goes on from where this one stopped (the shards'
-     * epoll fds still readable make it come at once) */
-    int shards = h->n - 1;
+    /* then TCP's shards with work, each its ready connections, within
+     * the budget; the next pass goes on from where this one stopped
+     * (the shards' epoll fds still readable make it come at once) */
+    int ready[TCP_SHARDS];
+    int nready = ready_shards (h, ready);
     int64_t until = fmb_monotime_ms () + TCP_PASS_BUDGET_MS;
-    for (int k = 0; k < shards; k++) {
-        int i = 1 + (h->next_shard + k) % shards;
-        MHD_run (h->l[i].d);
+    for (int k = 0; k < nready; k++) {
+        h->l[ready[k]].resumed = false;
+        MHD_run (h->l[ready[k]].d);
         if (fmb_monotime_ms () >= until) {
-            h->next_shard = (h->next_shard + k + 1) % shards;
+            h->next_shard = ready[k] % (h->n - 1); /* the one after it */
             return;
         }
     }

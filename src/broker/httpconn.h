@@ -61,6 +61,7 @@ struct http_req {
     struct http_shared *sh;
     bool tcp; /* came on the TCP listener */
     struct MHD_Connection *conn;
+    bool *resumed; /* its listener's: MHD_run it (httpreq_resume) */
     char method[16];
     char *body;
     size_t len;

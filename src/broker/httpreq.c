@@ -80,6 +80,8 @@ void httpreq_resume (struct http_req *req)
     if (req->suspended) {
         req->suspended = false;
         MHD_resume_connection (req->conn);
+        if (req->resumed)
+            *req->resumed = true;
     }
 }
 
