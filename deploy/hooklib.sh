@@ -25,7 +25,8 @@ FMBROKER_CLEANUP_RETRY_S=${FMBROKER_CLEANUP_RETRY_S:-600}
 # Is a failed fmbroker call (exit status $1) worth another try?  The CLI
 # exits 75 (EX_TEMPFAIL) when no broker answered or one answered 408, 429
 # or 5xx (busy, failing over): the one rule every client of the broker
-# follows (src/apiclient/apiretry.h); 124 is timeout(1)'s.  1 (refused)
+# follows (src/apiclient/apiretry.h); 124 is timeout(1)'s, where a site's
+# wrapper puts one around a hook.  1 (refused)
 # and 3 (usage, a bad option, or configuration) do not change by waiting.
 # ($2, the call's output, is for the callers' messages.)
 fmb_transient () {
@@ -57,9 +58,12 @@ fmb_log_no_such_job () { # JOB [after]
     fmb_log "job $1: the broker has no such job${2:+ ($2)}: its RUN never reached it, so it holds nothing; nothing to end"
 }
 
-# fmb_end_job JOB: CLEANUP at the broker; prints what went wrong.
+# fmb_end_job JOB: CLEANUP at the broker; prints what went wrong.  (No
+# timeout(1) around it: the CLI bounds the whole call, name lookup and
+# TLS handshake included, and says so when it gives up (exit 75); a
+# timeout(1) killing it first would lose that reason.)
 fmb_end_job () {
-    timeout $((FMBROKER_HOOK_TIMEOUT + 1)) "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
+    "$FMBROKER_BINDIR/fmbroker" -c "$FMBROKER_CONF" \
         --timeout "$FMBROKER_HOOK_TIMEOUT" end-job "$1" 2>&1 >/dev/null
 }
 

@@ -12,7 +12,8 @@
  * broker's calls to the FM, many at once, are libcurl's: src/fmclient.)
  * Known limits: the name lookup (getaddrinfo) has no timeout of its own
  * (give broker_url by address where the resolver may be slow), and a
- * TLS handshake is bounded per read and write, not as a whole. */
+ * TLS handshake is bounded per read and write, not as a whole.  (The
+ * CLI's hook commands bound their whole run with alarm(2): src/cli.) */
 #ifndef FMB_APICLIENT_H
 #define FMB_APICLIENT_H
 

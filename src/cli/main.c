@@ -19,6 +19,8 @@
  * the global options and the dispatch; each command family is a file of
  * its own (README). */
 #include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,6 +38,7 @@ static const struct {
     int (*fn) (struct cli *, int, char **);
     const char *help;
     const char *usage; /* printed by "fmbroker NAME --help" */
+    bool hook;         /* one call, bounded as a whole (arm_deadline) */
 } cmds[] = {
     {"status",
      cmd_status,
@@ -46,12 +49,14 @@ static const struct {
      "(each reason on a 'degraded:' line: the fabric-manager session not up,\n"
      "the VNI pool full, ...) or the broker refused the check; 2 cannot reach\n"
      "the broker (or it answered 5xx); 3 the check could not run as asked\n"
-     "(usage or configuration error).\n"},
+     "(usage or configuration error).\n",
+     false},
     {"metrics",
      cmd_metrics,
      "the broker's metrics (Prometheus text)",
      "Usage: fmbroker metrics\n"
-     "Print GET /metrics: every metric family with its HELP and TYPE.\n"},
+     "Print GET /metrics: every metric family with its HELP and TYPE.\n",
+     false},
     {"jobs",
      cmd_jobs,
      "list jobs [--state S] [--user U] [--limit N] [-o COLS] [--noheader]",
@@ -62,27 +67,31 @@ static const struct {
      "  -l, --limit N     at most N jobs (1-100000; 100), page after page\n"
      "  -o, --output COLS the columns, comma-separated, from\n"
      "                    " JOBS_DEFAULT_COLS "\n"
-     "  -n, --noheader    no header line\n"},
+     "  -n, --noheader    no header line\n",
+     false},
     {"job",
      cmd_job,
      "job show JOB | job release JOB [--force]",
      "Usage: fmbroker job show JOB\n"
      "       fmbroker job release JOB [--force]\n"
      "Show one job (VNIs, hwcoll, environment, node reports), or release it\n"
-     "(CLEANUP); --force frees its VNIs without waiting for node reports.\n"},
+     "(CLEANUP); --force frees its VNIs without waiting for node reports.\n",
+     false},
     {"step-clean",
      cmd_step_clean,
      "release a step's multicast trees [JOB STEP]",
      "Usage: fmbroker step-clean [JOB STEP]\n"
      "Release a step's multicast trees.  Without arguments: the job and step of\n"
      "FI_CXI_COLL_JOB_ID / FI_CXI_COLL_JOB_STEP_ID, authorised by\n"
-     "FI_CXI_COLL_MCAST_TOKEN.\n"},
+     "FI_CXI_COLL_MCAST_TOKEN.\n",
+     true},
     {"events",
      cmd_events,
      "the event log [--after SEQ] [--follow] [--count N]",
      "Usage: fmbroker events [--after SEQ] [--follow] [--count N]\n"
      "Print events after SEQ (times in ISO 8601 with the offset); --follow waits\n"
-     "for more (stop after N with --count).\n"},
+     "for more (stop after N with --count).\n",
+     false},
     {"reconcile",
      cmd_reconcile,
      "reconcile with the fabric manager now [--reap-foreign] (admin)",
@@ -90,12 +99,14 @@ static const struct {
      "Ask the broker to reconcile with the fabric manager now (admin).  FM\n"
      "reservations with this cluster's prefix that the broker has no record of\n"
      "are only reported (foreign_reservation events); --reap-foreign deletes\n"
-     "them in this pass.\n"},
+     "them in this pass.\n",
+     false},
     {"vni",
      cmd_vni,
      "vni list: VNIs held or quarantined",
      "Usage: fmbroker vni list\n"
-     "VNIs held or quarantined, with the nodes a quarantine waits for.\n"},
+     "VNIs held or quarantined, with the nodes a quarantine waits for.\n",
+     false},
     {"run-job",
      cmd_run_job,
      "RUN hook: run-job JOB --uid U (--nodes L | --node-count N)",
@@ -106,12 +117,14 @@ static const struct {
      "RUN a job (resource-manager hook); prints its environment as export lines.\n"
      "--tcs: the job's traffic classes (names or a mask such as 0x6), within the\n"
      "broker's [cxi] allowed_tcs; default [cxi] tcs.\n"
-     "HOSTLIST may be compressed: nid[001-004],login1.\n"},
+     "HOSTLIST may be compressed: nid[001-004],login1.\n",
+     true},
     {"end-job",
      cmd_end_job,
      "CLEANUP hook: end-job JOB",
      "Usage: fmbroker end-job JOB\n"
-     "CLEANUP a job (resource-manager hook); 404 is fine.\n"},
+     "CLEANUP a job (resource-manager hook); 404 is fine.\n",
+     true},
 };
 
 /* "--json" among a subcommand's arguments (before "--") is the global
@@ -156,24 +169,27 @@ static void usage (FILE *f)
         "timeout.\n\nCommands:\n");
     for (size_t i = 0; i < sizeof (cmds) / sizeof (cmds[0]); i++)
         fprintf (f, "  %-11s %s\n", cmds[i].name, cmds[i].help);
-    fprintf (f,
-             "\nOptions:\n"
-             "  -c, --config FILE         configuration (default " FMB_CONFIG_PATH
-             ")\n"
-             "  -s, --socket PATH         the broker's socket (default [api] socket)\n"
-             "  -b, --broker-url URL[,URL...]  replaces [api] broker_url\n"
-             "  -j, --json                the broker's JSON, for scripts (also after "
-             "the\n"
-             "                            command: fmbroker status --json)\n"
-             "  -t, --timeout S           bound each call to S seconds (1-3600; 10)\n"
-             "  -h, --help                this help ('fmbroker COMMAND --help': a "
-             "command's)\n"
-             "  -V, --version             print the version\n"
-             "\nExit status, every command: 0 ok; 1 the broker refused (a 4xx) or the\n"
-             "command failed; 3 usage or configuration error (nothing sent);\n"
-             "75 the broker could not be reached or answered 408, 429 or 5xx: try\n"
-             "again later.  status keeps the Nagios codes (1 degraded, 2 where the\n"
-             "others say 75).  Every error line starts with 'fmbroker: '.\n");
+    fprintf (
+        f,
+        "\nOptions:\n"
+        "  -c, --config FILE         configuration (default " FMB_CONFIG_PATH
+        ")\n"
+        "  -s, --socket PATH         the broker's socket (default [api] socket)\n"
+        "  -b, --broker-url URL[,URL...]  replaces [api] broker_url\n"
+        "  -j, --json                the broker's JSON, for scripts (also after "
+        "the\n"
+        "                            command: fmbroker status --json)\n"
+        "  -t, --timeout S           bound each call to S seconds (1-3600; 10);\n"
+        "                            run-job, end-job, step-clean: the whole run,\n"
+        "                            exit 75 at S + 1\n"
+        "  -h, --help                this help ('fmbroker COMMAND --help': a "
+        "command's)\n"
+        "  -V, --version             print the version\n"
+        "\nExit status, every command: 0 ok; 1 the broker refused (a 4xx) or the\n"
+        "command failed; 3 usage or configuration error (nothing sent);\n"
+        "75 the broker could not be reached or answered 408, 429 or 5xx: try\n"
+        "again later.  status keeps the Nagios codes (1 degraded, 2 where the\n"
+        "others say 75).  Every error line starts with 'fmbroker: '.\n");
 }
 
 /* After a usage error getopt or a check has named: where to look. */
@@ -246,6 +262,42 @@ static int global_options (struct cli *cli, int argc, char **argv)
     return -1;
 }
 
+/* A hook's call is bounded as a whole: its name lookup and TLS handshake
+ * have no timeout of their own (apiclient.h), and a broker host that
+ * stops answering mid-handshake would hold the hook, and with it the
+ * job's launch or end, until the resource manager kills it.  One second
+ * past --timeout the run ends as one that found no broker (75: the hooks
+ * retry it), saying so; the hooks need no timeout(1), a process more on
+ * every job's launch and end. */
+static char deadline_text[1024];
+static size_t deadline_len;
+
+static void deadline_passed (int sig)
+{
+    (void)sig;
+    ssize_t w = write (STDERR_FILENO, deadline_text, deadline_len);
+    (void)w;
+    _exit (EXIT_TEMPFAIL);
+}
+
+static void arm_deadline (const char *cmd, const struct cli *cli)
+{
+    unsigned s = (unsigned)cli->timeout + 1;
+    (void)snprintf (deadline_text,
+                    sizeof (deadline_text),
+                    "fmbroker: %s: no answer from the broker at %s within %u s "
+                    "(name lookup, connection, TLS handshake and answer)",
+                    cmd,
+                    cli->target.url ? cli->target.url : cli->target.socket,
+                    s);
+    deadline_len = strlen (deadline_text); /* < its size: room for the end */
+    deadline_text[deadline_len++] = '\n';
+    struct sigaction sa = {.sa_handler = deadline_passed};
+    sigemptyset (&sa.sa_mask);
+    sigaction (SIGALRM, &sa, NULL);
+    alarm (s);
+}
+
 int main (int argc, char **argv)
 {
     static struct cli cli_run = {.timeout = 10}; /* large: not on the stack */
@@ -275,6 +327,8 @@ int main (int argc, char **argv)
     char prog[64];
     snprintf (prog, sizeof (prog), "fmbroker: %s", cmds[which].name);
     argv[optind] = prog;
+    if (cmds[which].hook)
+        arm_deadline (cmds[which].name, cli);
     int rc = cmds[which].fn (
         cli, take_json (cli, argc - optind, argv + optind), argv + optind);
     api_target_clear (&cli->target);

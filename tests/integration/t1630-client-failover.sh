@@ -140,4 +140,44 @@ expect_ok 'a CLEANUP the broker refuses for good is not retried' '
     grep -q "job nosuch: the broker has no such job: its RUN never reached it, so it holds nothing" "$T/hooks.log" &&
     ! grep -q "job nosuch: .*retrying" "$T/hooks.log"
 '
+# A host that answers, but one byte at a time (a broker's host swapping,
+# a hostile peer): each read gets its byte within the timeout, so only a
+# bound on the whole call gets past it.  The hooks' CLI calls carry that
+# bound themselves (no timeout(1) around them): the CLEANUP hook returns
+# and hands the job to its detached retry.
+start_trickle () { # PORT: a TLS record header for 16 KiB, then a byte each 0.3 s
+    python3 -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16); open(sys.argv[2], "w").close()
+s.settimeout(0.05)
+t=time.time(); conns=[]
+while time.time() - t < 40:
+    try:
+        c,_=s.accept(); c.sendall(b"\x16\x03\x03\x40\x00"); conns.append(c)
+    except socket.timeout:
+        pass
+    for c in conns:
+        try: c.send(b"\x02")
+        except OSError: pass
+    time.sleep(0.3)' "$1" "$T/trickle.up" &
+    trickle_pid=$!
+    wait_for 100 0.05 test -e "$T/trickle.up"
+}
+expect_ok 'a broker that answers a byte at a time holds a hook no longer than its timeout' '
+    trickle=$(free_ports 1) && start_trickle "$trickle" &&
+    printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n" \
+        "$T/no-such.sock" "$trickle" "$T/rm.token" "$T/certs/ca.pem" >"$T/trickle.conf" &&
+    start=$(date +%s) &&
+    { "$FMB_BIN/fmbroker" -c "$T/trickle.conf" --timeout 1 end-job tr 2>err; rc=$?; } &&
+    took=$(($(date +%s) - start)) && echo "# exit $rc after $took s" && cat err &&
+    test "$rc" = 75 && test "$took" -le 5 &&
+    grep -q "^fmbroker: end-job: no answer from the broker at https://127.0.0.1:$trickle within 2 s" err &&
+    start=$(date +%s) &&
+    SLURM_JOB_ID=tr FMBROKER_CONF=$T/trickle.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_HOOK_TIMEOUT=1 \
+        FMBROKER_CLEANUP_RETRY_S=3 FMBROKER_HOOK_LOG=$T/hooks.log "$FMB_SRC/deploy/slurm/epilog_slurmctld.sh" &&
+    took=$(($(date +%s) - start)) && echo "# the hook returned after $took s" && grep "job tr:" "$T/hooks.log" &&
+    test "$took" -le 5 &&
+    grep -q "job tr: end-job failed: fmbroker: end-job: no answer from the broker .*; retrying for up to 3 s" "$T/hooks.log"
+'
+kill "${trickle_pid:-}" 2>/dev/null
 done_testing
