@@ -641,7 +641,8 @@ int http_timeout_ms (struct http *h)
     int best = -1;
     for (int i = 0; i < h->n; i++) {
         MHD_UNSIGNED_LONG_LONG t;
-        if (h->l[i].resumed) /* left by a pass's budget */
+        if (h->l[i].resumed) /* since its last MHD_run: the pass's commit
+                              * released answers, a timer, a budget cut */
             return 0;
         if (MHD_get_timeout (h->l[i].d, &t) == MHD_YES)
             best = earliest (best, t > 60000 ? 60000 : (int64_t)t);

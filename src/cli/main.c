@@ -285,16 +285,24 @@ static void arm_deadline (const char *cmd, const struct cli *cli)
     unsigned s = (unsigned)cli->timeout + 1;
     (void)snprintf (deadline_text,
                     sizeof (deadline_text),
-                    "fmbroker: %s: no answer from the broker at %s within %u s "
-                    "(name lookup, connection, TLS handshake and answer)",
+                    "fmbroker: %s: no answer from the broker at %s within %u s (%s)",
                     cmd,
                     cli->target.url ? cli->target.url : cli->target.socket,
-                    s);
+                    s,
+                    cli->target.url
+                        ? "name lookup, connection, TLS handshake and answer"
+                        : "connection and answer");
     deadline_len = strlen (deadline_text); /* < its size: room for the end */
     deadline_text[deadline_len++] = '\n';
     struct sigaction sa = {.sa_handler = deadline_passed};
     sigemptyset (&sa.sa_mask);
     sigaction (SIGALRM, &sa, NULL);
+    /* slurmctld runs its hooks with SIGALRM blocked (slurmscriptd
+     * inherits its mask), and a shell passes the mask on */
+    sigset_t alrm;
+    sigemptyset (&alrm);
+    sigaddset (&alrm, SIGALRM);
+    sigprocmask (SIG_UNBLOCK, &alrm, NULL);
     alarm (s);
 }
 
