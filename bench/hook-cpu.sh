@@ -9,12 +9,8 @@
 # round, BENCH_ROUNDS (3) rounds; with OTHER_FMBROKER (another build's
 # fmbroker, e.g. an older release) both are measured alternately in each
 # round.  Also `fmbroker --help`, the start alone, no broker call.
-set -u
-build=$(cd "${1:-$(dirname "$0")/../build}" && pwd)
+. "$(dirname "$0")/benchlib.sh"
 other=${2:-}
-export FMB_BIN=$build/bin
-export FMB_SRC=${FMB_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
-. "$(dirname "$0")/../tests/integration/lib.sh"
 N=${BENCH_CALLS:-200}
 R=${BENCH_ROUNDS:-3}
 command -v perf >/dev/null || { echo "needs perf(1)" >&2; exit 1; }

@@ -11,12 +11,8 @@
 # are measured alternately in each round, each on a fresh state.  Prints
 # a Markdown table with the load average and CPU steal beside it.
 # Needs root, curl.
-set -u
-build=$(cd "${1:-$(dirname "$0")/../build}" && pwd)
+. "$(dirname "$0")/benchlib.sh"
 other=${2:-}
-export FMB_BIN=$build/bin
-export FMB_SRC=${FMB_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
-. "$(dirname "$0")/../tests/integration/lib.sh"
 N=${BENCH_REQUESTS:-1000}
 R=${BENCH_ROUNDS:-3}
 sh "$FMB_SRC/tests/integration/make-certs.sh" "$T/certs" >/dev/null || exit 1
@@ -24,8 +20,6 @@ printf "rm rm-%s\n" "$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$
 chmod 600 "$T/tokens"
 fm_state_file=
 start_mockfm || exit 1
-# (user + nice + system + ... ) and steal, in ticks, from /proc/stat
-cpu_line () { awk '$1 == "cpu" { t = 0; for (i = 2; i <= 9; i++) t += $i; print t, $9 }' /proc/stat; }
 urls=()
 for _i in $(seq "$N"); do urls+=("/v1/jobs/77"); done
 # measure FMBROKERD: one row
@@ -41,10 +35,9 @@ measure () {
     t1=$EPOCHREALTIME c1=$(awk '{print $1}' "/proc/$broker_pid/schedstat") s1=$(cpu_line)
     stop_broker
     [ "$codes" = "$N" ] || { echo "$bin: $codes of $N answers were 200" >&2; return 1; }
-    awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v n="$N" -v s0="$s0" -v s1="$s1" -v b="$bin" \
-        -v r="$2" 'BEGIN { split(s0, a, " "); split(s1, z, " ");
-            steal = (z[1] > a[1]) ? 100 * (z[2] - a[2]) / (z[1] - a[1]) : 0;
-            printf "| %s | %s | %.0f | %.0f | %.1f |\n", r, b, (c1 - c0) / n / 1000,
+    awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v n="$N" -v b="$bin" -v r="$2" \
+        -v steal="$(steal_between "$s0" "$s1")" 'BEGIN {
+            printf "| %s | %s | %.0f | %.0f | %s |\n", r, b, (c1 - c0) / n / 1000,
                 (t1 - t0) * 1e6 / n, steal }'
 }
 echo "# the broker's CPU per node request (GET /v1/jobs/J, a node's token, one kept TLS connection), $(date -u +%Y-%m-%dT%H:%MZ)"
