@@ -14,3 +14,9 @@ steal_between () { # "TOTAL STEAL" "TOTAL STEAL": the % of the CPU other guests 
     awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " ");
         d = y[1] - x[1]; printf "%.1f", (d > 0 ? 100 * (y[2] - x[2]) / d : 0) }'
 }
+# bench_title TEXT [MORE]: the report's first lines (what, when, the
+# machine and its load); MORE is added to the machine's line
+bench_title () {
+    echo "# $1, $(date -u +%Y-%m-%dT%H:%MZ)"
+    echo "# machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start${2:+; $2}"
+}

@@ -22,8 +22,7 @@ cpu_ms () {
     perf stat -r "$N" -x, -e task-clock "$@" >/dev/null 2>"$T/perf.out" </dev/null
     awk -F, '/task-clock/ { printf "%.2f", $1 }' "$T/perf.out"
 }
-echo "# fmbroker CLI: CPU per call, $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "# machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
+bench_title "fmbroker CLI: CPU per call"
 echo
 echo "| round | binary | --help ms | end-job (404) ms | shared objects loaded |"
 echo "|---|---|---|---|---|"

@@ -40,8 +40,8 @@ measure () {
             printf "| %s | %s | %.0f | %.0f | %s |\n", r, b, (c1 - c0) / n / 1000,
                 (t1 - t0) * 1e6 / n, steal }'
 }
-echo "# the broker's CPU per node request (GET /v1/jobs/J, a node's token, one kept TLS connection), $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "# machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start; $N requests per row"
+bench_title "the broker's CPU per node request (GET /v1/jobs/J, a node's token, one kept TLS connection)" \
+    "$N requests per row"
 echo
 echo "| round | fmbrokerd | broker CPU per request (us) | wall per request (us) | steal % |"
 echo "|---|---|---|---|---|"
