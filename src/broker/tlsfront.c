@@ -627,10 +627,11 @@ static int cut_late (struct worker *w, unsigned *cut)
     }
     /* a peer (or the loop) that takes nothing for as long: the connection
      * goes, and with it what it holds (its slot at the loop, too) */
-    while (w->stalled_head && w->stalled_head->stalled_since_ms + stall <= now) {
-        conn_close (w->stalled_head);
-        ++*cut;
-    }
+    while (w->stalled_head && w->stalled_head->stalled_since_ms + stall <= now)
+        if (!tlsrelay_stalled_moved (w->stalled_head)) {
+            conn_close (w->stalled_head);
+            ++*cut;
+        }
     if (w->stalled_head)
         next = sooner (next, w->stalled_head->stalled_since_ms + stall, now);
     while (tf->idle_ms && w->parked.head &&

@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "monotime.h"
@@ -68,19 +70,23 @@ void tlsrelay_stalled_del (struct worker *w, struct tconn *c)
     c->stalled_listed = false;
 }
 
-/* On the list while bytes wait, with the time they began to; off it
- * once none do (a side that takes something is not stalled). */
-static void stalled_update (struct tconn *c)
+/* Bytes the kernel holds for the two sides, not yet taken: what the
+ * front wrote already (a slow reader drains these before the front's
+ * own writes go again, which a 4 MB send buffer can delay by seconds). */
+static long kernel_queued (const struct tconn *c)
+{
+    int tls = 0, plain = 0;
+    (void)ioctl (c->tls_fd, SIOCOUTQ, &tls);
+    if (!c->plain_hup)
+        (void)ioctl (c->plain_fd, SIOCOUTQ, &plain);
+    return (long)tls + plain;
+}
+
+static void stalled_add (struct tconn *c)
 {
     struct worker *w = c->w;
-    bool waiting = c->to_plain || c->to_tls;
-    if (!waiting) {
-        tlsrelay_stalled_del (w, c);
-        return;
-    }
-    if (c->stalled_listed)
-        return;
     c->stalled_since_ms = fmb_monotime_ms ();
+    c->stalled_queued = kernel_queued (c);
     c->snext = NULL;
     c->sprev = w->stalled_tail;
     if (w->stalled_tail)
@@ -89,6 +95,29 @@ static void stalled_update (struct tconn *c)
         w->stalled_head = c;
     w->stalled_tail = c;
     c->stalled_listed = true;
+}
+
+/* On the list while bytes wait, with the time nothing last moved; off
+ * it once none wait.  A side that takes some, even while more waits (a
+ * big answer to a peer reading slowly, a backlog of pipelined requests
+ * being answered), starts the time again at the list's tail. */
+static void stalled_update (struct tconn *c)
+{
+    bool waiting = c->to_plain || c->to_tls, moved = c->moved;
+    c->moved = false;
+    if (!waiting || moved)
+        tlsrelay_stalled_del (c->w, c);
+    if (waiting && !c->stalled_listed)
+        stalled_add (c);
+}
+
+bool tlsrelay_stalled_moved (struct tconn *c)
+{
+    if (kernel_queued (c) >= c->stalled_queued)
+        return false;
+    tlsrelay_stalled_del (c->w, c);
+    stalled_add (c);
+    return true;
 }
 
 int tlsrelay_watch (
@@ -140,6 +169,7 @@ static int flush_plain (struct tconn *c)
                           MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0)
             return errno == EAGAIN || errno == EINTR ? 0 : -1;
+        c->moved = true;
         c->to_plain_off += (size_t)n;
         if (c->to_plain_off == c->to_plain_len) {
             free (c->to_plain);
@@ -168,6 +198,7 @@ int tlsrelay_tls_to_plain (struct tconn *c)
             return -1;
         if (w < 0)
             w = 0;
+        c->moved |= w > 0;
         if (w < n) {
             if (tlsrelay_keep (&c->to_plain,
                                &c->to_plain_len,
@@ -195,6 +226,7 @@ static int flush_tls (struct tconn *c)
         if (n < 0)
             return -1;
         c->tls_again = false;
+        c->moved = true;
         c->to_tls_off += (size_t)n;
         if (c->to_tls_off >= c->to_tls_len) {
             free (c->to_tls);
@@ -233,6 +265,7 @@ int tlsrelay_plain_to_tls (struct tconn *c)
             }
             if (s < 0)
                 return -1;
+            c->moved = true;
             off += (size_t)s;
         }
     }

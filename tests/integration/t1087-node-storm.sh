@@ -11,7 +11,9 @@
 # certificate still names its node on a resumed session.  An idle kept
 # connection is parked (its TLS socket only: one descriptor, not three)
 # and its next request is served as the node's, by token or by
-# certificate.  The storm
+# certificate.  A peer that never reads its answers is cut once nothing
+# moves, and costs no CPU meanwhile; one that reads slowly is not cut.
+# The storm
 # itself (1,000-10,000 nodes) is bench/storm.sh's: no timing here.
 . "$(dirname "$0")/lib.sh"
 skip_unless_root
@@ -70,12 +72,29 @@ expect_ok 'a node that reconnects resumes its TLS session (no certificate signat
 '
 broker_ticks () { awk '{print $14 + $15}' "/proc/$broker_pid/stat"; }
 held_from_probe () { ss -tnH state established "( sport = :$tcp_port )" | wc -l; }
+none_held () { test "$(held_from_probe)" = 0; } # (for wait_for: counted at each try)
+# quiet_while_held: the probe's connection is open, and the broker used
+# at most 2 ticks of CPU over 0.3 s.  The broker first answers the
+# pipelined backlog the socket buffers hold (a second or more under
+# ASan), so "quiet" is waited for; a broker that spins on the stalled
+# peer is never quiet while the connection is held, and it is cut
+# request_timeout_ms after nothing moves.
+quiet_while_held () {
+    local a b
+    test "$(held_from_probe)" = 1 && a=$(broker_ticks) && sleep 0.3 && b=$(broker_ticks) &&
+        test "$(held_from_probe)" = 1 && quiet_ticks=$((b - a)) && test "$quiet_ticks" -le 2
+}
 expect_ok 'a peer that sends and never reads is cut once nothing moves for request_timeout_ms, and costs no CPU meanwhile' '
-    probe stall 6 >"$T/stall.out" & p=$! &&
-    wait_for 150 0.1 grep -q "^sent" "$T/stall.out" && sleep 0.5 && t0=$(broker_ticks) && sleep 2 &&
-    t1=$(broker_ticks) && echo "broker CPU over 2 s: $((t1 - t0)) ticks; $(cat "$T/stall.out")" &&
-    test $((t1 - t0)) -lt $(($(getconf CLK_TCK) / 2)) &&
-    wait_for 50 0.1 test "$(held_from_probe)" = 0 && wait "$p"
+    probe stall 30 >"$T/stall.out" & p=$! &&
+    wait_for 150 0.1 grep -q "^sent" "$T/stall.out" && t0=$(broker_ticks) &&
+    { wait_for 60 0 quiet_while_held; quiet=$?; } &&
+    echo "broker: $(($(broker_ticks) - t0)) ticks answering the backlog;" \
+        "last 0.3 s while held: ${quiet_ticks:-?} ticks; $(cat "$T/stall.out")" &&
+    test "$quiet" = 0 &&
+    wait_for 50 0.1 none_held && { kill "$p"; wait "$p"; true; }
+'
+expect_ok 'a peer that reads its answers slowly but steadily is not cut: bytes move' '
+    probe slowread 3 >r && cat r && grep -q "^open: [1-9][0-9]* answers read" r
 '
 broker_fds () { ls "/proc/$broker_pid/fd" | wc -l; }
 gauge () { rm_call GET /metrics | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
@@ -85,7 +104,7 @@ parked_is () { test "$(gauge "fmbroker_tcp_connections{state=\"parked\"}")" = "$
 # each used again, the first for that PUT too; prints the probe's line
 park_start () {
     rm -f "$T/park.go" "$T/park.out" &&
-    wait_for 50 0.1 test "$(held_from_probe)" = 0 && fds0=$(broker_fds) &&
+    wait_for 50 0.1 none_held && fds0=$(broker_fds) &&
     { probe park "$T/park.go" "$@" >"$T/park.out" 2>&1 & park_pid=$!; } &&
     wait_for 100 0.1 grep -q "^idle" "$T/park.out"
 }

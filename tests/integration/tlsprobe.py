@@ -21,6 +21,10 @@ connection, step by step, for the tests (Python's ssl, OpenSSL).
   tlsprobe.py PORT CA stall SECONDS
       pipelined requests sent and no answer read, until the connection
       takes no more; then SECONDS holding it open.
+  tlsprobe.py PORT CA slowread SECONDS
+      the same backlog, then its answers read slowly: 256 KiB every
+      0.25 s for SECONDS.  Prints "open: N answers read" or "cut after
+      T s: N answers read".
 """
 import os
 import socket
@@ -122,10 +126,9 @@ def park(port, ca, go, n, token, cert=None, key=None):
     return "again %d/%d put %s %s" % (ok, n, status, (answer or "").replace("\n", " "))
 
 
-def stall(port, ca, seconds):
-    """A peer that sends and never reads: pipelined requests until the
-    connection takes no more, then nothing, holding it open."""
-    s = connect(port, context(ca))
+def fill(s):
+    """Pipelined requests, no answer read, until the connection takes no
+    more; returns how many went."""
     s.setblocking(False)
     req = b"GET /v1/health HTTP/1.1\r\nHost: fmbroker\r\n\r\n" * 64
     sent = 0
@@ -141,9 +144,40 @@ def stall(port, ca, seconds):
                 sent += 64
             except (ssl.SSLWantWriteError, BlockingIOError):
                 break
-    print("sent %d" % sent, flush=True)
+    return sent
+
+
+def stall(port, ca, seconds):
+    """A peer that sends and never reads: pipelined requests until the
+    connection takes no more, then nothing, holding it open."""
+    s = connect(port, context(ca))
+    print("sent %d" % fill(s), flush=True)
     time.sleep(seconds)
     s.close()
+
+
+def slowread(port, ca, seconds):
+    """A peer that reads its answers slowly but steadily (a big answer
+    over a slow link): bytes keep moving, so it is not a stalled one."""
+    s = connect(port, context(ca))
+    fill(s)
+    t0, got = time.time(), b""
+    while time.time() - t0 < seconds:
+        time.sleep(0.25)
+        want = len(got) + 256 * 1024
+        while len(got) < want:
+            try:
+                chunk = s.recv(65536)
+            except (ssl.SSLWantReadError, BlockingIOError):
+                break
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return "cut after %.1f s: %d answers read" % (
+                    time.time() - t0, got.count(b"HTTP/1.1 200 "))
+            got += chunk
+    s.close()
+    return "open: %d answers read" % got.count(b"HTTP/1.1 200 ")
 
 
 def main():
@@ -152,6 +186,8 @@ def main():
         print(idle(port, ca, sys.argv[4], float(sys.argv[5])))
     elif what == "stall":
         stall(port, ca, float(sys.argv[4]))
+    elif what == "slowread":
+        print(slowread(port, ca, float(sys.argv[4])))
     elif what == "park":
         print(park(port, ca, sys.argv[4], int(sys.argv[5]), sys.argv[6], *sys.argv[7:9]))
     elif what == "resume":
