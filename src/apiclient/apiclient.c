@@ -1,7 +1,7 @@
 /* apiclient.c: see apiclient.h. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -66,15 +66,58 @@ static void set_io_deadline (int fd, int64_t deadline)
 /* Before each read or write of the request: what is left of the one
  * timeout, or -1 once it has passed.  (Set once, a broker that reads a
  * large request slowly, or trickles its answer, had the whole timeout
- * again for every call.) */
+ * again for every call.)  A TLS connection's socket is non-blocking:
+ * tls_within waits on it. */
 static int conn_arm (struct conn *c)
 {
     if (fmb_monotime_ms () >= c->deadline) {
         errno = ETIMEDOUT;
         return -1;
     }
-    set_io_deadline (c->fd, c->deadline);
+    if (!c->ssl)
+        set_io_deadline (c->fd, c->deadline);
     return 0;
+}
+
+enum tls_op { TLS_CONNECT, TLS_READ, TLS_WRITE };
+
+/* One TLS operation, done by 'deadline': OpenSSL on a non-blocking
+ * socket, and poll() on what is left of the time whenever it wants to
+ * read or write.  (A socket timeout bounds each recv(2): a peer that
+ * trickled a byte within it held a handshake, or one record, for as many
+ * timeouts as it had bytes to send.)  SSL_*'s result; on the deadline,
+ * -1 with *late (if given) set. */
+static int tls_within (
+    struct conn *c, enum tls_op op, void *buf, int n, int64_t deadline, bool *late)
+{
+    if (late)
+        *late = false;
+    for (;;) {
+        ERR_clear_error ();
+        errno = 0;
+        int r = op == TLS_CONNECT ? SSL_connect (c->ssl)
+                : op == TLS_READ  ? SSL_read (c->ssl, buf, n)
+                                  : SSL_write (c->ssl, buf, n);
+        if (r > 0)
+            return r;
+        int err = SSL_get_error (c->ssl, r);
+        short want = err == SSL_ERROR_WANT_READ    ? POLLIN
+                     : err == SSL_ERROR_WANT_WRITE ? POLLOUT
+                                                   : 0;
+        if (!want)
+            return r;
+        struct pollfd p = {.fd = c->fd, .events = want};
+        int64_t left = deadline - fmb_monotime_ms ();
+        int ready = left > 0 ? poll (&p, 1, left > INT_MAX ? INT_MAX : (int)left) : 0;
+        if (ready < 0 && errno != EINTR)
+            return -1;
+        if (ready == 0) {
+            if (late)
+                *late = true;
+            errno = ETIMEDOUT;
+            return -1;
+        }
+    }
 }
 
 /* connect() within connect_ms; 0, or -1 with why. */
@@ -187,16 +230,10 @@ static int open_tls (const struct api_target *t,
      * RUN on the socket).  curl sets it too. */
     int one = 1;
     (void)setsockopt (c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one));
-    /* blocking from here on, each operation bounded by the deadline */
-    int flags = fcntl (c->fd, F_GETFL);
-    if (flags < 0 || fcntl (c->fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
-        snprintf (why, wlen, "fcntl: %s", strerror (errno));
-        return -1;
-    }
-    /* connect_ms bounds the TLS handshake too (a broker that accepts and
-     * never answers must leave time for the next one), as with curl */
+    /* connect_ms bounds the TLS handshake too, as a whole (a broker that
+     * accepts and never answers must leave time for the next one), as
+     * with curl */
     int64_t connected_by = fmb_monotime_ms () + connect_ms;
-    set_io_deadline (c->fd, connected_by < deadline ? connected_by : deadline);
     c->ctx = SSL_CTX_new (TLS_client_method ());
     if (!c->ctx) {
         tls_reason (why, wlen, "TLS", NULL);
@@ -231,10 +268,14 @@ static int open_tls (const struct api_target *t,
      * restarted) costs nothing: the handshake is a full one. */
     if (resume)
         (void)SSL_set_session (c->ssl, resume);
-    errno = 0;
-    ERR_clear_error ();
-    if (SSL_connect (c->ssl) != 1) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    bool late;
+    if (tls_within (c,
+                    TLS_CONNECT,
+                    NULL,
+                    0,
+                    connected_by < deadline ? connected_by : deadline,
+                    &late) != 1) {
+        if (late) {
             snprintf (why, wlen, "TLS handshake: Connection timed out");
             ERR_clear_error ();
         } else
@@ -296,7 +337,9 @@ static int conn_write_all (struct conn *c, const char *p, size_t n)
         if (conn_arm (c) < 0)
             return -1;
         size_t piece = n < TLS_WRITE_PIECE ? n : TLS_WRITE_PIECE;
-        ssize_t w = c->ssl ? SSL_write (c->ssl, p, (int)piece) : write (c->fd, p, n);
+        ssize_t w =
+            c->ssl ? tls_within (c, TLS_WRITE, (void *)p, (int)piece, c->deadline, NULL)
+                   : write (c->fd, p, n);
         if (w <= 0) {
             if (!c->ssl && w < 0 && errno == EINTR)
                 continue;
@@ -339,8 +382,9 @@ static int conn_read_one (struct conn *c, char **out, size_t *len, bool *reusabl
         }
         if (conn_arm (c) < 0)
             break;
-        ssize_t r = c->ssl ? SSL_read (c->ssl, b + n, (int)(cap - n))
-                           : read (c->fd, b + n, cap - n);
+        ssize_t r =
+            c->ssl ? tls_within (c, TLS_READ, b + n, (int)(cap - n), c->deadline, NULL)
+                   : read (c->fd, b + n, cap - n);
         if (r <= 0) {
             if (!c->ssl && r < 0 && errno == EINTR)
                 continue;
@@ -499,14 +543,10 @@ static bool conn_still_open (struct conn *c)
         return true;
     if (!c->ssl || (p.revents & (POLLERR | POLLHUP)))
         return false;
-    int flags = fcntl (c->fd, F_GETFL);
-    if (flags < 0 || fcntl (c->fd, F_SETFL, flags | O_NONBLOCK) < 0)
-        return false;
-    ERR_clear_error ();
+    ERR_clear_error (); /* (a TLS connection's socket is non-blocking) */
     int r = SSL_read (c->ssl, &b, 1);
     int err = SSL_get_error (c->ssl, r);
     ERR_clear_error ();
-    (void)fcntl (c->fd, F_SETFL, flags);
     return r <= 0 && err == SSL_ERROR_WANT_READ;
 }
 

@@ -10,10 +10,11 @@
  * call took 2.5-4 times the CPU with it (bench/RESULTS.md §19).  One
  * small request at a time, to one broker: that is all this does.  (The
  * broker's calls to the FM, many at once, are libcurl's: src/fmclient.)
- * Known limits: the name lookup (getaddrinfo) has no timeout of its own
- * (give broker_url by address where the resolver may be slow), and a
- * TLS handshake is bounded per read and write, not as a whole.  (The
- * CLI's hook commands bound their whole run with alarm(2): src/cli.) */
+ * The connection, the TLS handshake and the exchange are each bounded as
+ * a whole, however slowly a peer trickles its bytes.  Known limit: the
+ * name lookup (getaddrinfo) has no timeout of its own (give broker_url by
+ * address where the resolver may be slow; the CLI's hook commands bound
+ * their whole run with alarm(2): src/cli). */
 #ifndef FMB_APICLIENT_H
 #define FMB_APICLIENT_H
 

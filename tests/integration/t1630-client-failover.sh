@@ -142,9 +142,11 @@ expect_ok 'a CLEANUP the broker refuses for good is not retried' '
 '
 # A host that answers, but one byte at a time (a broker's host swapping,
 # a hostile peer): each read gets its byte within the timeout, so only a
-# bound on the whole call gets past it.  The hooks' CLI calls carry that
-# bound themselves (no timeout(1) around them): the CLEANUP hook returns
-# and hands the job to its detached retry.
+# bound on the whole call gets past it.  The client library bounds the
+# TLS handshake and the exchange as a whole; the hooks' CLI calls also
+# bound their whole run (alarm(2), no timeout(1) around them) for what
+# the library cannot: a name lookup that never returns.  The CLEANUP
+# hook returns and hands the job to its detached retry.
 start_trickle () { # PORT: a TLS record header for 16 KiB, then a byte each 0.15 s
     python3 -c 'import socket,sys,time
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -167,29 +169,64 @@ stop_trickle () { [ -n "${trickle_pid:-}" ] && kill "$trickle_pid" 2>/dev/null &
 on_exit stop_trickle
 # the CLI as slurmctld starts its hooks: SIGALRM blocked (a shell passes
 # the mask on to what it runs)
-alrm_blocked () {
-    python3 -c 'import os,signal,sys
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM}); os.execv(sys.argv[1], sys.argv[1:])' "$@"
-}
-expect_ok 'a broker that answers a byte at a time holds a hook no longer than its timeout' '
+alrm_py='import os,signal,sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM}); os.execv(sys.argv[1], sys.argv[1:])'
+alrm_blocked () { python3 -c "$alrm_py" "$@"; }
+expect_ok 'a broker that answers a byte at a time holds a call, and a hook, no longer than its timeout' '
     trickle=$(free_ports 1) && start_trickle "$trickle" &&
     printf "[api]\nsocket = %s\nbroker_url = https://127.0.0.1:%s\nclient_token_file = %s\nclient_ca_file = %s\n" \
         "$T/no-such.sock" "$trickle" "$T/rm.token" "$T/certs/ca.pem" >"$T/trickle.conf" &&
-    for how in plain alrm_blocked; do
-        start=$(date +%s) &&
-        { $([ $how = plain ] || echo alrm_blocked) "$FMB_BIN/fmbroker" -c "$T/trickle.conf" --timeout 2 end-job tr 2>err; rc=$?; } &&
-        took=$(($(date +%s) - start)) && echo "# $how: exit $rc after $took s" && cat err &&
-        test "$rc" = 75 && test "$took" -le 6 &&
-        grep -q "^fmbroker: end-job: no answer from the broker at https://127.0.0.1:$trickle within 3 s" err ||
-            return 1
-    done &&
+    start=$(date +%s) &&
+    { "$FMB_BIN/fmbroker" -c "$T/trickle.conf" --timeout 2 end-job tr 2>err; rc=$?; } &&
+    took=$(($(date +%s) - start)) && echo "# exit $rc after $took s" && cat err &&
+    test "$rc" = 75 && test "$took" -le 4 &&
+    grep -q "^fmbroker: broker at https://127.0.0.1:$trickle: TLS handshake: Connection timed out" err &&
     start=$(date +%s) &&
     SLURM_JOB_ID=tr FMBROKER_CONF=$T/trickle.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_HOOK_TIMEOUT=2 \
         FMBROKER_CLEANUP_RETRY_S=3 FMBROKER_HOOK_LOG=$T/hooks.log alrm_blocked "$FMB_SRC/deploy/slurm/epilog_slurmctld.sh" &&
     took=$(($(date +%s) - start)) && echo "# the hook returned after $took s" &&
     test "$took" -le 6 &&
-    grep -q "job tr: end-job failed: fmbroker: end-job: no answer from the broker .*; retrying for up to 3 s" "$T/hooks.log" &&
+    grep -q "job tr: end-job failed: fmbroker: broker at .*: TLS handshake: Connection timed out; retrying for up to 3 s" "$T/hooks.log" &&
     wait_for 300 0.1 grep -q "job tr: end-job still failing after" "$T/hooks.log" && grep "job tr:" "$T/hooks.log"
 '
 stop_trickle
+# A name lookup that never returns: in a mount namespace of its own, the
+# resolver asks a server that takes its questions and answers none
+# (/etc/resolv.conf and nsswitch.conf bound over for that process only).
+no_answer_dns () { # ADDR: a UDP port 53 that reads and never answers
+    python3 -c 'import socket,sys,time
+s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 53))
+open(sys.argv[2], "w").close(); s.settimeout(0.5); t=time.time()
+while time.time() - t < 30:
+    try: s.recv(512)
+    except socket.timeout: pass' "$1" "$T/dns.up" 2>"$T/dns.err" &
+    dns_pid=$!
+    wait_for 100 0.05 test -e "$T/dns.up"
+}
+stop_dns () { [ -n "${dns_pid:-}" ] && kill "$dns_pid" 2>/dev/null && wait "$dns_pid" 2>/dev/null; dns_pid=; }
+on_exit stop_dns
+with_stuck_resolver () { # CMD...: run with /etc/resolv.conf naming the silent server
+    printf "nameserver 127.77.0.53\noptions timeout:30 attempts:1\n" >"$T/resolv.conf" &&
+    printf "hosts: dns\n" >"$T/nsswitch.conf" &&
+    unshare -m --propagation private sh -c \
+        "mount --bind $T/resolv.conf /etc/resolv.conf && mount --bind $T/nsswitch.conf /etc/nsswitch.conf && exec \"\$@\"" sh "$@"
+}
+stuck_end_job () { # plain|blocked (SIGALRM, as slurmctld starts hooks)
+    if [ "$1" = blocked ]; then set -- python3 -c "$alrm_py"; else set --; fi
+    with_stuck_resolver "$@" "$FMB_BIN/fmbroker" -c "$T/stuck.conf" --timeout 2 end-job tr
+}
+expect_ok 'a name lookup that never returns holds a hook command no longer than its timeout' '
+    no_answer_dns 127.77.0.53 || { cat "$T/dns.err"; return 1; }
+    printf "[api]\nsocket = %s\nbroker_url = https://broker.fmb-test:%s\nclient_token_file = %s\nclient_ca_file = %s\n" \
+        "$T/no-such.sock" "$(free_ports 1)" "$T/rm.token" "$T/certs/ca.pem" >"$T/stuck.conf" &&
+    for how in plain blocked; do
+        start=$(date +%s) &&
+        { stuck_end_job $how 2>err; rc=$?; } &&
+        took=$(($(date +%s) - start)) && echo "# $how: exit $rc after $took s" && cat err &&
+        test "$rc" = 75 && test "$took" -le 6 &&
+        grep -q "^fmbroker: end-job: no answer from the broker at https://broker.fmb-test:[0-9]* within 3 s" err ||
+            return 1
+    done
+'
+stop_dns
 done_testing
