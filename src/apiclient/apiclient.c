@@ -326,9 +326,8 @@ static int open_unix (
     return 0;
 }
 
-/* SSL_write sends all it is given before it returns, in as many
- * write(2) calls as it takes, each with the whole time left: pieces of
- * one TLS record at most keep the deadline re-armed between writes. */
+/* SSL_write takes an int: a request goes in pieces of one TLS record,
+ * each bounded by what is left of the deadline (tls_within). */
 #define TLS_WRITE_PIECE 16384
 
 static int conn_write_all (struct conn *c, const char *p, size_t n)

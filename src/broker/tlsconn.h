@@ -42,14 +42,15 @@ struct tconn {
     uint32_t ev_tls, ev_plain;
     bool dead; /* closed in this batch of events: freed after it */
     struct tconn *dead_next;
-    /* one side's bytes waiting for the other, since then or since a side
-     * last took some: a side that takes nothing for the stall time closes
-     * the connection */
+    /* one side's bytes waiting for the other, since then or since the
+     * side they wait for last took some: a side that takes nothing for
+     * the stall time closes the connection */
     struct tconn *sprev, *snext;
     bool stalled_listed;
-    bool moved; /* bytes went to a side since the last stalled_update */
+    bool moved_tls, moved_plain; /* bytes went to that side since stalled_update */
     int64_t stalled_since_ms;
-    long stalled_queued; /* both sockets' unsent bytes in the kernel, then */
+    bool stalled_on_peer; /* the side waited for: the peer, else the loop */
+    long stalled_queued;  /* what that side's socket held then */
     bool plain_hup;   /* the loop closed its end: what it wrote goes, then we close */
     bool handed;      /* the loop has it: its end comes back as 'gone' */
     bool kept;        /* parked before: its relay is not a new connection's */
@@ -126,7 +127,8 @@ void tlsrelay_list_move (struct conn_list *to, struct tconn *c);
 /* Off the worker's list of connections with bytes waiting for a side. */
 void tlsrelay_stalled_del (struct worker *w, struct tconn *c);
 /* The stalled list's head is past its time: true (and listed again from
- * now) when its sides took bytes from the kernel's queues meanwhile. */
+ * now) when the side its bytes wait for took some from the kernel's
+ * queue meanwhile. */
 bool tlsrelay_stalled_moved (struct tconn *c);
 /* Events 'want' on 'fd' in the worker's epoll set; *have: what it has
  * ('tag' in the event's data beside the connection); -1: errno. */

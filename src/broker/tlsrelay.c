@@ -70,22 +70,36 @@ void tlsrelay_stalled_del (struct worker *w, struct tconn *c)
     c->stalled_listed = false;
 }
 
-/* Bytes the kernel holds for the two sides, not yet taken: what the
- * front wrote already (a slow reader drains these before the front's
- * own writes go again, which a 4 MB send buffer can delay by seconds). */
+/* The side a stalled connection's bytes wait for: the peer while an
+ * answer waits for it (the loop then waits too: it is not read meanwhile,
+ * so the peer's reading is what moves both), else the loop.  Bytes that
+ * went the other way (a peer that reads nothing trickling its own bytes
+ * in) start no time again. */
+static bool waits_for_peer (const struct tconn *c)
+{
+    return c->to_tls != NULL;
+}
+
+/* What the waited-for side's socket holds in the kernel, not yet taken:
+ * bytes the front wrote before.  For TCP, those not yet acknowledged (a
+ * peer's kernel that acknowledges while its program reads nothing fills
+ * its window soon); a slow reader drains a 4 MB send buffer long before
+ * the front's own writes go again.  A loop's end closed: nothing moves. */
 static long kernel_queued (const struct tconn *c)
 {
-    int tls = 0, plain = 0;
-    (void)ioctl (c->tls_fd, SIOCOUTQ, &tls);
-    if (!c->plain_hup)
-        (void)ioctl (c->plain_fd, SIOCOUTQ, &plain);
-    return (long)tls + plain;
+    int q = 0;
+    if (waits_for_peer (c))
+        (void)ioctl (c->tls_fd, SIOCOUTQ, &q);
+    else if (!c->plain_hup)
+        (void)ioctl (c->plain_fd, SIOCOUTQ, &q);
+    return q;
 }
 
 static void stalled_add (struct tconn *c)
 {
     struct worker *w = c->w;
     c->stalled_since_ms = fmb_monotime_ms ();
+    c->stalled_on_peer = waits_for_peer (c);
     c->stalled_queued = kernel_queued (c);
     c->snext = NULL;
     c->sprev = w->stalled_tail;
@@ -97,15 +111,17 @@ static void stalled_add (struct tconn *c)
     c->stalled_listed = true;
 }
 
-/* On the list while bytes wait, with the time nothing last moved; off
- * it once none wait.  A side that takes some, even while more waits (a
- * big answer to a peer reading slowly, a backlog of pipelined requests
- * being answered), starts the time again at the list's tail. */
+/* On the list while bytes wait, with the time the side they wait for
+ * last took some (or began to be waited for); off it once none wait.  A
+ * side that takes some, even while more waits (a big answer to a peer
+ * reading slowly, a backlog of pipelined requests being answered),
+ * starts the time again at the list's tail. */
 static void stalled_update (struct tconn *c)
 {
-    bool waiting = c->to_plain || c->to_tls, moved = c->moved;
-    c->moved = false;
-    if (!waiting || moved)
+    bool waiting = c->to_plain || c->to_tls, peer = waits_for_peer (c);
+    bool moved = peer ? c->moved_tls : c->moved_plain;
+    c->moved_tls = c->moved_plain = false;
+    if (!waiting || moved || (c->stalled_listed && c->stalled_on_peer != peer))
         tlsrelay_stalled_del (c->w, c);
     if (waiting && !c->stalled_listed)
         stalled_add (c);
@@ -169,7 +185,7 @@ static int flush_plain (struct tconn *c)
                           MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0)
             return errno == EAGAIN || errno == EINTR ? 0 : -1;
-        c->moved = true;
+        c->moved_plain = true;
         c->to_plain_off += (size_t)n;
         if (c->to_plain_off == c->to_plain_len) {
             free (c->to_plain);
@@ -198,7 +214,7 @@ int tlsrelay_tls_to_plain (struct tconn *c)
             return -1;
         if (w < 0)
             w = 0;
-        c->moved |= w > 0;
+        c->moved_plain |= w > 0;
         if (w < n) {
             if (tlsrelay_keep (&c->to_plain,
                                &c->to_plain_len,
@@ -226,7 +242,7 @@ static int flush_tls (struct tconn *c)
         if (n < 0)
             return -1;
         c->tls_again = false;
-        c->moved = true;
+        c->moved_tls = true;
         c->to_tls_off += (size_t)n;
         if (c->to_tls_off >= c->to_tls_len) {
             free (c->to_tls);
@@ -265,7 +281,7 @@ int tlsrelay_plain_to_tls (struct tconn *c)
             }
             if (s < 0)
                 return -1;
-            c->moved = true;
+            c->moved_tls = true;
             off += (size_t)s;
         }
     }

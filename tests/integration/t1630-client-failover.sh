@@ -209,12 +209,15 @@ with_stuck_resolver () { # CMD...: run with /etc/resolv.conf naming the silent s
     printf "nameserver 127.77.0.53\noptions timeout:30 attempts:1\n" >"$T/resolv.conf" &&
     printf "hosts: dns\n" >"$T/nsswitch.conf" &&
     unshare -m --propagation private sh -c \
-        "mount --bind $T/resolv.conf /etc/resolv.conf && mount --bind $T/nsswitch.conf /etc/nsswitch.conf && exec \"\$@\"" sh "$@"
+        'mount --bind "$1" /etc/resolv.conf && mount --bind "$2" /etc/nsswitch.conf && shift 2 && exec "$@"' \
+        sh "$T/resolv.conf" "$T/nsswitch.conf" "$@"
 }
 stuck_end_job () { # plain|blocked (SIGALRM, as slurmctld starts hooks)
     if [ "$1" = blocked ]; then set -- python3 -c "$alrm_py"; else set --; fi
     with_stuck_resolver "$@" "$FMB_BIN/fmbroker" -c "$T/stuck.conf" --timeout 2 end-job tr
 }
+# (root, for the mount namespace and port 53: CI runs as root)
+if [ "$(id -u)" = 0 ] && unshare -m --propagation private true 2>/dev/null; then
 expect_ok 'a name lookup that never returns holds a hook command no longer than its timeout' '
     no_answer_dns 127.77.0.53 || { cat "$T/dns.err"; return 1; }
     printf "[api]\nsocket = %s\nbroker_url = https://broker.fmb-test:%s\nclient_token_file = %s\nclient_ca_file = %s\n" \
@@ -228,5 +231,9 @@ expect_ok 'a name lookup that never returns holds a hook command no longer than 
             return 1
     done
 '
+else
+    test_count=$((test_count + 1))
+    echo "ok $test_count # SKIP a name lookup that never returns: needs root and unshare -m"
+fi
 stop_dns
 done_testing
