@@ -207,9 +207,19 @@ int cmd_step_clean (struct cli *cli, int argc, char **argv)
                  "FI_CXI_COLL_JOB_STEP_ID)\n");
         return EXIT_USAGE;
     }
+    /* The broker holds its answer while the FM deletes the trees, up to
+     * 'wait' seconds, then says "cleaning" (the outbox finishes it): 2 s
+     * less than the call's timeout, so that a slow FM gets that answer
+     * and not a timeout (exit 75, a retry for nothing). */
     char path[1024];
     char *estep = cli_escape (step);
-    snprintf (path, sizeof (path), "/v1/jobs/%s/steps/%s?wait=10", job, estep);
+    long long wait = cli->timeout - 2 < 10 ? cli->timeout - 2 : 10;
+    snprintf (path,
+              sizeof (path),
+              "/v1/jobs/%s/steps/%s?wait=%lld",
+              job,
+              estep,
+              wait > 0 ? wait : 0);
     free (estep);
     json_t *r;
     int rc = cli_call (cli, "DELETE", path, NULL, token, &r);

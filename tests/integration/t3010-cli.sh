@@ -73,6 +73,13 @@ expect_ok 'step-clean run by the job itself, unprivileged, with its token' '
 expect_ok 'step-clean with explicit arguments as the RM' '
     fmb step-clean 42 "f1/0/1" | grep -q "step f1/0/1: cleaned"
 '
+expect_ok 'step-clean with an FM slower than its timeout: "cleaning" in time, not a timeout' '
+    mockfm_ctl POST /_mock/faults "PATCH /fabric/collectives/jobs/* delay=6000" &&
+    start=$(date +%s) && { fmb --timeout 4 step-clean 42 slow >out; rc=$?; } && took=$(($(date +%s) - start)) &&
+    mockfm_ctl POST /_mock/faults "" && cat out && echo "exit $rc after $took s" &&
+    test "$rc" = 0 && grep -q "^job 42 step slow: cleaning" out && test "$took" -le 4 &&
+    fmb step-clean 42 slow | grep -q "^job 42 step slow: cleaned"
+'
 expect_ok 'events: a table, --after, --follow --count' '
     fmb end-job 42 &&
     fmb events >e.txt && grep -q " vni_quarantined  *42 " e.txt &&
