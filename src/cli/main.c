@@ -262,10 +262,11 @@ static int global_options (struct cli *cli, int argc, char **argv)
     return -1;
 }
 
-/* A hook's call is bounded as a whole: its name lookup and TLS handshake
- * have no timeout of their own (apiclient.h), and a broker host that
- * stops answering mid-handshake would hold the hook, and with it the
- * job's launch or end, until the resource manager kills it.  One second
+/* A hook's call is bounded as a whole: the client library bounds the
+ * connection, the TLS handshake and the exchange, but the name lookup
+ * has no timeout of its own (apiclient.h), and a resolver that never
+ * answers would hold the hook, and with it the job's launch or end,
+ * until the resource manager kills it.  One second
  * past --timeout the run ends as one that found no broker (75: the hooks
  * retry it), saying so; the hooks need no timeout(1), a process more on
  * every job's launch and end. */
