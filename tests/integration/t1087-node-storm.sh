@@ -104,15 +104,25 @@ parked_is () { test "$(gauge "fmbroker_tcp_connections{state=\"parked\"}")" = "$
 # each used again, the first for that PUT too; prints the probe's line
 park_start () {
     rm -f "$T/park.go" "$T/park.out" &&
-    wait_for 50 0.1 none_held && fds0=$(broker_fds) &&
+    { wait_for 50 0.1 none_held || { echo "still held: $(held_from_probe)"; false; }; } &&
+    fds0=$(broker_fds) &&
     { probe park "$T/park.go" "$@" >"$T/park.out" 2>&1 & park_pid=$!; } &&
-    wait_for 100 0.1 grep -q "^idle" "$T/park.out"
+    { wait_for 100 0.1 grep -q "^idle" "$T/park.out" || { echo "probe: $(cat "$T/park.out")"; false; }; }
 }
 park_go () { # (not in a pipeline: the probe is this shell's child)
-    echo "$1" >"$T/park.go" && wait "$park_pid" && tail -1 "$T/park.out"
+    # renamed into place: the probe waits for the file to exist, and
+    # could read it between its creation and its line (an empty PUT)
+    echo "$1" >"$T/park.go.new" && mv "$T/park.go.new" "$T/park.go" &&
+        wait "$park_pid" && tail -1 "$T/park.out" ||
+        { echo "probe: $(cat "$T/park.out")" >&2; false; }
+}
+# parked N: the broker's gauge says N parked within 5 s (else says what)
+parked () {
+    wait_for 50 0.1 parked_is "$1" ||
+        { echo "parked: $(gauge "fmbroker_tcp_connections{state=\"parked\"}"), not $1"; false; }
 }
 expect_ok 'idle kept connections are parked: about one broker descriptor each, not three' '
-    park_start 24 "$(cat "$T/n1.token")" && wait_for 50 0.1 parked_is 24 &&
+    park_start 24 "$(cat "$T/n1.token")" && parked 24 &&
     fds=$(broker_fds) && echo "broker fds: $fds0 before, $fds with 24 parked" &&
     test "$fds" -ge $((fds0 + 24)) && test "$fds" -le $((fds0 + 24 + 4))
 '
@@ -125,7 +135,7 @@ expect_ok 'a parked connection serves its next requests as its node (token), wit
     test "$(gauge fmbroker_tcp_parks_total)" -ge 24
 '
 expect_ok 'a parked node outside the job is still refused as itself' '
-    park_start 1 "$(cat "$T/n4.token")" && wait_for 50 0.1 parked_is 1 &&
+    park_start 1 "$(cat "$T/n4.token")" && parked 1 &&
     park_go "/v1/jobs/700 $run_body" >r && grep -q "^again 1/1 put 403 " r
 '
 node_cert () { # NAME EKU: $T/certs/NAME.pem and .key, signed by the test CA
@@ -143,8 +153,8 @@ expect_ok 'with client certificates required: a resumed session still names its 
     test "$(probe resume - "$T/certs/n1.pem" "$T/certs/n1.key")" = "resumed 200 200"
 '
 expect_ok 'a parked connection keeps its client certificate: with no token, still its node' '
-    park_start 3 - "$T/certs/n1.pem" "$T/certs/n1.key" && wait_for 50 0.1 parked_is 3 &&
-    park_go "/v1/jobs/700 $run_body" >r && grep -q "^again 3/3 put 200 " r
+    park_start 3 - "$T/certs/n1.pem" "$T/certs/n1.key" && parked 3 &&
+    park_go "/v1/jobs/700 $run_body" >r && cat r && grep -q "^again 3/3 put 200 " r
 '
 expect_ok 'a certificate not meant for TLS clients (serverAuth only) names no node' '
     probe resume - "$T/certs/n2.pem" "$T/certs/n2.key" | grep -q " 401 401$" &&
