@@ -26,6 +26,9 @@
 #   true-prolog, true-epilog, true-ectld  plain Slurm with
 #            Prolog=/bin/true, Epilog=/bin/true or EpilogSlurmctld=/bin/true
 #            alone: what each of Slurm's hooks costs by itself
+#   true-ends  plain Slurm with Epilog=/bin/true and
+#            EpilogSlurmctld=/bin/true: the two job-end hooks noprolog
+#            needs (the node's end, the broker's CLEANUP), doing nothing
 #   noprolog-truectld  as noprolog, with EpilogSlurmctld=/bin/true: what
 #            the CLEANUP's own work costs beyond Slurm's handling of the
 #            hook (a measurement only: the broker never hears that a job
@@ -226,6 +229,7 @@ mode () {
     true-prolog) printf "Prolog=/bin/true\n" >"$S/mode.conf" && : >"$S/plugstack.conf" ;;
     true-epilog) printf "Epilog=/bin/true\n" >"$S/mode.conf" && : >"$S/plugstack.conf" ;;
     true-ectld) printf "EpilogSlurmctld=/bin/true\n" >"$S/mode.conf" && : >"$S/plugstack.conf" ;;
+    true-ends) printf "EpilogSlurmctld=/bin/true\nEpilog=/bin/true\n" >"$S/mode.conf" && : >"$S/plugstack.conf" ;;
     wrappers) printf "%s\n" "$nodehooks" >"$S/mode.conf" &&
         echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
     plugin) printf "# the plugin alone\n" >"$S/mode.conf" &&
