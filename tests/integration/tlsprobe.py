@@ -15,9 +15,9 @@ connection, step by step, for the tests (Python's ssl, OpenSSL).
   tlsprobe.py PORT CA park GO N TOKEN [CERT KEY]
       N TLS connections, each makes GET /v1/jobs?limit=1 with TOKEN (or
       none); prints "idle N" and waits (60 s at most) for file GO to
-      exist (meanwhile the broker parks them); then on each connection
-      again GET /v1/jobs?limit=1, and on the first a PUT of GO's line:
-      "PATH BODY".  Prints "again OK/N put STATUS BODY" (OK: answered 200).
+      exist, whole (rename it into place), meanwhile the broker parks
+      them; then on each connection again GET /v1/jobs?limit=1, and on
+      the first a PUT of GO's line: "PATH BODY".  Prints "again OK/N put STATUS BODY" (OK: answered 200).
   tlsprobe.py PORT CA stall SECONDS
       pipelined requests sent and no answer read, until the connection
       takes no more; then SECONDS holding it open.
