@@ -56,8 +56,10 @@
 # launches over 1 s, the ratio to "without", the host's steal time
 # while the setup's launches ran (other guests' CPU on a shared VM: a
 # run with it is disturbed), the CPU time per launch of the whole host
-# and of fmbroker's own daemons (the broker with the mock FM, the two
-# node services), and each hook's own time:
+# (over each block: with the job-end hooks' and this bench's own polls
+# for an idle cluster; and within srun's time alone, from /proc/stat
+# read by the shell's builtin) and of fmbroker's own daemons (the broker
+# with the mock FM, the two node services), and each hook's own time:
 # the node prolog (its wrapper's clock where a bash wrapper runs it: the
 # stand-in for the emulated nodes' NICs; from the kernel's exec and exit
 # events otherwise), the PrologSlurmctld script, and the step-end
@@ -65,7 +67,11 @@
 # BENCH_TRACE not 0) the kernel's process exec and exit events are
 # recorded throughout, and a table splits each setup's launch into its
 # phases: srun's start to the step's slurmstepd, slurmstepd to the tasks,
-# the tasks' end to srun's exit.  The broker gives a job of 2 nodes or
+# the tasks' end to srun's exit.  With BENCH_PERF=1, every CPU is
+# sampled throughout (perf cpu-clock) and a table gives the CPU each
+# command took within srun's time, per launch of each setup: which
+# processes a setup adds to the launch's own time (bench/cpu-in-launch.py).
+# The broker gives a job of 2 nodes or
 # more an FM reservation for its collectives (min_nodes = 2: every
 # launch here pays for one); hwcoll_min_nodes=64, the shipped default,
 # measures a 2-node job as a site's default makes it, with none.
@@ -257,12 +263,18 @@ SlurmdDebug=verbose" || { slurm_diag; exit 1; }
 launch () { # MODE
     wait_for 300 0.05 slurm_all_idle || return 1
     [ -z "${BENCH_SETTLE:-}" ] || sleep "$BENCH_SETTLE"
+    local u n s i w q sq
+    read -r _ u n s i w q sq _ </proc/stat # (a builtin: no process of its own)
+    local busy0=$((u + n + s + q + sq))
     t0=$EPOCHREALTIME
     setpriv --reuid=nobody --regid=nogroup --clear-groups srun -N2 true || return 1
     t1=$EPOCHREALTIME
+    read -r _ u n s i w q sq _ </proc/stat
     echo $(((${t1//[!0-9]/} - ${t0//[!0-9]/}) / 1000)) >>"$T/$1.ms"
+    echo $((u + n + s + q + sq - busy0)) >>"$T/$1.busy"
+    echo "$1 $t0 $t1" >>"$T/windows"
 }
-for m in $MODES; do : >"$T/$m.ms" && : >"$T/steal.$m"; done
+for m in $MODES; do : >"$T/$m.ms" && : >"$T/$m.busy" && : >"$T/steal.$m"; done
 # The host's CPU time taken by other guests (steal, /proc/stat) while a
 # setup's launches ran: on a shared VM, other tenants' bursts slow some
 # blocks and not others, and a setup's median with them is not its own.
@@ -290,7 +302,19 @@ if [ "${BENCH_TRACE:-1}" != 0 ] && command -v perf >/dev/null; then
     trace_pid=$! trace_started=1
     sleep 1
 fi
-trace_stop () { [ -z "$trace_pid" ] || { kill -INT "$trace_pid" && wait "$trace_pid"; } 2>/dev/null; trace_pid=; }
+# BENCH_PERF=1: every CPU sampled (cpu-clock, 999 Hz, on the realtime
+# clock that $EPOCHREALTIME reads), for the table of the CPU each
+# command takes within srun's time (bench/cpu-in-launch.py)
+cpu_pid=
+if [ "${BENCH_PERF:-0}" = 1 ] && command -v perf >/dev/null; then
+    perf record -q -a -e cpu-clock -F 999 -k realtime -o "$T/cpu.data" >"$T/perf-cpu.out" 2>&1 &
+    cpu_pid=$!
+    sleep 1
+fi
+trace_stop () {
+    for p in $trace_pid $cpu_pid; do kill -INT "$p" && wait "$p"; done 2>/dev/null
+    trace_pid= cpu_pid=
+}
 on_exit trace_stop
 blocks=$(((N + B - 1) / B))
 for _ in $(seq "$blocks"); do
@@ -323,16 +347,17 @@ echo "# fmbroker with Slurm: launch cost, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "# machine: $(nproc) cores, load average $load at the end"
 echo
 echo "## srun -N2 true as nobody, from an idle cluster, setups alternated in blocks of $B (node state: ${BENCH_NODE_STATE:-tmpfs}; load $(cut -d" " -f1-3 /proc/loadavg))"
-echo "| setup | launches | median ms | p90 ms | max ms | over 1 s | median / without | host steal % | host CPU ms per launch | broker + FM CPU ms per launch | node services CPU ms per launch |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| setup | launches | median ms | p90 ms | max ms | over 1 s | median / without | host steal % | host CPU ms per launch | host CPU ms within srun's time | broker + FM CPU ms per launch | node services CPU ms per launch |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 hz=$(getconf CLK_TCK)
 for m in $MODES; do
     f=$T/$m.ms
-    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$m" "$(wc -l <"$f")" "$(pct 50 <"$f")" "$(pct 90 <"$f")" \
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$m" "$(wc -l <"$f")" "$(pct 50 <"$f")" "$(pct 90 <"$f")" \
         "$(sort -g "$f" | tail -1)" "$(awk '$1 > 1000' "$f" | wc -l)" \
         "$(awk -v a="$(pct 50 <"$f")" -v b="${wo:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
         "$(awk '{ s += $4 - $1; t += $5 - $2 } END { if (t > 0) printf "%.1f", 100 * s / t; else print "-" }' "$T/steal.$m")" \
         "$(awk -v hz="$hz" -v n="$(wc -l <"$f")" '{ s += $6 - $3 } END { printf "%.1f", n ? 1000 * s / hz / n : 0 }' "$T/steal.$m")" \
+        "$(awk -v hz="$hz" '{ s += $1 } END { printf "%.1f", NR ? 1000 * s / hz / NR : 0 }' "$T/$m.busy")" \
         "$(awk -v hz="$hz" -v n="$(wc -l <"$f")" '{ s += $3 - $1 } END { printf "%.1f", n ? 1000 * s / hz / n : 0 }' "$T/own.$m")" \
         "$(awk -v hz="$hz" -v n="$(wc -l <"$f")" '$4 >= $2 { s += $4 - $2 } END { printf "%.1f", n ? 1000 * s / hz / n : 0 }' "$T/own.$m")"
 done
@@ -379,6 +404,12 @@ echo
             "$(phase "$m" stepd | pct 50)" "$(phase "$m" tasks | pct 50)" "$(phase "$m" end | pct 50)" \
             "$(phase "$m" launch | pct 50)" "$(phase "$m" prolog | pct 50)"
     done
+    echo
+}
+[ -s "$T/cpu.data" ] && {
+    echo "## the host's CPU within srun's time, per command (ms per launch; perf cpu-clock at 999 Hz)"
+    perf script -i "$T/cpu.data" -F comm,time 2>>"$T/perf-cpu.out" |
+        python3 "$FMB_SRC/bench/cpu-in-launch.py" "$T/windows" $MODES
     echo
 }
 echo "(load average at the end: $load)"
