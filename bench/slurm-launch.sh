@@ -272,7 +272,7 @@ launch () { # MODE
     read -r _ u n s i w q sq _ </proc/stat
     echo $(((${t1//[!0-9]/} - ${t0//[!0-9]/}) / 1000)) >>"$T/$1.ms"
     echo $((u + n + s + q + sq - busy0)) >>"$T/$1.busy"
-    echo "$1 $t0 $t1" >>"$T/windows"
+    echo "$1 ${t0/,/.} ${t1/,/.}" >>"$T/windows" # (a locale's decimal comma)
 }
 for m in $MODES; do : >"$T/$m.ms" && : >"$T/$m.busy" && : >"$T/steal.$m"; done
 # The host's CPU time taken by other guests (steal, /proc/stat) while a
@@ -406,6 +406,8 @@ echo
     done
     echo
 }
+[ "${BENCH_PERF:-0}" = 1 ] && [ ! -s "$T/cpu.data" ] &&
+    { echo "(no table of the CPU within srun's time: perf recorded nothing; its words:)"; cat "$T/perf-cpu.out"; echo; }
 [ -s "$T/cpu.data" ] && {
     echo "## the host's CPU within srun's time, per command (ms per launch; perf cpu-clock at 999 Hz)"
     perf script -i "$T/cpu.data" -F comm,time 2>>"$T/perf-cpu.out" |

@@ -107,7 +107,8 @@ park_start () {
     { wait_for 50 0.1 none_held || { echo "still held: $(held_from_probe)"; false; }; } &&
     fds0=$(broker_fds) &&
     { probe park "$T/park.go" "$@" >"$T/park.out" 2>&1 & park_pid=$!; } &&
-    { wait_for 100 0.1 grep -q "^idle" "$T/park.out" || { echo "probe: $(cat "$T/park.out")"; false; }; }
+    { wait_for 100 0.1 grep -q "^idle" "$T/park.out" ||
+        { echo "probe: $(cat "$T/park.out")"; kill "$park_pid"; false; }; }
 }
 park_go () { # (not in a pipeline: the probe is this shell's child)
     # renamed into place: the probe waits for the file to exist, and
