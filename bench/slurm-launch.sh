@@ -256,6 +256,18 @@ echo "# plain Slurm" >"$S/mode.conf"
 slurm_up "Include $S/mode.conf
 SlurmdDebug=verbose" || { slurm_diag; exit 1; }
 
+# The host's CPU time (/proc/stat's first line, in clock ticks), read by
+# the shell's builtin (no process of its own, even around each srun):
+# cpu_steal, taken by other guests (on a shared VM, other tenants'
+# bursts slow some blocks and not others, and a setup's median with them
+# is not its own); cpu_total, all of it; cpu_busy, user, nice, system,
+# irq and softirq (every process's CPU, fmbroker's and Slurm's).
+read_cpu () {
+    local u n s i w q sq st
+    read -r _ u n s i w q sq st _ </proc/stat
+    cpu_steal=$st cpu_total=$((u + n + s + i + w + q + sq + st)) cpu_busy=$((u + n + s + q + sq))
+}
+cpu_jiffies () { read_cpu && echo "$cpu_steal $cpu_total $cpu_busy"; }
 # One srun -N2 true from an idle cluster, as nobody: its wall time in ms,
 # in bash's own clock (no process is started to read it: a `date` after
 # srun would wait behind the job's epilogs, which on this host share its
@@ -263,24 +275,21 @@ SlurmdDebug=verbose" || { slurm_diag; exit 1; }
 launch () { # MODE
     wait_for 300 0.05 slurm_all_idle || return 1
     [ -z "${BENCH_SETTLE:-}" ] || sleep "$BENCH_SETTLE"
-    local u n s i w q sq
-    read -r _ u n s i w q sq _ </proc/stat # (a builtin: no process of its own)
-    local busy0=$((u + n + s + q + sq))
+    read_cpu
+    local busy0=$cpu_busy
     t0=$EPOCHREALTIME
     setpriv --reuid=nobody --regid=nogroup --clear-groups srun -N2 true || return 1
     t1=$EPOCHREALTIME
-    read -r _ u n s i w q sq _ </proc/stat
+    read_cpu
     echo $(((${t1//[!0-9]/} - ${t0//[!0-9]/}) / 1000)) >>"$T/$1.ms"
-    echo $((u + n + s + q + sq - busy0)) >>"$T/$1.busy"
+    echo $((cpu_busy - busy0)) >>"$T/$1.busy"
     echo "$1 ${t0/,/.} ${t1/,/.}" >>"$T/windows" # (a locale's decimal comma)
 }
 for m in $MODES; do : >"$T/$m.ms" && : >"$T/$m.busy" && : >"$T/steal.$m"; done
-# The host's CPU time taken by other guests (steal, /proc/stat) while a
-# setup's launches ran: on a shared VM, other tenants' bursts slow some
-# blocks and not others, and a setup's median with them is not its own.
-# Also the host's busy time (user, nice, system, irq, softirq): every
-# process's CPU a setup's launches took, fmbroker's and Slurm's.
-cpu_jiffies () { awk '$1 == "cpu" { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+# Per block (cpu_jiffies, before and after): the steal while a setup's
+# launches ran, and the host's busy time, the job-end hooks' and this
+# bench's polls included; per launch (.busy): the busy time within
+# srun's own.
 : >"$T/hooks.times"
 for m in $MODES; do : >"$T/clean.$m" && : >"$T/wait.$m" && : >"$T/own.$m"; done
 # The CPU fmbroker's own daemons took (clock ticks, /proc/PID/stat): the
