@@ -171,9 +171,12 @@ static bool caller_gone (int fd)
     return poll (&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/* 'job''s turn, once no other request of it holds it. */
-static struct job_turn *turn_take (struct service *svc, const char *job)
+/* The turn of r's job, once no other request of it holds it.  A wait
+ * is said (debug): an epilog that came during its job's setup, or a
+ * step's wait, is behind it. */
+static struct job_turn *turn_take (struct service *svc, const struct node_request *r)
 {
+    const char *job = r->job;
     struct job_turn *t = NULL, *free_slot = NULL;
     pthread_mutex_lock (&svc->mu);
     for (unsigned i = 0; i < SERVE_WORKERS && !t; i++)
@@ -186,6 +189,14 @@ static struct job_turn *turn_take (struct service *svc, const char *job)
         snprintf (t->job, sizeof (t->job), "%s", job);
     }
     t->users++;
+    if (t->busy) { /* (the slot is ours by 'users': said unlocked) */
+        pthread_mutex_unlock (&svc->mu);
+        fmb_log (LOG_DEBUG,
+                 "job %s: a request (%s) waits for the job's turn",
+                 job,
+                 node_op_name (r->op));
+        pthread_mutex_lock (&svc->mu);
+    }
     while (t->busy)
         pthread_cond_wait (&svc->changed, &svc->mu);
     t->busy = true;
@@ -358,7 +369,7 @@ static void setup (struct service *svc,
     bool user = c->uid != 0;
     if (user && user_refused (svc, c, r))
         return;
-    struct job_turn *t = turn_take (svc, r->job);
+    struct job_turn *t = turn_take (svc, r);
     /* the turn may have waited behind the job's end: asked again */
     if (user && user_refused (svc, c, r))
         return turn_give (svc, t);
@@ -413,7 +424,7 @@ static void end (struct service *svc,
 {
     struct engine_outcome out;
     char facts[1200];
-    struct job_turn *t = turn_take (svc, r->job);
+    struct job_turn *t = turn_take (svc, r);
     /* Its end made and reported here already, nothing of it left
      * (Flux's housekeeping after its epilog): not reported twice.  An
      * end that found services in use, or whose caller had gone, is not
@@ -508,7 +519,7 @@ static void serve_caller (struct caller *c)
         step_end (c->svc, c->fd, &r);
         break;
     case NODE_OP_WAIT: /* whatever the job had in the making is made */
-        turn_give (c->svc, turn_take (c->svc, r.job));
+        turn_give (c->svc, turn_take (c->svc, &r));
         answer (c->fd, 0, "");
         break;
     case NODE_OP_NONE:

@@ -222,8 +222,9 @@ broker_sleeps_when_idle () {
     echo "CPU over 3 s idle: $((t1 - t0)) ticks of 1/$(getconf CLK_TCK) s" &&
     test $((t1 - t0)) -lt $(($(getconf CLK_TCK) / 2))
 }
-stop_broker () {
-    [ -n "${broker_pid:-}" ] && kill "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
+stop_broker () { # (one a step left stopped, kill -STOP, is woken to stop)
+    [ -n "${broker_pid:-}" ] && kill "$broker_pid" 2>/dev/null &&
+        { kill -CONT "$broker_pid" 2>/dev/null; wait "$broker_pid" 2>/dev/null; }
     broker_pid=
 }
 kill_broker () {

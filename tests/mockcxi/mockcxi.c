@@ -17,6 +17,10 @@
  *   .fail."cxil_alloc_svc" = {"errno": 28, "count": 1, "skip": 0}
  *                            fail N calls after letting 'skip' through
  *   .devices[i].services[j].busy = N   destroy answers -EBUSY N more times
+ *   .hold."cxil_alloc_svc" = "PATH"   the next such call takes the hold
+ *                            off, creates PATH.held and waits (60 s at
+ *                            most) for PATH, outside the lock: a test
+ *                            acts while the caller is inside the call
  * Built twice: the newer symbol set, and with MOCKCXI_OLD the SHS <= 13.0
  * one, which has no cxil_svc_enable.
  */
@@ -327,6 +331,33 @@ static int forced (struct mock *m, const char *fn)
     return -(int)json_integer_value (json_object_get (f, "errno"));
 }
 
+/* A hold the test asked for on 'fn': taken off, then waited out
+ * unlocked, so that other processes see and change the NICs meanwhile. */
+static void held (const char *fn)
+{
+    struct mock m;
+    char *release = NULL;
+    if (mock_open (&m) == 0) {
+        json_t *holds = json_object_get (m.root, "hold");
+        const char *path = json_string_value (json_object_get (holds, fn));
+        if (path && (release = strdup (path)) != NULL) {
+            json_object_del (holds, fn);
+            m.dirty = true;
+        }
+    }
+    mock_close (&m, false);
+    if (!release)
+        return;
+    char marker[4200];
+    snprintf (marker, sizeof (marker), "%s.held", release);
+    int fd = open (marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        close (fd);
+    for (int i = 0; i < 6000 && access (release, F_OK) < 0; i++)
+        usleep (10000);
+    free (release);
+}
+
 static bool may_change (void)
 {
     if (getenv ("MOCKCXI_FORCE_EPERM"))
@@ -491,6 +522,7 @@ EXPORT int cxil_alloc_svc (struct cxil_dev *dev,
     struct mock m;
     if (!dev || !in)
         return -EINVAL;
+    held ("cxil_alloc_svc");
     int rc = mock_open (&m);
     if (rc < 0) {
         mock_close (&m, false);
