@@ -154,8 +154,9 @@ start_mockfm () {
     fm_port=$(cat "$T/fm.port")
     fm_url="http://127.0.0.1:$fm_port"
 }
-stop_mockfm () {
-    [ -n "${fm_pid:-}" ] && kill "$fm_pid" 2>/dev/null && wait "$fm_pid" 2>/dev/null
+stop_mockfm () { # (one a step left stopped, kill -STOP, is woken to stop)
+    [ -n "${fm_pid:-}" ] && kill "$fm_pid" 2>/dev/null &&
+        { kill -CONT "$fm_pid" 2>/dev/null; wait "$fm_pid" 2>/dev/null; }
     fm_pid=
 }
 on_exit stop_mockfm
@@ -164,6 +165,9 @@ on_exit stop_mockfm
 mockfm_ctl () {
     curl -sf -X "$1" ${3+--data-binary "$3"} "$fm_url$2" >/dev/null
 }
+# fm_holds N: at least N FM calls received and not yet answered (a delay
+# fault holding them): a test starts what must come second after this
+fm_holds () { curl -sf "$fm_url/_mock/state" | jq -e ".in_flight >= $1" >/dev/null; }
 mockfm_jobs () { curl -sf "$fm_url/_mock/state" | jq -r '.jobs | keys[]'; }
 mockfm_has_job () { curl -sf "$fm_url/_mock/state" | jq -e --arg j "$1" '.jobs | has($j)' >/dev/null; }
 mockfm_lacks_job () { ! mockfm_has_job "$1"; }

@@ -239,7 +239,7 @@ expect_ok 'stopped with a listing and a release out at the FM, the broker exits 
     mockfm_ctl POST /_mock/faults "* /fabric/collectives/jobs/* delay=6000" &&
     rm_call POST /v1/reconcile >/dev/null &&
     rm_call DELETE /v1/jobs/out1 | jq -e ".state == \"releasing\"" &&
-    wait_for 100 0.05 sh -c "curl -sf $fm_url/_mock/state | jq -e \".in_flight >= 2\"" >/dev/null &&
+    wait_for 100 0.05 fm_holds 2 &&
     kill -TERM "$broker_pid" && { wait "$broker_pid"; rc=$?; broker_pid=; test $rc = 0; } &&
     mockfm_ctl DELETE /_mock/faults && start_broker &&
     wait_for 100 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://fmbroker/v1/jobs/out1 | jq -e \".state == \\\"released\\\"\"" &&

@@ -51,6 +51,6 @@ expect_ok 'each still releases its own, and the other'"'"'s stay' '
     wait_for 100 0.1 mockfm_lacks_job c1-a3 && wait_for 100 0.1 mockfm_lacks_job c1-b3 &&
     sleep 2 &&
     for j in a1 a2 b1 b2; do mockfm_has_job c1-$j || { echo "c1-$j deleted"; return 1; }; done &&
-    rm_call GET /metrics | grep -qx "fmbroker_foreign_reservations 2"
+    wait_for 100 0.1 sh -c "curl -sf --unix-socket $T/api.sock http://x/metrics | grep -qx \"fmbroker_foreign_reservations 2\""
 '
 done_testing

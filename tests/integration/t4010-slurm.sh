@@ -40,7 +40,9 @@ tls_and_node_tokens || bail_out "no certificates or token"
 start_mockfm
 # each compute node its own token ($T/n1.token, $T/n2.token), and a
 # node's configuration without the socket: the broker's URL and token
-start_broker_for_nodes n1 n2 -- "agent_run = true" || bail_out "no broker for the nodes"
+# (the FM's reservation may take 10 s: the steps that delay it decide
+# how long it is held, not the broker's deadline)
+reserve_ms=10000 timeout_ms=10000 start_broker_for_nodes n1 n2 -- "agent_run = true" || bail_out "no broker for the nodes"
 
 # (replaced, never rewritten in place: a node that read it half-written
 # ran a job's epilog with no plugin, and that job's CXI services stayed)
@@ -489,7 +491,7 @@ expect_ok '... and a job waiting for its FM reservation holds no other job'"'"'s
     wait_for 200 0.1 all_idle && rm -f "$D"/env.* "$D/slow.end" &&
     mockfm_ctl POST /_mock/faults "POST /fabric/collectives/jobs delay=3000 x1" && t0=$(ms_now) &&
     { { as_nobody timeout 45 srun -N2 true 2>"$D/slow.err"; echo "$? $(ms_now)" >"$D/slow.end"; } & } &&
-    sleep 0.5 && as_nobody timeout 45 srun -N2 --fmb-hwcoll=off "$D/showenv.sh" "$D" "$T/rec" &&
+    wait_for 200 0.05 fm_holds 1 && as_nobody timeout 45 srun -N2 --fmb-hwcoll=off "$D/showenv.sh" "$D" "$T/rec" &&
     t1=$(ms_now) && test ! -s "$D/slow.end" &&
     echo "the second job ran, $((t1 - t0)) ms after the first began, while the first waited for the FM" &&
     for n in n1 n2; do grep -q "^SLINGSHOT_VNIS=[0-9]" "$D/env.$n" || return 1; done &&
