@@ -154,9 +154,14 @@ start_mockfm () {
     fm_port=$(cat "$T/fm.port")
     fm_url="http://127.0.0.1:$fm_port"
 }
-stop_mockfm () { # (one a step left stopped, kill -STOP, is woken to stop)
-    [ -n "${fm_pid:-}" ] && kill "$fm_pid" 2>/dev/null &&
-        { kill -CONT "$fm_pid" 2>/dev/null; wait "$fm_pid" 2>/dev/null; }
+# stop_pid PID: SIGTERM, then its exit waited for.  One a step left
+# stopped (kill -STOP) is continued first.  Never after the SIGTERM: a
+# SIGCONT discards pending stop signals, and so the SIGSTOP with which
+# the exiting process's LeakSanitizer (ASan builds) attaches to each of
+# its threads, which then waits for that thread forever.
+stop_pid () { kill -CONT "$1" 2>/dev/null; kill "$1" 2>/dev/null && wait "$1" 2>/dev/null; }
+stop_mockfm () {
+    [ -n "${fm_pid:-}" ] && stop_pid "$fm_pid"
     fm_pid=
 }
 on_exit stop_mockfm
@@ -226,9 +231,8 @@ broker_sleeps_when_idle () {
     echo "CPU over 3 s idle: $((t1 - t0)) ticks of 1/$(getconf CLK_TCK) s" &&
     test $((t1 - t0)) -lt $(($(getconf CLK_TCK) / 2))
 }
-stop_broker () { # (one a step left stopped, kill -STOP, is woken to stop)
-    [ -n "${broker_pid:-}" ] && kill "$broker_pid" 2>/dev/null &&
-        { kill -CONT "$broker_pid" 2>/dev/null; wait "$broker_pid" 2>/dev/null; }
+stop_broker () {
+    [ -n "${broker_pid:-}" ] && stop_pid "$broker_pid"
     broker_pid=
 }
 kill_broker () {

@@ -65,6 +65,8 @@ expect_ok 'the service starts, its socket open to all (each caller'"'"'s uid is 
     start_service && test "$(stat -c "%a %u" "$sock")" = "666 0"
 '
 one_conn () { test "$(service_conns | wc -l)" = 1; }
+# check CMD...: CMD, and on failure which one failed (in a step's output)
+check () { "$@" || { echo "failed: $*"; return 1; }; }
 expect_ok 'the service opens its broker connection ahead of any job (within 3 s of its start), and keeps it' '
     wait_for 60 0.1 one_conn && c=$(service_conns) &&
     sleep 1.5 && test "$(service_conns)" = "$c"
@@ -122,8 +124,9 @@ expect_ok 'the broker away: the prolog exits 0 and the job'"'"'s record says the
     test "$(uid_services 65534)" = 6
 '
 expect_ok 'the broker back: the service connects again, the next job gets its services' '
-    start_broker && prolog 5 && test "$(setup_wait 5)" = "0	" && test "$(uid_services 65534)" = 8 &&
-    test "$(service_conns | wc -l)" = 1
+    check start_broker && check prolog 5 && check test "$(setup_wait 5)" = "0	" &&
+    { check test "$(uid_services 65534)" = 8 || { cat "$T/n1.rec/5.env"; false; }; } &&
+    { check wait_for 100 0.1 one_conn || { service_conns; false; }; }
 '
 # The launch setup has no Prolog=: the SPANK plugin in a job's first
 # slurmstepd on the node hands the service the job's setup (the
@@ -341,8 +344,6 @@ hold_alloc () {
 kept () { grep -q "$2" "$T/n1.rec/reports/$1@n1.json"; } # JOB TEXT
 n1_failed () { test "$(n1_report "$1")" = failed; }
 drained () { rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\" and .job == \"$1\")" >/dev/null; }
-# (each check of the two steps below says which failed)
-check () { "$@" || { echo "failed: $*"; return 1; }; }
 expect_ok '... and services it cannot destroy just after they were made: the broker hears them made first, and the failure is taken as the end failing (a drain)' '
     check fail_destroys && check hold_alloc 27 && check prolog 27 &&
         check wait_for 300 0.1 test -e "$T/release.27.held" || return 1

@@ -331,23 +331,24 @@ static int forced (struct mock *m, const char *fn)
     return -(int)json_integer_value (json_object_get (f, "errno"));
 }
 
-/* A hold the test asked for on 'fn': taken off, then waited out
- * unlocked, so that other processes see and change the NICs meanwhile. */
-static void held (const char *fn)
+/* A hold the test asked for on 'fn', taken off the state (saved at
+ * close): the path to wait for, or NULL. */
+static char *hold_taken (struct mock *m, const char *fn)
 {
-    struct mock m;
-    char *release = NULL;
-    if (mock_open (&m) == 0) {
-        json_t *holds = json_object_get (m.root, "hold");
-        const char *path = json_string_value (json_object_get (holds, fn));
-        if (path && (release = strdup (path)) != NULL) {
-            json_object_del (holds, fn);
-            m.dirty = true;
-        }
+    json_t *holds = json_object_get (m->root, "hold");
+    const char *path = json_string_value (json_object_get (holds, fn));
+    char *release = path ? strdup (path) : NULL;
+    if (release) {
+        json_object_del (holds, fn);
+        m->dirty = true;
     }
-    mock_close (&m, false);
-    if (!release)
-        return;
+    return release;
+}
+
+/* The hold waited out, unlocked (other processes see and change the
+ * NICs meanwhile): PATH.held made, then PATH waited for.  Takes 'release'. */
+static void hold_wait (char *release)
+{
     char marker[4200];
     snprintf (marker, sizeof (marker), "%s.held", release);
     int fd = open (marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -522,8 +523,13 @@ EXPORT int cxil_alloc_svc (struct cxil_dev *dev,
     struct mock m;
     if (!dev || !in)
         return -EINVAL;
-    held ("cxil_alloc_svc");
     int rc = mock_open (&m);
+    char *release = rc == 0 ? hold_taken (&m, "cxil_alloc_svc") : NULL;
+    if (release) {
+        mock_close (&m, false);
+        hold_wait (release);
+        rc = mock_open (&m);
+    }
     if (rc < 0) {
         mock_close (&m, false);
         return rc;
