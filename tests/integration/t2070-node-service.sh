@@ -230,8 +230,7 @@ expect_ok 'a job'"'"'s epilog handed to the service: its services destroyed befo
 '
 expect_ok '... and services still in use: the service reports nothing and says so; fmbroker-cxi waits for them and destroys them' '
     test "$(job_services 5)" = 2 && v=$(job_field 5 ".vnis[0]") &&
-    jq "(.devices[].services[] | select(.vnis | index($v)) | .busy) = 2" "$T/n1.cxi.json" >"$T/cxi.new" &&
-    mv "$T/cxi.new" "$T/n1.cxi.json" &&
+    cxi_set n1 "(.devices[].services[] | select(.vnis | index($v)) | .busy) = 2" &&
     service_epilog 5 "$T/epilog-fallback.sh" && test -e "$T/fallback.5" && test -e "$T/facts.5" &&
     grep -q "job 5: 2 CXI service(s) still in use: left to fmbroker-cxi.s epilog, which waits for them" "$T/serve.log" &&
     grep -q "job 5: epilog made in [0-9]* ms (exit 75)" "$T/serve.log" &&
@@ -315,11 +314,10 @@ expect_ok '... and a service that does not make epilogs, or none and no fmbroker
         FMBROKER_CXI_PROGRAM="$T/no-such-program" "$FMB_BIN/fmbroker-slurm-prolog"; test $? = 1; }
 '
 # The NIC refuses to destroy the job's services (EIO, on both NICs).
+fail_destroys () { cxi_set n1 '.fail.cxil_destroy_svc = {"errno": 5, "count": 2}'; }
 expect_ok '... and services it cannot destroy: the epilog exits 1 (slurmd drains the node) with nothing run in its place, the failure at the broker' '
     test "$(job_services 2)" = 2 &&
-    jq ".fail.cxil_destroy_svc = {\"errno\": 5, \"count\": 2}" "$T/n1.cxi.json" >"$T/cxi.new" &&
-    mv "$T/cxi.new" "$T/n1.cxi.json" &&
-    { service_epilog 2 "$T/epilog-fallback.sh"; test $? = 1; } && test ! -e "$T/fallback.2" &&
+    fail_destroys && { service_epilog 2 "$T/epilog-fallback.sh"; test $? = 1; } && test ! -e "$T/fallback.2" &&
     test "$(job_services 2)" = 2 && grep -q "job 2: epilog made in [0-9]* ms (exit 1)" "$T/serve.log" &&
     test "$(n1_report 2)" = failed &&
     rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\" and .job == \"2\")" >/dev/null
@@ -332,15 +330,8 @@ expect_ok '... and services it cannot destroy: the epilog exits 1 (slurmd drains
 # epilog comes while the setup is held inside libcxi (mockcxi's hold),
 # as slurmd's does for a job cancelled during its start, and waits for
 # the job's turn.
-fail_destroys () {
-    jq ".fail.cxil_destroy_svc = {\"errno\": 5, \"count\": 2}" "$T/n1.cxi.json" >"$T/cxi.new" &&
-        mv "$T/cxi.new" "$T/n1.cxi.json"
-}
 # hold_alloc JOB: the next service made on n1 waits for $T/release.JOB
-hold_alloc () {
-    jq --arg p "$T/release.$1" ".hold.cxil_alloc_svc = \$p" "$T/n1.cxi.json" >"$T/cxi.new" &&
-        mv "$T/cxi.new" "$T/n1.cxi.json"
-}
+hold_alloc () { cxi_set n1 ".hold.cxil_alloc_svc = \"$T/release.$1\""; }
 kept () { grep -q "$2" "$T/n1.rec/reports/$1@n1.json"; } # JOB TEXT
 n1_failed () { test "$(n1_report "$1")" = failed; }
 drained () { rm_call GET "/v1/events?after=0" | jq -e "any(.events[]; .type == \"node_drain_requested\" and .job == \"$1\")" >/dev/null; }
