@@ -22,7 +22,7 @@ connection, step by step, for the tests (Python's ssl, OpenSSL).
       pipelined requests sent and no answer read, until the connection
       takes no more; then SECONDS holding it open.
   tlsprobe.py PORT CA slowread SECONDS
-      the same backlog, then its answers read slowly: 256 KiB every
+      the same backlog, then its answers read slowly: 64 KiB every
       0.25 s for SECONDS.  Prints "open: N answers read" or "cut after
       T s: N answers read".
 """
@@ -158,13 +158,16 @@ def stall(port, ca, seconds):
 
 def slowread(port, ca, seconds):
     """A peer that reads its answers slowly but steadily (a big answer
-    over a slow link): bytes keep moving, so it is not a stalled one."""
+    over a slow link): bytes keep moving, so it is not a stalled one.
+    256 KiB/s: the backlog fill() leaves (thousands of answers, about 3 MB)
+    outlasts a few seconds, so the connection never goes idle, which the
+    broker would close (a peer with no credential)."""
     s = connect(port, context(ca))
     fill(s)
     t0, got = time.time(), b""
     while time.time() - t0 < seconds:
         time.sleep(0.25)
-        want = len(got) + 256 * 1024
+        want = len(got) + 64 * 1024
         while len(got) < want:
             try:
                 chunk = s.recv(65536)
