@@ -51,7 +51,11 @@
 # the programs a site configures, with no stand-in between slurmd and
 # them.
 # Every setup has EpilogSlurmctld's CLEANUP (it starts as srun ends) when
-# fmbroker is in it.  A launch's time is bash's clock ($EPOCHREALTIME)
+# fmbroker is in it: deploy/slurm/epilog_slurmctld.sh itself, as
+# doc/slurm.md configures it, its settings read from /etc/default/fmbroker
+# (slurmctld runs in a mount namespace whose /etc/default is this run's);
+# the run ends by saying how many jobs the broker still holds active.
+# A launch's time is bash's clock ($EPOCHREALTIME)
 # around setpriv and srun.  Prints per setup: median, p90, max, the
 # launches over 1 s, the ratio to "without", the host's steal time
 # while the setup's launches ran (other guests' CPU on a shared VM: a
@@ -142,12 +146,21 @@ read m <$S/mode
 echo "$h \$m \$t0 \$(date +%s%N)" >>$T/hooks.times
 HOOK
 done
-# EpilogSlurmctld: the hook itself, its settings (/etc/default/fmbroker
-# on a site) in its environment; untimed (srun does not wait for it).
-cat >"$S/hooks/epilog_slurmctld.sh" <<HOOK
-#!/bin/sh
-FMBROKER_CONF=$T/broker.conf FMBROKER_BINDIR=$FMB_BIN exec $FMB_SRC/deploy/slurm/epilog_slurmctld.sh
-HOOK
+# EpilogSlurmctld: the hook itself, as doc/slurm.md configures it, with
+# no wrapper (a shell more per job, measured as fmbroker's before), and
+# its settings where a site keeps them, /etc/default/fmbroker (slurmctld
+# gives its hooks none of its own environment): slurmctld runs in a
+# mount namespace of its own whose /etc/default is a copy of the host's
+# with this run's settings.  Untimed (srun does not wait for it).
+ectld=$FMB_SRC/deploy/slurm/epilog_slurmctld.sh
+mkdir "$S/etc-default" && cp -a /etc/default/. "$S/etc-default/" &&
+    printf "FMBROKER_CONF=%s\nFMBROKER_BINDIR=%s\n" "$T/broker.conf" "$FMB_BIN" >"$S/etc-default/fmbroker" ||
+    exit 1
+slurmctld_start () {
+    setsid unshare -m --propagation private sh -c \
+        'mount --bind "$1" /etc/default && exec /usr/sbin/slurmctld -D -f "$2"' \
+        sh "$S/etc-default" "$SLURM_CONF" >>"$S/log/slurmctld.out" 2>&1 </dev/null &
+}
 # The node prolog and epilog: fmbroker-cxi as slurmd's Prolog=/Epilog=,
 # through a wrapper that gives each emulated node its own NICs and
 # records (a real node's are its own) and times the run without a fork
@@ -173,7 +186,7 @@ cat >"$S/hooks/epilog_slurmctld-late.sh" <<HOOK
 #!/bin/bash
 exec 3<>$S/late.fifo
 read -r -t 0.1 -u 3
-exec $S/hooks/epilog_slurmctld.sh
+exec $ectld
 HOOK
 # The service setups' epilog: a dash that gives fmbroker-cxi the emulated
 # node's mock NICs (a real node has its own) and execs it.
@@ -218,17 +231,17 @@ mode () {
     case $1 in
     without) echo "# plain Slurm" >"$S/mode.conf" && : >"$S/plugstack.conf" ;;
     ctld) printf "PrologSlurmctld=%s\nEpilogSlurmctld=%s\nPrologFlags=Alloc\n%s\n" \
-        "$S/hooks/prolog_slurmctld.sh" "$S/hooks/epilog_slurmctld.sh" "$nodehooks" >"$S/mode.conf" &&
+        "$S/hooks/prolog_slurmctld.sh" "$ectld" "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
-    node) printf "EpilogSlurmctld=%s\n%s\n" "$S/hooks/epilog_slurmctld.sh" "$nodehooks" >"$S/mode.conf" &&
+    node) printf "EpilogSlurmctld=%s\n%s\n" "$ectld" "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
-    service) printf "EpilogSlurmctld=%s\n%s\n" "$S/hooks/epilog_slurmctld.sh" "$servicehooks" >"$S/mode.conf" &&
+    service) printf "EpilogSlurmctld=%s\n%s\n" "$ectld" "$servicehooks" >"$S/mode.conf" &&
         echo "$plugin_run" >"$S/plugstack.conf" ;;
-    noprolog) printf "EpilogSlurmctld=%s\nEpilog=%s\n" "$S/hooks/epilog_slurmctld.sh" "$FMB_BIN/fmbroker-slurm-prolog" \
+    noprolog) printf "EpilogSlurmctld=%s\nEpilog=%s\n" "$ectld" "$FMB_BIN/fmbroker-slurm-prolog" \
         >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
     noprolog-truectld) printf "EpilogSlurmctld=/bin/true\nEpilog=%s\n" "$FMB_BIN/fmbroker-slurm-prolog" \
         >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
-    service-timeout) printf "EpilogSlurmctld=%s\n%s\nPrologEpilogTimeout=120\n" "$S/hooks/epilog_slurmctld.sh" \
+    service-timeout) printf "EpilogSlurmctld=%s\n%s\nPrologEpilogTimeout=120\n" "$ectld" \
         "$servicehooks" >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
     true-hooks) printf "Prolog=/bin/true\nEpilog=/bin/true\n" >"$S/mode.conf" &&
         echo "required $FMB_BIN/../lib/fmbroker_spank.so policy=fail_open" >"$S/plugstack.conf" ;;
@@ -243,7 +256,7 @@ mode () {
     service-ectld-late) printf "EpilogSlurmctld=%s\n%s\n" "$S/hooks/epilog_slurmctld-late.sh" "$servicehooks" \
         >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
     service-noectld) printf "%s\n" "$servicehooks" >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
-    nohold) printf "EpilogSlurmctld=%s\nPrologFlags=Alloc,NoHold\n%s\n" "$S/hooks/epilog_slurmctld.sh" \
+    nohold) printf "EpilogSlurmctld=%s\nPrologFlags=Alloc,NoHold\n%s\n" "$ectld" \
         "$nodehooks" >"$S/mode.conf" &&
         echo "$plugin" >"$S/plugstack.conf" ;;
     esac
@@ -423,4 +436,10 @@ echo
         python3 "$FMB_SRC/bench/cpu-in-launch.py" "$T/windows" $MODES
     echo
 }
+# Every CLEANUP got through?  (Setups without fmbroker's EpilogSlurmctld
+# leave theirs active by design: noprolog-truectld, service-noectld.)
+active_jobs () { "$FMB_BIN/fmbroker" -c "$T/broker.conf" jobs --state active --limit 100000 --noheader | wc -l; }
+no_active_jobs () { [ "$(active_jobs)" = 0 ]; }
+wait_for 50 0.1 no_active_jobs ||
+    echo "(jobs still active at the broker after the run: $(active_jobs), their CLEANUP not through)"
 echo "(load average at the end: $load)"

@@ -40,6 +40,11 @@ slurm_diag () {
 slurmd_start () {
     setsid /usr/sbin/slurmd -D -f "$SLURM_CONF" -N "$1" >>"$S/log/slurmd-$1.out" 2>&1 </dev/null &
 }
+# slurmctld_start: slurmctld in the background (a caller may redefine it,
+# as bench/slurm-launch.sh gives it a mount namespace of its own).
+slurmctld_start () {
+    setsid /usr/sbin/slurmctld -D -f "$SLURM_CONF" >>"$S/log/slurmctld.out" 2>&1 </dev/null &
+}
 
 slurm_all_idle () { ! squeue -h | grep -q . && sinfo -h -o "%t" | sort -u | grep -qx idle; }
 
@@ -91,7 +96,7 @@ CONF
     mkdir -p "$S/cgroup" &&
     printf "CgroupPlugin=cgroup/v1\nCgroupMountpoint=%s\n" "$S/cgroup" >"$S/cgroup.conf" ||
         return 1
-    setsid /usr/sbin/slurmctld -D -f "$SLURM_CONF" >"$S/log/slurmctld.out" 2>&1 </dev/null &
+    slurmctld_start
     for n in n1 n2; do slurmd_start $n; done
     wait_for 300 0.1 sh -c "test \"\$(sinfo -h -o \"%t %D\" 2>/dev/null)\" = \"idle 2\""
 }
@@ -107,7 +112,7 @@ slurm_restart () {
         pgrep -f "slurm(ctld|d) -D -f $SLURM_CONF" >/dev/null || break
         sleep 0.1
     done
-    setsid /usr/sbin/slurmctld -D -f "$SLURM_CONF" >>"$S/log/slurmctld.out" 2>&1 </dev/null &
+    slurmctld_start
     for n in n1 n2; do slurmd_start $n; done
     wait_for 300 0.1 sh -c "test \"\$(sinfo -h -o \"%t %D\" 2>/dev/null)\" = \"idle 2\""
 }
