@@ -136,12 +136,13 @@ slurmd_start () {
         sh "$R/rec-$1" "$SLURM_CONF" "$1" >>"$S/log/slurmd-$1.out" 2>&1 </dev/null &
 }
 # PrologSlurmctld notes "NAME MODE START_NS END_NS" in $T/hooks.times (the
-# wrapper's sh is part of the time: a site's hook is a script too).
+# wrapper's sh is part of the time: a site's hook is a script too); its
+# settings, as EpilogSlurmctld's, from slurmctld's /etc/default (below).
 for h in prolog_slurmctld; do
     cat >"$S/hooks/$h.sh" <<HOOK
 #!/bin/sh
 t0=\$(date +%s%N)
-FMBROKER_CONF=$T/broker.conf FMBROKER_BINDIR=$FMB_BIN $FMB_SRC/deploy/slurm/$h.sh
+$FMB_SRC/deploy/slurm/$h.sh
 read m <$S/mode
 echo "$h \$m \$t0 \$(date +%s%N)" >>$T/hooks.times
 HOOK
