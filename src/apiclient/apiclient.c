@@ -1,5 +1,4 @@
 /* apiclient.c: see apiclient.h. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
@@ -18,11 +17,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-
 #include "apiclient.h"
+#include "apitls.h"
 #include "monotime.h"
 
 /* A listing of 1000 jobs is ~1 MiB. */
@@ -32,21 +28,14 @@
 
 struct conn {
     int fd;
-    SSL_CTX *ctx;
-    SSL *ssl;
-    int64_t deadline; /* the request's every read and write ends by it */
+    struct api_tls *tls; /* NULL: the Unix socket */
+    int64_t deadline;    /* the request's every read and write ends by it */
 };
 
 static void conn_close (struct conn *c)
 {
-    if (c->ssl) {
-        SSL_free (c->ssl);
-        c->ssl = NULL;
-    }
-    if (c->ctx) {
-        SSL_CTX_free (c->ctx);
-        c->ctx = NULL;
-    }
+    api_tls_close (c->tls);
+    c->tls = NULL;
     if (c->fd >= 0)
         close (c->fd);
     c->fd = -1;
@@ -67,57 +56,16 @@ static void set_io_deadline (int fd, int64_t deadline)
  * timeout, or -1 once it has passed.  (Set once, a broker that reads a
  * large request slowly, or trickles its answer, had the whole timeout
  * again for every call.)  A TLS connection's socket is non-blocking:
- * tls_within waits on it. */
+ * apitls.c waits on it. */
 static int conn_arm (struct conn *c)
 {
     if (fmb_monotime_ms () >= c->deadline) {
         errno = ETIMEDOUT;
         return -1;
     }
-    if (!c->ssl)
+    if (!c->tls)
         set_io_deadline (c->fd, c->deadline);
     return 0;
-}
-
-enum tls_op { TLS_CONNECT, TLS_READ, TLS_WRITE };
-
-/* One TLS operation, done by 'deadline': OpenSSL on a non-blocking
- * socket, and poll() on what is left of the time whenever it wants to
- * read or write.  (A socket timeout bounds each recv(2): a peer that
- * trickled a byte within it held a handshake, or one record, for as many
- * timeouts as it had bytes to send.)  SSL_*'s result; on the deadline,
- * -1 with *late (if given) set. */
-static int tls_within (
-    struct conn *c, enum tls_op op, void *buf, int n, int64_t deadline, bool *late)
-{
-    if (late)
-        *late = false;
-    for (;;) {
-        ERR_clear_error ();
-        errno = 0;
-        int r = op == TLS_CONNECT ? SSL_connect (c->ssl)
-                : op == TLS_READ  ? SSL_read (c->ssl, buf, n)
-                                  : SSL_write (c->ssl, buf, n);
-        if (r > 0)
-            return r;
-        int err = SSL_get_error (c->ssl, r);
-        short want = err == SSL_ERROR_WANT_READ    ? POLLIN
-                     : err == SSL_ERROR_WANT_WRITE ? POLLOUT
-                                                   : 0;
-        if (!want)
-            return r;
-        struct pollfd p = {.fd = c->fd, .events = want};
-        int64_t left = deadline - fmb_monotime_ms ();
-        int ready = left > 0 ? poll (&p, 1, left > INT_MAX ? INT_MAX : (int)left) : 0;
-        if (ready < 0 && errno != EINTR)
-            return -1;
-        if (ready == 0) {
-            if (late)
-                *late = true;
-            errno = ETIMEDOUT;
-            return -1;
-        }
-    }
 }
 
 /* connect() within connect_ms; 0, or -1 with why. */
@@ -174,30 +122,13 @@ static int split_url (const char *url, char *host, size_t hlen, char *port, size
     return 0;
 }
 
-static void tls_reason (char *why, size_t wlen, const char *what, SSL *ssl)
-{
-    unsigned long e = ERR_get_error ();
-    long v = ssl ? SSL_get_verify_result (ssl) : X509_V_OK;
-    if (v != X509_V_OK)
-        snprintf (why,
-                  wlen,
-                  "%s: SSL certificate problem: %s",
-                  what,
-                  X509_verify_cert_error_string (v));
-    else if (e)
-        snprintf (why, wlen, "%s: %s", what, ERR_reason_error_string (e));
-    else
-        snprintf (why, wlen, "%s: %s", what, errno ? strerror (errno) : "failed");
-    ERR_clear_error ();
-}
-
 /* A TLS session with the broker at host:port, its certificate verified. */
 static int open_tls (const struct api_target *t,
                      const char *host,
                      const char *port,
                      int64_t deadline,
                      int64_t connect_ms,
-                     SSL_SESSION *resume,
+                     const struct api_tls_ticket *resume,
                      struct conn *c,
                      char *why,
                      size_t wlen)
@@ -234,54 +165,15 @@ static int open_tls (const struct api_target *t,
      * accepts and never answers must leave time for the next one), as
      * with curl */
     int64_t connected_by = fmb_monotime_ms () + connect_ms;
-    c->ctx = SSL_CTX_new (TLS_client_method ());
-    if (!c->ctx) {
-        tls_reason (why, wlen, "TLS", NULL);
+    if (api_tls_open (c->fd,
+                      host,
+                      t->ca_file,
+                      resume,
+                      connected_by < deadline ? connected_by : deadline,
+                      &c->tls,
+                      why,
+                      wlen) < 0)
         return -1;
-    }
-    SSL_CTX_set_min_proto_version (c->ctx, TLS1_2_VERSION);
-    SSL_CTX_set_verify (c->ctx, SSL_VERIFY_PEER, NULL);
-    if ((t->ca_file ? SSL_CTX_load_verify_locations (c->ctx, t->ca_file, NULL)
-                    : SSL_CTX_set_default_verify_paths (c->ctx)) != 1) {
-        tls_reason (why, wlen, t->ca_file ? t->ca_file : "the system's CAs", NULL);
-        return -1;
-    }
-    c->ssl = SSL_new (c->ctx);
-    if (!c->ssl || SSL_set_fd (c->ssl, c->fd) != 1) {
-        tls_reason (why, wlen, "TLS", NULL);
-        return -1;
-    }
-    X509_VERIFY_PARAM *vp = SSL_get0_param (c->ssl);
-    unsigned char addr[16];
-    bool literal =
-        inet_pton (AF_INET, host, addr) == 1 || inet_pton (AF_INET6, host, addr) == 1;
-    if (literal)
-        X509_VERIFY_PARAM_set1_ip_asc (vp, host);
-    else {
-        SSL_set_tlsext_host_name (c->ssl, host);
-        X509_VERIFY_PARAM_set1_host (vp, host, 0);
-    }
-    /* The last session with this broker, if the service kept one: a
-     * resumed handshake spares the broker the certificate's signature
-     * (1-3 ms of its CPU; a full machine reconnecting after a restart
-     * is 10,000 of them).  A ticket the broker no longer takes (it
-     * restarted) costs nothing: the handshake is a full one. */
-    if (resume)
-        (void)SSL_set_session (c->ssl, resume);
-    bool late;
-    if (tls_within (c,
-                    TLS_CONNECT,
-                    NULL,
-                    0,
-                    connected_by < deadline ? connected_by : deadline,
-                    &late) != 1) {
-        if (late) {
-            snprintf (why, wlen, "TLS handshake: Connection timed out");
-            ERR_clear_error ();
-        } else
-            tls_reason (why, wlen, "TLS handshake", c->ssl);
-        return -1;
-    }
     c->deadline = deadline;
     return 0;
 }
@@ -326,8 +218,8 @@ static int open_unix (
     return 0;
 }
 
-/* SSL_write takes an int: a request goes in pieces of one TLS record,
- * each bounded by what is left of the deadline (tls_within). */
+/* A TLS write takes an int: a request goes in pieces of one TLS record,
+ * each bounded by what is left of the deadline (apitls.c). */
 #define TLS_WRITE_PIECE 16384
 
 static int conn_write_all (struct conn *c, const char *p, size_t n)
@@ -336,13 +228,11 @@ static int conn_write_all (struct conn *c, const char *p, size_t n)
         if (conn_arm (c) < 0)
             return -1;
         size_t piece = n < TLS_WRITE_PIECE ? n : TLS_WRITE_PIECE;
-        ssize_t w =
-            c->ssl ? tls_within (c, TLS_WRITE, (void *)p, (int)piece, c->deadline, NULL)
-                   : write (c->fd, p, n);
+        ssize_t w = c->tls ? api_tls_write (c->tls, p, (int)piece, c->deadline)
+                           : write (c->fd, p, n);
         if (w <= 0) {
-            if (!c->ssl && w < 0 && errno == EINTR)
+            if (!c->tls && w < 0 && errno == EINTR)
                 continue;
-            ERR_clear_error (); /* not the next handshake's reason */
             return -1;
         }
         p += w;
@@ -381,14 +271,12 @@ static int conn_read_one (struct conn *c, char **out, size_t *len, bool *reusabl
         }
         if (conn_arm (c) < 0)
             break;
-        ssize_t r =
-            c->ssl ? tls_within (c, TLS_READ, b + n, (int)(cap - n), c->deadline, NULL)
-                   : read (c->fd, b + n, cap - n);
+        ssize_t r = c->tls ? api_tls_read (c->tls, b + n, (int)(cap - n), c->deadline)
+                           : read (c->fd, b + n, cap - n);
         if (r <= 0) {
-            if (!c->ssl && r < 0 && errno == EINTR)
+            if (!c->tls && r < 0 && errno == EINTR)
                 continue;
             bool until_close = want == (size_t)-1 && n > 0;
-            ERR_clear_error ();
             if (!until_close)
                 break;
             b[n] = '\0';
@@ -484,12 +372,13 @@ struct api_keep {
     char base[FMB_CFG_PATH_MAX]; /* the URL it is to, "" the socket */
     int64_t away_until_ms;
     char away[FMB_ERROR_TEXT_MAX];
-    SSL_SESSION *session;                /* the last TLS session, to resume */
+    struct api_tls_ticket *session;      /* the last TLS session, to resume */
     char session_base[FMB_CFG_PATH_MAX]; /* the URL it was with */
 };
 
 /* The session to resume with 'base' (NULL: none kept). */
-static SSL_SESSION *keep_session (const struct api_keep *k, const char *base)
+static const struct api_tls_ticket *keep_session (const struct api_keep *k,
+                                                  const char *base)
 {
     return k && k->session && base && strcmp (k->session_base, base) == 0 ? k->session
                                                                           : NULL;
@@ -497,16 +386,12 @@ static SSL_SESSION *keep_session (const struct api_keep *k, const char *base)
 
 /* Keep the session of a connection that answered: its ticket came with
  * or after the handshake, read by now. */
-static void keep_session_of (struct api_keep *k, const char *base, SSL *ssl)
+static void keep_session_of (struct api_keep *k, const char *base, struct api_tls *tls)
 {
-    SSL_SESSION *s = k && base && ssl ? SSL_get1_session (ssl) : NULL;
+    struct api_tls_ticket *s = k && base && tls ? api_tls_ticket_of (tls) : NULL;
     if (!s)
         return;
-    if (!SSL_SESSION_is_resumable (s)) {
-        SSL_SESSION_free (s);
-        return;
-    }
-    SSL_SESSION_free (k->session);
+    api_tls_ticket_free (k->session);
     k->session = s;
     snprintf (k->session_base, sizeof (k->session_base), "%s", base);
 }
@@ -523,7 +408,7 @@ void api_keep_destroy (struct api_keep *k)
 {
     if (k) {
         conn_close (&k->c);
-        SSL_SESSION_free (k->session);
+        api_tls_ticket_free (k->session);
         free (k);
     }
 }
@@ -535,18 +420,13 @@ void api_keep_destroy (struct api_keep *k)
 static bool conn_still_open (struct conn *c)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    char b;
     if (c->fd < 0)
         return false;
     if (poll (&p, 1, 0) == 0)
         return true;
-    if (!c->ssl || (p.revents & (POLLERR | POLLHUP)))
+    if (!c->tls || (p.revents & (POLLERR | POLLHUP)))
         return false;
-    ERR_clear_error (); /* (a TLS connection's socket is non-blocking) */
-    int r = SSL_read (c->ssl, &b, 1);
-    int err = SSL_get_error (c->ssl, r);
-    ERR_clear_error ();
-    return r <= 0 && err == SSL_ERROR_WANT_READ;
+    return api_tls_idle_open (c->tls);
 }
 
 bool api_keep_is_open (struct api_keep *k)
@@ -720,7 +600,7 @@ static int call_one (const struct api_target *t,
         }
         rc = 0;
         if (!reused)
-            keep_session_of (keep, base, c.ssl);
+            keep_session_of (keep, base, c.tls);
     }
     if (rc == 0 && keep && reusable && !says_close (reply))
         keep_put (keep, base, &c);
@@ -747,6 +627,13 @@ static int call_any (const struct api_target *t,
                      struct fmb_error *error)
 {
     char why[FMB_ERROR_TEXT_MAX] = "", one[160] = "";
+    if (t->url && !api_tls_available ()) {
+        errno = EPROTONOSUPPORT;
+        return fmb_errorf (error,
+                           "broker at %s: this program speaks to the broker's Unix "
+                           "socket only, not TLS",
+                           t->url);
+    }
     if (t->url && !t->token[0] && (!bearer || !*bearer)) {
         errno = EACCES;
         return fmb_errorf (error, "%s", t->token_problem);
