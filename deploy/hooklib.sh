@@ -4,9 +4,11 @@
 # Installed in /usr/share/fmbroker, beside their directories.
 
 # Settings: defaults here, a site's in /etc/default/fmbroker (every one
-# is listed there).  Resource managers give their hooks no PATH of use.
+# is listed there; FMBROKER_DEFAULTS names another file in its place, for
+# tests: resource managers give their hooks none of their environment).
+# Resource managers give their hooks no PATH of use either.
 export PATH="${PATH:+$PATH:}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-[ -r /etc/default/fmbroker ] && . /etc/default/fmbroker
+[ -r "${FMBROKER_DEFAULTS:-/etc/default/fmbroker}" ] && . "${FMBROKER_DEFAULTS:-/etc/default/fmbroker}"
 # The site's own Slurm or Flux commands before the distribution's.
 [ -n "${FMBROKER_PATH:-}" ] && PATH="$FMBROKER_PATH:$PATH"
 FMBROKER_BINDIR=${FMBROKER_BINDIR:-/usr/bin}
@@ -72,6 +74,14 @@ fmb_end_job () {
 # one answers 429/5xx, this returns at once and a detached copy of the
 # calling script ("$0" --retry JOB) goes on with fmb_cleanup_retry.
 fmb_cleanup () {
+    # fmbroker-slurm-cleanup tried first and found no broker, or a busy
+    # one (its reason here): no second wait for it, the retries at once
+    if [ -n "${FMBROKER_CLEANUP_TRANSIENT:-}" ]; then
+        fmb_log "job $1: end-job failed: $FMBROKER_CLEANUP_TRANSIENT; retrying for up to $FMBROKER_CLEANUP_RETRY_S s"
+        unset FMBROKER_CLEANUP_TRANSIENT
+        fmb_detach "$0" --retry "$1"
+        return 0
+    fi
     _out=$(fmb_end_job "$1")
     _rc=$?
     [ $_rc = 0 ] && return 0

@@ -35,6 +35,7 @@
 
 #include "jobrecord.h"
 #include "nodeservice.h"
+#include "selfpath.h"
 
 /* A hook's broker calls take 5 s at most each: this is a line of them.
  * With fmbroker-cxi's own run after it (an epilog's: its wait for the
@@ -58,15 +59,8 @@ static const char *setting (const char *name, const char *fallback)
  * The build's directory only if this program's own cannot be read. */
 static const char *agent_beside (char *buf, size_t len)
 {
-    ssize_t n = readlink ("/proc/self/exe", buf, len - 1);
-    char *slash;
-    if (n <= 0 || (size_t)n >= len - sizeof ("/fmbroker-cxi"))
-        return FMB_SBINDIR "/fmbroker-cxi";
-    buf[n] = '\0';
-    if (!(slash = strrchr (buf, '/')))
-        return FMB_SBINDIR "/fmbroker-cxi";
-    strcpy (slash, "/fmbroker-cxi");
-    return buf;
+    return fmb_beside_self ("fmbroker-cxi", buf, len) < 0 ? FMB_SBINDIR "/fmbroker-cxi"
+                                                          : buf;
 }
 
 static int run_agent (char **argv)

@@ -61,7 +61,8 @@ broker_files="/usr/sbin/fmbrokerd /usr/lib/systemd/system/fmbrokerd.service
     /usr/share/fmbroker/openapi.yaml /usr/share/doc/fmbroker/examples/fmbroker.conf.example
     /usr/share/doc/fmbroker/copyright /usr/share/doc/fmbroker/README.md
     /usr/share/doc/fmbroker/doc/install.md /usr/share/doc/fmbroker/doc/operations.md"
-node_files="/usr/sbin/fmbroker-cxi /usr/sbin/fmbroker-slurm-prolog /usr/bin/fmbroker /etc/default/fmbroker
+node_files="/usr/sbin/fmbroker-cxi /usr/sbin/fmbroker-slurm-prolog /usr/sbin/fmbroker-slurm-cleanup
+    /usr/bin/fmbroker /etc/default/fmbroker
     /usr/lib/systemd/system/fmbroker-cxi.service
     /usr/lib/systemd/system/fmbroker-cxi-report.timer /usr/lib/systemd/system/fmbroker-cxi-report.service
     /usr/share/man/man1/fmbroker.1.gz /usr/share/man/man5/fmbroker.conf.5.gz /usr/share/man/man8/fmbroker-cxi.8.gz
@@ -127,6 +128,15 @@ expect_ok 'the packaged programs run' '
     root/usr/bin/fmbroker --version | grep -q "^fmbroker 0\." &&
     root/usr/sbin/fmbroker-cxi --help | grep -q "^Usage: fmbroker-cxi" &&
     root/usr/sbin/fmbrokerd -c "$src/deploy/fmbroker.conf.example" --check-config --user root
+'
+# EpilogSlurmctld finds its script where the package put it (no path of
+# the build's): with no configuration to reach a broker by, it hands the
+# CLEANUP to the packaged epilog_slurmctld.sh, which says why.
+expect_ok 'the packaged CLEANUP hook hands what it cannot do to the packaged script beside it' '
+    env -i SLURM_JOB_ID=pkg1 FMBROKER_DEFAULTS=/dev/null FMBROKER_CONF="$T/no-such.conf" \
+        FMBROKER_BINDIR="$T/root/usr/bin" FMBROKER_HOOK_LOG="$T/pkg-hook.log" \
+        root/usr/sbin/fmbroker-slurm-cleanup && cat pkg-hook.log &&
+    grep -q "job pkg1: end-job failed: fmbroker: .*no-such.conf" pkg-hook.log
 '
 expect_ok 'the RPMs (cpack RPM) hold the same files, the unit, the user and a config file' '
     if ! command -v rpmbuild >/dev/null; then echo "skipped: no rpmbuild (Debian package rpm)"; return 0; fi

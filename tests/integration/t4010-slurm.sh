@@ -65,13 +65,18 @@ ctld_setup () {
 expect_ok 'munge and Slurm come up with the plugin and the controller hooks' '
     mkdir -p "$S/hooks" &&
     for h in prolog_slurmctld epilog_slurmctld; do
+        # EpilogSlurmctld is fmbroker-slurm-cleanup, as doc/slurm.md has
+        # it; what it hands over, the script from the source tree
+        prog=$FMB_SRC/deploy/slurm/$h.sh
+        [ $h = epilog_slurmctld ] && prog=$FMB_BIN/fmbroker-slurm-cleanup
         cat >"$S/hooks/$h.sh" <<HOOK
 #!/bin/sh
 # the controller, on the broker host: the socket
 export FMBROKER_CONF=$T/broker.conf FMBROKER_BINDIR=$FMB_BIN FMBROKER_HOOK_LOG=$S/log/hooks.log
+export FMBROKER_SHAREDIR=$FMB_SRC/deploy
 # (short waits for a broker that does not answer: one is stopped on purpose)
 export FMBROKER_RUN_RETRY_S=3 FMBROKER_CLEANUP_RETRY_S=6
-exec $FMB_SRC/deploy/slurm/$h.sh
+exec $prog
 HOOK
     done &&
     for h in prolog epilog; do
