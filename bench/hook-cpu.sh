@@ -9,6 +9,12 @@
 # round, BENCH_ROUNDS (3) rounds; with OTHER_FMBROKER (another build's
 # fmbroker, e.g. an older release) both are measured alternately in each
 # round.  Also `fmbroker --help`, the start alone, no broker call.
+# Then the whole EpilogSlurmctld hook, as slurmctld runs it (Slurm's
+# variables alone, its settings from a defaults file): the script
+# deploy/slurm/epilog_slurmctld.sh (a shell, fmbroker end-job) against
+# fmbroker-slurm-cleanup (one process), each a CLEANUP the broker takes
+# (202: the same job's again, which changes nothing after the first),
+# perf stat counting every process the hook runs.
 . "$(dirname "$0")/benchlib.sh"
 other=${2:-}
 N=${BENCH_CALLS:-200}
@@ -34,6 +40,22 @@ for r in $(seq "$R"); do
         end=$(cpu_ms "$b" -c "$T/broker.conf" --timeout 5 end-job 999999)
         libs=$(ldd "$b" | grep -c "=>")
         echo "| $r | $b | $help | $end | $libs |"
+    done
+done
+echo
+printf "FMBROKER_CONF=%s\nFMBROKER_BINDIR=%s\nFMBROKER_SHAREDIR=%s\n" "$T/broker.conf" "$FMB_BIN" \
+    "$FMB_SRC/deploy" >"$T/default" || exit 1
+rm_call PUT /v1/jobs/ectld '{"uid":1000,"nodes":["n1","n2"]}' >/dev/null || exit 1
+# ectld HOOK: the hook as slurmctld starts it
+ectld () { env -i SLURM_JOB_ID=ectld SLURM_SCRIPT_CONTEXT=epilog_slurmctld FMBROKER_DEFAULTS="$T/default" "$@"; }
+echo "| round | EpilogSlurmctld | CPU ms per CLEANUP (202) |"
+echo "|---|---|---|"
+for r in $(seq "$R"); do
+    for h in "$FMB_SRC/deploy/slurm/epilog_slurmctld.sh" "$FMB_BIN/fmbroker-slurm-cleanup"; do
+        ectld "$h" && [ "$(job_field ectld .state)" != active ] ||
+            { echo "$h: the job is still active after its CLEANUP" >&2; exit 1; }
+        echo "| $r | $h | $(cpu_ms env -i SLURM_JOB_ID=ectld SLURM_SCRIPT_CONTEXT=epilog_slurmctld \
+            FMBROKER_DEFAULTS="$T/default" "$h") |"
     done
 done
 echo

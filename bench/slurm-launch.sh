@@ -29,6 +29,9 @@
 #   true-ends  plain Slurm with Epilog=/bin/true and
 #            EpilogSlurmctld=/bin/true: the two job-end hooks noprolog
 #            needs (the node's end, the broker's CLEANUP), doing nothing
+#   noprolog-scriptctld  as noprolog, with EpilogSlurmctld
+#            deploy/slurm/epilog_slurmctld.sh (a shell running fmbroker
+#            end-job): the CLEANUP hook before fmbroker-slurm-cleanup
 #   noprolog-truectld  as noprolog, with EpilogSlurmctld=/bin/true: what
 #            the CLEANUP's own work costs beyond Slurm's handling of the
 #            hook (a measurement only: the broker never hears that a job
@@ -51,8 +54,8 @@
 # the programs a site configures, with no stand-in between slurmd and
 # them.
 # Every setup has EpilogSlurmctld's CLEANUP (it starts as srun ends) when
-# fmbroker is in it: deploy/slurm/epilog_slurmctld.sh itself, as
-# doc/slurm.md configures it, its settings read from /etc/default/fmbroker
+# fmbroker is in it: fmbroker-slurm-cleanup itself, as doc/slurm.md
+# configures it, its settings read from /etc/default/fmbroker
 # (slurmctld runs in a mount namespace whose /etc/default is this run's);
 # the run ends by saying how many jobs the broker still holds active.
 # A launch's time is bash's clock ($EPOCHREALTIME)
@@ -153,9 +156,12 @@ done
 # gives its hooks none of its own environment): slurmctld runs in a
 # mount namespace of its own whose /etc/default is a copy of the host's
 # with this run's settings.  Untimed (srun does not wait for it).
-ectld=$FMB_SRC/deploy/slurm/epilog_slurmctld.sh
+# (FMBROKER_SHAREDIR: where its script is, for what it hands over; a
+# package installs it beside the program)
+ectld=$FMB_BIN/fmbroker-slurm-cleanup
 mkdir "$S/etc-default" && cp -a /etc/default/. "$S/etc-default/" && rm -f "$S/etc-default/fmbroker" &&
-    printf "FMBROKER_CONF=%s\nFMBROKER_BINDIR=%s\n" "$T/broker.conf" "$FMB_BIN" >"$S/etc-default/fmbroker" ||
+    printf "FMBROKER_CONF=%s\nFMBROKER_BINDIR=%s\nFMBROKER_SHAREDIR=%s\n" "$T/broker.conf" "$FMB_BIN" \
+        "$FMB_SRC/deploy" >"$S/etc-default/fmbroker" ||
     exit 1
 slurmctld_start () {
     setsid unshare -m --propagation private sh -c \
@@ -240,6 +246,8 @@ mode () {
         echo "$plugin_run" >"$S/plugstack.conf" ;;
     noprolog) printf "EpilogSlurmctld=%s\nEpilog=%s\n" "$ectld" "$FMB_BIN/fmbroker-slurm-prolog" \
         >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
+    noprolog-scriptctld) printf "EpilogSlurmctld=%s\nEpilog=%s\n" "$FMB_SRC/deploy/slurm/epilog_slurmctld.sh" \
+        "$FMB_BIN/fmbroker-slurm-prolog" >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
     noprolog-truectld) printf "EpilogSlurmctld=/bin/true\nEpilog=%s\n" "$FMB_BIN/fmbroker-slurm-prolog" \
         >"$S/mode.conf" && echo "$plugin_run" >"$S/plugstack.conf" ;;
     service-timeout) printf "EpilogSlurmctld=%s\n%s\nPrologEpilogTimeout=120\n" "$ectld" \
@@ -295,7 +303,10 @@ launch () { # MODE
     setpriv --reuid=nobody --regid=nogroup --clear-groups srun -N2 true || return 1
     t1=$EPOCHREALTIME
     read_cpu
-    echo $(((${t1//[!0-9]/} - ${t0//[!0-9]/}) / 1000)) >>"$T/$1.ms"
+    # in tenths of a ms: whole ms made the ratio of two ~35 ms medians
+    # move in steps of 0.03
+    local us=$((${t1//[!0-9]/} - ${t0//[!0-9]/}))
+    echo "$((us / 1000)).$((us / 100 % 10))" >>"$T/$1.ms"
     echo $((cpu_busy - busy0)) >>"$T/$1.busy"
     echo "$1 ${t0/,/.} ${t1/,/.}" >>"$T/windows" # (a locale's decimal comma)
 }
