@@ -97,12 +97,12 @@ expect_ok 'settings with shell code in them are the script'"'"'s to read, and th
     run_job j5 && hook $slurm_user j5 "$T/default-sh" FMBROKER_SHAREDIR="$FMB_SRC/deploy" &&
     ended j5 && test "$(cli_calls j5)" = 1
 '
-# A comment longer than the program reads at once (4159 bytes), whose
-# tail would read as a setting: the shell's FMBROKER_CONF is the next
-# line's, a configuration with no broker, so the job stays.
+# A comment longer than the program reads at once (4159 bytes), last,
+# whose tail would read as a setting: the shell's FMBROKER_CONF is the
+# line before, a configuration with no broker, so the job stays.
 expect_ok 'a line too long to read whole is the script'"'"'s too' '
-    { printf "#%04158d" 0 && echo "FMBROKER_CONF=$T/broker.conf" &&
-        sed "s|^FMBROKER_CONF=.*|FMBROKER_CONF=$T/no-such.conf|" "$T/default"; } >"$T/default-long" &&
+    { sed "s|^FMBROKER_CONF=.*|FMBROKER_CONF=$T/no-such.conf|" "$T/default" &&
+        printf "#%04158d" 0 && echo "FMBROKER_CONF=$T/broker.conf"; } >"$T/default-long" &&
     chmod 644 "$T/default-long" &&
     run_job j10 && hook $slurm_user j10 "$T/default-long" FMBROKER_SHAREDIR="$FMB_SRC/deploy" &&
     test "$(cli_calls j10)" = 1 && job_field j10 .state | grep -qx active
