@@ -35,7 +35,8 @@
 #   noprolog-truectld  as noprolog, with EpilogSlurmctld=/bin/true: what
 #            the CLEANUP's own work costs beyond Slurm's handling of the
 #            hook (a measurement only: the broker never hears that a job
-#            ended)
+#            ended, so past about 250 launches of it the nodes reach
+#            [api] node_max_jobs and their RUNs are refused)
 #   service-noectld  as service, without EpilogSlurmctld: what the
 #            controller's CLEANUP hook costs (a measurement only: the
 #            broker then never hears that a job ended)

@@ -75,15 +75,14 @@ fmb_end_job () {
 # calling script ("$0" --retry JOB) goes on with fmb_cleanup_retry.
 fmb_cleanup () {
     # fmbroker-slurm-cleanup tried first and found no broker, or a busy
-    # one (its reason here): no second wait for it, the retries at once
+    # one (its reason here): taken as this call's, no second wait for it
     if [ -n "${FMBROKER_CLEANUP_TRANSIENT:-}" ]; then
-        fmb_log "job $1: end-job failed: $FMBROKER_CLEANUP_TRANSIENT; retrying for up to $FMBROKER_CLEANUP_RETRY_S s"
+        _out=$FMBROKER_CLEANUP_TRANSIENT _rc=75
         unset FMBROKER_CLEANUP_TRANSIENT
-        fmb_detach "$0" --retry "$1"
-        return 0
+    else
+        _out=$(fmb_end_job "$1")
+        _rc=$?
     fi
-    _out=$(fmb_end_job "$1")
-    _rc=$?
     [ $_rc = 0 ] && return 0
     if fmb_no_such_job "$_out"; then
         fmb_log_no_such_job "$1"

@@ -38,6 +38,7 @@
 
 #include "apiclient.h"
 #include "apiretry.h"
+#include "argcheck.h"
 #include "config.h"
 #include "error.h"
 #include "monotime.h"
@@ -197,9 +198,9 @@ static int cleanup (
     struct api_reply r = {0};
     char path[sizeof ("/v1/jobs/") + JOB_ID_MAX];
     *transient = false;
+    long long timeout;
     /* whole seconds, as the CLI takes them (--timeout) */
-    if (!s->timeout[0] || strspn (s->timeout, "0123456789") != strlen (s->timeout) ||
-        strlen (s->timeout) > 4 || atoi (s->timeout) < 1) {
+    if (!cli_parse_number ("FMBROKER_HOOK_TIMEOUT", s->timeout, 1, 3600, &timeout)) {
         snprintf (
             why, wlen, "FMBROKER_HOOK_TIMEOUT=%s is no whole number of s", s->timeout);
         return -1;
@@ -216,8 +217,7 @@ static int cleanup (
     api_target_init (&t, &cfg, NULL);
     snprintf (path, sizeof (path), "/v1/jobs/%s", job);
     int64_t t0 = fmb_monotime_ms ();
-    int rc = api_client_call (
-        &t, NULL, atoi (s->timeout), "DELETE", path, NULL, NULL, &r, &e);
+    int rc = api_client_call (&t, NULL, timeout, "DELETE", path, NULL, NULL, &r, &e);
     int err = errno;
     json_decref (r.body);
     *transient = api_outcome_transient (
@@ -235,7 +235,7 @@ int main (void)
     char why[FMB_ERROR_TEXT_MAX + 256] = "";
     const char *defaults = getenv ("FMBROKER_DEFAULTS");
     const char *job = getenv ("SLURM_JOB_ID");
-    bool job_ok = job && job[0] != '-' && valid_job_id (job);
+    bool job_ok = job && cli_check_job_id ("EpilogSlurmctld", job);
     bool transient = false;
     openlog ("fmbroker-slurm-cleanup", LOG_PID, LOG_DAEMON);
     bool env_ok =
