@@ -83,6 +83,10 @@
 # more an FM reservation for its collectives (min_nodes = 2: every
 # launch here pays for one); hwcoll_min_nodes=64, the shipped default,
 # measures a 2-node job as a site's default makes it, with none.
+# BENCH_SRUN_NODES=1 runs `srun -N1 true` instead (default 2, the
+# emulation's two nodes): one node's step and its node service on this
+# host's 2 cores, the share of a host each node of a cluster has to
+# itself, where -N2 puts both nodes' steps and services on them.
 # BENCH_SETTLE=S sleeps S seconds once the cluster is idle, before
 # each launch of every setup: whether work left over from the last job
 # (the broker's release, the node services' deferred reports) costs the
@@ -97,6 +101,8 @@ export FMB_SRC=${FMB_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 N=${BENCH_LAUNCHES:-100}
 B=${BENCH_BLOCK:-25}
 MODES=${BENCH_MODES:-without noprolog service true-hooks plugin}
+SRUN_NODES=${BENCH_SRUN_NODES:-2}
+case $SRUN_NODES in 1 | 2) ;; *) echo "BENCH_SRUN_NODES: 1 or 2 (the emulation has two nodes)" >&2; exit 1 ;; esac
 [ "$(id -u)" = 0 ] && [ -f "$FMB_BIN/../lib/fmbroker_spank.so" ] || { echo "needs root and the plugin" >&2; exit 1; }
 chmod 755 "$T"
 . "$FMB_SRC/tests/integration/slurm.sh"
@@ -291,7 +297,7 @@ read_cpu () {
     cpu_steal=$st cpu_total=$((u + n + s + i + w + q + sq + st)) cpu_busy=$((u + n + s + q + sq))
 }
 cpu_jiffies () { read_cpu && echo "$cpu_steal $cpu_total $cpu_busy"; }
-# One srun -N2 true from an idle cluster, as nobody: its wall time in ms,
+# One srun -N$SRUN_NODES true from an idle cluster, as nobody: its wall time in ms,
 # in bash's own clock (no process is started to read it: a `date` after
 # srun would wait behind the job's epilogs, which on this host share its
 # 2 cores and on a real cluster run on other hosts).
@@ -301,7 +307,7 @@ launch () { # MODE
     read_cpu
     local busy0=$cpu_busy
     t0=$EPOCHREALTIME
-    setpriv --reuid=nobody --regid=nogroup --clear-groups srun -N2 true || return 1
+    setpriv --reuid=nobody --regid=nogroup --clear-groups srun -N"$SRUN_NODES" true || return 1
     t1=$EPOCHREALTIME
     read_cpu
     # in tenths of a ms: whole ms made the ratio of two ~35 ms medians
@@ -381,7 +387,7 @@ wo=$(pct 50 <"$T/without.ms" 2>/dev/null)
 echo "# fmbroker with Slurm: launch cost, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "# machine: $(nproc) cores, load average $load at the end"
 echo
-echo "## srun -N2 true as nobody, from an idle cluster, setups alternated in blocks of $B (node state: ${BENCH_NODE_STATE:-tmpfs}; load $(cut -d" " -f1-3 /proc/loadavg))"
+echo "## srun -N$SRUN_NODES true as nobody, from an idle cluster, setups alternated in blocks of $B (node state: ${BENCH_NODE_STATE:-tmpfs}; load $(cut -d" " -f1-3 /proc/loadavg))"
 echo "| setup | launches | median ms | p90 ms | max ms | over 1 s | median / without | host steal % | host CPU ms per launch | host CPU ms within srun's time | broker + FM CPU ms per launch | node services CPU ms per launch |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 hz=$(getconf CLK_TCK)

@@ -214,6 +214,11 @@ int fmb_check_private_file (const char *path, struct fmb_error *error)
 int fmb_mkdir_p (const char *path, mode_t mode, struct fmb_error *error)
 {
     char buf[PATH_MAX];
+    struct stat st;
+    /* Almost always there already (the node engine asks several times
+     * per job setup): one stat(2), not a mkdir(2) per component. */
+    if (stat (path, &st) == 0 && S_ISDIR (st.st_mode))
+        return 0;
     if (snprintf (buf, sizeof (buf), "%s", path) >= (int)sizeof (buf)) {
         errno = ENAMETOOLONG;
         return fmb_errorf (error, "%s: path too long", path);
@@ -228,7 +233,6 @@ int fmb_mkdir_p (const char *path, mode_t mode, struct fmb_error *error)
     }
     if (mkdir (buf, mode) < 0 && errno != EEXIST)
         return fmb_errorf (error, "%s: %s", buf, strerror (errno));
-    struct stat st;
     if (stat (buf, &st) < 0)
         return fmb_errorf (error, "%s: %s", buf, strerror (errno));
     if (!S_ISDIR (st.st_mode)) {
