@@ -34,6 +34,7 @@ expect_ok 'the example with every key uncommented is valid too' '
 expect_ok 'every man page names the release the programs report' '
     v=$("$FMB_BIN/fmbrokerd" --version | awk "{print \$2}") && v=${v%.*} && test -n "$v" &&
     for m in "$FMB_SRC"/doc/*.[158]; do
+        grep -q "^\.so " "$m" && continue # a link to a page checked here
         head -n 1 "$m" | grep -q "\"fmbroker $v\"" || { echo "$m: $(head -n 1 "$m"), not fmbroker $v"; return 1; }
     done
 '
