@@ -1,8 +1,8 @@
 #!/bin/bash
 # bench/slurm-launch.sh [BUILD_DIR]: what fmbroker adds to a user's job
 # launch.  A real Slurm 22.05 (tests/integration/slurm.sh: two emulated
-# nodes on 127.0.0.1) runs `srun -N2 true` as nobody, alternately in each
-# of these setups (BENCH_MODES, default without noprolog service true-hooks plugin):
+# nodes on 127.0.0.1) runs `srun -N2 true` (BENCH_SRUN_NODES, below) as
+# nobody, alternately in each of these setups (BENCH_MODES, default without noprolog service true-hooks plugin):
 #   without  plain Slurm: no plugin, no prolog of any kind
 #   noprolog fmbroker's launch setup (doc/slurm.md): no Prolog=, no
 #            PrologSlurmctld; the node service (fmbroker-cxi serve, one per
@@ -81,12 +81,13 @@
 # processes a setup adds to the launch's own time (bench/cpu-in-launch.py).
 # The broker gives a job of 2 nodes or
 # more an FM reservation for its collectives (min_nodes = 2: every
-# launch here pays for one); hwcoll_min_nodes=64, the shipped default,
-# measures a 2-node job as a site's default makes it, with none.
+# 2-node launch here pays for one); hwcoll_min_nodes=64, the shipped
+# default, measures a 2-node job as a site's default makes it, with none.
 # BENCH_SRUN_NODES=1 runs `srun -N1 true` instead (default 2, the
 # emulation's two nodes): one node's step and its node service on this
-# host's 2 cores, the share of a host each node of a cluster has to
-# itself, where -N2 puts both nodes' steps and services on them.
+# host's 2 cores, as each node of a cluster has cores of its own, where
+# -N2 puts both nodes' steps and services on them; a 1-node job gets no
+# FM reservation, and one node's setup.
 # BENCH_SETTLE=S sleeps S seconds once the cluster is idle, before
 # each launch of every setup: whether work left over from the last job
 # (the broker's release, the node services' deferred reports) costs the

@@ -165,7 +165,7 @@ expect_ok 'man finds each hook program by its own name, in the package' '
     MANWIDTH=80 man --warnings -M root/usr/share/man 8 fmbroker-slurm-cleanup >page 2>err &&
         test ! -s err && grep -q "fmbroker-slurm-cleanup" page && grep -q "end-job" page &&
     MANWIDTH=80 man --warnings -M root/usr/share/man 8 fmbroker-slurm-prolog >page 2>err &&
-        test ! -s err && grep -q "fmbroker-slurm-prolog" page && grep -q "serve" page
+        test ! -s err && grep -q "fmbroker-slurm-prolog" page && grep -q "CXI services" page
 '
 expect_ok 'fmbroker.conf(5) documents every key with its default' '
     "$FMB_BIN/fmbrokerd" -c /dev/null --dump-config | awk "/^\\[/ {next} / = / {print}" >keys &&
