@@ -2,7 +2,8 @@
 # bench/slurm-launch.sh [BUILD_DIR]: what fmbroker adds to a user's job
 # launch.  A real Slurm 22.05 (tests/integration/slurm.sh: two emulated
 # nodes on 127.0.0.1) runs `srun -N2 true` (BENCH_SRUN_NODES, below) as
-# nobody, alternately in each of these setups (BENCH_MODES, default without noprolog service true-hooks plugin):
+# nobody, alternately in each of these setups (BENCH_MODES, default
+# without noprolog service true-hooks plugin):
 #   without  plain Slurm: no plugin, no prolog of any kind
 #   noprolog fmbroker's launch setup (doc/slurm.md): no Prolog=, no
 #            PrologSlurmctld; the node service (fmbroker-cxi serve, one per
